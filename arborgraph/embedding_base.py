@@ -1,0 +1,27 @@
+"""The interface every text embedder implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors.
+
+    ``name`` identifies model *and* pipeline (e.g. "all-MiniLM-L6-v2/onnx-int8"), so the
+    embedding cache never mixes vectors from two pipelines.
+    """
+
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an array of shape (len(texts), dim), rows of unit length."""
+        ...
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The embedding model could not be loaded; callers fall back to lexical retrieval."""
