@@ -1,0 +1,48 @@
+"""Arborgraph: a RAPTOR tree, an entity graph and hybrid lookup over technical manuals.
+
+>>> import arborgraph
+>>> kb = arborgraph.build(["docs/"], "my-index")        # doctest: +SKIP
+>>> res = kb.query("How does WAL mode work?")            # doctest: +SKIP
+>>> res.route, [c.source for c in res.contexts]          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from arborgraph.config import Config
+    from arborgraph.kb import KnowledgeBase
+    from arborgraph.progress import ProgressCallback
+
+__all__ = ["build", "open", "__version__"]
+
+
+def build(
+    paths: "Sequence[str | Path] | str | Path",
+    index_dir: str | Path,
+    config: "Config | None" = None,
+    *,
+    progress: "ProgressCallback | None" = None,
+) -> "KnowledgeBase":
+    """Build (or update) the index at ``index_dir`` from files, directories or globs."""
+    from arborgraph.build import build_index
+    from arborgraph.kb import KnowledgeBase
+    from arborgraph.progress import no_progress
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    build_index(list(paths), index_dir, config, progress=progress or no_progress)
+    return KnowledgeBase.open(index_dir)
+
+
+def open(index_dir: str | Path) -> "KnowledgeBase":  # noqa: A001 - the API the issue names
+    """Open an existing index; raises ``arborgraph.store.IndexError_`` if it is not usable."""
+    from arborgraph.kb import KnowledgeBase
+
+    return KnowledgeBase.open(index_dir)

@@ -1,0 +1,79 @@
+"""A persistent embedding cache keyed by (embedder name, text), in SQLite.
+
+SQLite commits are atomic, so a build killed mid-way keeps every batch it finished
+and the next build embeds only what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from arborgraph.embedding_base import Embedder
+
+BATCH = 256  # texts per commit: bounds the work lost to an interruption
+
+
+def _key(model: str, text: str) -> str:
+    return hashlib.sha256(f"{model}\x00{text}".encode()).hexdigest()
+
+
+class EmbeddingCache:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)"
+        )
+        self.hits = 0
+        self.misses = 0
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(keys), 500):
+            part = list(keys[start : start + 500])
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT key, data FROM vectors WHERE key IN ({marks})", part
+            ).fetchall()
+            for key, data in rows:
+                found[key] = np.frombuffer(data, dtype=np.float32)
+        return found
+
+    def embed(
+        self,
+        embedder: Embedder,
+        texts: Sequence[str],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
+        """Vectors for ``texts``, computing (and storing) only those not cached yet."""
+        keys = [_key(embedder.name, t) for t in texts]
+        cached = self._get(sorted(set(keys)))
+        missing = sorted({k: i for i, k in enumerate(keys) if k not in cached}.items())
+        self.hits += len(texts) - sum(1 for k in keys if k not in cached)
+        done = len(texts) - len(missing)
+        if progress:
+            progress(done, len(texts))
+        for start in range(0, len(missing), BATCH):
+            part = missing[start : start + BATCH]
+            vectors = embedder.encode([texts[i] for _, i in part])
+            rows = [(k, int(v.shape[0]), v.astype(np.float32).tobytes()) for (k, _), v in zip(part, vectors)]
+            with self._db:
+                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+            for (k, _), v in zip(part, vectors):
+                cached[k] = v.astype(np.float32)
+            self.misses += len(part)
+            done += len(part)
+            if progress:
+                progress(done, len(texts))
+        if not texts:
+            return np.zeros((0, embedder.dim), dtype=np.float32)
+        return np.stack([cached[k] for k in keys]).astype(np.float32)
