@@ -34,3 +34,79 @@ class Context(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+class RoutingDecision(BaseModel):
+    """Why a question went where it went."""
+
+    route: Route
+    confidence: float = 1.0
+    reason: str = ""
+    forced: bool = False
+    fused_with: Route | None = None  # second route run and fused when not confident
+    scores: dict[str, float] = Field(default_factory=dict)
+
+
+class BuildMode(BaseModel):
+    """How the index that answered was built: results always say so."""
+
+    llm_model: str | None = None  # None = built without an LLM
+    embedding: str | None = None  # None = lexical-only (model unavailable)
+    lexical_fallback: bool = False
+
+    @property
+    def label(self) -> str:
+        llm = f"llm:{self.llm_model}" if self.llm_model else "no-llm"
+        emb = self.embedding or "lexical-only"
+        return f"{llm}, {emb}"
+
+
+class QueryResult(BaseModel):
+    """What ``KnowledgeBase.query`` returns: the route, the cited contexts, the trace."""
+
+    question: str
+    route: Route
+    routing: RoutingDecision
+    contexts: list[Context]
+    mode: BuildMode
+    answer: str | None = None
+    notes: list[str] = Field(default_factory=list)  # fallbacks and cuts, in plain words
+    retrieved: dict[str, list[str]] = Field(default_factory=dict)  # retriever -> node ids
+    budget_cut: list[str] = Field(default_factory=list)  # node ids dropped by the budget
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract: ``route`` and ``contexts`` (text, source, kind, score, node_id, ...)."""
+        return {
+            "question": self.question,
+            "route": self.route,
+            "routing": self.routing.model_dump(mode="json"),
+            "mode": {**self.mode.model_dump(mode="json"), "label": self.mode.label},
+            "answer": self.answer,
+            "notes": list(self.notes),
+            "contexts": [c.to_dict() for c in self.contexts],
+        }
+
+    def explain(self) -> str:
+        """A plain-text account: the route and why, what each retriever returned, what was cut."""
+        lines = [
+            f"question: {self.question}",
+            f"route: {self.route} ({'forced' if self.routing.forced else 'auto'}, "
+            f"confidence {self.routing.confidence:.2f}) — {self.routing.reason}",
+        ]
+        if self.routing.fused_with:
+            lines.append(f"not confident: fused with the {self.routing.fused_with} route (RRF)")
+        lines.append(f"index built: {self.mode.label}")
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        for name, ids in self.retrieved.items():
+            shown = ", ".join(ids[:8]) + (" …" if len(ids) > 8 else "")
+            lines.append(f"{name}: {len(ids)} hits: {shown}")
+        lines.append(f"contexts kept: {len(self.contexts)}")
+        for i, ctx in enumerate(self.contexts, start=1):
+            where = " > ".join(ctx.heading_path) or ctx.source
+            lines.append(f"  [{i}] {ctx.kind} {ctx.node_id} score={ctx.score:.4f} — {where}")
+            for step in ctx.trace:
+                lines.append(f"      {step}")
+        if self.budget_cut:
+            lines.append(f"cut by the token budget: {len(self.budget_cut)}: {', '.join(self.budget_cut[:10])}")
+        return "\n".join(lines)

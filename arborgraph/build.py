@@ -1,0 +1,253 @@
+"""The index build: a sequence of named stages, each a pure function plus thin I/O.
+
+``build_index`` loads and chunks the documents, embeds the chunks (through the
+embedding cache), builds the lexical index, the RAPTOR tree and the entity graph, and
+writes everything as one new generation that replaces the live one only at the end.
+Any failure or interruption leaves the previous index as it was.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+from arborgraph import schema as S
+from arborgraph import __version__
+from arborgraph.config import Config
+from arborgraph.embedding import load_embedder
+from arborgraph.embedding_base import Embedder, EmbedderUnavailable
+from arborgraph.embedding_cache import EmbeddingCache
+from arborgraph.lexical import LexicalIndex
+from arborgraph.progress import ProgressCallback, no_progress
+from arborgraph.store import GenerationWriter, cache_dir
+from ingest import chunk_document, iter_collection, load_token_counter
+from ingest.models import Chunk, Document, SkippedFile
+
+
+class BuildError(Exception):
+    """A build that cannot proceed because of its input; the message says why."""
+
+
+class NoUsableDocuments(BuildError):
+    pass
+
+
+class BuildReport(BaseModel):
+    """What a build did, for the CLI's closing report and the manifest."""
+
+    index_dir: str
+    generation: str = ""
+    documents: int = 0
+    chunks: int = 0
+    skipped: list[SkippedFile] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    embedding: str | None = None
+    embedding_fallback: str | None = None  # why retrieval is lexical-only
+    embeddings_cached: int = 0
+    embeddings_computed: int = 0
+    timings_s: dict[str, float] = Field(default_factory=dict)
+    stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class _Timer:
+    def __init__(self, report: BuildReport) -> None:
+        self.report = report
+
+    def __call__(self, name: str) -> "_Stage":
+        return _Stage(self.report, name)
+
+
+class _Stage:
+    def __init__(self, report: BuildReport, name: str) -> None:
+        self.report, self.name = report, name
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.report.timings_s[self.name] = round(time.perf_counter() - self.start, 3)
+
+
+def documents_table(docs: Sequence[Document]) -> pa.Table:
+    """The ``documents`` table: one row per loaded document, metadata as columns."""
+    known = {"source", "version", "valid_from", "valid_to", "acl", "importance"}
+    return pa.table(
+        {
+            S.DOC_ID: [d.doc_id for d in docs],
+            S.DOC_PATH: [d.path for d in docs],
+            S.DOC_TITLE: [d.title for d in docs],
+            S.DOC_FORMAT: [d.format for d in docs],
+            S.DOC_TEXT: [d.text for d in docs],
+            S.DOC_HASH: [d.content_hash for d in docs],
+            S.DOC_SOURCE: [d.metadata.source for d in docs],
+            S.DOC_VERSION: [d.metadata.version for d in docs],
+            S.DOC_VALID_FROM: pa.array([d.metadata.valid_from for d in docs], pa.date32()),
+            S.DOC_VALID_TO: pa.array([d.metadata.valid_to for d in docs], pa.date32()),
+            S.DOC_ACL: pa.array([d.metadata.acl for d in docs], pa.list_(pa.string())),
+            S.DOC_IMPORTANCE: pa.array([d.metadata.importance for d in docs], pa.float64()),
+            S.DOC_EXTRA: [
+                json.dumps(d.metadata.model_dump(mode="json", exclude=known), sort_keys=True)
+                for d in docs
+            ],
+            S.DOC_WARNINGS: pa.array([d.warnings for d in docs], pa.list_(pa.string())),
+        }
+    )
+
+
+def chunks_table(chunks: Sequence[Chunk]) -> pa.Table:
+    """The ``chunks`` table; its row order is the row order of the chunk vectors."""
+    return pa.table(
+        {
+            S.CHUNK_ID: [c.chunk_id for c in chunks],
+            S.CHUNK_DOC_ID: [c.doc_id for c in chunks],
+            S.CHUNK_ORDINAL: pa.array([c.ordinal for c in chunks], pa.int32()),
+            S.CHUNK_TEXT: [c.text for c in chunks],
+            S.CHUNK_HEADING_PATH: pa.array([c.heading_path for c in chunks], pa.list_(pa.string())),
+            S.CHUNK_START: pa.array([c.start for c in chunks], pa.int64()),
+            S.CHUNK_END: pa.array([c.end for c in chunks], pa.int64()),
+            S.CHUNK_TOKENS: pa.array([c.n_tokens for c in chunks], pa.int32()),
+        }
+    )
+
+
+def load_documents(
+    inputs: Sequence[str | Path], config: Config, progress: ProgressCallback
+) -> tuple[list[Document], list[SkippedFile]]:
+    docs: list[Document] = []
+    skipped: list[SkippedFile] = []
+    max_bytes = int(config.ingest.max_file_mb * 2**20)
+    for item in iter_collection(inputs, max_file_bytes=max_bytes):
+        if isinstance(item, SkippedFile):
+            skipped.append(item)
+        else:
+            docs.append(item)
+        progress("load", len(docs) + len(skipped), None)
+    return docs, skipped
+
+
+def try_load_embedder(config: Config) -> tuple[Embedder | None, str | None]:
+    """The configured embedder, or (None, reason) so the build falls back to lexical."""
+    try:
+        return load_embedder(config.embedding), None
+    except EmbedderUnavailable as exc:
+        return None, str(exc)
+
+
+def build_index(
+    inputs: Sequence[str | Path],
+    index_dir: str | Path,
+    config: Config | None = None,
+    *,
+    progress: ProgressCallback = no_progress,
+    embedder_factory: Callable[[Config], tuple[Embedder | None, str | None]] = try_load_embedder,
+) -> BuildReport:
+    """Build (or rebuild) the index at ``index_dir`` from ``inputs``.
+
+    Raises :class:`NoUsableDocuments` when nothing in ``inputs`` can be indexed; the
+    previous index, if any, is left untouched in that case and on any other failure.
+    """
+    config = config or Config()
+    index_dir = Path(index_dir)
+    report = BuildReport(index_dir=str(index_dir))
+    timer = _Timer(report)
+    started = time.perf_counter()
+
+    with timer("load"):
+        docs, skipped = load_documents(inputs, config, progress)
+    report.skipped = skipped
+    report.warnings = [f"{d.doc_id}: {w}" for d in docs for w in d.warnings]
+    if not docs:
+        reasons = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:5]) or "no files found"
+        raise NoUsableDocuments(f"no usable document in the inputs ({reasons})")
+
+    writer = GenerationWriter(index_dir)
+    try:
+        with timer("chunk"):
+            count_tokens = load_token_counter()
+            chunks: list[Chunk] = []
+            for n, doc in enumerate(docs, start=1):
+                chunks.extend(chunk_document(doc, config.chunking, count_tokens))
+                progress("chunk", n, len(docs))
+        report.documents, report.chunks = len(docs), len(chunks)
+        context_texts = [c.context_text() for c in chunks]
+
+        with timer("embed"):
+            embedder, why_not = embedder_factory(config)
+            report.embedding, report.embedding_fallback = (
+                (embedder.name, None) if embedder else (None, why_not)
+            )
+            vectors = None
+            if embedder is not None:
+                cache = EmbeddingCache(cache_dir(index_dir) / "embeddings.sqlite")
+                try:
+                    vectors = cache.embed(
+                        embedder, context_texts, lambda d, t: progress("embed", d, t)
+                    )
+                finally:
+                    cache.close()
+                report.embeddings_cached, report.embeddings_computed = cache.hits, cache.misses
+
+        with timer("lexical"):
+            lexical = LexicalIndex.build(
+                context_texts, k1=config.retrieval.bm25_k1, b=config.retrieval.bm25_b
+            )
+            lexical.save(writer.dir_for("bm25/chunks"))
+
+        writer.write_table(S.DOCUMENTS, documents_table(docs))
+        writer.write_table(S.CHUNKS, chunks_table(chunks))
+        if vectors is not None:
+            writer.write_vectors(S.CHUNK_VECTORS, vectors)
+
+        routes = ["lookup"]
+        stage_hooks = _structure_stages()
+        for hook in stage_hooks:
+            routes.extend(
+                hook(
+                    chunks=chunks,
+                    vectors=vectors,
+                    embedder=embedder,
+                    count_tokens=count_tokens,
+                    config=config,
+                    writer=writer,
+                    report=report,
+                    timer=timer,
+                    progress=progress,
+                    index_dir=index_dir,
+                )
+            )
+
+        report.timings_s["total"] = round(time.perf_counter() - started, 3)
+        manifest = {
+            "arborgraph_version": __version__,
+            "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "config": config.to_manifest(),
+            "mode": {
+                "llm_model": None,
+                "embedding": report.embedding,
+                "lexical_fallback": report.embedding is None,
+                "lexical_fallback_reason": report.embedding_fallback,
+            },
+            "routes": routes,
+            "documents": {d.doc_id: d.content_hash for d in docs},
+            "counts": {"documents": len(docs), "chunks": len(chunks), "skipped": len(skipped)},
+            "timings_s": report.timings_s,
+            "report": report.model_dump(mode="json", exclude={"timings_s"}),
+        }
+        report.generation = writer.commit(manifest).name
+    except BaseException:
+        writer.abort()
+        raise
+    return report
+
+
+def _structure_stages() -> list[Callable[..., list[str]]]:
+    """Stages that add structures (tree, graph) on top of the chunks; filled in below."""
+    return []

@@ -1,0 +1,115 @@
+"""The chunks and documents of an opened index, in memory, plus access/validity masks."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from arborgraph import schema as S
+from arborgraph.results import Context
+
+
+@dataclass
+class DocInfo:
+    doc_id: str
+    title: str
+    source: str | None
+    version: str | None
+    valid_from: dt.date | None
+    valid_to: dt.date | None
+    acl: list[str] | None
+    importance: float | None
+
+
+@dataclass
+class ChunkStore:
+    """Chunk columns aligned with the vector and BM25 rows, and per-document metadata."""
+
+    chunk_ids: list[str]
+    doc_ids: list[str]
+    texts: list[str]
+    heading_paths: list[list[str]]
+    starts: list[int]
+    ends: list[int]
+    n_tokens: list[int]
+    docs: dict[str, DocInfo]
+    row_of: dict[str, int] = field(init=False)
+    _doc_index: np.ndarray = field(init=False)
+    _doc_order: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.row_of = {cid: i for i, cid in enumerate(self.chunk_ids)}
+        self._doc_order = sorted(self.docs)
+        position = {d: i for i, d in enumerate(self._doc_order)}
+        self._doc_index = np.array([position[d] for d in self.doc_ids], dtype=np.int64)
+
+    @classmethod
+    def from_tables(cls, documents: pa.Table, chunks: pa.Table) -> "ChunkStore":
+        docs = {}
+        for row in documents.select(
+            [S.DOC_ID, S.DOC_TITLE, S.DOC_SOURCE, S.DOC_VERSION, S.DOC_VALID_FROM,
+             S.DOC_VALID_TO, S.DOC_ACL, S.DOC_IMPORTANCE]
+        ).to_pylist():
+            docs[row[S.DOC_ID]] = DocInfo(
+                doc_id=row[S.DOC_ID],
+                title=row[S.DOC_TITLE],
+                source=row[S.DOC_SOURCE],
+                version=row[S.DOC_VERSION],
+                valid_from=row[S.DOC_VALID_FROM],
+                valid_to=row[S.DOC_VALID_TO],
+                acl=row[S.DOC_ACL],
+                importance=row[S.DOC_IMPORTANCE],
+            )
+        col = chunks.to_pydict()
+        return cls(
+            chunk_ids=col[S.CHUNK_ID],
+            doc_ids=col[S.CHUNK_DOC_ID],
+            texts=col[S.CHUNK_TEXT],
+            heading_paths=col[S.CHUNK_HEADING_PATH],
+            starts=col[S.CHUNK_START],
+            ends=col[S.CHUNK_END],
+            n_tokens=col[S.CHUNK_TOKENS],
+            docs=docs,
+        )
+
+    def __len__(self) -> int:
+        return len(self.chunk_ids)
+
+    def allowed_docs(self, principal: str | None, as_of: dt.date | None) -> set[str]:
+        """Documents a caller may see: readable by ``principal`` and valid on ``as_of``.
+
+        No principal sees public documents only; ``as_of=None`` skips the validity
+        check (callers pass today's date by default).
+        """
+        allowed = set()
+        for doc_id, info in self.docs.items():
+            if info.acl is not None and (principal is None or principal not in info.acl):
+                continue
+            if as_of is not None:
+                if info.valid_from is not None and as_of < info.valid_from:
+                    continue
+                if info.valid_to is not None and as_of > info.valid_to:
+                    continue
+            allowed.add(doc_id)
+        return allowed
+
+    def chunk_mask(self, allowed_docs: set[str]) -> np.ndarray:
+        doc_ok = np.array([d in allowed_docs for d in self._doc_order], dtype=bool)
+        return doc_ok[self._doc_index] if len(self._doc_index) else np.zeros(0, dtype=bool)
+
+    def context(self, row: int, *, score: float, trace: list[str]) -> Context:
+        return Context(
+            text=self.texts[row],
+            source=self.doc_ids[row],
+            heading_path=list(self.heading_paths[row]),
+            kind="chunk",
+            score=float(score),
+            node_id=self.chunk_ids[row],
+            start=self.starts[row],
+            end=self.ends[row],
+            provenance=[self.chunk_ids[row]],
+            trace=trace,
+        )

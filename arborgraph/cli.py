@@ -1,0 +1,283 @@
+"""The ``arborgraph`` command line: build, query, inspect, eval.
+
+User mistakes (bad paths, a directory that is not an index, a route the index lacks,
+a malformed questions file) end with one line on stderr and a non-zero exit code,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Arborgraph: build and query RAPTOR-tree + entity-graph indexes over technical manuals.",
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True)
+out = Console()
+
+EXIT_USER_ERROR = 2
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    from arborgraph.build import BuildError
+    from arborgraph.config import ConfigError
+    from arborgraph.kb import QueryError
+    from arborgraph.store import IndexError_
+
+    return (BuildError, ConfigError, QueryError, IndexError_)
+
+
+class _ProgressBar:
+    """Renders the library's progress callbacks as a rich progress bar."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.progress = Progress(
+            TextColumn("{task.description:<10}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=False,
+            disable=not enabled,
+        )
+        self.tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> "_ProgressBar":
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        if stage not in self.tasks:
+            self.tasks[stage] = self.progress.add_task(stage, total=total)
+        self.progress.update(self.tasks[stage], completed=done, total=total)
+
+
+def _open(index: Path):  # type: ignore[no-untyped-def]
+    import arborgraph
+
+    return arborgraph.open(index)
+
+
+@app.command()
+def build(
+    docs: Annotated[list[str], typer.Argument(help="files, directories or glob patterns")],
+    index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML/YAML/JSON config")] = None,
+    no_tree: Annotated[bool, typer.Option("--no-tree", help="skip the RAPTOR tree")] = False,
+    no_graph: Annotated[bool, typer.Option("--no-graph", help="skip the entity graph")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print the build report as JSON")] = False,
+) -> None:
+    """Build or update an index from DOCS."""
+    from arborgraph.build import NoUsableDocuments, build_index
+    from arborgraph.config import load_config
+
+    overrides: dict[str, Any] = {}
+    if no_tree:
+        overrides["build_tree"] = False
+    if no_graph:
+        overrides["build_graph"] = False
+    try:
+        cfg = load_config(config, overrides)
+        with _ProgressBar(enabled=not quiet and not json_out) as bar:
+            report = build_index(docs, index, cfg, progress=bar)
+    except NoUsableDocuments as exc:
+        raise fail(str(exc), EXIT_USER_ERROR) from None
+    except _user_errors() as exc:
+        raise fail(str(exc), EXIT_USER_ERROR) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted; the previous index (if any) is unchanged", 130) from None
+    if json_out:
+        print(json.dumps(report.model_dump(mode="json"), indent=2))
+        return
+    _print_build_report(report)
+
+
+def _print_build_report(report: Any) -> None:
+    out.print(
+        f"[bold green]built[/] {report.index_dir} ({report.generation}): "
+        f"{report.documents} documents, {report.chunks} chunks in {report.timings_s.get('total', 0):.1f}s"
+    )
+    out.print(
+        f"embedding: {report.embedding or 'none — lexical-only'}"
+        f" ({report.embeddings_computed} computed, {report.embeddings_cached} from cache)"
+    )
+    if report.embedding_fallback:
+        out.print(f"[yellow]lexical fallback:[/] {report.embedding_fallback}")
+    for name, stats in report.stages.items():
+        out.print(f"{name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+    timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.timings_s.items() if k != "total")
+    out.print(f"timings: {timings}")
+    if report.skipped:
+        out.print(f"[yellow]skipped {len(report.skipped)} file(s):[/]")
+        for item in report.skipped:
+            out.print(f"  {item.path}: {item.reason}", highlight=False)
+    if report.warnings:
+        out.print(f"[yellow]{len(report.warnings)} warning(s):[/]")
+        for warning in report.warnings:
+            out.print(f"  {warning}", highlight=False)
+
+
+def _result_json(res: Any, qid: Any = None) -> dict[str, Any]:
+    data = res.to_dict()
+    if qid is not None:
+        data = {"id": qid, **data}
+    return data
+
+
+@app.command()
+def query(
+    index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
+    question: Annotated[Optional[str], typer.Argument(help="the question")] = None,
+    route: Annotated[str, typer.Option(help="auto|lookup|tree|graph|global")] = "auto",
+    top_k: Annotated[int, typer.Option("--top-k", min=1)] = 20,
+    budget_tokens: Annotated[int, typer.Option("--budget-tokens", min=1)] = 2000,
+    batch: Annotated[Optional[Path], typer.Option(help="JSONL file of {id, question}")] = None,
+    as_principal: Annotated[Optional[str], typer.Option("--as", help="principal to query as")] = None,
+    as_of: Annotated[Optional[str], typer.Option("--as-of", help="date YYYY-MM-DD")] = None,
+    explain: Annotated[bool, typer.Option(help="print why the route was chosen and what was cut")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
+) -> None:
+    """Ask a question (or a batch of them) against an index."""
+    if (question is None) == (batch is None):
+        raise fail("give either a QUESTION or --batch FILE", EXIT_USER_ERROR)
+    try:
+        when = dt.date.fromisoformat(as_of) if as_of else "today"
+    except ValueError:
+        raise fail(f"--as-of must be a date like 2026-01-31, not '{as_of}'", EXIT_USER_ERROR) from None
+    kwargs = dict(route=route, top_k=top_k, budget_tokens=budget_tokens, principal=as_principal, as_of=when)
+    try:
+        kb = _open(index)
+        if batch is not None:
+            items = _read_questions(batch)
+            for qid, text in items:
+                res = kb.query(text, **kwargs)
+                sys.stdout.write(json.dumps(_result_json(res, qid), ensure_ascii=False) + "\n")
+            return
+        assert question is not None
+        res = kb.query(question, **kwargs)
+    except _user_errors() as exc:
+        raise fail(str(exc), EXIT_USER_ERROR) from None
+    if json_out:
+        print(json.dumps(_result_json(res), ensure_ascii=False, indent=2))
+        return
+    _print_result(res, explain)
+
+
+def _read_questions(path: Path) -> list[tuple[Any, str]]:
+    from arborgraph.kb import QueryError
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QueryError(f"cannot read {path}: {exc}") from None
+    items = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise QueryError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("question"), str):
+            raise QueryError(f'{path}:{number}: expected {{"id": ..., "question": "..."}}')
+        items.append((obj.get("id", number), obj["question"]))
+    if not items:
+        raise QueryError(f"{path}: no questions")
+    return items
+
+
+def _print_result(res: Any, explain: bool) -> None:
+    out.print(
+        f"[bold]route:[/] {res.route} — {res.routing.reason} "
+        f"(confidence {res.routing.confidence:.2f}; index: {res.mode.label})",
+        highlight=False,
+    )
+    for note in res.notes:
+        out.print(f"[yellow]note:[/] {note}", highlight=False)
+    if res.answer:
+        out.print(f"\n[bold]answer:[/] {res.answer}\n", highlight=False)
+    for i, ctx in enumerate(res.contexts, start=1):
+        where = " > ".join(ctx.heading_path) or ctx.source
+        level = f" L{ctx.level}" if ctx.level is not None else ""
+        out.print(f"\n[bold cyan][{i}][/] {ctx.kind}{level} · {where} · {ctx.source} · score {ctx.score:.4f}", highlight=False)
+        text = ctx.text if len(ctx.text) <= 900 else ctx.text[:900] + " …"
+        out.print(text, highlight=False, markup=False)
+    if explain:
+        out.print("\n" + res.explain(), highlight=False, markup=False)
+
+
+@app.command()
+def inspect(
+    index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
+    json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
+) -> None:
+    """Show what an index holds: manifest, counts, sizes."""
+    try:
+        info = _open(index).info()
+    except _user_errors() as exc:
+        raise fail(str(exc), EXIT_USER_ERROR) from None
+    if json_out:
+        print(json.dumps(info, indent=2, default=str))
+        return
+    out.print(f"[bold]{info['index_dir']}[/] generation {info['generation']} (schema {info['schema_version']}, built {info['built_at']})")
+    out.print(f"mode: {info['mode']['label']}")
+    out.print(f"routes: {', '.join(info['routes'])}")
+    out.print("counts: " + ", ".join(f"{k}={v}" for k, v in info["counts"].items()))
+    out.print(f"size: {info['bytes_total'] / 2**20:.1f} MiB")
+    for name, t in info["tables"].items():
+        out.print(f"  {name}: {t['rows']} rows, {t['bytes'] / 1024:.0f} KiB")
+
+
+@app.command("eval")
+def eval_cmd(
+    index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
+    questions: Annotated[Path, typer.Argument(help="questions JSONL with evidence")],
+    budget_words: Annotated[int, typer.Option("--budget-words", min=1)] = 1500,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the full report as JSON")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Evidence recall, full-hit rate and MRR per question type, vs flat baselines."""
+    from arborgraph.evaluation import EvalError, evaluate, format_report, load_questions
+
+    try:
+        kb = _open(index)
+        qs = load_questions(questions)
+        report = evaluate(kb, qs, budget_words=budget_words)
+    except (EvalError, *_user_errors()) as exc:
+        raise fail(str(exc), EXIT_USER_ERROR) from None
+    data = report.model_dump(mode="json")
+    if output:
+        output.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    if json_out:
+        print(json.dumps(data, indent=2))
+    else:
+        out.print(format_report(report), highlight=False, markup=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

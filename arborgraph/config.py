@@ -1,0 +1,147 @@
+"""The one root configuration, a sub-model per stage, each stage with its own seed.
+
+Sources, weakest first: defaults, a TOML/YAML/JSON file, ``ARBORGRAPH_*`` environment
+variables (nested with ``__``, e.g. ``ARBORGRAPH_CHUNKING__TARGET_TOKENS=300``), then
+explicit overrides (CLI flags). The environment is read only when :func:`load_config`
+is called, never at import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from arborgraph.embedding import EmbeddingConfig
+from arborgraph.llm.config import LLMConfig
+from graphrag import GraphConfig
+from ingest.chunking import ChunkingConfig
+from raptor import RaptorConfig
+
+ENV_PREFIX = "ARBORGRAPH_"
+
+
+class ConfigError(ValueError):
+    """A configuration file or value a user got wrong; the message says which."""
+
+
+class IngestConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_file_mb: float = Field(50.0, gt=0, description="files larger than this are skipped")
+
+
+class RetrievalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    rrf_k: int = 60
+    weight_bm25: float = 1.0
+    weight_dense: float = 1.0
+    candidates: int = Field(100, ge=1, description="hits taken from each retriever before fusion")
+
+
+class RouterConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min_confidence: float = Field(
+        0.55, ge=0, le=1, description="below this, the two best routes are run and fused"
+    )
+
+
+class Config(BaseModel):
+    """Everything a build and a query need; stored in the index manifest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ingest: IngestConfig = Field(default_factory=IngestConfig)
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    tree: RaptorConfig = Field(default_factory=RaptorConfig)
+    graph: GraphConfig = Field(default_factory=GraphConfig)
+    router: RouterConfig = Field(default_factory=RouterConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    build_tree: bool = True
+    build_graph: bool = True
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The config as stored in the manifest (secrets left out)."""
+        data = self.model_dump(mode="json")
+        data.get("llm", {}).pop("api_key", None)
+        return data
+
+
+def _deep_merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(raw)
+        elif path.suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(raw) or {}
+        elif path.suffix == ".json":
+            data = json.loads(raw)
+        else:
+            raise ConfigError(f"config file {path}: use .toml, .yaml or .json")
+    except (tomllib.TOMLDecodeError, yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a table/mapping at the top")
+    return data
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        path = name[len(ENV_PREFIX) :].lower().split("__")
+        node = data
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        try:
+            node[path[-1]] = json.loads(value)
+        except json.JSONDecodeError:
+            node[path[-1]] = value
+    return data
+
+
+def load_config(
+    file: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Build the root config from defaults, a file, the environment and overrides."""
+    data: dict[str, Any] = {}
+    if file is not None:
+        data = _read_file(Path(file))
+    data = _deep_merge(data, _from_env(os.environ if environ is None else environ))
+    if overrides:
+        data = _deep_merge(data, overrides)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration: {problems}") from None

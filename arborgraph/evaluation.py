@@ -1,0 +1,257 @@
+"""The evaluation harness: evidence recall, full-hit rate and MRR, against flat baselines.
+
+An evidence string counts as found when, after normalisation (lower case, every
+non-alphanumeric character a space, whitespace collapsed), it appears within the first
+``budget_words`` words of the returned contexts, in order. Every system is measured on
+the same index in the same run: ``auto`` and each forced route the index has, plus the
+flat baselines BM25-only, dense-only and hybrid.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from arborgraph.results import Context
+
+QuestionType = Literal["lookup", "drilldown", "relational", "global"]
+EXPECTED_ROUTE: dict[str, str] = {
+    "lookup": "lookup",
+    "drilldown": "tree",
+    "relational": "graph",
+    "global": "global",
+}
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+
+
+class EvalError(ValueError):
+    pass
+
+
+def normalize(text: str) -> str:
+    """Lower case, non-alphanumerics to spaces, whitespace collapsed."""
+    return _NON_ALNUM.sub(" ", text.lower()).strip()
+
+
+class Evidence(BaseModel):
+    text: str
+    page: str | None = None
+
+
+class Question(BaseModel):
+    id: str
+    type: QuestionType
+    question: str
+    evidence: list[Evidence] = Field(min_length=1)
+
+
+def load_questions(path: Path) -> list[Question]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalError(f"cannot read {path}: {exc}") from None
+    questions = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            questions.append(Question.model_validate(json.loads(line)))
+        except (json.JSONDecodeError, ValidationError) as exc:
+            first = str(exc).splitlines()[0]
+            raise EvalError(f"{path}:{number}: not a valid question ({first})") from None
+    if not questions:
+        raise EvalError(f"{path}: no questions")
+    return questions
+
+
+class QuestionScore(BaseModel):
+    id: str
+    type: str
+    found: int
+    total: int
+    first_hit_rank: int | None
+    route: str | None = None
+    route_ok: bool | None = None
+
+
+class Metrics(BaseModel):
+    questions: int
+    evidence_recall: float
+    full_hit_rate: float
+    mrr: float
+    route_accuracy: float | None = None
+
+
+class SystemReport(BaseModel):
+    name: str
+    overall: Metrics
+    by_type: dict[str, Metrics]
+    latency_ms_p50: float
+    per_question: list[QuestionScore]
+
+
+class EvalReport(BaseModel):
+    index: str
+    mode: str
+    budget_words: int
+    questions: int
+    systems: dict[str, SystemReport]
+
+
+def score_contexts(
+    contexts: Sequence[Context], evidence: Sequence[str], budget_words: int
+) -> tuple[int, int | None]:
+    """(evidence strings found, 1-based rank of the first context holding one) in the window."""
+    window: list[str] = []
+    context_of_word: list[int] = []
+    for rank, ctx in enumerate(contexts, start=1):
+        words = normalize(ctx.text).split()
+        room = budget_words - len(window)
+        if room <= 0:
+            break
+        window.extend(words[:room])
+        context_of_word.extend([rank] * min(room, len(words)))
+    joined = " " + " ".join(window) + " "
+    # character offset of each word start, to map a match back to its context
+    starts, pos = [], 1
+    for word in window:
+        starts.append(pos)
+        pos += len(word) + 1
+    found = 0
+    first: int | None = None
+    for text in evidence:
+        needle = " " + normalize(text) + " "
+        at = joined.find(needle)
+        if at < 0:
+            continue
+        found += 1
+        word_index = bisect.bisect_right(starts, at + 1) - 1
+        rank = context_of_word[word_index] if context_of_word else None
+        if rank is not None and (first is None or rank < first):
+            first = rank
+    return found, first
+
+
+def _metrics(scores: Sequence[QuestionScore]) -> Metrics:
+    n = len(scores)
+    if n == 0:
+        return Metrics(questions=0, evidence_recall=0.0, full_hit_rate=0.0, mrr=0.0)
+    routed = [s for s in scores if s.route_ok is not None]
+    return Metrics(
+        questions=n,
+        evidence_recall=round(sum(s.found / s.total for s in scores) / n, 4),
+        full_hit_rate=round(sum(s.found == s.total for s in scores) / n, 4),
+        mrr=round(sum(1 / s.first_hit_rank if s.first_hit_rank else 0 for s in scores) / n, 4),
+        route_accuracy=round(sum(bool(s.route_ok) for s in routed) / len(routed), 4) if routed else None,
+    )
+
+
+def _run_system(
+    name: str,
+    questions: Sequence[Question],
+    retrieve: Callable[[Question], tuple[list[Context], str | None]],
+    budget_words: int,
+    judge_route: bool,
+) -> SystemReport:
+    scores: list[QuestionScore] = []
+    latencies: list[float] = []
+    for q in questions:
+        start = time.perf_counter()
+        contexts, route = retrieve(q)
+        latencies.append((time.perf_counter() - start) * 1000)
+        found, first = score_contexts(contexts, [e.text for e in q.evidence], budget_words)
+        route_ok = None
+        if judge_route and route is not None:
+            expected = EXPECTED_ROUTE[q.type]
+            # a lookup question is answered well by any route that finds its evidence
+            route_ok = route == expected or (q.type == "lookup" and found == len(q.evidence))
+        scores.append(
+            QuestionScore(
+                id=q.id, type=q.type, found=found, total=len(q.evidence),
+                first_hit_rank=first, route=route, route_ok=route_ok,
+            )
+        )
+    types = sorted({s.type for s in scores})
+    latencies.sort()
+    return SystemReport(
+        name=name,
+        overall=_metrics(scores),
+        by_type={t: _metrics([s for s in scores if s.type == t]) for t in types},
+        latency_ms_p50=round(latencies[len(latencies) // 2], 2) if latencies else 0.0,
+        per_question=scores,
+    )
+
+
+def evaluate(
+    kb: Any,
+    questions: Sequence[Question],
+    *,
+    budget_words: int = 1500,
+    systems: Sequence[str] | None = None,
+) -> EvalReport:
+    """Score ``auto``, every built route and the flat baselines on ``questions``."""
+    top_k = 100
+    budget_tokens = budget_words * 4  # the word window, not the token budget, is the cut
+    available = ["auto", *kb.routes, "baseline:bm25", "baseline:dense", "baseline:hybrid"]
+    if kb.mode.embedding is None:
+        available = [s for s in available if s != "baseline:dense"]
+    wanted = list(systems) if systems else available
+
+    def routed(route: str) -> Callable[[Question], tuple[list[Context], str | None]]:
+        def run(q: Question) -> tuple[list[Context], str | None]:
+            res = kb.query(q.question, route=route, top_k=top_k, budget_tokens=budget_tokens)
+            return res.contexts, res.route
+
+        return run
+
+    def flat(mode: str) -> Callable[[Question], tuple[list[Context], str | None]]:
+        def run(q: Question) -> tuple[list[Context], str | None]:
+            return kb.lookup(q.question, mode=mode, top_k=top_k), None
+
+        return run
+
+    reports = {}
+    for name in wanted:
+        if name.startswith("baseline:"):
+            fn = flat(name.split(":", 1)[1])
+        elif name == "auto" or name in kb.routes:
+            fn = routed(name)
+        else:
+            raise EvalError(f"system '{name}' is not available on this index")
+        reports[name] = _run_system(name, questions, fn, budget_words, judge_route=name == "auto")
+    return EvalReport(
+        index=str(kb.index_dir),
+        mode=kb.mode.label,
+        budget_words=budget_words,
+        questions=len(questions),
+        systems=reports,
+    )
+
+
+def format_report(report: EvalReport) -> str:
+    """A plain-text table: systems × question types."""
+    types = sorted({t for s in report.systems.values() for t in s.by_type})
+    lines = [
+        f"index {report.index} ({report.mode}); {report.questions} questions; "
+        f"window {report.budget_words} words",
+        "recall / full-hit / MRR",
+    ]
+    header = f"{'system':<18}" + "".join(f"{t:>22}" for t in [*types, "overall"]) + f"{'route acc':>11}{'p50 ms':>9}"
+    lines.append(header)
+    for name, sys_report in report.systems.items():
+        cells = []
+        for t in types:
+            m = sys_report.by_type.get(t)
+            cells.append(f"{m.evidence_recall:.2f}/{m.full_hit_rate:.2f}/{m.mrr:.2f}" if m else "-")
+        o = sys_report.overall
+        cells.append(f"{o.evidence_recall:.2f}/{o.full_hit_rate:.2f}/{o.mrr:.2f}")
+        acc = f"{o.route_accuracy:.2f}" if o.route_accuracy is not None else "-"
+        lines.append(f"{name:<18}" + "".join(f"{c:>22}" for c in cells) + f"{acc:>11}{sys_report.latency_ms_p50:>9.1f}")
+    return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""Flat hybrid retrieval over chunks: BM25 and dense side by side, fused by RRF."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from arborgraph.chunk_store import ChunkStore
+from arborgraph.config import RetrievalConfig
+from arborgraph.dense import DenseIndex
+from arborgraph.fusion import reciprocal_rank_fusion, top_indices
+from arborgraph.lexical import LexicalIndex
+from arborgraph.results import Context
+
+LookupMode = Literal["hybrid", "bm25", "dense"]
+
+
+@dataclass
+class LookupIndex:
+    store: ChunkStore
+    lexical: LexicalIndex
+    dense: DenseIndex | None  # None when the index is lexical-only
+
+
+@dataclass
+class LookupHits:
+    contexts: list[Context]
+    rankings: dict[str, list[str]]  # retriever name -> chunk ids, best first
+
+
+def lookup_search(
+    index: LookupIndex,
+    question: str,
+    query_vector: np.ndarray | None,
+    *,
+    mask: np.ndarray | None,
+    top_k: int,
+    config: RetrievalConfig,
+    mode: LookupMode = "hybrid",
+) -> LookupHits:
+    """Rank chunks for ``question``; rows where ``mask`` is False are never considered.
+
+    The mask is applied before ranking, so content a caller may not see can neither
+    appear nor push visible content out of the top ``k``.
+    """
+    store = index.store
+    rankings: dict[str, list[str]] = {}
+    scores_by_id: dict[str, dict[str, float]] = {}
+    depth = max(top_k, config.candidates)
+    use_dense = mode in ("hybrid", "dense") and index.dense is not None and query_vector is not None
+    if mode in ("hybrid", "bm25") or not use_dense:
+        bm25 = index.lexical.scores(question)
+        rows = top_indices(bm25, depth, mask)
+        rankings["bm25"] = [store.chunk_ids[r] for r in rows]
+        scores_by_id["bm25"] = {store.chunk_ids[r]: float(bm25[r]) for r in rows}
+    if use_dense:
+        assert index.dense is not None and query_vector is not None
+        # cosine can be negative; shift so that top_indices' "positive" filter keeps all
+        dense = index.dense.scores(query_vector) + 1.0
+        rows = top_indices(dense, depth, mask)
+        rankings["dense"] = [store.chunk_ids[r] for r in rows]
+        scores_by_id["dense"] = {store.chunk_ids[r]: float(dense[r] - 1.0) for r in rows}
+
+    if len(rankings) == 1:
+        name, ids = next(iter(rankings.items()))
+        fused = [(cid, scores_by_id[name][cid]) for cid in ids]
+    else:
+        fused = reciprocal_rank_fusion(
+            rankings, {"bm25": config.weight_bm25, "dense": config.weight_dense}, k=config.rrf_k
+        )
+    contexts = []
+    for chunk_id, score in fused[:top_k]:
+        row = store.row_of[chunk_id]
+        trace = [
+            f"{name} rank {rankings[name].index(chunk_id) + 1}"
+            for name in rankings
+            if chunk_id in scores_by_id[name]
+        ]
+        contexts.append(store.context(row, score=score, trace=[f"lookup/{mode}: " + ", ".join(trace)]))
+    return LookupHits(contexts=contexts, rankings=rankings)
