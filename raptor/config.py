@@ -1,0 +1,42 @@
+"""Configuration of the RAPTOR tree build."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ReducerName = Literal["auto", "umap", "pca"]
+
+
+class RaptorConfig(BaseModel):
+    """Everything that shapes the tree. Same leaves + same config => the same tree."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int = 0
+    # Dimensionality reduction before the Gaussian mixture.
+    reduce_dims: int = Field(10, ge=2)
+    reducer: ReducerName = "auto"
+    # With reducer="auto", UMAP is used only from this many points on; smaller inputs
+    # take a seeded PCA (UMAP's numba compile costs 30-40 s per process).
+    umap_min_points: int = Field(500, ge=16)
+    # Soft assignment: a node joins every cluster whose probability exceeds this.
+    membership_threshold: float = Field(0.1, gt=0.0, lt=1.0)
+    max_clusters: int = Field(50, ge=1)
+    bic_patience: int | None = Field(8, ge=1)
+    local_pass: bool = True
+    # The summariser's input budget: a cluster whose text is longer is re-clustered.
+    max_cluster_tokens: int = Field(3000, ge=16)
+    # Length budget of one summary.
+    summary_max_tokens: int = Field(200, ge=8)
+    # A level with at most this many nodes gets a single root above it.
+    stop_at: int = Field(5, ge=1)
+    max_levels: int = Field(8, ge=1)
+
+    @model_validator(mode="after")
+    def _budgets_allow_progress(self) -> RaptorConfig:
+        # Each level above the leaves must merge nodes, which needs room for two summaries.
+        if self.max_cluster_tokens < 2 * self.summary_max_tokens:
+            raise ValueError("max_cluster_tokens must be at least 2 * summary_max_tokens")
+        return self

@@ -1,0 +1,138 @@
+"""The tree's records: leaves given to the build, nodes and the tree it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A chunk as the tree sees it. ``text`` is what users read (no heading prefix)."""
+
+    chunk_id: str
+    doc_id: str
+    text: str
+    heading_path: tuple[str, ...] = ()
+    start: int | None = None
+    end: int | None = None
+
+    @classmethod
+    def from_chunk(cls, chunk: object) -> Leaf:
+        """Make a leaf from an ``ingest.models.Chunk`` (or anything with its fields)."""
+        return cls(
+            chunk_id=chunk.chunk_id,  # type: ignore[attr-defined]
+            doc_id=chunk.doc_id,  # type: ignore[attr-defined]
+            text=chunk.text,  # type: ignore[attr-defined]
+            heading_path=tuple(chunk.heading_path),  # type: ignore[attr-defined]
+            start=getattr(chunk, "start", None),
+            end=getattr(chunk, "end", None),
+        )
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of the tree: a leaf chunk (level 0) or a summary (level >= 1).
+
+    ``chunk_ids`` are the leaf chunks the node covers (a leaf covers itself), in leaf
+    order; ``cluster`` is the index of the node's primary cluster when its level was
+    clustered (-1 for the root); ``summariser`` is None for leaves.
+    """
+
+    node_id: str
+    level: int
+    title: str
+    text: str
+    children: tuple[str, ...] = ()
+    parents: tuple[str, ...] = ()
+    chunk_ids: tuple[str, ...] = ()
+    doc_ids: tuple[str, ...] = ()
+    heading_path: tuple[str, ...] = ()
+    summariser: str | None = None
+    cluster: int = -1
+    umap_x: float = 0.0
+    umap_y: float = 0.0
+    start: int | None = None
+    end: int | None = None
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.level == 0
+
+    def embed_text(self) -> str:
+        """The text a summary's vector is computed from: title, then summary."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A RAPTOR tree: nodes in a fixed order (leaves first, then level by level).
+
+    ``vectors[i]`` is the unit vector of ``nodes[i]`` (leaves: the vectors given to the
+    build; summaries: ``embed(node.embed_text())``); it may be ``None`` for a tree read
+    back from tables before the store attached its saved array.
+    """
+
+    nodes: tuple[Node, ...]
+    root_id: str
+    vectors: np.ndarray | None = None
+    _index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        index = {n.node_id: i for i, n in enumerate(self.nodes)}
+        if len(index) != len(self.nodes):
+            raise ValueError("node ids must be unique")
+        if self.root_id not in index:
+            raise ValueError(f"root {self.root_id!r} is not a node of the tree")
+        if self.vectors is not None and self.vectors.shape[0] != len(self.nodes):
+            raise ValueError("vectors must have one row per node")
+        self._index.update(index)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._index
+
+    def node(self, node_id: str) -> Node:
+        return self.nodes[self._index[node_id]]
+
+    def position(self, node_id: str) -> int:
+        """Row of ``node_id`` in ``nodes`` and ``vectors``."""
+        return self._index[node_id]
+
+    @property
+    def root(self) -> Node:
+        return self.node(self.root_id)
+
+    @property
+    def height(self) -> int:
+        return self.root.level
+
+    def level_ids(self, level: int) -> list[str]:
+        return [n.node_id for n in self.nodes if n.level == level]
+
+    def leaves(self) -> list[Node]:
+        return [n for n in self.nodes if n.level == 0]
+
+    def summaries(self) -> list[Node]:
+        return [n for n in self.nodes if n.level > 0]
+
+    def with_vectors(self, vectors: np.ndarray) -> Tree:
+        """The same tree with ``vectors`` attached (one row per node, in node order)."""
+        return Tree(nodes=self.nodes, root_id=self.root_id, vectors=np.asarray(vectors))
+
+    def descendant_leaves(self, node_id: str) -> list[str]:
+        """Leaf ids under ``node_id``, in leaf order."""
+        return list(self.node(node_id).chunk_ids)
+
+
+def ordered_union(groups: Sequence[Sequence[str]], order: dict[str, int]) -> tuple[str, ...]:
+    """Union of several id lists, sorted by ``order`` (ids missing from it go last)."""
+    seen = {i for g in groups for i in g}
+    return tuple(sorted(seen, key=lambda i: (order.get(i, len(order)), i)))
