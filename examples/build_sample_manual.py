@@ -230,6 +230,20 @@ class _Converter:
 
     def __init__(self, heading_shift: int) -> None:
         self.heading_shift = heading_shift
+        self.last_level = 0  # level of the latest numbered heading written
+
+    def heading(self, node: Tag) -> str:
+        text = _clean_paragraph(_collapse(_inline(node))).replace("\n", " ").lstrip("\\")
+        if not text:
+            return ""
+        if node.name == "h":
+            # pragma.html marks each pragma with a level-less (hidden) <h>;
+            # it belongs one level under the section it appears in.
+            level = self.last_level + 1
+        else:
+            level = _HEADINGS[node.name] - self.heading_shift
+            self.last_level = level
+        return "#" * min(6, max(1, level)) + " " + text
 
     def blocks(self, node: Tag) -> list[str]:
         out: list[str] = []
@@ -249,13 +263,11 @@ class _Converter:
                 run.append(_collapse(str(child)))
                 continue
             name = child.name
-            if name in _HEADINGS:
+            if name in _HEADINGS or name == "h":
                 flush()
-                text = _clean_paragraph(_collapse(_inline(child))).replace("\n", " ")
-                text = text.lstrip("\\")
-                if text:
-                    level = min(6, max(1, _HEADINGS[name] - self.heading_shift))
-                    out.append("#" * level + " " + text)
+                heading = self.heading(child)
+                if heading:
+                    out.append(heading)
             elif name == "p":
                 flush()
                 out.extend(self.blocks(child))
