@@ -308,6 +308,9 @@ class _Converter:
         if ordered and isinstance(start, str) and start.isdigit():
             number = int(start)
         for li in node.find_all("li", recursive=False):
+            value = li.get("value")
+            if ordered and isinstance(value, str) and value.strip().isdigit():
+                number = int(value)  # e.g. tempfiles.html numbers a list from 0
             marker = f"{number}. " if ordered else "- "
             number += 1
             inner = self.blocks(li)
