@@ -1,0 +1,263 @@
+"""Walking a document collection: files, directories and globs to Documents.
+
+Every problem with a file (empty, binary, too large, unreadable, a duplicate, a
+parser failure, a timeout) becomes a ``SkippedFile`` with a human reason; the walk
+itself never raises for a bad file.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest.errors import SkipFile
+from ingest.metadata import SIDECAR_SUFFIX, merge_metadata, parse_metadata_yaml
+from ingest.models import Document, DocumentMetadata, SkippedFile
+from ingest.safe_load import load_or_skip
+from ingest.sandbox import LoaderSandbox
+from ingest.sniff import SNIFF_BYTES, binary_kind, detect_format
+
+DEFAULT_MAX_FILE_BYTES = 50 * 2**20
+DEFAULT_LOAD_TIMEOUT_S = 60.0
+MAX_SIDECAR_BYTES = 1 * 2**20
+_WILDCARDS = frozenset("*?[")
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    path: Path  # as found (not resolved: a symlink keeps its own name)
+    doc_id: str
+    root: Path  # the collection root the file must stay inside
+
+
+def iter_collection(
+    inputs: Sequence[str | Path],
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    load_timeout_s: float | None = DEFAULT_LOAD_TIMEOUT_S,
+) -> Iterator[Document | SkippedFile]:
+    """Yield a ``Document`` or a ``SkippedFile`` for every file the inputs name.
+
+    ``inputs`` are files, directories (walked recursively in sorted order, skipping
+    hidden entries and ``*.meta.yaml`` sidecars) or glob patterns (``**`` allowed).
+    ``doc_id`` is the path relative to the input directory, the glob's fixed base
+    directory, or, for a file input, the file name. Files above ``max_file_bytes``
+    are skipped without being read. Each file is parsed in a worker process that is
+    killed after ``load_timeout_s`` seconds; ``None`` parses in this process with
+    no time limit (faster for trusted input, but a pathological file can hang).
+    """
+    seen_hashes: dict[str, str] = {}
+    seen_ids: dict[str, str] = {}
+    sandbox = LoaderSandbox(load_timeout_s) if load_timeout_s is not None else None
+    try:
+        for item in inputs:
+            for candidate in _expand(item):
+                if isinstance(candidate, SkippedFile):
+                    yield candidate
+                    continue
+                result, dedup_key = _load_candidate(candidate, max_file_bytes, sandbox, seen_hashes)
+                if isinstance(result, Document):
+                    owner = seen_ids.get(result.doc_id)
+                    if owner is not None:
+                        result = SkippedFile(
+                            path=result.path, reason=f"doc_id {result.doc_id!r} is already used by {owner}"
+                        )
+                    else:
+                        seen_ids[result.doc_id] = result.path
+                        seen_hashes[dedup_key] = result.doc_id
+                yield result
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+
+
+def _expand(item: str | Path) -> Iterator[_Candidate | SkippedFile]:
+    text = os.fspath(item)
+    if any(c in _WILDCARDS for c in text) and not os.path.lexists(text):
+        yield from _expand_glob(text)
+        return
+    path = Path(text)
+    if not os.path.lexists(path):
+        yield SkippedFile(path=str(path.absolute()), reason="not found")
+    elif path.is_dir():
+        yield from _walk_dir(path, path)
+    else:
+        yield _Candidate(path=path.absolute(), doc_id=path.name, root=path.absolute().parent)
+
+
+def _expand_glob(pattern: str) -> Iterator[_Candidate | SkippedFile]:
+    parts = Path(pattern).parts
+    fixed = []
+    for part in parts:
+        if any(c in _WILDCARDS for c in part):
+            break
+        fixed.append(part)
+    base = Path(*fixed) if fixed else Path(".")
+    matches = sorted(glob.glob(pattern, recursive=True))
+    if not matches:
+        yield SkippedFile(path=str(Path(pattern).absolute()), reason="no files match the pattern")
+        return
+    seen: set[Path] = set()
+    for match in matches:
+        path = Path(match)
+        if path.is_dir() and not path.is_symlink():
+            candidates: Iterator[_Candidate | SkippedFile] = _walk_dir(path, base)
+        elif _is_sidecar(path.name):
+            continue
+        else:
+            candidates = iter([_Candidate(path=path.absolute(), doc_id=_rel(path, base), root=base.absolute())])
+        for candidate in candidates:
+            key = Path(candidate.path)
+            if key not in seen:  # "docs/**" matches a folder and the files inside it
+                seen.add(key)
+                yield candidate
+
+
+def _walk_dir(directory: Path, root: Path) -> Iterator[_Candidate | SkippedFile]:
+    root_abs = root.absolute()
+    for current, dirnames, filenames in os.walk(directory, followlinks=False, onerror=None):
+        here = Path(current)
+        kept = []
+        for name in sorted(dirnames):
+            if name.startswith("."):
+                continue
+            if (here / name).is_symlink():
+                yield SkippedFile(path=str((here / name).absolute()), reason="symbolic link to a folder (not followed)")
+                continue
+            kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if name.startswith(".") or _is_sidecar(name):
+                continue
+            path = here / name
+            yield _Candidate(path=path.absolute(), doc_id=_rel(path, root), root=root_abs)
+
+
+def _rel(path: Path, base: Path) -> str:
+    return path.absolute().relative_to(base.absolute()).as_posix()
+
+
+def _is_sidecar(name: str) -> bool:
+    return name.endswith(SIDECAR_SUFFIX)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
+
+
+def _load_candidate(
+    candidate: _Candidate, max_file_bytes: int, sandbox: LoaderSandbox | None, seen_hashes: dict[str, str]
+) -> tuple[Document | SkippedFile, str]:
+    """Check, read, sniff and load one file; also return the key that detects its duplicates."""
+    path = candidate.path
+    where = str(path)
+
+    def skip(reason: str) -> tuple[SkippedFile, str]:
+        return SkippedFile(path=where, reason=reason), ""
+
+    if _is_sidecar(path.name):
+        return skip("metadata sidecar, not a document")
+    if path.is_symlink() and not _inside(path, candidate.root):
+        return skip("symbolic link to a file outside the collection")
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return skip("not found (broken symbolic link?)")
+    except OSError as exc:
+        return skip(f"unreadable: {exc.strerror or exc}")
+    if not stat.S_ISREG(info.st_mode):
+        return skip("not a regular file")
+    if info.st_size == 0:
+        return skip("empty file")
+    if info.st_size > max_file_bytes:
+        return skip(f"file too large ({_size(info.st_size)}; limit {_size(max_file_bytes)})")
+    try:
+        raw = read_bytes(path, max_file_bytes + 1)
+    except PermissionError:
+        return skip("unreadable: permission denied")
+    except OSError as exc:
+        return skip(f"unreadable: {exc.strerror or exc}")
+    if len(raw) > max_file_bytes:  # it grew after stat()
+        return skip(f"file too large (more than the {_size(max_file_bytes)} limit)")
+    if not raw.strip():
+        return skip("empty file (only whitespace)")
+    head = raw[:SNIFF_BYTES]
+    kind = binary_kind(head)
+    if kind is not None:
+        return skip(f"binary file ({kind})")
+    fmt = detect_format(path.name, head)
+    if fmt is None:
+        return skip(f"unsupported file type {path.suffix.lower() or '(no extension)'!r}")
+    try:
+        sidecar = _read_sidecar(path, candidate.root)
+    except SkipFile as exc:
+        return skip(exc.reason)
+    # Identical bytes under a different sidecar (another tenant's ACL, say) are not a duplicate.
+    sidecar_json = json.dumps(sidecar[1].model_dump(mode="json"), sort_keys=True) if sidecar else "none"
+    dedup_key = f"{hashlib.sha256(raw).hexdigest()}:{sidecar_json}"
+    if dedup_key in seen_hashes:
+        return skip(f"duplicate of {seen_hashes[dedup_key]}")
+    if sandbox is not None:
+        result = sandbox.load(raw, doc_id=candidate.doc_id, path=where, fmt=fmt)
+    else:
+        result = load_or_skip(raw, doc_id=candidate.doc_id, path=where, fmt=fmt)
+    if isinstance(result, Document) and sidecar is not None:
+        result = _apply_sidecar(result, *sidecar)
+    return result, dedup_key
+
+
+def read_bytes(path: Path, limit: int) -> bytes:
+    """Read at most ``limit`` bytes of a file (the one place the walk reads documents)."""
+    with open(path, "rb") as handle:
+        return handle.read(limit)
+
+
+def _read_sidecar(path: Path, root: Path) -> tuple[str | None, DocumentMetadata, list[str]] | None:
+    """Parse ``<file>.meta.yaml`` beside ``path`` if there is one inside the collection."""
+    sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
+    if not os.path.lexists(sidecar):
+        return None
+    origin = f"sidecar {sidecar.name}"
+    if not _inside(sidecar, root) or not sidecar.is_file():
+        raise SkipFile(f"{origin} is not a regular file inside the collection")
+    try:
+        if sidecar.stat().st_size > MAX_SIDECAR_BYTES:
+            raise SkipFile(f"{origin} is larger than {_size(MAX_SIDECAR_BYTES)}")
+        text = read_bytes(sidecar, MAX_SIDECAR_BYTES).decode("utf-8")
+    except UnicodeDecodeError:
+        raise SkipFile(f"{origin} is not UTF-8") from None
+    except OSError as exc:
+        raise SkipFile(f"{origin} is unreadable: {exc.strerror or exc}") from None
+    return parse_metadata_yaml(text, origin=origin)
+
+
+def _apply_sidecar(
+    doc: Document, title: str | None, metadata: DocumentMetadata, warnings: list[str]
+) -> Document:
+    """Sidecar keys override the document's own (frontmatter) metadata and title."""
+    merged, conflicts = merge_metadata(doc.metadata, metadata, origin="sidecar")
+    return doc.model_copy(
+        update={
+            "metadata": merged,
+            "title": title or doc.title,
+            "warnings": [*doc.warnings, *warnings, *conflicts],
+        }
+    )
+
+
+def _size(n_bytes: int) -> str:
+    if n_bytes >= 2**20:
+        return f"{n_bytes / 2**20:.1f} MB"
+    if n_bytes >= 2**10:
+        return f"{n_bytes / 2**10:.1f} KB"
+    return f"{n_bytes} bytes"

@@ -1,0 +1,266 @@
+"""HTML loader for manual pages: main content only, structure kept, chrome dropped."""
+
+from __future__ import annotations
+
+import re
+
+import lxml.html
+from lxml import etree
+
+from ingest.errors import SkipFile
+from ingest.loaders._common import BlockSpec, build_document, clean_code, clean_inline, decode_text
+from ingest.models import Document
+
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_BLOCK_TAGS = frozenset(
+    "address article aside blockquote body center dd details dialog dir div dl dt fieldset "
+    "figcaption figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr li main menu nav ol p "
+    "pre section summary table tbody td tfoot th thead tr ul caption html".split()
+)
+# Elements that are never content.
+_DROP_TAGS = frozenset(
+    "script style noscript template nav form button input select textarea iframe svg "
+    "canvas object embed map head link meta title".split()
+)
+_DROP_ROLES = frozenset(
+    "navigation banner contentinfo search complementary menu menubar toolbar".split()
+)
+# Page chrome by class: Sphinx (related, sphinxsidebar, headerlink...), SQLite's
+# docs (menu, searchmenu, nosearch, fancy_toc) and common site templates.
+_DROP_CLASSES = frozenset(
+    "related sphinxsidebar sphinxsidebarwrapper headerlink footer mobile-nav menu-wrapper "
+    "menu mainmenu submenu searchmenu nosearch fancy_toc toc breadcrumb breadcrumbs navbar "
+    "sidebar skip-link copybutton".split()
+)
+_DROP_IDS = frozenset("sidebar sidebarbutton navigation searchbox searchmenu toc".split())
+# Where the content lives, most specific first.
+_MAIN_XPATHS = (
+    "//main",
+    "//*[@role='main']",
+    "//div[contains(concat(' ', normalize-space(@class), ' '), ' body ')]",
+    "//article",
+)
+_LIST_TAGS = frozenset(("ul", "ol", "menu", "dir"))
+_BR = "\ue000"  # marks <br> inside inline text until whitespace is collapsed
+_MAX_DEPTH = 60  # deeper nesting is flattened to text instead of walked
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
+_META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I)
+
+
+def load_html(raw: bytes, *, doc_id: str, path: str) -> Document:
+    """Load an HTML page: headings, paragraphs, ``pre`` code, lists and tables as text."""
+    declared = _META_CHARSET.search(raw[:4096])
+    text, warnings = decode_text(raw, declared.group(1).decode("ascii") if declared else None)
+    root = _parse(text)
+    page_title = _title_text(root)
+    content = _main_content(root)
+    _drop_chrome(content)
+    specs: list[BlockSpec] = []
+    _walk(content, specs, 0)
+    first_h1 = next((s.text for s in specs if s.kind == "heading" and s.level == 1), None)
+    return build_document(
+        specs, raw=raw, doc_id=doc_id, path=path, fmt="html",
+        title=_choose_title(page_title, first_h1), warnings=warnings,
+    )
+
+
+def html_fragment_text(fragment: str) -> str:
+    """The visible text of an HTML snippet (e.g. raw HTML inside Markdown)."""
+    if not fragment.strip():
+        return ""
+    try:
+        root = _parse(f"<div>{fragment}</div>")
+    except SkipFile:
+        return ""
+    for el in root.iter(*_DROP_TAGS):
+        el.drop_tree()
+    return _inline_text(root)
+
+
+def _parse(text: str) -> lxml.html.HtmlElement:
+    parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
+    try:
+        root = lxml.html.document_fromstring(_XML_DECLARATION.sub("", text, count=1), parser=parser)
+    except (etree.ParserError, ValueError) as exc:
+        raise SkipFile(f"no text content ({exc})") from None
+    return root
+
+
+def _title_text(root: lxml.html.HtmlElement) -> str | None:
+    titles = root.xpath("//title")
+    return clean_inline(titles[0].text_content()) if titles else None
+
+
+def _choose_title(page_title: str | None, first_h1: str | None) -> str | None:
+    # A <title> is often "<h1> — Site name"; the h1 alone is the better title then.
+    if page_title and first_h1 and page_title.startswith(first_h1):
+        return first_h1
+    return page_title or first_h1
+
+
+def _main_content(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
+    for xpath in _MAIN_XPATHS:
+        found = root.xpath(xpath)
+        if len(found) == 1:
+            return found[0]
+    body = root.find("body")
+    return body if body is not None else root
+
+
+def _is_chrome(el: lxml.html.HtmlElement) -> bool:
+    if el.tag in _DROP_TAGS or el.get("hidden") is not None or el.get("aria-hidden") == "true":
+        return True
+    if el.tag in ("header", "footer"):
+        # An article's own <header> carries its title; a page-level one is chrome.
+        return el.tag == "footer" or not any(a.tag in ("article", "main") for a in el.iterancestors())
+    if (el.get("role") or "").lower() in _DROP_ROLES:
+        return True
+    if el.get("id") in _DROP_IDS:
+        return True
+    classes = (el.get("class") or "").split()
+    return any(c in _DROP_CLASSES for c in classes)
+
+
+def _drop_chrome(content: lxml.html.HtmlElement) -> None:
+    doomed = [el for el in content.iter() if isinstance(el.tag, str) and el is not content and _is_chrome(el)]
+    for el in doomed:
+        if el.getparent() is not None:
+            el.drop_tree()  # keeps the element's tail text
+
+
+def _has_block_child(el: lxml.html.HtmlElement) -> bool:
+    return any(isinstance(d.tag, str) and d.tag in _BLOCK_TAGS for d in el.iterdescendants())
+
+
+def _inline_text(el: lxml.html.HtmlElement, skip: list[lxml.html.HtmlElement] | None = None) -> str:
+    """Visible text of an element, block boundaries as spaces, <br> as line breaks.
+
+    Subtrees in ``skip`` are left out (their tails are kept).
+    """
+    parts: list[str] = []
+    walker = etree.iterwalk(el, events=("start", "end"))
+    for event, node in walker:
+        if skip and event == "start" and any(node is s for s in skip):
+            walker.skip_subtree()
+            continue
+        if not isinstance(node.tag, str):
+            if event == "end" and node is not el and node.tail:
+                parts.append(node.tail)
+            continue
+        if event == "start":
+            if node.tag == "br":
+                parts.append(_BR)
+            elif node.tag in _BLOCK_TAGS:
+                parts.append(" ")
+            if node.text:
+                parts.append(node.text)
+        else:
+            if node.tag in _BLOCK_TAGS:
+                parts.append(" ")
+            if node is not el and node.tail:
+                parts.append(node.tail)
+    return "\n".join(line for line in (clean_inline(p) for p in "".join(parts).split(_BR)) if line)
+
+
+def _walk(container: lxml.html.HtmlElement, out: list[BlockSpec], depth: int) -> None:
+    """Append the blocks of ``container``'s children, gathering loose inline content."""
+    if depth > _MAX_DEPTH:
+        out.append(BlockSpec("paragraph", _inline_text(container)))
+        return
+    pending: list[str] = []
+
+    def flush() -> None:
+        text = "\n".join(line for line in (clean_inline(p) for p in "".join(pending).split(_BR)) if line)
+        if text:
+            out.append(BlockSpec("paragraph", text))
+        pending.clear()
+
+    if container.text:
+        pending.append(container.text)
+    for child in container:
+        if not isinstance(child.tag, str):  # comments, processing instructions
+            pass
+        elif child.tag in _HEADINGS:
+            flush()
+            out.append(BlockSpec("heading", _inline_text(child).replace("\n", " "), _HEADINGS[child.tag]))
+        elif child.tag == "pre":
+            flush()
+            out.append(BlockSpec("code", _pre_text(child)))
+        elif child.tag in _LIST_TAGS:
+            flush()
+            out.append(BlockSpec("list", "\n".join(_list_lines(child, 0))))
+        elif child.tag == "table":
+            flush()
+            _table(child, out, depth)
+        elif child.tag == "dt":
+            flush()
+            out.append(BlockSpec("paragraph", _inline_text(child)))
+        elif child.tag == "br":
+            pending.append(_BR)
+        elif child.tag == "hr":
+            flush()
+        elif child.tag in _BLOCK_TAGS or _has_block_child(child):
+            flush()
+            if child.tag in ("p", "li", "dd", "td", "th", "caption", "figcaption", "summary") and not _has_block_child(child):
+                out.append(BlockSpec("paragraph", _inline_text(child)))
+            else:
+                _walk(child, out, depth + 1)
+        else:
+            pending.append(_inline_text(child).replace("\n", _BR))
+            pending.append(" " if child.tag == "img" else "")
+        if child.tail:
+            pending.append(child.tail)
+    flush()
+
+
+def _pre_text(pre: lxml.html.HtmlElement) -> str:
+    parts: list[str] = [pre.text or ""]
+    for node in pre.iterdescendants():
+        if node.tag == "br":
+            parts.append("\n")
+        elif isinstance(node.tag, str) and node.text:
+            parts.append(node.text)
+        if node.tail:
+            parts.append(node.tail)
+    return clean_code("".join(parts))
+
+
+def _list_lines(lst: lxml.html.HtmlElement, depth: int) -> list[str]:
+    """Render a list as lines, nested lists indented beneath their item."""
+    ordered = lst.tag == "ol"
+    try:
+        number = int(lst.get("start", "1"))
+    except ValueError:
+        number = 1
+    indent = "  " * depth
+    lines: list[str] = []
+    for item in lst:
+        if not isinstance(item.tag, str):
+            continue
+        nested = [d for d in item if isinstance(d.tag, str) and d.tag in _LIST_TAGS] if depth < 20 else []
+        own = _inline_text(item, skip=nested)
+        if own:
+            first, *rest = own.split("\n")
+            lines.append(f"{indent}{f'{number}.' if ordered else '-'} {first}")
+            lines.extend(f"{indent}  {extra}" for extra in rest)
+            number += 1
+        for sub in nested:
+            lines.extend(_list_lines(sub, depth + 1))
+    return lines
+
+
+def _table(table: lxml.html.HtmlElement, out: list[BlockSpec], depth: int) -> None:
+    rows = table.xpath("./tr|./thead/tr|./tbody/tr|./tfoot/tr")
+    cells = [row.xpath("./td|./th") for row in rows]
+    if len(rows) == 1 and len(cells[0]) == 1:
+        _walk(cells[0][0], out, depth + 1)  # a one-cell layout table is just a container
+        return
+    caption = table.find("caption")
+    if caption is not None and _inline_text(caption):
+        out.append(BlockSpec("paragraph", _inline_text(caption)))
+    lines = []
+    for row in cells:
+        texts = [_inline_text(cell).replace("\n", " ") for cell in row]
+        if any(texts):
+            lines.append(" | ".join(texts))
+    out.append(BlockSpec("table", "\n".join(lines)))
