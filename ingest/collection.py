@@ -26,6 +26,7 @@ from ingest.sniff import SNIFF_BYTES, binary_kind, detect_format
 DEFAULT_MAX_FILE_BYTES = 50 * 2**20
 DEFAULT_LOAD_TIMEOUT_S = 60.0
 MAX_SIDECAR_BYTES = 1 * 2**20
+_READ_BLOCK = 1 * 2**20
 _WILDCARDS = frozenset("*?[")
 
 
@@ -120,23 +121,33 @@ def _expand_glob(pattern: str) -> Iterator[_Candidate | SkippedFile]:
 
 
 def _walk_dir(directory: Path, root: Path) -> Iterator[_Candidate | SkippedFile]:
+    """Every file below ``directory``, in the order of their '/'-separated relative paths."""
     root_abs = root.absolute()
-    for current, dirnames, filenames in os.walk(directory, followlinks=False, onerror=None):
+    found: list[tuple[tuple[str, ...], _Candidate | SkippedFile]] = []
+    for current, dirnames, filenames in os.walk(directory, followlinks=False):
         here = Path(current)
         kept = []
-        for name in sorted(dirnames):
+        for name in dirnames:
             if name.startswith("."):
                 continue
             if (here / name).is_symlink():
-                yield SkippedFile(path=str((here / name).absolute()), reason="symbolic link to a folder (not followed)")
+                path = here / name
+                found.append((_key(path, root), SkippedFile(path=str(path.absolute()), reason="symbolic link to a folder (not followed)")))
                 continue
             kept.append(name)
         dirnames[:] = kept
-        for name in sorted(filenames):
+        for name in filenames:
             if name.startswith(".") or _is_sidecar(name):
                 continue
             path = here / name
-            yield _Candidate(path=path.absolute(), doc_id=_rel(path, root), root=root_abs)
+            found.append((_key(path, root), _Candidate(path=path.absolute(), doc_id=_rel(path, root), root=root_abs)))
+    found.sort(key=lambda item: item[0])
+    for _, candidate in found:
+        yield candidate
+
+
+def _key(path: Path, root: Path) -> tuple[str, ...]:
+    return Path(_rel(path, root)).parts
 
 
 def _rel(path: Path, base: Path) -> str:
@@ -217,9 +228,20 @@ def _load_candidate(
 
 
 def read_bytes(path: Path, limit: int) -> bytes:
-    """Read at most ``limit`` bytes of a file (the one place the walk reads documents)."""
+    """Read at most ``limit`` bytes of a file (the one place the walk reads documents).
+
+    Reads in blocks: ``read(limit)`` would allocate ``limit`` bytes even for a small file.
+    """
+    blocks: list[bytes] = []
+    total = 0
     with open(path, "rb") as handle:
-        return handle.read(limit)
+        while total < limit:
+            block = handle.read(min(_READ_BLOCK, limit - total))
+            if not block:
+                break
+            blocks.append(block)
+            total += len(block)
+    return b"".join(blocks)
 
 
 def _read_sidecar(path: Path, root: Path) -> tuple[str | None, DocumentMetadata, list[str]] | None:

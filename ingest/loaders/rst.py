@@ -45,6 +45,14 @@ _SILENT_DIRECTIVES = frozenset(
     "testcleanup tabularcolumns literalinclude autosummary automodule autoclass autofunction "
     "audit-event-table".split()
 )
+_LABELS = {
+    "versionadded": "New in version",
+    "versionchanged": "Changed in version",
+    "deprecated": "Deprecated since version",
+    "deprecated-removed": "Deprecated since version",
+    "seealso": "See also",
+}
+_VERSIONED = frozenset({"versionadded", "versionchanged", "deprecated", "deprecated-removed"})
 _SPHINX_CLASS = re.compile(r"^\.\.\s+class::\s*[\w.]+\s*[(.]|^\.\.\s+class::\s*[\w]+\.[\w.]+")
 _ROLE_TARGET = re.compile(r"^(.*?)\s*<[^<>]*>$", re.S)
 
@@ -55,7 +63,7 @@ def load_rst(raw: bytes, *, doc_id: str, path: str) -> Document:
     doctree = publish_doctree(
         text, parser=_TolerantParser(), settings_overrides=dict(_SETTINGS)
     )
-    problems = [m for m in doctree.findall(nodes.system_message) if m.get("level", 0) >= 3]
+    problems = [m for m in doctree.findall(nodes.system_message) if m.get("level", 0) >= 2]
     if problems:
         first = clean_inline(problems[0].children[0].astext()) if problems[0].children else ""
         warnings.append(f"docutils reported {len(problems)} markup problem(s); first: {first[:200]}")
@@ -113,10 +121,19 @@ class _TolerantBody:
             code = "\n".join(lines)
             return [nodes.literal_block(code, code)], blank_finish
         result: list[nodes.Node] = []
-        if arguments:
-            shown = " ".join(a.rstrip("\\").strip() for a in arguments)
-            shown = shown if name in _DESCRIBING else f"{_directive_label(name)}: {shown}"
-            result.append(nodes.paragraph(shown, shown))
+        if name in _DESCRIBING:
+            if arguments:
+                shown = " ".join(a.rstrip("\\").strip() for a in arguments)
+                result.append(nodes.paragraph(shown, shown))
+        else:
+            # `.. versionchanged:: 3.6 text` and `.. seealso:: text`: the words after the
+            # version are ordinary markup, parsed with the body
+            words = " ".join(arguments).split(None, 1) if name in _VERSIONED else ["", " ".join(arguments)]
+            if name in _LABELS:
+                label = f"{_LABELS[name]} {words[0]}".strip() + ":"
+                result.append(nodes.paragraph(label, label))
+            if len(words) > 1 and words[1].strip():
+                lines = [words[1], "", *lines]
         container = nodes.container()
         content = StringList(lines, items=[("<rst>", offset + len(head) + i) for i in range(len(lines))])
         self.nested_parse(content, offset + len(head), container)  # type: ignore[attr-defined]
@@ -130,12 +147,6 @@ class _TolerantNesting:
     def __init__(self, state_machine, debug=False):  # type: ignore[no-untyped-def]
         super().__init__(state_machine, debug)  # type: ignore[call-arg]
         self.nested_sm_kwargs = {"state_classes": _TOLERANT_STATES, "initial_state": "Body"}
-
-
-def _directive_label(name: str) -> str:
-    labels = {"versionadded": "New in version", "versionchanged": "Changed in version",
-              "deprecated": "Deprecated since version", "deprecated-removed": "Deprecated since version"}
-    return labels.get(name, name)
 
 
 def _tolerant_states() -> tuple[type, ...]:

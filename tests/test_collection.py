@@ -1,0 +1,284 @@
+"""Walking collections: inputs, doc_ids, order, sidecars and every kind of bad file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+import ingest.collection as collection
+from ingest import Document, SkippedFile, iter_collection
+from ingest.sandbox import LoaderSandbox
+
+DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def walk(*inputs: str | Path, **kwargs) -> list[Document | SkippedFile]:
+    kwargs.setdefault("load_timeout_s", None)  # in-process: most tests are about the walk
+    return list(iter_collection(list(inputs), **kwargs))
+
+
+def by_name(results: list[Document | SkippedFile]) -> dict[str, Document | SkippedFile]:
+    return {Path(r.path).name: r for r in results}
+
+
+def skip_reason(results: list[Document | SkippedFile], name: str) -> str:
+    result = by_name(results)[name]
+    assert isinstance(result, SkippedFile), f"{name} was loaded"
+    return result.reason
+
+
+@pytest.fixture
+def manual(tmp_path: Path) -> Path:
+    """A small collection: nested folders, a hidden folder, a sidecar."""
+    root = tmp_path / "manual"
+    (root / "guide" / "advanced").mkdir(parents=True)
+    (root / ".git").mkdir()
+    shutil.copy(DATA / "markdown/backup_guide.md", root / "guide/backup.md")
+    shutil.copy(DATA / "html/sqlite_lockingv3.html", root / "guide/advanced/locking.html")
+    shutil.copy(DATA / "text/apache-2.0.txt", root / "LICENSE")
+    (root / "guide/advanced/locking.html.meta.yaml").write_text(
+        "source: sqlite.org\nversion: '3.40'\nacl: [dba-team]\nvalid_to: 2030-01-01\nteam: storage\n"
+    )
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / ".hidden.md").write_text("# hidden\n")
+    return root
+
+
+def test_directory_walk_ids_order_and_hidden_files(manual: Path) -> None:
+    results = walk(manual)
+    assert all(isinstance(r, Document) for r in results)
+    assert [r.doc_id for r in results] == ["LICENSE", "guide/advanced/locking.html", "guide/backup.md"]
+    assert [r.format for r in results] == ["text", "html", "markdown"]
+    assert results[0].path == str(manual / "LICENSE")
+    assert walk(manual) == results  # deterministic
+
+
+def test_sidecar_metadata_is_applied(manual: Path) -> None:
+    locking = by_name(walk(manual))["locking.html"]
+    assert isinstance(locking, Document)
+    assert locking.metadata.source == "sqlite.org"
+    assert locking.metadata.version == "3.40"
+    assert locking.metadata.acl == ["dba-team"]
+    assert (locking.metadata.model_extra or {})["team"] == "storage"
+
+
+def test_sidecar_overrides_frontmatter_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("---\nacl: [everyone]\nversion: '1'\n---\n# A\n\nBody text.\n")
+    (tmp_path / "a.md.meta.yaml").write_text("acl: [admins]\n")
+    (doc,) = walk(tmp_path)
+    assert isinstance(doc, Document)
+    assert doc.metadata.acl == ["admins"] and doc.metadata.version == "1"
+    assert doc.warnings == ["sidecar overrides 'acl' from the frontmatter"]
+
+
+def test_invalid_sidecar_acl_skips_the_file(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("Restricted text.\n")
+    (tmp_path / "a.txt.meta.yaml").write_text("acl: {not: a list}\n")
+    assert walk(tmp_path) == [
+        SkippedFile(path=str(tmp_path / "a.txt"), reason="invalid acl in sidecar a.txt.meta.yaml: Input should be a valid list")
+    ]
+
+
+def test_sidecar_outside_the_collection_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("acl: [x]\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("Text.\n")
+    (root / "a.txt.meta.yaml").symlink_to(outside)
+    assert "not a regular file inside the collection" in skip_reason(walk(root), "a.txt")
+
+
+def test_file_input_and_glob_ids(manual: Path) -> None:
+    (doc,) = walk(manual / "guide/backup.md")
+    assert doc.doc_id == "backup.md"
+    results = walk(f"{manual}/guide/**/*.html")
+    assert [r.doc_id for r in results] == ["advanced/locking.html"]
+    results = walk(f"{manual}/**")
+    assert [r.doc_id for r in results] == ["LICENSE", "guide/advanced/locking.html", "guide/backup.md"]
+
+
+def test_missing_inputs(tmp_path: Path) -> None:
+    results = walk(tmp_path / "nope.md", f"{tmp_path}/*.pdf")
+    assert results == [
+        SkippedFile(path=str(tmp_path / "nope.md"), reason="not found"),
+        SkippedFile(path=str(tmp_path / "*.pdf"), reason="no files match the pattern"),
+    ]
+
+
+def test_empty_binary_and_unsupported_files(tmp_path: Path) -> None:
+    (tmp_path / "empty.md").write_bytes(b"")
+    (tmp_path / "blank.txt").write_bytes(b" \n\t\n")
+    (tmp_path / "logo.txt").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    (tmp_path / "data.bin").write_bytes(b"abc\x00\x01\x02 more")
+    (tmp_path / "style.css").write_text("body { color: red }")
+    shutil.copy(DATA / "pdf/sqlite_datatypes.pdf", tmp_path / "manual.pdf")
+    results = walk(tmp_path)
+    assert skip_reason(results, "empty.md") == "empty file"
+    assert skip_reason(results, "blank.txt") == "empty file (only whitespace)"
+    assert skip_reason(results, "logo.txt") == "binary file (PNG image)"
+    assert skip_reason(results, "data.bin") == "binary file (binary data (NUL bytes))"
+    assert skip_reason(results, "style.css") == "unsupported file type '.css'"
+    pdf = by_name(results)["manual.pdf"]
+    assert isinstance(pdf, Document) and pdf.format == "pdf"  # binary-looking, but a real PDF
+
+
+def test_scanned_pdf_is_skipped(tmp_path: Path) -> None:
+    shutil.copy(DATA / "pdf/scanned.pdf", tmp_path / "scan.pdf")
+    assert skip_reason(walk(tmp_path), "scan.pdf") == "no text layer (scanned PDF?)"
+
+
+def test_non_utf8_file_is_loaded_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_bytes("Na\u00efve caf\u00e9 notes.".encode("cp1252"))
+    (doc,) = walk(tmp_path)
+    assert isinstance(doc, Document)
+    assert doc.text == "Na\u00efve caf\u00e9 notes."
+    assert doc.warnings == ["not valid UTF-8 (byte 0xef at offset 2); decoded as cp1252 (fallback)"]
+
+
+def test_huge_sparse_file_is_skipped_without_being_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = tmp_path / "huge.txt"
+    subprocess.run(["truncate", "-s", "200M", str(big)], check=True)
+    (tmp_path / "small.txt").write_text("Small file.\n")
+    reads: list[Path] = []
+    real_read = collection.read_bytes
+    monkeypatch.setattr(collection, "read_bytes", lambda path, limit: reads.append(path) or real_read(path, limit))
+    tracemalloc.start()
+    try:
+        results = walk(tmp_path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert skip_reason(results, "huge.txt") == "file too large (200.0 MB; limit 50.0 MB)"
+    assert reads == [tmp_path / "small.txt"]
+    assert peak < 20 * 2**20  # nothing near 200 MB (or 50 MB) was ever allocated
+
+
+def test_max_file_bytes_is_configurable(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x" * 2000)
+    assert skip_reason(walk(tmp_path, max_file_bytes=1024), "a.txt") == "file too large (2.0 KB; limit 1.0 KB)"
+
+
+def test_fifo_is_not_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.txt")  # reading it would block forever
+    assert skip_reason(walk(tmp_path), "pipe.txt") == "not a regular file"
+
+
+def test_duplicates_and_doc_id_clashes(tmp_path: Path) -> None:
+    for folder in ("a", "b", "c"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "a/guide.md").write_text("# Guide\n\nSame text.\n")
+    (tmp_path / "b/copy.md").write_text("# Guide\n\nSame text.\n")
+    (tmp_path / "c/guide.md").write_text("# Other\n\nDifferent text.\n")
+    results = walk(tmp_path)
+    assert skip_reason(results, "copy.md") == "duplicate of a/guide.md"
+    # two file inputs with the same name would get the same doc_id
+    results = walk(tmp_path / "a/guide.md", tmp_path / "c/guide.md")
+    assert isinstance(results[0], Document)
+    assert results[1] == SkippedFile(
+        path=str(tmp_path / "c/guide.md"), reason=f"doc_id 'guide.md' is already used by {tmp_path / 'a/guide.md'}"
+    )
+
+
+def test_same_bytes_with_different_acl_are_not_duplicates(tmp_path: Path) -> None:
+    for tenant in ("tenant-a", "tenant-b"):
+        (tmp_path / tenant).mkdir()
+        (tmp_path / tenant / "faq.txt").write_text("Refunds take five days.\n")
+        (tmp_path / tenant / "faq.txt.meta.yaml").write_text(f"acl: [{tenant}]\n")
+    results = walk(tmp_path)
+    assert [r.metadata.acl for r in results if isinstance(r, Document)] == [["tenant-a"], ["tenant-b"]]
+
+
+def test_symlinks_out_of_the_collection_are_skipped(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("Secret.\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "inside.txt").write_text("Inside.\n")
+    (root / "link.txt").symlink_to(outside / "secret.txt")
+    (root / "alias.txt").symlink_to(root / "inside.txt")
+    (root / "folder").symlink_to(outside)
+    results = walk(root)
+    assert skip_reason(results, "link.txt") == "symbolic link to a file outside the collection"
+    assert skip_reason(results, "folder") == "symbolic link to a folder (not followed)"
+    # a link inside the collection is an ordinary file (here: one with the same bytes)
+    assert isinstance(by_name(results)["alias.txt"], Document)
+    assert skip_reason(results, "inside.txt") == "duplicate of alias.txt"
+
+
+def test_loader_failure_is_a_skip_not_an_exception(tmp_path: Path) -> None:
+    # every line indented one more space: docutils recurses once per level
+    (tmp_path / "deep.rst").write_text("".join(" " * i + "x\n\n" for i in range(300)))
+    (tmp_path / "after.md").write_text("# After\n\nThe walk goes on.\n")
+    results = walk(tmp_path)
+    assert skip_reason(results, "deep.rst") == "malformed reStructuredText: nesting too deep to parse"
+    assert isinstance(by_name(results)["after.md"], Document)
+
+
+def test_sandboxed_walk_matches_in_process_walk() -> None:
+    inputs = [DATA / "html", DATA / "rst", DATA / "pdf", DATA / "markdown"]
+    assert walk(*inputs, load_timeout_s=60) == walk(*inputs, load_timeout_s=None)
+
+
+def test_slow_parse_is_cut_off_by_the_time_limit(tmp_path: Path) -> None:
+    # 2,500 ever deeper list items: markdown-it needs seconds for this (6 MB) file
+    (tmp_path / "nested.md").write_text("".join("  " * i + "- x\n" for i in range(2500)))
+    (tmp_path / "next.md").write_text("# Next\n\nLoaded after the timeout.\n")
+    results = walk(tmp_path, load_timeout_s=0.5)
+    assert skip_reason(results, "nested.md") == "loader timed out after 0.5 s (malformed or pathological input?)"
+    assert isinstance(by_name(results)["next.md"], Document)  # a fresh worker took over
+
+
+def test_hung_and_dying_workers() -> None:
+    ready = "import sys, time; out = sys.stdout.buffer; out.write(b'\\x00\\x00\\x00\\x05ready'); out.flush(); "
+    with LoaderSandbox(0.5, command=[sys.executable, "-c", ready + "time.sleep(600)"]) as sandbox:
+        result = sandbox.load(b"x", doc_id="a", path="/a", fmt="text")
+        assert result == SkippedFile(path="/a", reason="loader timed out after 0.5 s (malformed or pathological input?)")
+        assert sandbox._proc is None  # killed, a new one starts for the next file
+    with LoaderSandbox(5, command=[sys.executable, "-c", ready + "sys.stdin.buffer.read(4); sys.exit(3)"]) as sandbox:
+        assert sandbox.load(b"x", doc_id="b", path="/b", fmt="text") == SkippedFile(
+            path="/b", reason="loader crashed (exit code 3)"
+        )
+
+
+def test_permission_denied(tmp_path: Path) -> None:
+    """A mode-000 file. Root reads anything, so as root the walk runs as 'nobody'."""
+    base = Path(tempfile.mkdtemp(prefix="ingest-perm-"))
+    try:
+        os.chmod(base, 0o755)
+        (base / "open.txt").write_text("Readable text.\n")
+        (base / "locked.txt").write_text("Locked text.\n")
+        os.chmod(base / "open.txt", 0o644)
+        os.chmod(base / "locked.txt", 0o000)
+        if os.geteuid() != 0:
+            results = walk(base)
+        else:
+            if shutil.which("setpriv") is None:
+                pytest.skip("running as root without setpriv: cannot drop privileges to see a denial")
+            script = (
+                "import json, sys; from ingest import iter_collection; "
+                "print(json.dumps([r.model_dump(mode='json') for r in iter_collection([sys.argv[1]], load_timeout_s=None)]))"
+            )
+            proc = subprocess.run(
+                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", script, str(base)],
+                capture_output=True, text=True, cwd="/", env={**os.environ, "PYTHONPATH": str(REPO)}, check=False,
+            )
+            assert proc.returncode == 0, proc.stderr
+            results = [
+                Document.model_validate(r) if "doc_id" in r else SkippedFile.model_validate(r)
+                for r in json.loads(proc.stdout)
+            ]
+        assert skip_reason(results, "locked.txt") == "unreadable: permission denied"
+        assert isinstance(by_name(results)["open.txt"], Document)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
