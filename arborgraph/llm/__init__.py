@@ -1,5 +1,23 @@
-"""LLM access: a protocol the pipeline codes against, and the OpenAI-compatible provider."""
+"""LLM access: a protocol the pipeline codes against, and the OpenAI-compatible provider.
+
+The provider classes (``OpenAIChatModel``, ``OpenAIEmbedder``) live in
+``arborgraph.llm.provider`` and need the ``[llm]`` extra; nothing imported here does.
+"""
 
 from arborgraph.llm.base import ChatModel, LLMError
+from arborgraph.llm.cache import LLMCache
+from arborgraph.llm.config import LLMConfig
+from arborgraph.llm.contextual import contextual_prefix, contextual_prefixes
+from arborgraph.llm.structured import structured_chat
+from arborgraph.llm.usage import LLMUsage
 
-__all__ = ["ChatModel", "LLMError"]
+__all__ = [
+    "ChatModel",
+    "LLMCache",
+    "LLMConfig",
+    "LLMError",
+    "LLMUsage",
+    "contextual_prefix",
+    "contextual_prefixes",
+    "structured_chat",
+]

@@ -1,0 +1,456 @@
+"""Chat and embeddings against any OpenAI-compatible endpoint: cached, retried, accounted.
+
+Needs the optional ``openai`` package (``pip install 'arborgraph[llm]'``). Everything
+else in ``arborgraph.llm`` works without it.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
+
+import numpy as np
+
+try:
+    import openai
+except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "arborgraph.llm.provider needs the optional 'openai' package; "
+        "install it with: pip install 'arborgraph[llm]'"
+    ) from _exc
+
+from arborgraph.llm.base import LLMError
+from arborgraph.llm.cache import LLMCache, request_key
+from arborgraph.llm.concurrency import run_ordered
+from arborgraph.llm.config import LLMConfig, resolve_endpoint
+from arborgraph.llm.retry import backoff_delay, is_retryable_status, parse_retry_after
+from arborgraph.llm.structured import (
+    MalformedReply,
+    check_json_reply,
+    repair_messages,
+    response_format,
+    with_schema_instruction,
+)
+from arborgraph.llm.usage import LLMUsage
+
+__all__ = ["ChatRequest", "OpenAIChatModel", "OpenAIEmbedder"]
+
+T = TypeVar("T")
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One call for ``OpenAIChatModel.chat_many``; ``item`` labels it in errors."""
+
+    messages: list[dict[str, str]]
+    json_schema: dict[str, Any] | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    item: str | None = None
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One chat call being answered: the request and who it is for."""
+
+    messages: list[dict[str, str]]
+    json_schema: dict[str, Any] | None
+    temperature: float
+    max_tokens: int | None
+    stage: str
+    label: str
+
+
+class _Transport:
+    """One openai client, the concurrency limit, and the retry loop around each request."""
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        usage: LLMUsage,
+        environ: Mapping[str, str] | None,
+        sleep: Callable[[float], None],
+    ) -> None:
+        endpoint = resolve_endpoint(config, os.environ if environ is None else environ)
+        self.config = config
+        self.usage = usage
+        self._sleep = sleep
+        self._slots = threading.BoundedSemaphore(config.concurrency)
+        # Retries are ours (max_retries=0 in the client) so that every attempt is
+        # counted, Retry-After is honoured the same way for every endpoint, and the
+        # final failure names the item.
+        self.client = openai.OpenAI(
+            api_key=endpoint.api_key,
+            # Explicit default: the client would otherwise read OPENAI_BASE_URL itself,
+            # bypassing a caller-given environment.
+            base_url=endpoint.base_url or OPENAI_DEFAULT_BASE_URL,
+            timeout=config.timeout_s,
+            max_retries=0,
+        )
+
+    def call(self, request: Callable[[], T], *, stage: str, label: str) -> T:
+        """Run ``request`` under the concurrency limit, retrying transient failures.
+
+        Raises ``LLMError`` (caused by the last openai exception) when the request
+        fails for good. The limit is not held while waiting to retry.
+        """
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                with self._slots:
+                    return request()
+            except openai.APIStatusError as exc:
+                if not is_retryable_status(exc.status_code) or attempt >= self.config.max_retries:
+                    raise self._error(exc, stage, label, attempt) from exc
+                retry_after = parse_retry_after(exc.response.headers, time.time())
+            except openai.APIConnectionError as exc:  # includes timeouts
+                if attempt >= self.config.max_retries:
+                    raise self._error(exc, stage, label, attempt) from exc
+            except openai.OpenAIError as exc:
+                raise self._error(exc, stage, label, attempt) from exc
+            self.usage.record_retry(stage)
+            self._sleep(
+                backoff_delay(
+                    attempt,
+                    retry_after,
+                    initial_s=self.config.backoff_initial_s,
+                    max_s=self.config.backoff_max_s,
+                    max_retry_after_s=self.config.max_retry_after_s,
+                )
+            )
+            attempt += 1
+
+    def _error(self, exc: Exception, stage: str, label: str, attempt: int) -> LLMError:
+        if isinstance(exc, openai.APITimeoutError):
+            what = f"timed out after {self.config.timeout_s:g} s"
+        elif isinstance(exc, openai.APIStatusError):
+            what = f"HTTP {exc.status_code}: {exc.message}"
+        else:
+            what = f"{type(exc).__name__}: {exc}"
+        tries = "1 attempt" if attempt == 0 else f"{attempt + 1} attempts"
+        return LLMError(f"{label}: stage {stage!r}: {what} ({tries})")
+
+
+class OpenAIChatModel:
+    """``ChatModel`` over an OpenAI-compatible chat completions endpoint.
+
+    Every reply is cached by a hash of (model, messages, temperature, max_tokens, JSON
+    schema); a cached request makes no call. Transient failures are retried with
+    backoff; a request that still fails raises ``LLMError`` naming the item, and nothing
+    is cached for it. ``sleep`` is injectable so tests can observe backoff delays.
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        cache: LLMCache,
+        usage: LLMUsage,
+        *,
+        environ: Mapping[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not config.model:
+            raise ValueError("LLMConfig.model is not set: name the chat model to use")
+        self.model: str = config.model
+        self.config = config
+        self.cache = cache
+        self.usage = usage
+        self._transport = _Transport(config, usage, environ, sleep)
+        self._mode_lock = threading.Lock()
+        self._json_mode: str = config.json_mode
+
+    @property
+    def json_mode_in_use(self) -> str:
+        """The JSON mode requests use now; "auto" until the endpoint has answered one."""
+        return self._json_mode
+
+    def request_key(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        """The cache key of a chat request (as ``chat`` would compute it)."""
+        return request_key(
+            {
+                "kind": "chat",
+                "model": self.model,
+                "messages": messages,
+                "temperature": self._temperature(temperature),
+                "max_tokens": max_tokens,
+                "json_schema": json_schema,
+            }
+        )
+
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        stage: str,
+        json_schema: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        item: str | None = None,
+    ) -> str:
+        """Return the reply text; with ``json_schema`` the JSON text, valid against it.
+
+        ``temperature=None`` means ``config.temperature``. ``item`` (e.g. a chunk id)
+        names the request in an ``LLMError``.
+        """
+        key = self.request_key(
+            messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens
+        )
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.usage.record_cache_hit(stage)
+            return str(cached["content"])
+        call = _Call(
+            messages=messages,
+            json_schema=json_schema,
+            temperature=self._temperature(temperature),
+            max_tokens=max_tokens,
+            stage=stage,
+            label=item if item is not None else f"request {key[:12]}",
+        )
+        try:
+            content = self._answer(call)
+        except LLMError:
+            self.usage.record_failure(stage)
+            raise
+        self.cache.put(key, {"content": content}, kind="chat")
+        return content
+
+    def chat_many(
+        self, requests: Sequence[ChatRequest | list[dict[str, str]]], *, stage: str
+    ) -> list[str]:
+        """Answer many requests concurrently (up to ``config.concurrency``), in order.
+
+        A plain message list is a request with default parameters. Identical requests
+        are sent once (the repeats count as cache hits). Every request is attempted even
+        if some fail, so all obtainable replies are cached; then an ``LLMError`` is
+        raised naming the failed items.
+        """
+        normalised = [
+            r if isinstance(r, ChatRequest) else ChatRequest(messages=r) for r in requests
+        ]
+        keys = [
+            self.request_key(
+                r.messages,
+                json_schema=r.json_schema,
+                temperature=r.temperature,
+                max_tokens=r.max_tokens,
+            )
+            for r in normalised
+        ]
+        first_of: dict[str, ChatRequest] = {}
+        for key, request in zip(keys, normalised):
+            first_of.setdefault(key, request)
+        if len(first_of) < len(normalised):
+            self.usage.record_cache_hit(stage, len(normalised) - len(first_of))
+
+        def answer(request: ChatRequest) -> str:
+            return self.chat(
+                request.messages,
+                stage=stage,
+                json_schema=request.json_schema,
+                temperature=request.temperature,
+                max_tokens=request.max_tokens,
+                item=request.item,
+            )
+
+        unique_keys = list(first_of)
+        replies = run_ordered(answer, [first_of[k] for k in unique_keys], self.config.concurrency)
+        by_key = dict(zip(unique_keys, replies))
+        return [by_key[key] for key in keys]
+
+    def _temperature(self, temperature: float | None) -> float:
+        return self.config.temperature if temperature is None else temperature
+
+    def _answer(self, call: _Call) -> str:
+        content = self._complete(call, call.messages)
+        if call.json_schema is None:
+            return content
+        try:
+            return check_json_reply(content, call.json_schema)
+        except MalformedReply as problem:
+            self.usage.record_repair(call.stage)
+            repaired = self._complete(call, repair_messages(call.messages, content, str(problem)))
+            try:
+                return check_json_reply(repaired, call.json_schema)
+            except MalformedReply as exc:
+                raise LLMError(
+                    f"{call.label}: stage {call.stage!r}: malformed JSON reply after one repair: {exc}"
+                ) from exc
+
+    def _complete(self, call: _Call, messages: list[dict[str, str]]) -> str:
+        """One chat completion of ``messages`` (with retries and the JSON-mode fallback)."""
+        while True:
+            mode = self._json_mode if call.json_schema is not None else "none"
+            body = self._request_body(call, messages, mode)
+            try:
+                response = self._transport.call(
+                    partial(self._transport.client.chat.completions.create, **body),
+                    stage=call.stage,
+                    label=call.label,
+                )
+            except LLMError as err:
+                if mode == "auto" and isinstance(err.__cause__, openai.BadRequestError):
+                    # The endpoint does not take json_schema: use JSON mode from now on.
+                    self._settle_json_mode("json_object")
+                    continue
+                raise
+            if mode == "auto":
+                self._settle_json_mode("json_schema")
+            tokens_in = response.usage.prompt_tokens if response.usage else 0
+            tokens_out = response.usage.completion_tokens if response.usage else 0
+            self.usage.record_call(call.stage, tokens_in, tokens_out)
+            if not response.choices or response.choices[0].message.content is None:
+                reason = response.choices[0].finish_reason if response.choices else "no choices"
+                raise LLMError(f"{call.label}: stage {call.stage!r}: reply has no text ({reason})")
+            return str(response.choices[0].message.content)
+
+    def _request_body(
+        self, call: _Call, messages: list[dict[str, str]], mode: str
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "temperature": call.temperature}
+        if call.max_tokens is not None:
+            body["max_tokens"] = call.max_tokens
+        if call.json_schema is None:
+            body["messages"] = messages
+            return body
+        effective = "json_schema" if mode == "auto" else mode
+        fmt = response_format(effective, call.json_schema)
+        if fmt is not None:
+            body["response_format"] = fmt
+        # With json_schema the endpoint gets the schema itself; otherwise the model
+        # must read it from the prompt.
+        body["messages"] = (
+            messages
+            if effective == "json_schema"
+            else with_schema_instruction(messages, call.json_schema)
+        )
+        return body
+
+    def _settle_json_mode(self, mode: str) -> None:
+        with self._mode_lock:
+            if self._json_mode == "auto" or mode == "json_object":
+                self._json_mode = mode
+
+
+class OpenAIEmbedder:
+    """``Embedder`` over an OpenAI-compatible embeddings endpoint, batched and cached.
+
+    Each text's vector is cached on its own (key: model and text), so batch composition
+    does not matter and a rerun embeds only new texts. Rows are L2-normalised float32.
+    ``dim`` is learnt from the first reply; reading it before any ``encode`` embeds a
+    short probe text once (cached too).
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        cache: LLMCache,
+        usage: LLMUsage,
+        *,
+        stage: str = "embedding",
+        dim: int | None = None,
+        environ: Mapping[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not config.embedding_model:
+            raise ValueError("LLMConfig.embedding_model is not set: name the embedding model")
+        self.model: str = config.embedding_model
+        self.name: str = f"openai/{self.model}"
+        self.config = config
+        self.cache = cache
+        self.usage = usage
+        self.stage = stage
+        self._dim = dim
+        self._transport = _Transport(config, usage, environ, sleep)
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self._raw_vectors(["dimension probe"])[0].shape[0])
+        return self._dim
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an array of shape (len(texts), dim) of unit-length float32 rows."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        matrix = np.vstack(self._raw_vectors(texts)).astype(np.float32)
+        if self._dim is None:
+            self._dim = int(matrix.shape[1])
+        elif matrix.shape[1] != self._dim:
+            raise LLMError(f"{self.name}: got {matrix.shape[1]}-d vectors, expected {self._dim}")
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        if np.any(norms == 0):
+            bad = int(np.flatnonzero(norms[:, 0] == 0)[0])
+            raise LLMError(f"{self.name}: zero vector for text {bad}: {texts[bad][:60]!r}")
+        normalised: np.ndarray = matrix / norms
+        return normalised
+
+    def _key(self, text: str) -> str:
+        return request_key({"kind": "embedding", "model": self.model, "input": text})
+
+    def _raw_vectors(self, texts: list[str]) -> list[np.ndarray]:
+        for index, text in enumerate(texts):
+            if not text.strip():
+                # The OpenAI API rejects empty input; a silent stand-in would hide a bug.
+                raise ValueError(f"text {index} is empty; embeddings need non-empty text")
+        keys = [self._key(t) for t in texts]
+        stored = self.cache.get_many(keys)
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in stored))
+        self.usage.record_cache_hit(self.stage, len(texts) - len(missing))
+        size = self.config.embedding_batch_size
+        batches = [missing[i : i + size] for i in range(0, len(missing), size)]
+        for batch_values in run_ordered(self._embed_batch, batches, self.config.concurrency):
+            stored.update(batch_values)
+        return [_decode_vector(stored[k]) for k in keys]
+
+    def _embed_batch(self, batch: list[str]) -> dict[str, Any]:
+        label = f"embedding batch of {len(batch)} texts from {batch[0][:40]!r}"
+        try:
+            response = self._transport.call(
+                lambda: self._transport.client.embeddings.create(
+                    model=self.model, input=batch, encoding_format="float"
+                ),
+                stage=self.stage,
+                label=label,
+            )
+            if len(response.data) != len(batch):
+                raise LLMError(f"{label}: {len(response.data)} vectors for {len(batch)} texts")
+        except LLMError:
+            self.usage.record_failure(self.stage)
+            raise
+        tokens_in = response.usage.prompt_tokens if response.usage else 0
+        self.usage.record_call(self.stage, tokens_in, 0)
+        values: dict[str, Any] = {}
+        for datum in sorted(response.data, key=lambda d: d.index):
+            text = batch[datum.index]
+            value = _encode_vector(np.asarray(datum.embedding, dtype=np.float32))
+            key = self._key(text)
+            self.cache.put(key, value, kind="embedding")
+            values[key] = value
+        return values
+
+
+def _encode_vector(vector: np.ndarray) -> dict[str, str]:
+    # Little-endian float32 as base64: exact and a quarter the size of a JSON float list.
+    return {"f32le": base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")}
+
+
+def _decode_vector(value: dict[str, str]) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(value["f32le"]), dtype="<f4").astype(np.float32)
