@@ -212,7 +212,7 @@ def _pack(
 def _overlap(text: str, previous: _Draft, limit: int, count: CountTokens) -> tuple[int | None, int]:
     """Where the overlap taken from the end of ``previous`` starts, and its size in tokens.
 
-    Whole sentences (lines, for code, lists and tables) where they fit, else the last
+    Whole sentences (lines, for code; items and rows count as sentences) where they fit, else the last
     words. Never the whole of the previous chunk's new text: that would be a repeat.
     """
     best: tuple[int | None, int] = (None, 0)
@@ -239,6 +239,7 @@ def _overlap(text: str, previous: _Draft, limit: int, count: CountTokens) -> tup
 
 def _unit_starts_backwards(text: str, draft: _Draft) -> Iterator[int]:
     for piece in reversed(draft.pieces):
-        split = line_spans if piece.kind in ("code", "list", "table") else sentence_spans
+        # sentence_spans also breaks at newlines: list items and table rows are units too
+        split = line_spans if piece.kind == "code" else sentence_spans
         for unit_start, _ in reversed(split(text, piece.start, piece.end)):
             yield unit_start

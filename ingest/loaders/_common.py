@@ -122,7 +122,7 @@ def build_document(
     parts: list[str] = []
     offset = 0
     for spec in specs:
-        text = spec.text if spec.kind == "code" else spec.text.strip()
+        text = clean_code(spec.text) if spec.kind == "code" else spec.text.strip()
         if not text.strip():
             continue
         if parts:
