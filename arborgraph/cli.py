@@ -275,7 +275,22 @@ def eval_cmd(
         out.print(format_report(report), highlight=False, markup=False)
 
 
+def _quiet_libraries() -> None:
+    """Keep third-party log chatter (ONNX quantiser, bm25s, transformers) off the terminal."""
+    import logging
+    import warnings
+
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(logging.ERROR)  # libraries that lower their own logger's level
+    for name in ("bm25s", "onnxruntime", "transformers", "sentence_transformers", "numba", "root"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=UserWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+
+
 def main() -> None:
+    _quiet_libraries()
     app()
 
 

@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from arborgraph.embedding import EmbeddingConfig
 from arborgraph.llm.config import LLMConfig
-from graphrag import GraphConfig
 from ingest.chunking import ChunkingConfig
 from raptor import RaptorConfig
 
@@ -66,7 +65,6 @@ class Config(BaseModel):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     tree: RaptorConfig = Field(default_factory=RaptorConfig)
-    graph: GraphConfig = Field(default_factory=GraphConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     build_tree: bool = True

@@ -1,0 +1,193 @@
+"""The query router: question -> lookup | tree | graph | global, with confidence and reason.
+
+The default router is a multinomial logistic regression over features of the
+question's form (word and word-pair indicators, cue phrases, length). It is trained
+by ``benchmarks/train_router.py`` on labelled questions written for several manuals
+and shipped as JSON coefficients (``arborgraph/data/router_model.json``) — data, not a
+pickle — so the package needs only numpy at query time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arborgraph.results import Route, RoutingDecision
+
+QUESTION_TYPE_TO_ROUTE: dict[str, Route] = {
+    "lookup": "lookup",
+    "drilldown": "tree",
+    "relational": "graph",
+    "global": "global",
+}
+
+_WORD = re.compile(r"[a-z0-9_]+")
+
+# Cue phrases: each a regex over the lower-cased question. They give the classifier
+# phrase-level evidence that single words miss ("how does X work" vs "how many").
+CUES: dict[str, str] = {
+    "cue_overview": r"\b(overview|overall|in general|big picture|summar(y|ise|ize)|high[- ]level|landscape|at a glance)\b",
+    "cue_main_ways": r"\b(main|major|key|different|various|kinds? of|types? of|categories of|ways?)\b",
+    "cue_across": r"\b(across|throughout|whole|entire|all (the )?(of )?(features|ways|options|mechanisms|parts))\b",
+    "cue_explain": r"\b(explain|describe|walk me through|tell me (about|how)|in detail|details? of|go deeper|elaborate)\b",
+    "cue_how_work": r"\bhow (does|do|is|are) .{1,60} (work|implemented|handled|organi[sz]ed|structured)\b",
+    "cue_relation": r"\b(affect|affects|impact|influence|interact|relat(e|es|ed|ion|ionship)|between|depend(s|ency|ent)?|connected|link(ed)?|tie|ties|together with)\b",
+    "cue_chain": r"\b(which|what) \w+ (controls?|limits?|governs?|configures?|determines?|sets?) the \w+ (that|which|used|of the)\b",
+    "cue_that_clause": r"\b(that|which) (is|are) (used|needed|required|responsible)\b",
+    "cue_fact": r"\b(default|maximum|minimum|max|min|limit|value|number of|how many|how much|what year|return(s|ed)?|version|size|name of|syntax)\b",
+    "cue_what_is": r"^(what|which) (is|are|does|do) (the )?\w+",
+    "cue_can_i": r"^(can|does|is|do) ",
+    "cue_compare": r"\b(compare|comparison|versus|vs\.?|differ(ence|ent)? between)\b",
+}
+_CUE_RE = {name: re.compile(pattern) for name, pattern in CUES.items()}
+
+# Named technical entities: snake_case, UPPER_CASE, calls, flags, dotted keys,
+# "PRAGMA x"-style commands. Relational questions start from one of these.
+_IDENTIFIER = re.compile(
+    r"(\b[a-z][a-z0-9]*_[a-z0-9_]+\b|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b\w+\(\)|(?<!\w)--?[a-z][\w-]+"
+    r"|\b[a-z]+\.[a-z][a-z.]+\b|\b[A-Z]{2,}(?: [A-Z]{2,})+\b)"
+)
+
+
+def question_features(question: str) -> dict[str, float]:
+    """Sparse features of a question: words, word pairs, cue phrases, length bucket."""
+    text = question.lower().strip()
+    words = _WORD.findall(text)
+    identifiers = _IDENTIFIER.findall(question)
+    features: dict[str, float] = {}
+    for word in words:
+        features[f"w:{word}"] = 1.0
+    for a, b in zip(words, words[1:]):
+        features[f"b:{a}_{b}"] = 1.0
+    if words:
+        features[f"first:{words[0]}"] = 1.0
+        if len(words) > 1:
+            features[f"first2:{words[0]}_{words[1]}"] = 1.0
+    for name, pattern in _CUE_RE.items():
+        if pattern.search(text):
+            features[name] = 1.0
+    features[f"len:{min(len(words) // 5, 5)}"] = 1.0
+    features[f"ids:{min(len(identifiers), 2)}"] = 1.0
+    clauses = text.count(" and ") + text.count(", ") + max(0, text.count("?") - 1)
+    features[f"clauses:{min(clauses, 3)}"] = 1.0
+    if re.match(r"^(if|when|after|once|suppose)\b", text):
+        features["cue_conditional"] = 1.0
+    return features
+
+
+@dataclass(frozen=True)
+class RouterModel:
+    """Coefficients of the trained classifier, loaded from JSON."""
+
+    classes: list[str]  # question types, in coefficient row order
+    vocabulary: dict[str, int]
+    coef: np.ndarray  # (classes, features)
+    intercept: np.ndarray
+    meta: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "RouterModel":
+        return cls(
+            classes=list(data["classes"]),
+            vocabulary={f: i for i, f in enumerate(data["features"])},
+            coef=np.asarray(data["coef"], dtype=np.float64),
+            intercept=np.asarray(data["intercept"], dtype=np.float64),
+            meta=dict(data.get("meta", {})),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        features = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
+        return {
+            "classes": self.classes,
+            "features": features,
+            "coef": np.round(self.coef, 6).tolist(),
+            "intercept": np.round(self.intercept, 6).tolist(),
+            "meta": self.meta,
+        }
+
+    def probabilities(self, question: str) -> dict[str, float]:
+        logits = self.intercept.copy()
+        for name, value in question_features(question).items():
+            column = self.vocabulary.get(name)
+            if column is not None:
+                logits += self.coef[:, column] * value
+        logits -= logits.max()
+        exp = np.exp(logits)
+        probs = exp / exp.sum()
+        return {c: float(p) for c, p in zip(self.classes, probs)}
+
+    def top_features(self, question: str, klass: str, n: int = 3) -> list[str]:
+        row = self.classes.index(klass)
+        contributions = []
+        for name in question_features(question):
+            column = self.vocabulary.get(name)
+            if column is not None and self.coef[row, column] > 0:
+                contributions.append((self.coef[row, column], name))
+        return [name for _, name in sorted(contributions, reverse=True)[:n]]
+
+
+MODEL_FILE = "router_model.json"
+
+
+@lru_cache(maxsize=1)
+def default_model() -> RouterModel:
+    """The router model shipped with the package."""
+    text = resources.files("arborgraph").joinpath("data", MODEL_FILE).read_text(encoding="utf-8")
+    return RouterModel.from_json(json.loads(text))
+
+
+def load_model(path: str | Path | None = None) -> RouterModel:
+    if path is None:
+        return default_model()
+    return RouterModel.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _describe(feature: str) -> str:
+    if feature.startswith("cue_"):
+        return feature[4:].replace("_", " ") + " cue"
+    kind, _, value = feature.partition(":")
+    return f"'{value.replace('_', ' ')}'"
+
+
+def route_question(
+    question: str,
+    *,
+    available: Sequence[str],
+    model: RouterModel | None = None,
+) -> RoutingDecision:
+    """Classify ``question`` into one of the ``available`` routes.
+
+    Routes the index has not built are removed and the remaining probabilities
+    renormalised, so an index without a graph never routes to it.
+    """
+    model = model or default_model()
+    probs_by_type = model.probabilities(question)
+    by_route: dict[str, float] = {}
+    for qtype, p in probs_by_type.items():
+        route = QUESTION_TYPE_TO_ROUTE[qtype]
+        if route in available:
+            by_route[route] = by_route.get(route, 0.0) + p
+    if not by_route:
+        return RoutingDecision(route="lookup", confidence=1.0, reason="only lookup is built")
+    total = sum(by_route.values())
+    by_route = {r: p / total for r, p in by_route.items()}
+    ranked = sorted(by_route.items(), key=lambda kv: -kv[1])
+    route, confidence = ranked[0]
+    qtype = next(t for t, r in QUESTION_TYPE_TO_ROUTE.items() if r == route)
+    cues = [_describe(f) for f in model.top_features(question, qtype)]
+    label = {"lookup": "a single fact", "tree": "a drill-down", "graph": "a relational / multi-hop question", "global": "an overview question"}[route]
+    reason = f"looks like {label}" + (f" ({', '.join(cues)})" if cues else "")
+    return RoutingDecision(
+        route=route,  # type: ignore[arg-type]
+        confidence=round(confidence, 4),
+        reason=reason,
+        scores={r: round(p, 4) for r, p in ranked},
+    )
