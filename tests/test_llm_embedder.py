@@ -114,3 +114,16 @@ def test_429_on_embeddings_is_retried(llm_server: FakeOpenAIServer, tmp_path: Pa
     llm_server.add_faults(Fault(status=429, retry_after="1", path=EMBEDDINGS_PATH))
     np.testing.assert_allclose(embedder.encode(["x y"]), expected(["x y"]), rtol=1e-6)
     assert usage.to_dict()["llm_retries"] == 1
+
+
+def test_embeddings_can_use_their_own_endpoint(
+    llm_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    config = LLMConfig(
+        embedding_model="embed-small",
+        base_url="http://127.0.0.1:9/v1",  # the chat server, not running here
+        embedding_base_url=llm_server.base_url,
+        max_retries=0,
+    )
+    embedder = OpenAIEmbedder(config, LLMCache(tmp_path / "c.sqlite"), LLMUsage(), environ={})
+    np.testing.assert_allclose(embedder.encode(["x"]), expected(["x"]), rtol=1e-6)

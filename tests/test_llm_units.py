@@ -145,6 +145,12 @@ def test_resolve_endpoint_prefers_config_then_environment() -> None:
     assert (own.base_url, own.api_key) == ("http://h:8000/v1", "sk-c")
     assert "sk-c" not in repr(own)
     assert resolve_endpoint(LLMConfig(base_url="http://h:8080/v1"), {}).api_key == "not-needed"
+    split = LLMConfig(base_url="http://h:8080/v1", embedding_base_url="http://h:8081/v1")
+    assert resolve_endpoint(split, env).base_url == "http://h:8080/v1"
+    assert resolve_endpoint(split, env, embeddings=True).base_url == "http://h:8081/v1"
+    assert (
+        resolve_endpoint(LLMConfig(), env, embeddings=True).base_url == "http://localhost:11434/v1"
+    )
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
         resolve_endpoint(LLMConfig(), {})
 

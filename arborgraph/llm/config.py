@@ -30,6 +30,9 @@ class LLMConfig(BaseModel):
     """Embedding model name, e.g. "text-embedding-3-small", "nomic-embed-text"."""
     base_url: str | None = None
     """Endpoint root including the version path, e.g. "http://localhost:11434/v1"."""
+    embedding_base_url: str | None = None
+    """Endpoint for embeddings when it is not ``base_url`` (llama.cpp and vLLM serve one
+    model per server, so chat and embeddings often live on two ports)."""
     api_key: str | None = Field(default=None, repr=False)
     timeout_s: float = Field(default=120.0, gt=0)
     """Per-request timeout; a request that times out is retried like a 5xx."""
@@ -62,13 +65,18 @@ class Endpoint:
         return f"Endpoint(base_url={self.base_url!r}, api_key=<hidden>)"
 
 
-def resolve_endpoint(config: LLMConfig, environ: Mapping[str, str]) -> Endpoint:
+def resolve_endpoint(
+    config: LLMConfig, environ: Mapping[str, str], *, embeddings: bool = False
+) -> Endpoint:
     """Merge config with ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``; config wins.
+
+    With ``embeddings=True`` a set ``embedding_base_url`` takes precedence.
 
     Without any key, a custom base URL gets a placeholder key (local servers ignore it);
     the official endpoint without a key is a configuration error.
     """
-    base_url = config.base_url or environ.get("OPENAI_BASE_URL") or None
+    own = config.embedding_base_url if embeddings else None
+    base_url = own or config.base_url or environ.get("OPENAI_BASE_URL") or None
     api_key = config.api_key or environ.get("OPENAI_API_KEY") or None
     if api_key is None:
         if base_url is None:

@@ -78,8 +78,12 @@ class _Transport:
         usage: LLMUsage,
         environ: Mapping[str, str] | None,
         sleep: Callable[[float], None],
+        *,
+        embeddings: bool = False,
     ) -> None:
-        endpoint = resolve_endpoint(config, os.environ if environ is None else environ)
+        endpoint = resolve_endpoint(
+            config, os.environ if environ is None else environ, embeddings=embeddings
+        )
         self.config = config
         self.usage = usage
         self._sleep = sleep
@@ -377,7 +381,7 @@ class OpenAIEmbedder:
         self.usage = usage
         self.stage = stage
         self._dim = dim
-        self._transport = _Transport(config, usage, environ, sleep)
+        self._transport = _Transport(config, usage, environ, sleep, embeddings=True)
 
     @property
     def dim(self) -> int:
