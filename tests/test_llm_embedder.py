@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from llm_server import EMBEDDINGS_PATH, FakeOpenAIServer, Fault, fake_embedding
 
+from arborgraph.embedding_base import Embedder
 from arborgraph.llm import LLMCache, LLMConfig, LLMError, LLMUsage
 from arborgraph.llm.provider import OpenAIEmbedder
 
@@ -38,9 +39,10 @@ def test_encode_returns_unit_float32_rows_from_the_endpoint(
     llm_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     embedder, usage = build(llm_server, tmp_path)
+    as_protocol: Embedder = embedder  # type-checked: the class implements Embedder
     texts = ["SSE2 supports 128-bit integer operations", "SSE4.1 adds string compare"]
 
-    vectors = embedder.encode(texts)
+    vectors = as_protocol.encode(texts)
 
     assert embedder.name == "openai/embed-small"
     assert vectors.shape == (2, 8) and vectors.dtype == np.float32

@@ -15,7 +15,7 @@ import llm_server as stand_in
 import pytest
 from llm_server import CHAT_PATH, FakeOpenAIServer, Fault, last_user_message
 
-from arborgraph.llm import LLMCache, LLMConfig, LLMError, LLMUsage
+from arborgraph.llm import ChatModel, LLMCache, LLMConfig, LLMError, LLMUsage
 from arborgraph.llm.provider import ChatRequest, OpenAIChatModel
 
 # The fixture, bound here so these tests run whether or not conftest.py provides it.
@@ -50,9 +50,10 @@ def test_chat_returns_reply_and_sends_openai_request(
     llm_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     model, usage, _ = build(llm_server, tmp_path, temperature=0.3)
+    as_protocol: ChatModel = model  # type-checked: the class implements ChatModel
     messages = [{"role": "system", "content": "Be brief."}, *user("what is SSE2")]
 
-    assert model.chat(messages, stage="summary", max_tokens=50) == "echo: what is SSE2"
+    assert as_protocol.chat(messages, stage="summary", max_tokens=50) == "echo: what is SSE2"
 
     (request,) = llm_server.requests
     assert request.path == CHAT_PATH

@@ -389,6 +389,11 @@ class OpenAIEmbedder:
             self._dim = int(self._raw_vectors(["dimension probe"])[0].shape[0])
         return self._dim
 
+    @dim.setter
+    def dim(self, value: int) -> None:
+        # Settable, as the Embedder protocol declares it: a known dimension saves the probe.
+        self._dim = value
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Return an array of shape (len(texts), dim) of unit-length float32 rows."""
         texts = list(texts)
