@@ -38,6 +38,14 @@ class _SafeLoaderNoAliases(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+# Dates stay text until pydantic validates them key by key: a bad date must only
+# cost that key, not make the whole YAML unreadable.
+_SafeLoaderNoAliases.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def split_frontmatter(text: str) -> tuple[str | None, str]:
     """Split ``---``-fenced YAML frontmatter from the start of a text.
 
@@ -63,15 +71,17 @@ def parse_metadata_yaml(yaml_text: str, *, origin: str) -> tuple[str | None, Doc
     """
     if len(yaml_text) > MAX_METADATA_CHARS:
         raise SkipFile(f"{origin} is larger than {MAX_METADATA_CHARS // 1024} KB")
-    loader = _SafeLoaderNoAliases(yaml_text)
+    loader: _SafeLoaderNoAliases | None = None
     try:
+        loader = _SafeLoaderNoAliases(yaml_text)
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SkipFile(f"invalid YAML in {origin}: {first_line}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if data is None:
         return None, DocumentMetadata(), []
     if not isinstance(data, dict):

@@ -206,9 +206,21 @@ def test_markdown_bad_acl_fails_closed_and_bad_date_only_warns() -> None:
 def test_markdown_frontmatter_yaml_errors_and_aliases_skip() -> None:
     with pytest.raises(SkipFile, match="invalid YAML in frontmatter"):
         load_markdown(b"---\nacl: [a, b\n---\ntext\n", doc_id="y.md", path="/y.md")
-    bomb = b"---\na: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n---\ntext\n"
+    bomb = b"---\ntitle: t\na: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n---\ntext\n"
     with pytest.raises(SkipFile, match="aliases are not allowed"):
         load_markdown(bomb, doc_id="b.md", path="/b.md")
+
+
+def test_markdown_impossible_date_costs_only_that_key() -> None:
+    doc = load_markdown(b"---\nvalid_from: 2024-13-45\nvalid_to: 2025-01-31\n---\nBody.\n", doc_id="d.md", path="/d.md")
+    assert doc.metadata.valid_from is None and doc.metadata.valid_to == dt.date(2025, 1, 31)
+    assert any("ignored invalid 'valid_from'" in w for w in doc.warnings)
+
+
+def test_markdown_rules_around_text_are_not_frontmatter() -> None:
+    doc = load_markdown(b"---\nNote: keep this: it matters\n---\nBody.\n", doc_id="r.md", path="/r.md")
+    assert [b.text for b in doc.blocks] == ["Note: keep this: it matters", "Body."]
+    assert doc.warnings == ["leading '---' block is not YAML frontmatter; kept as text"]
 
 
 def test_markdown_version_keeps_its_text() -> None:

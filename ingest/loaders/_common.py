@@ -40,7 +40,8 @@ def decode_text(raw: bytes, declared: str | None = None) -> tuple[str, list[str]
 
     UTF-8 (or a BOM-announced UTF-16) is expected; otherwise a charset the file
     declares itself is tried, then cp1252 and finally latin-1, which never fails.
-    Line endings are normalised to ``\\n``.
+    Line endings are normalised to ``\\n``; control characters other than tab and
+    newline are dropped.
     """
     warnings: list[str] = []
     text: str | None = None
@@ -69,7 +70,9 @@ def decode_text(raw: bytes, declared: str | None = None) -> tuple[str, list[str]
                 break
     assert text is not None  # latin-1 decodes any byte string
     text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    return text, warnings
+    # A form feed separates pages in old text files; other controls are debris (and
+    # lxml refuses them).
+    return _CONTROL.sub("", text.replace("\f", "\n\n")), warnings
 
 
 def _known_codec(name: str) -> bool:
