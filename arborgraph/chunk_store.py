@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +43,7 @@ class ChunkStore:
     _doc_order: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
+        self.superseded_by = superseded_documents(self.docs.values())
         self.row_of = {cid: i for i, cid in enumerate(self.chunk_ids)}
         self._doc_order = sorted(self.docs)
         position = {d: i for i, d in enumerate(self._doc_order)}
@@ -78,23 +81,34 @@ class ChunkStore:
     def __len__(self) -> int:
         return len(self.chunk_ids)
 
-    def allowed_docs(self, principal: str | None, as_of: dt.date | None) -> set[str]:
-        """Documents a caller may see: readable by ``principal`` and valid on ``as_of``.
+    def readable_docs(self, principal: str | None) -> set[str]:
+        """Documents ``principal`` may read; no principal reads public documents only."""
+        return {
+            doc_id
+            for doc_id, info in self.docs.items()
+            if info.acl is None or (principal is not None and principal in info.acl)
+        }
 
-        No principal sees public documents only; ``as_of=None`` skips the validity
-        check (callers pass today's date by default).
-        """
-        allowed = set()
-        for doc_id, info in self.docs.items():
-            if info.acl is not None and (principal is None or principal not in info.acl):
-                continue
-            if as_of is not None:
-                if info.valid_from is not None and as_of < info.valid_from:
-                    continue
+    def stale_docs(self, as_of: dt.date | None) -> dict[str, str]:
+        """Documents not current on ``as_of``, with why: superseded, expired, not yet valid."""
+        stale: dict[str, str] = {d: f"superseded by {newer}" for d, newer in self.superseded_by.items()}
+        if as_of is not None:
+            for doc_id, info in self.docs.items():
                 if info.valid_to is not None and as_of > info.valid_to:
-                    continue
-            allowed.add(doc_id)
-        return allowed
+                    stale[doc_id] = f"expired on {info.valid_to.isoformat()}"
+                elif info.valid_from is not None and as_of < info.valid_from:
+                    stale[doc_id] = f"valid only from {info.valid_from.isoformat()}"
+        return stale
+
+    def allowed_docs(
+        self, principal: str | None, as_of: dt.date | None, include_stale: bool = False
+    ) -> set[str]:
+        """Documents a caller may see: readable by ``principal`` and, unless
+        ``include_stale``, current on ``as_of`` (``None`` skips the date check)."""
+        readable = self.readable_docs(principal)
+        if include_stale:
+            return readable
+        return readable - set(self.stale_docs(as_of))
 
     def chunk_mask(self, allowed_docs: set[str]) -> np.ndarray:
         doc_ok = np.array([d in allowed_docs for d in self._doc_order], dtype=bool)
@@ -113,3 +127,26 @@ class ChunkStore:
             provenance=[self.chunk_ids[row]],
             trace=trace,
         )
+
+
+def _version_key(version: str) -> tuple[tuple[int, object], ...]:
+    """Natural order for version strings: "3.10" > "3.9", "2.0" > "2.0rc1"."""
+    parts = re.findall(r"\d+|[A-Za-z]+", version)
+    return tuple((0, int(p)) if p.isdigit() else (-1, p.lower()) for p in parts)
+
+
+def superseded_documents(docs: "Iterable[DocInfo]") -> dict[str, str]:
+    """Documents that share a ``source`` with a newer ``version``: doc_id -> newest doc_id."""
+    groups: dict[str, list[DocInfo]] = {}
+    for info in docs:
+        if info.source and info.version:
+            groups.setdefault(info.source, []).append(info)
+    superseded: dict[str, str] = {}
+    for members in groups.values():
+        if len({m.version for m in members}) < 2:
+            continue
+        newest = max(members, key=lambda m: (_version_key(m.version or ""), m.doc_id))
+        for member in members:
+            if member.version != newest.version:
+                superseded[member.doc_id] = newest.doc_id
+    return superseded

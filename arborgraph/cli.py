@@ -35,7 +35,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
-    from arborgraph.build import BuildError
+    from arborgraph.pipeline import BuildError
     from arborgraph.config import ConfigError
     from arborgraph.kb import QueryError
     from arborgraph.store import IndexError_
@@ -89,7 +89,7 @@ def build(
     json_out: Annotated[bool, typer.Option("--json", help="print the build report as JSON")] = False,
 ) -> None:
     """Build or update an index from DOCS."""
-    from arborgraph.build import NoUsableDocuments, build_index
+    from arborgraph.pipeline import NoUsableDocuments, build_index
     from arborgraph.config import load_config
 
     overrides: dict[str, Any] = {}
@@ -272,7 +272,7 @@ def eval_cmd(
     if json_out:
         print(json.dumps(data, indent=2))
     else:
-        out.print(format_report(report), highlight=False, markup=False)
+        print(format_report(report))
 
 
 def _quiet_libraries() -> None:

@@ -19,6 +19,7 @@ from arborgraph.embedding_base import Embedder, EmbedderUnavailable
 from arborgraph.lexical import LexicalIndex
 from arborgraph.lookup import LookupIndex, LookupMode, lookup_search
 from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision
+from arborgraph.safety import INJECTION_FLAG, looks_like_injection
 from arborgraph.store import Generation, open_generation
 
 ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
@@ -100,8 +101,10 @@ class KnowledgeBase:
             return f"lexical fallback: {self._embedder_error}"
         return None
 
-    def chunk_mask(self, principal: str | None, as_of: dt.date | None) -> np.ndarray:
-        return self.store.chunk_mask(self.store.allowed_docs(principal, as_of))
+    def chunk_mask(
+        self, principal: str | None, as_of: dt.date | None, include_stale: bool = False
+    ) -> np.ndarray:
+        return self.store.chunk_mask(self.store.allowed_docs(principal, as_of, include_stale))
 
     # -- the query pipeline -----------------------------------------------------------
 
@@ -114,11 +117,14 @@ class KnowledgeBase:
         budget_tokens: int = DEFAULT_BUDGET_TOKENS,
         principal: str | None = None,
         as_of: dt.date | None | Literal["today"] = "today",
+        include_stale: bool = False,
     ) -> QueryResult:
         """Answer ``question`` with cited contexts from the best route (or the forced one).
 
-        ``principal`` restricts results to documents it may read (None: public only);
-        ``as_of`` keeps documents valid on that date (default today, None: no check).
+        ``principal`` restricts results to documents it may read (None: public only).
+        ``as_of`` keeps documents current on that date (default today, None: no date
+        check); superseded versions are left out too. ``include_stale=True`` lets stale
+        content through, each such context flagged with why it is stale.
         """
         if not isinstance(question, str) or not question.strip():
             raise QueryError("the question is empty")
@@ -132,7 +138,7 @@ class KnowledgeBase:
         if top_k < 1 or budget_tokens < 1:
             raise QueryError("top_k and budget_tokens must be positive")
         when = dt.date.today() if as_of == "today" else as_of
-        mask = self.chunk_mask(principal, when)
+        mask = self.chunk_mask(principal, when, include_stale)
         query_vector = self.embed_query(question)
         if route == "auto":
             decision = self.route_question(question)
@@ -147,6 +153,8 @@ class KnowledgeBase:
         if query_vector is None:
             for ctx in contexts:
                 ctx.flags.append("lexical_fallback")
+        if include_stale:
+            self._flag_stale(contexts, when)
         kept, cut = self._assemble(contexts, budget_tokens)
         return QueryResult(
             question=question,
@@ -182,6 +190,16 @@ class KnowledgeBase:
             config=self.config.retrieval,
         )
         return hits.contexts, hits.rankings
+
+    def _flag_stale(self, contexts: list[Context], when: dt.date | None) -> None:
+        stale = self.store.stale_docs(when)
+        if not stale:
+            return
+        for ctx in contexts:
+            docs = {self.store.doc_ids[self.store.row_of[c]] for c in ctx.provenance if c in self.store.row_of}
+            docs.add(ctx.source)
+            for doc_id in sorted(docs & stale.keys()):
+                ctx.flags.append(f"stale: {doc_id} {stale[doc_id]}")
 
     def lookup(
         self,
@@ -223,6 +241,8 @@ class KnowledgeBase:
             if used + cost > budget_tokens and kept:
                 cut.append(ctx.node_id)
                 continue
+            if INJECTION_FLAG not in ctx.flags and looks_like_injection(ctx.text):
+                ctx.flags.append(INJECTION_FLAG)
             kept.append(ctx)
             used += cost
         return kept, cut

@@ -1,0 +1,104 @@
+"""Candidate contradictions: two documents stating different defaults for one thing.
+
+Index-time synthesis must not silently pick a winner. This pass finds sentences of the
+form "the default X is Y" / "X defaults to Y" and reports every key stated with
+different values by different documents, with both sources, for a human to judge.
+Nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from ingest.models import Chunk
+
+# Values: numbers (with a unit), quoted or code literals, booleans, UPPER_CASE names.
+_VALUE = (
+    r"(?P<value>-?\d[\d,]*(?:\.\d+)?(?:\s*(?i:bytes|kb|kib|mb|mib|gb|pages?|ms|milliseconds|seconds?))?\b"
+    r"|\"[^\"]{1,30}\"|`[^`]{1,30}`|(?i:on|off|true|false|enabled|disabled)\b|[A-Z][A-Z0-9_]{2,}\b)"
+)
+_KEY = r"(?P<key>`[^`]{2,40}`|[A-Za-z_][\w.]*(?: [a-z_][\w]*){0,3})"
+_PATTERNS = [
+    re.compile(rf"\b(?i:the default(?: value)? (?:of|for)) (?:the )?{_KEY} (?i:is|was|has been) {_VALUE}"),
+    re.compile(rf"\b(?i:the default) {_KEY} (?i:is) {_VALUE}"),
+    re.compile(rf"\b{_KEY} (?i:defaults to) {_VALUE}"),
+]
+_DEICTIC = {"this", "that", "these", "those", "which", "its", "their"}
+_GENERIC_KEYS = {"value", "it", "this", "that", "setting", "behavior", "behaviour", "mode", "limit", "maximum", "minimum", "configuration", "which"}
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+
+
+class Claim(BaseModel):
+    key: str
+    value: str
+    doc_id: str
+    chunk_id: str
+    sentence: str
+
+
+class Contradiction(BaseModel):
+    key: str
+    first: Claim
+    second: Claim
+
+
+def _norm_key(key: str) -> str:
+    key = key.strip("` ").lower().replace("_", " ")
+    key = re.sub(r"^(the|a|an) ", "", key)
+    return re.sub(r"\s+", " ", key)
+
+
+def _norm_value(value: str) -> str:
+    value = value.strip("`\"' ").lower().replace(",", "")
+    return re.sub(r"\s+", " ", value)
+
+
+def extract_claims(chunks: Sequence[Chunk]) -> list[Claim]:
+    """Every "default X is Y" statement in ``chunks``."""
+    claims = []
+    for chunk in chunks:
+        for sentence in _SENTENCE.findall(chunk.text):
+            for pattern in _PATTERNS:
+                for match in pattern.finditer(sentence):
+                    raw_key = match.group("key")
+                    key = _norm_key(raw_key)
+                    specific = raw_key.startswith("`") or "_" in raw_key or "." in raw_key or " " in key
+                    if len(key) < 3 or key in _GENERIC_KEYS or not specific or key.split()[0] in _DEICTIC:
+                        continue
+                    claims.append(
+                        Claim(
+                            key=key,
+                            value=_norm_value(match.group("value")),
+                            doc_id=chunk.doc_id,
+                            chunk_id=chunk.chunk_id,
+                            sentence=sentence.strip(),
+                        )
+                    )
+    return claims
+
+
+def find_contradictions(chunks: Sequence[Chunk], limit: int = 200) -> list[Contradiction]:
+    """Keys stated with different values by two different documents (one pair per key/value pair)."""
+    by_key: dict[str, list[Claim]] = defaultdict(list)
+    for claim in extract_claims(chunks):
+        by_key[claim.key].append(claim)
+    found: list[Contradiction] = []
+    for key in sorted(by_key):
+        claims = by_key[key]
+        seen: set[tuple[str, str]] = set()
+        for i, a in enumerate(claims):
+            for b in claims[i + 1 :]:
+                if a.doc_id == b.doc_id or a.value == b.value:
+                    continue
+                pair = tuple(sorted((a.value, b.value)))
+                if pair in seen:
+                    continue
+                seen.add(pair)  # type: ignore[arg-type]
+                found.append(Contradiction(key=key, first=a, second=b))
+                if len(found) >= limit:
+                    return found
+    return found
