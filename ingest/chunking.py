@@ -10,6 +10,7 @@ with an overlap: the last sentences of the chunk before it. Offsets are exact:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ from ingest.models import Block, Chunk, Document
 from ingest.segment import Span, char_spans, line_spans, sentence_spans, word_spans
 
 CountTokens = Callable[[str], int]
+SpanCount = Callable[[int, int], int]  # tokens in doc.text[start:end]
 
 # Below this a chunk could not hold a sentence; a heading path so long that it
 # leaves less room is truncated by the model whatever chunking does.
@@ -77,15 +79,18 @@ class _Draft:
 def chunk_document(doc: Document, config: ChunkingConfig, count_tokens: CountTokens) -> list[Chunk]:
     """Cut a document into chunks (see the module docstring for the rules)."""
     chunks: list[Chunk] = []
+    span = _span_counter(doc.text, count_tokens)
     for section in _sections(doc):
         budget, hard_limit = _budgets(section.heading_path, config, count_tokens)
         pieces = [
             piece
             for block in section.blocks
-            for piece in _block_pieces(doc.text, block, budget, count_tokens)
+            for piece in _block_pieces(doc.text, block, budget, span, count_tokens)
         ]
-        for draft in _pack(doc.text, pieces, budget, hard_limit, config, count_tokens):
+        for draft in _pack(doc.text, pieces, budget, hard_limit, config, span):
             text = doc.text[draft.start : draft.end]
+            # counting the span is exact unless a boundary cuts a word (a character split)
+            cut = _inside_word(doc.text, draft.start) or _inside_word(doc.text, draft.end)
             ordinal = len(chunks)
             chunks.append(
                 Chunk(
@@ -96,10 +101,14 @@ def chunk_document(doc: Document, config: ChunkingConfig, count_tokens: CountTok
                     heading_path=list(section.heading_path),
                     start=draft.start,
                     end=draft.end,
-                    n_tokens=count_tokens(text),
+                    n_tokens=count_tokens(text) if cut else span(draft.start, draft.end),
                 )
             )
     return chunks
+
+
+def _inside_word(text: str, offset: int) -> bool:
+    return 0 < offset < len(text) and not text[offset - 1].isspace() and not text[offset].isspace()
 
 
 def _normalised_heading(text: str) -> str:
@@ -140,9 +149,24 @@ def _budgets(heading_path: list[str], config: ChunkingConfig, count: CountTokens
     return budget, hard
 
 
-def _block_pieces(text: str, block: Block, limit: int, count: CountTokens) -> list[_Piece]:
+def _span_counter(text: str, count: CountTokens) -> SpanCount:
+    """Token counts of spans of ``text``, from one tokenisation of the whole text if possible.
+
+    A counter with ``token_starts`` (the model tokenizer) tokenises the text once; a
+    span's count is then the number of tokens starting inside it, which equals
+    counting the span alone whenever it starts and ends at whitespace, as all spans
+    here do (only a word cut into characters may differ by a token).
+    """
+    token_starts = getattr(count, "token_starts", None)
+    starts = token_starts(text) if token_starts is not None else None
+    if starts is None:
+        return lambda s, e: count(text[s:e])
+    return lambda s, e: bisect_left(starts, e) - bisect_left(starts, s)
+
+
+def _block_pieces(text: str, block: Block, limit: int, span: SpanCount, count: CountTokens) -> list[_Piece]:
     """The block whole if it fits ``limit``, else its parts, each within the limit."""
-    tokens = count(text[block.start : block.end])
+    tokens = span(block.start, block.end)
     if tokens <= limit:
         return [_Piece(block.start, block.end, tokens, block.kind)]
     if block.kind == "paragraph":
@@ -151,26 +175,34 @@ def _block_pieces(text: str, block: Block, limit: int, count: CountTokens) -> li
         splitters = [line_spans, word_spans]
     else:  # lists and tables: items/rows first
         splitters = [line_spans, sentence_spans, word_spans]
-    return [_Piece(s, e, n, block.kind) for s, e, n in _split(text, block.start, block.end, limit, count, splitters)]
+    return [
+        _Piece(s, e, n, block.kind) for s, e, n in _split(text, block.start, block.end, limit, span, count, splitters)
+    ]
 
 
 def _split(
-    text: str, start: int, end: int, limit: int, count: CountTokens, splitters: list[Callable[[str, int, int], list[Span]]]
+    text: str,
+    start: int,
+    end: int,
+    limit: int,
+    span: SpanCount,
+    count: CountTokens,
+    splitters: list[Callable[[str, int, int], list[Span]]],
 ) -> list[tuple[int, int, int]]:
     if not splitters:
         return [(s, e, count(text[s:e])) for s, e in char_spans(text, start, end, limit, count)]
     out: list[tuple[int, int, int]] = []
     for s, e in splitters[0](text, start, end):
-        n = count(text[s:e])
+        n = span(s, e)
         if n <= limit:
             out.append((s, e, n))
         else:
-            out.extend(_split(text, s, e, limit, count, splitters[1:]))
+            out.extend(_split(text, s, e, limit, span, count, splitters[1:]))
     return out
 
 
 def _pack(
-    text: str, pieces: list[_Piece], budget: int, hard_limit: int, config: ChunkingConfig, count: CountTokens
+    text: str, pieces: list[_Piece], budget: int, hard_limit: int, config: ChunkingConfig, span: SpanCount
 ) -> list[_Draft]:
     """Greedily fill chunks with pieces, each after the first opening with an overlap."""
     drafts: list[_Draft] = []
@@ -179,7 +211,7 @@ def _pack(
     while i < len(pieces):
         overlap_start, overlap_tokens = (None, 0)
         if drafts and overlap_budget:
-            overlap_start, overlap_tokens = _overlap(text, drafts[-1], overlap_budget, count)
+            overlap_start, overlap_tokens = _overlap(text, drafts[-1], overlap_budget, span)
         if overlap_start is not None and overlap_tokens + pieces[i].tokens > budget:
             overlap_start, overlap_tokens = None, 0  # a whole block matters more than the overlap
         taken = [pieces[i]]
@@ -201,7 +233,7 @@ def _pack(
         )
     if len(drafts) >= 2 and drafts[-1].new_tokens < config.min_tokens:
         last, previous = drafts[-1], drafts[-2]
-        if count(text[previous.start : last.end]) <= hard_limit:
+        if span(previous.start, last.end) <= hard_limit:
             previous.end = last.end
             previous.pieces.extend(last.pieces)
             previous.new_tokens += last.new_tokens
@@ -209,7 +241,7 @@ def _pack(
     return drafts
 
 
-def _overlap(text: str, previous: _Draft, limit: int, count: CountTokens) -> tuple[int | None, int]:
+def _overlap(text: str, previous: _Draft, limit: int, span: SpanCount) -> tuple[int | None, int]:
     """Where the overlap taken from the end of ``previous`` starts, and its size in tokens.
 
     Whole sentences (lines, for code; items and rows count as sentences) where they fit, else the last
@@ -222,7 +254,7 @@ def _overlap(text: str, previous: _Draft, limit: int, count: CountTokens) -> tup
             last_unit_start = unit_start
         if unit_start <= previous.content_start:
             break
-        n = count(text[unit_start : previous.end])
+        n = span(unit_start, previous.end)
         if n > limit:
             break
         best = (unit_start, n)
@@ -230,7 +262,7 @@ def _overlap(text: str, previous: _Draft, limit: int, count: CountTokens) -> tup
         for word_start, _ in reversed(word_spans(text, last_unit_start, previous.end)):
             if word_start <= previous.content_start:
                 break
-            n = count(text[word_start : previous.end])
+            n = span(word_start, previous.end)
             if n > limit:
                 break
             best = (word_start, n)

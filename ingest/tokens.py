@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,13 +25,21 @@ class TokenCounter:
     ``exact`` is True when counts come from the model's own tokenizer.
     """
 
-    def __init__(self, name: str, count: object, *, exact: bool) -> None:
+    def __init__(
+        self, name: str, count: Callable[[str], int], *, exact: bool,
+        starts: Callable[[str], list[int]] | None = None,
+    ) -> None:
         self.name = name
         self.exact = exact
+        self._starts = starts
         self._count = lru_cache(maxsize=65_536)(count)  # chunking recounts the same pieces
 
     def __call__(self, text: str) -> int:
         return self._count(text)  # type: ignore[no-any-return]
+
+    def token_starts(self, text: str) -> list[int] | None:
+        """Start offsets in ``text`` of its tokens, when the counter can tell (else None)."""
+        return self._starts(text) if self._starts is not None else None
 
     def __repr__(self) -> str:
         return f"TokenCounter({self.name!r}, exact={self.exact})"
@@ -75,7 +84,12 @@ def load_token_counter(model_dir: Path | None = None) -> TokenCounter:
     def count_wordpiece_tokens(text: str) -> int:
         return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
-    return TokenCounter(f"wordpiece tokenizer ({folder})", count_wordpiece_tokens, exact=True)
+    def wordpiece_starts(text: str) -> list[int]:
+        return [start for start, _ in tokenizer.encode(text, add_special_tokens=False).offsets]
+
+    return TokenCounter(
+        f"wordpiece tokenizer ({folder})", count_wordpiece_tokens, exact=True, starts=wordpiece_starts
+    )
 
 
 def estimate_wordpiece_tokens(text: str) -> int:

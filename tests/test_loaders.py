@@ -112,10 +112,18 @@ def test_html_nested_lists_breaks_and_layout() -> None:
     assert [b.text for b in doc.blocks] == [
         "Install",
         "First line\nsecond line",
-        "3. three\n  - nested\n4. four",
+        "3. three\n  - nested\n9. four",
         "A footnote stays.",
     ]
     assert doc.title == "T"
+
+
+def test_html_badly_closed_heading_does_not_swallow_the_page() -> None:
+    raw = b"<html><body><h2 align=center>Keyword Index</h1><ul><li>ALTER TABLE<li>ANALYZE</ul><p>More.</p></body></html>"
+    doc = load_html(raw, doc_id="k.html", path="/k.html")
+    assert [(b.kind, b.text) for b in doc.blocks] == [
+        ("heading", "Keyword Index"), ("list", "- ALTER TABLE\n- ANALYZE"), ("paragraph", "More.")
+    ]
 
 
 def test_html_declared_charset_and_xml_declaration() -> None:

@@ -15,6 +15,7 @@ from ingest.models import Block, BlockKind, Document, DocumentMetadata
 Format = Literal["markdown", "html", "text", "rst", "pdf"]
 
 BLOCK_SEPARATOR = "\n\n"
+MAX_HEADING_CHARS = 300
 
 # C0 controls other than tab and newline, plus DEL: they only ever come from broken
 # encodings and trip up downstream stores.
@@ -128,6 +129,8 @@ def build_document(
         text = clean_code(spec.text) if spec.kind == "code" else spec.text.strip()
         if not text.strip():
             continue
+        if spec.kind == "heading" and len(text) > MAX_HEADING_CHARS:
+            spec = BlockSpec("paragraph", text)  # a "heading" this long is broken markup
         if parts:
             parts.append(BLOCK_SEPARATOR)
             offset += len(BLOCK_SEPARATOR)

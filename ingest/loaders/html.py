@@ -162,8 +162,11 @@ def _inline_text(el: lxml.html.HtmlElement, skip: list[lxml.html.HtmlElement] | 
     return "\n".join(line for line in (clean_inline(p) for p in "".join(parts).split(_BR)) if line)
 
 
-def _walk(container: lxml.html.HtmlElement, out: list[BlockSpec], depth: int) -> None:
-    """Append the blocks of ``container``'s children, gathering loose inline content."""
+def _walk(container: lxml.html.HtmlElement, out: list[BlockSpec], depth: int, *, loose_text: bool = True) -> None:
+    """Append the blocks of ``container``'s children, gathering loose inline content.
+
+    With ``loose_text=False`` only block children count (their text was used already).
+    """
     if depth > _MAX_DEPTH:
         out.append(BlockSpec("paragraph", _inline_text(container)))
         return
@@ -171,7 +174,7 @@ def _walk(container: lxml.html.HtmlElement, out: list[BlockSpec], depth: int) ->
 
     def flush() -> None:
         text = "\n".join(line for line in (clean_inline(p) for p in "".join(pending).split(_BR)) if line)
-        if text:
+        if text and loose_text:
             out.append(BlockSpec("paragraph", text))
         pending.clear()
 
@@ -182,7 +185,11 @@ def _walk(container: lxml.html.HtmlElement, out: list[BlockSpec], depth: int) ->
             pass
         elif child.tag in _HEADINGS:
             flush()
-            out.append(BlockSpec("heading", _inline_text(child).replace("\n", " "), _HEADINGS[child.tag]))
+            # badly closed markup (`<h2>Index</h1>`) can put a whole page inside a heading
+            blocks_inside = [d for d in child.iterdescendants() if isinstance(d.tag, str) and d.tag in _BLOCK_TAGS]
+            out.append(BlockSpec("heading", _inline_text(child, skip=blocks_inside).replace("\n", " "), _HEADINGS[child.tag]))
+            if blocks_inside:
+                _walk(child, out, depth + 1, loose_text=False)
         elif child.tag == "pre":
             flush()
             out.append(BlockSpec("code", _pre_text(child)))
@@ -239,6 +246,9 @@ def _list_lines(lst: lxml.html.HtmlElement, depth: int) -> list[str]:
             continue
         nested = [d for d in item if isinstance(d.tag, str) and d.tag in _LIST_TAGS] if depth < 20 else []
         own = _inline_text(item, skip=nested)
+        value = (item.get("value") or "").strip()
+        if ordered and value.lstrip("-").isdigit():
+            number = int(value)  # <li value="0">: explicit numbering, e.g. enum values
         if own:
             first, *rest = own.split("\n")
             lines.append(f"{indent}{f'{number}.' if ordered else '-'} {first}")
