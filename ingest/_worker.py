@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 
 # Enough for any sane document of the size ingestion accepts; a parser that blows
@@ -21,8 +20,10 @@ def main() -> int:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the protocol
     protocol_in = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
     try:
+        import resource  # POSIX only
+
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
-    except (ValueError, OSError):
+    except (ImportError, ValueError, OSError):
         pass
     from ingest.loaders import get_loader
     from ingest.models import Document

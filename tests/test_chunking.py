@@ -242,7 +242,7 @@ _config = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(blocks=st.lists(_block, min_size=1, max_size=25), config=_config, title=_words)
 def test_offsets_and_sections_hold_for_any_document(blocks, config: ChunkingConfig, title: str) -> None:
     specs = [BlockSpec(kind, text, level) for kind, text, level in blocks]
