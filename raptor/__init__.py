@@ -1,10 +1,67 @@
 """RAPTOR summary tree: clustering, summaries, build, retrieval and exploration.
 
-Pure library code: the index store and CLI wire it up in ``arborgraph``.
+Pure library code: the index store and CLI wire it up in ``arborgraph``. The heavy
+parts (scikit-learn, UMAP, pyarrow) load on first use, so importing ``raptor`` for its
+config stays cheap.
 """
 
-from raptor.cluster import RaptorClusterer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from raptor.config import RaptorConfig
+from raptor.summary import Cluster, ClusterMember, Summariser, Summary
 from raptor.tree import Leaf, Node, Tree
 
-__all__ = ["Leaf", "Node", "RaptorClusterer", "RaptorConfig", "Tree"]
+if TYPE_CHECKING:  # pragma: no cover
+    from raptor.build import build_tree
+    from raptor.cluster import RaptorClusterer
+    from raptor.explore import TreeView, figure_html
+    from raptor.extractive import ExtractiveSummariser
+    from raptor.llm_summary import LLMSummariser
+    from raptor.retrieve import collapsed_search, traverse
+    from raptor.tables import tree_from_tables, tree_to_tables
+
+_LAZY = {
+    "build_tree": "raptor.build",
+    "RaptorClusterer": "raptor.cluster",
+    "TreeView": "raptor.explore",
+    "figure_html": "raptor.explore",
+    "ExtractiveSummariser": "raptor.extractive",
+    "LLMSummariser": "raptor.llm_summary",
+    "collapsed_search": "raptor.retrieve",
+    "traverse": "raptor.retrieve",
+    "tree_from_tables": "raptor.tables",
+    "tree_to_tables": "raptor.tables",
+}
+
+__all__ = [
+    "Cluster",
+    "ClusterMember",
+    "ExtractiveSummariser",
+    "LLMSummariser",
+    "Leaf",
+    "Node",
+    "RaptorClusterer",
+    "RaptorConfig",
+    "Summariser",
+    "Summary",
+    "Tree",
+    "TreeView",
+    "build_tree",
+    "collapsed_search",
+    "figure_html",
+    "traverse",
+    "tree_from_tables",
+    "tree_to_tables",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'raptor' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
+from threadpoolctl import threadpool_limits
 
 ReducerChoice = Literal["auto", "umap", "pca"]
 
@@ -88,11 +89,14 @@ def fit_gmm_bic(
 ) -> tuple[GaussianMixture, list[float]]:
     """Fit mixtures with 1..max_k components; keep the one with the lowest BIC.
 
-    With ``patience``, the sweep stops once that many successive k fail to improve
-    the best BIC. Returns the chosen model and the BIC of every k tried.
+    k is also capped at ``n // (d + 1)``: a full covariance needs ``d + 1`` points to
+    be non-singular, and near-singular components on a handful of points win the
+    likelihood by collapsing, which BIC's penalty does not prevent. With ``patience``,
+    the sweep stops once that many successive k fail to improve the best BIC.
+    Returns the chosen model and the BIC of every k tried.
     """
-    n = Z.shape[0]
-    max_k = max(1, min(max_k, n - 1))
+    n, d = Z.shape
+    max_k = max(1, min(max_k, n - 1, n // (d + 1)))
     best: GaussianMixture | None = None
     best_bic = math.inf
     bics: list[float] = []
@@ -205,12 +209,9 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
         if size.shape != (n,):
             raise ValueError("sizes must have one entry per row of X")
 
-        global_groups, self.embedding_, self.reducer_, self.bic_, self.global_labels_ = self._global(X)
-        clusters: list[list[int]] = []
-        for g_index, group in enumerate(global_groups):
-            local = self._local(X, group, seed=self.random_state + 1 + g_index) if self.local_pass else [group]
-            for members in local:
-                clusters.extend(self._fit_budget(X, members, size))
+        # Many small mixture fits: thread start-up in BLAS/OpenMP costs ~10x the work.
+        with threadpool_limits(limits=1):
+            clusters = self._cluster(X, size)
 
         unique = sorted({tuple(sorted(c)) for c in clusters}, key=lambda c: (c[0], len(c), c))
         self.clusters_ = [tuple(int(i) for i in c) for c in unique]
@@ -225,6 +226,15 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
         return self.fit(X, **kwargs).labels_  # type: ignore[arg-type]
 
     # -- passes -----------------------------------------------------------------
+
+    def _cluster(self, X: np.ndarray, size: np.ndarray) -> list[list[int]]:
+        global_groups, self.embedding_, self.reducer_, self.bic_, self.global_labels_ = self._global(X)
+        clusters: list[list[int]] = []
+        for g_index, group in enumerate(global_groups):
+            local = self._local(X, group, seed=self.random_state + 1 + g_index) if self.local_pass else [group]
+            for members in local:
+                clusters.extend(self._fit_budget(X, members, size))
+        return clusters
 
     def _reduce(self, X: np.ndarray, n_neighbors: int, seed: int) -> tuple[np.ndarray, str]:
         return reduce_dims(

@@ -1,0 +1,265 @@
+"""Build a RAPTOR tree: cluster a level, summarise each cluster, embed, repeat."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from arborgraph.progress import ProgressCallback, no_progress
+from raptor.cluster import RaptorClusterer, reduce_dims
+from raptor.config import RaptorConfig
+from raptor.summary import Cluster, ClusterMember, Summariser
+from raptor.text import dominant_path
+from raptor.tree import Leaf, Node, Tree, ordered_union
+
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+CountTokens = Callable[[str], int]
+
+
+@dataclass
+class _Draft:
+    """A node while the tree is being built (parents and cluster are filled in later)."""
+
+    node_id: str
+    level: int
+    title: str
+    text: str
+    tokens: int
+    heading_path: tuple[str, ...]
+    chunk_ids: tuple[str, ...]
+    doc_ids: tuple[str, ...]
+    children: tuple[str, ...] = ()
+    parents: list[str] = field(default_factory=list)
+    summariser: str | None = None
+    cluster: int = -1
+    start: int | None = None
+    end: int | None = None
+
+
+def build_tree(
+    leaves: Sequence[Leaf],
+    leaf_vectors: np.ndarray,
+    *,
+    embed: EmbedFn,
+    count_tokens: CountTokens,
+    summariser: Summariser,
+    config: RaptorConfig,
+    progress: ProgressCallback | None = None,
+) -> Tree:
+    """Build the summary tree over ``leaves``; always returns a tree with one summary root.
+
+    ``leaf_vectors`` are the leaves' unit vectors (row i for leaf i). Summaries are
+    written by ``summariser`` (called exactly once per summary node) and embedded
+    with ``embed`` from ``title + "\\n" + text``. Levels are clustered with
+    :class:`RaptorClusterer` until a level has at most ``config.stop_at`` nodes whose
+    text fits ``config.max_cluster_tokens`` (or ``config.max_levels`` is reached);
+    then one root summarises that level. Progress stages: ``raptor.cluster``,
+    ``raptor.summarise`` (per summary), ``raptor.embed`` (per level), ``raptor.layout``.
+    """
+    report = progress or no_progress
+    vectors = _check_inputs(leaves, leaf_vectors)
+    order = {leaf.chunk_id: i for i, leaf in enumerate(leaves)}
+    doc_rank = {leaf.doc_id: i for i, leaf in reversed(list(enumerate(leaves)))}
+
+    drafts: list[_Draft] = [
+        _Draft(
+            node_id=leaf.chunk_id,
+            level=0,
+            title=" > ".join(leaf.heading_path),
+            text=leaf.text,
+            tokens=count_tokens(leaf.text),
+            heading_path=tuple(leaf.heading_path),
+            chunk_ids=(leaf.chunk_id,),
+            doc_ids=(leaf.doc_id,),
+            start=leaf.start,
+            end=leaf.end,
+        )
+        for leaf in leaves
+    ]
+    all_vectors = [vectors]
+    current = list(range(len(drafts)))  # indices into drafts of the level being grouped
+    current_vectors = vectors
+    level = 1
+    while True:
+        if len(current) == 1 and level > 1:
+            break  # the last level has one node: it is the root
+        groups, labels = _group_level(
+            [drafts[i] for i in current], current_vectors, config=config, level=level, report=report
+        )
+        for pos, label in enumerate(labels):
+            drafts[current[pos]].cluster = int(label)
+
+        new_drafts: list[_Draft] = []
+        for n, members in enumerate(groups):
+            node_id = f"L{level}:{n}"
+            children = [drafts[current[m]] for m in members]
+            cluster = Cluster(
+                node_id=node_id,
+                level=level,
+                members=tuple(
+                    ClusterMember(c.node_id, c.text, c.heading_path, c.title if c.level > 0 else "") for c in children
+                ),
+                vectors=current_vectors[list(members)],
+            )
+            summary = summariser.summarise(cluster)
+            report("raptor.summarise", n + 1, len(groups))
+            chunk_ids = ordered_union([c.chunk_ids for c in children], order)
+            new_drafts.append(
+                _Draft(
+                    node_id=node_id,
+                    level=level,
+                    title=summary.title,
+                    text=summary.text,
+                    tokens=count_tokens(summary.text),
+                    heading_path=dominant_path([c.heading_path for c in children]),
+                    chunk_ids=chunk_ids,
+                    doc_ids=_docs_by_coverage(chunk_ids, leaves, order, doc_rank),
+                    children=tuple(c.node_id for c in children),
+                    summariser=summariser.name,
+                )
+            )
+            for c in children:
+                c.parents.append(node_id)
+
+        texts = [f"{d.title}\n{d.text}" for d in new_drafts]
+        level_vectors = _unit_rows(np.asarray(embed(texts), dtype=np.float32))
+        if level_vectors.shape != (len(new_drafts), vectors.shape[1]):
+            raise ValueError(
+                f"embed returned shape {level_vectors.shape} for {len(new_drafts)} texts; "
+                f"expected (n, {vectors.shape[1]}) like the leaf vectors"
+            )
+        report("raptor.embed", level, None)
+        current = list(range(len(drafts), len(drafts) + len(new_drafts)))
+        drafts.extend(new_drafts)
+        all_vectors.append(level_vectors)
+        current_vectors = level_vectors
+        if len(groups) == 1:
+            break
+        level += 1
+
+    root = drafts[current[0]]
+    stacked = np.vstack(all_vectors)
+    layout = _layout(stacked, config)
+    report("raptor.layout", 1, 1)
+    nodes = tuple(
+        Node(
+            node_id=d.node_id,
+            level=d.level,
+            title=d.title,
+            text=d.text,
+            children=d.children,
+            parents=tuple(d.parents),
+            chunk_ids=d.chunk_ids,
+            doc_ids=d.doc_ids,
+            heading_path=d.heading_path,
+            summariser=d.summariser,
+            cluster=d.cluster if d.parents else -1,
+            umap_x=float(layout[i, 0]),
+            umap_y=float(layout[i, 1]),
+            start=d.start,
+            end=d.end,
+        )
+        for i, d in enumerate(drafts)
+    )
+    return Tree(nodes=nodes, root_id=root.node_id, vectors=stacked)
+
+
+def _check_inputs(leaves: Sequence[Leaf], leaf_vectors: np.ndarray) -> np.ndarray:
+    if not leaves:
+        raise ValueError("cannot build a tree over no leaves")
+    vectors = np.asarray(leaf_vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(leaves):
+        raise ValueError(f"leaf_vectors must have shape ({len(leaves)}, dim), got {vectors.shape}")
+    if not np.all(np.isfinite(vectors)):
+        raise ValueError("leaf_vectors contain NaN or infinite values")
+    ids = [leaf.chunk_id for leaf in leaves]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i, c in Counter(ids).items() if c > 1)
+        raise ValueError(f"duplicate chunk id {dup!r}")
+    for leaf in leaves:
+        if not leaf.text.strip():
+            raise ValueError(f"leaf {leaf.chunk_id!r} has no text")
+        if leaf.chunk_id.startswith("L") and ":" in leaf.chunk_id and leaf.chunk_id[1:].split(":")[0].isdigit():
+            raise ValueError(f"chunk id {leaf.chunk_id!r} collides with summary node ids 'L<level>:<n>'")
+    return _unit_rows(vectors)
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def _group_level(
+    nodes: list[_Draft], vectors: np.ndarray, *, config: RaptorConfig, level: int, report: ProgressCallback
+) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Clusters of one level (member positions) and each node's primary cluster."""
+    n = len(nodes)
+    tokens = np.array([d.tokens for d in nodes], dtype=np.float64)
+    fits = tokens.sum() <= config.max_cluster_tokens
+    if (n <= config.stop_at and fits) or level >= config.max_levels or n == 1:
+        report("raptor.cluster", level, None)
+        return [tuple(range(n))], np.zeros(n, dtype=int)
+    clusterer = RaptorClusterer(
+        n_components=config.reduce_dims,
+        reducer=config.reducer,
+        umap_min_points=config.umap_min_points,
+        threshold=config.membership_threshold,
+        max_clusters=config.max_clusters,
+        bic_patience=config.bic_patience,
+        local_pass=config.local_pass,
+        max_cluster_size=config.max_cluster_tokens,
+        random_state=config.seed + 1000 * level,
+    ).fit(vectors, sizes=tokens)
+    report("raptor.cluster", level, None)
+    groups = list(clusterer.clusters_)
+    labels = clusterer.labels_
+    if len(groups) >= n and level > 1:
+        # No merge happened (every node alone): group neighbours in reading order so the
+        # tree still narrows; summaries are small, so pairs always fit the budget.
+        groups = _group_in_order(tokens, config.max_cluster_tokens)
+        labels = np.zeros(n, dtype=int)
+        for g, members in enumerate(groups):
+            labels[list(members)] = g
+    return groups, labels
+
+
+def _group_in_order(tokens: np.ndarray, budget: float) -> list[tuple[int, ...]]:
+    groups: list[list[int]] = [[]]
+    acc = 0.0
+    for i, t in enumerate(tokens):
+        if groups[-1] and acc + t > budget and len(groups[-1]) >= 2:
+            groups.append([])
+            acc = 0.0
+        groups[-1].append(i)
+        acc += float(t)
+    return [tuple(g) for g in groups]
+
+
+def _docs_by_coverage(
+    chunk_ids: Sequence[str], leaves: Sequence[Leaf], order: dict[str, int], doc_rank: dict[str, int]
+) -> tuple[str, ...]:
+    """Documents covered, the one with most chunks first (ties: reading order)."""
+    counts = Counter(leaves[order[c]].doc_id for c in chunk_ids)
+    return tuple(sorted(counts, key=lambda d: (-counts[d], doc_rank[d])))
+
+
+def _layout(vectors: np.ndarray, config: RaptorConfig) -> np.ndarray:
+    """2-D coordinates of every node (for the layout plot), seeded like the clustering."""
+    n = vectors.shape[0]
+    if n < 3:
+        return np.zeros((n, 2))
+    coords, _ = reduce_dims(
+        vectors.astype(np.float64),
+        2,
+        reducer=config.reducer,
+        umap_min_points=config.umap_min_points,
+        n_neighbors=15,
+        metric="cosine",
+        random_state=config.seed,
+    )
+    if coords.shape[1] < 2:
+        coords = np.hstack([coords, np.zeros((n, 2 - coords.shape[1]))])
+    return coords

@@ -1,0 +1,177 @@
+"""The default summariser: no LLM, the manual's own sentences.
+
+For each cluster it picks the sentences closest to the cluster's centroid in
+embedding space, with maximal marginal relevance (MMR) against redundancy and a bonus
+for key terms not yet covered, until a token budget is full; the chosen sentences are
+then put back in reading order. Every line of a summary is a verbatim (up to
+whitespace) sentence or list item of a member, so a reader can verify it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from raptor.summary import Cluster, Summary
+from raptor.text import Unit, heading_label, is_summary_sentence, key_terms, split_units, terms
+
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+CountTokens = Callable[[str], int]
+
+_DUPLICATE_SIM = 0.97
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    member: int
+    unit: Unit
+    lexical: float
+
+
+class ExtractiveSummariser:
+    """Extractive, embedding-guided summaries within a token budget.
+
+    Parameters
+    ----------
+    embed : texts -> unit row vectors (the same model as the leaf vectors).
+    count_tokens : the tokenizer's count, for the budget.
+    max_tokens : budget of one summary text.
+    max_sentences_embedded : at most this many sentences per cluster are embedded;
+        they are preselected by key-term score, round-robin over members so every
+        member is represented. Sentence vectors are memoised per instance, so the
+        sentences of lower summaries are not embedded again higher up.
+    mmr_lambda : weight of centroid similarity against redundancy.
+    term_bonus : weight of newly covered key terms in the MMR score.
+    """
+
+    name = "extractive"
+
+    def __init__(
+        self,
+        *,
+        embed: EmbedFn,
+        count_tokens: CountTokens,
+        max_tokens: int = 200,
+        max_sentences_embedded: int = 32,
+        mmr_lambda: float = 0.7,
+        term_bonus: float = 0.15,
+        n_key_terms: int = 12,
+        n_title_terms: int = 3,
+    ) -> None:
+        if max_tokens < 1 or max_sentences_embedded < 1:
+            raise ValueError("max_tokens and max_sentences_embedded must be positive")
+        self.embed = embed
+        self.count_tokens = count_tokens
+        self.max_tokens = max_tokens
+        self.max_sentences_embedded = max_sentences_embedded
+        self.mmr_lambda = mmr_lambda
+        self.term_bonus = term_bonus
+        self.n_key_terms = n_key_terms
+        self.n_title_terms = n_title_terms
+        self._vectors: dict[str, np.ndarray] = {}
+        self.sentences_embedded = 0  # for cost accounting in benchmarks
+
+    def summarise(self, cluster: Cluster) -> Summary:
+        texts = [m.text for m in cluster.members]
+        weights = dict(key_terms(texts, self.n_key_terms))
+        title = self._title(cluster, weights)
+        candidates = self._candidates(cluster, weights)
+        if not candidates:
+            return Summary(title=title, text=self._fallback_text(texts))
+        chosen = self._select(cluster, candidates, weights)
+        chosen.sort(key=lambda c: (c.member, c.unit.position))
+        return Summary(title=title, text="\n".join(c.unit.text for c in chosen))
+
+    # -- steps --------------------------------------------------------------------
+
+    def _title(self, cluster: Cluster, weights: dict[str, float]) -> str:
+        label = heading_label([m.heading_path or (m.title,) for m in cluster.members if m.heading_path or m.title])
+        label_terms = set(terms(label))
+        extra = [t for t in weights if t not in label_terms][: self.n_title_terms]
+        if label and extra:
+            return f"{label}: {', '.join(extra)}"
+        return label or ", ".join(extra) or cluster.node_id
+
+    def _candidates(self, cluster: Cluster, weights: dict[str, float]) -> list[_Candidate]:
+        per_member: list[list[_Candidate]] = []
+        seen: set[str] = set()
+        for j, member in enumerate(cluster.members):
+            found = []
+            for unit in split_units(member.text):
+                if unit.text in seen or not is_summary_sentence(unit):
+                    continue
+                if self.count_tokens(unit.text) > self.max_tokens:
+                    continue
+                seen.add(unit.text)
+                ts = terms(unit.text)
+                score = sum(weights.get(t, 0.0) for t in set(ts)) / np.sqrt(1 + len(ts))
+                # the opening sentence of a section usually states what it is about
+                score += 0.5 if unit.position == 0 else 0.0
+                found.append(_Candidate(j, unit, float(score)))
+            found.sort(key=lambda c: (-c.lexical, c.unit.position))
+            per_member.append(found)
+        # round-robin so that every member gets its best sentences considered
+        picked: list[_Candidate] = []
+        rank = 0
+        while len(picked) < self.max_sentences_embedded and any(rank < len(f) for f in per_member):
+            for found in per_member:
+                if rank < len(found) and len(picked) < self.max_sentences_embedded:
+                    picked.append(found[rank])
+            rank += 1
+        return picked
+
+    def _sentence_vectors(self, sentences: list[str]) -> np.ndarray:
+        missing = [s for s in dict.fromkeys(sentences) if s not in self._vectors]
+        if missing:
+            vecs = np.asarray(self.embed(missing), dtype=np.float32)
+            self.sentences_embedded += len(missing)
+            for s, v in zip(missing, vecs, strict=True):
+                self._vectors[s] = v
+        return np.stack([self._vectors[s] for s in sentences])
+
+    def _select(self, cluster: Cluster, candidates: list[_Candidate], weights: dict[str, float]) -> list[_Candidate]:
+        vecs = self._sentence_vectors([c.unit.text for c in candidates])
+        centroid = np.asarray(cluster.vectors, dtype=np.float64).mean(axis=0)
+        norm = np.linalg.norm(centroid)
+        centroid = centroid / norm if norm > 0 else centroid
+        relevance = vecs @ centroid
+        total_weight = sum(weights.values()) or 1.0
+        cand_terms = [set(terms(c.unit.text)) & weights.keys() for c in candidates]
+
+        chosen: list[int] = []
+        covered: set[str] = set()
+        remaining = set(range(len(candidates)))
+        while remaining:
+            best, best_score = -1, -np.inf
+            for i in sorted(remaining):
+                redundancy = float(max(vecs[i] @ vecs[j] for j in chosen)) if chosen else 0.0
+                if redundancy > _DUPLICATE_SIM:
+                    continue
+                gain = sum(weights[t] for t in cand_terms[i] - covered) / total_weight
+                score = self.mmr_lambda * relevance[i] - (1 - self.mmr_lambda) * redundancy + self.term_bonus * gain
+                if score > best_score:
+                    best, best_score = i, score
+            if best < 0:
+                break
+            remaining.discard(best)
+            trial = [candidates[j].unit.text for j in chosen + [best]]
+            if self.count_tokens("\n".join(trial)) <= self.max_tokens:
+                chosen.append(best)
+                covered |= cand_terms[best]
+        if not chosen:  # every candidate fits alone (filtered above); take the best one
+            chosen = [int(np.argmax(relevance))]
+        return [candidates[i] for i in chosen]
+
+    def _fallback_text(self, texts: list[str]) -> str:
+        """No sentence in the cluster (code or tables only): a verbatim opening, cut to budget."""
+        for text in texts:
+            words = text.split()
+            if not words:
+                continue
+            cut = len(words)
+            while cut > 1 and self.count_tokens(" ".join(words[:cut])) > self.max_tokens:
+                cut = max(1, cut * 3 // 4)
+            return " ".join(words[:cut])
+        raise ValueError("cannot summarise a cluster whose members have no text")

@@ -1,0 +1,212 @@
+"""Retrieval over a RAPTOR tree. Pure functions: the caller computes query scores.
+
+* :func:`collapsed_search` ranks nodes of every level together and fills a budget.
+* :func:`traverse` drills down: it picks entry nodes high in the tree, descends
+  through the best children with a beam, and returns one overview summary followed by
+  the leaf chunks that carry the details, ranked by their own score plus the score of
+  the selected subtree they sit in. Leaves outside the beam still compete on their own
+  score, so a strong hit elsewhere is not lost to an early wrong turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from arborgraph.results import Context
+from raptor.tree import Node, Tree
+
+CountTokens = Callable[[str], int]
+
+_RRF_K = 60
+
+
+def collapsed_search(
+    tree: Tree, node_scores: Mapping[str, float], budget_tokens: int, count_tokens: CountTokens
+) -> list[Context]:
+    """Rank all scored nodes (any level) by score and keep those that fit the budget.
+
+    Nodes missing from ``node_scores`` are not considered. Ties go to tree order.
+    """
+    ranked = sorted(
+        (nid for nid in node_scores if nid in tree), key=lambda nid: (-node_scores[nid], tree.position(nid))
+    )
+    out: list[Context] = []
+    used = 0
+    for rank, nid in enumerate(ranked, start=1):
+        node = tree.node(nid)
+        cost = count_tokens(node.text)
+        if used + cost > budget_tokens:
+            continue
+        used += cost
+        out.append(_context(node, float(node_scores[nid]), [f"tree:collapsed rank {rank} (level {node.level})"]))
+    return out
+
+
+def traverse(
+    tree: Tree,
+    query_vec: np.ndarray,
+    node_vectors: np.ndarray,
+    *,
+    lexical_scores: Mapping[str, float] | None = None,
+    beam: int = 3,
+    budget_tokens: int,
+    count_tokens: CountTokens,
+    subtree_weight: float = 0.5,
+    path_decay: float = 0.5,
+    overview_level: int = 1,
+) -> list[Context]:
+    """Drill-down retrieval: an overview summary first, then leaf chunks.
+
+    Scoring: each node gets a within-level score in [0, 1] (cosine to ``query_vec``,
+    fused by reciprocal rank with ``lexical_scores`` where given, then min-max scaled
+    per level). Descent starts at the root's children: at each level the ``beam``
+    nodes with the best *path score* (own score + ``path_decay`` x best selected
+    parent's path score) are selected. Leaves are ranked by own score +
+    ``subtree_weight`` x (scaled path score of their best selected parent), so the
+    leaves of the chosen subtrees come first but an outside leaf with a high own
+    score can still make it. The overview is the best selected node at
+    ``overview_level`` (1 = the most specific summary). The result always ends in leaf
+    chunks; the overview is dropped if the budget cannot hold it and one leaf.
+    """
+    if beam < 1:
+        raise ValueError("beam must be at least 1")
+    vectors = np.asarray(node_vectors, dtype=np.float32)
+    if vectors.shape[0] != len(tree):
+        raise ValueError("node_vectors must have one row per tree node")
+    own = _own_scores(tree, vectors, np.asarray(query_vec, dtype=np.float32), lexical_scores)
+
+    path: dict[str, float] = {tree.root_id: 0.0}
+    selected: dict[int, list[str]] = {tree.root.level: [tree.root_id]}
+    best_parent: dict[str, str] = {}
+    for level in range(tree.root.level - 1, 0, -1):
+        chosen = set(selected[level + 1])
+        ranked: list[tuple[float, int, str]] = []
+        for nid in tree.level_ids(level):
+            parent = _best(tree.node(nid).parents, chosen, path)
+            bonus = path[parent] if parent else 0.0
+            if parent:
+                best_parent[nid] = parent
+            path[nid] = own[nid] + path_decay * bonus
+            ranked.append((-path[nid], tree.position(nid), nid))
+        ranked.sort()
+        selected[level] = [nid for _, _, nid in ranked[:beam]]
+
+    depth = max(tree.root.level - 1, 1)
+    scale = sum(path_decay**i for i in range(depth)) or 1.0
+    level1 = set(selected.get(1, []))
+    leaf_rank: list[tuple[float, int, str]] = []
+    for leaf in tree.leaves():
+        parent = _best(leaf.parents, level1, path)
+        boost = path[parent] / scale if parent else 0.0
+        if parent:
+            best_parent[leaf.node_id] = parent
+        leaf_rank.append((-(own[leaf.node_id] + subtree_weight * boost), tree.position(leaf.node_id), leaf.node_id))
+    leaf_rank.sort()
+
+    overview = _overview(tree, selected, path, overview_level)
+    out: list[Context] = []
+    used = 0
+    if overview is not None:
+        node = tree.node(overview)
+        cost = count_tokens(node.text)
+        first_leaf = count_tokens(tree.node(leaf_rank[0][2]).text) if leaf_rank else 0
+        if cost + first_leaf <= budget_tokens:
+            used = cost
+            out.append(_context(node, path[overview], [_trace(overview, best_parent, tree, "overview")]))
+    leaves_added = 0
+    for neg_score, _, nid in leaf_rank:
+        node = tree.node(nid)
+        cost = count_tokens(node.text)
+        if used + cost > budget_tokens:
+            continue
+        used += cost
+        leaves_added += 1
+        route = _trace(nid, best_parent, tree, "chunk") if nid in best_parent else "tree: leaf outside the beam"
+        out.append(_context(node, -neg_score, [route]))
+    if leaves_added == 0 and leaf_rank:
+        # Never summaries alone: the best leaf goes in even if it overflows the budget.
+        nid = leaf_rank[0][2]
+        ctx = _context(tree.node(nid), -leaf_rank[0][0], [_trace(nid, best_parent, tree, "chunk")])
+        ctx.flags.append("over_budget")
+        out = [ctx]
+    return out
+
+
+# -- helpers ---------------------------------------------------------------------
+
+
+def _own_scores(
+    tree: Tree, vectors: np.ndarray, query: np.ndarray, lexical: Mapping[str, float] | None
+) -> dict[str, float]:
+    norm = float(np.linalg.norm(query))
+    dense = vectors @ (query / norm if norm > 0 else query)
+    scores: dict[str, float] = {}
+    by_level: dict[int, list[int]] = {}
+    for i, node in enumerate(tree.nodes):
+        by_level.setdefault(node.level, []).append(i)
+    for rows in by_level.values():
+        ids = [tree.nodes[i].node_id for i in rows]
+        raw = dense[rows].astype(np.float64)
+        if lexical is not None and any(lexical.get(nid, 0.0) > 0 for nid in ids):
+            raw = _rrf(raw, np.array([lexical.get(nid, 0.0) for nid in ids]))
+        lo, hi = float(raw.min()), float(raw.max())
+        scaled = (raw - lo) / (hi - lo) if hi > lo else np.ones_like(raw)
+        scores.update(zip(ids, scaled.tolist(), strict=True))
+    return scores
+
+
+def _rrf(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """Reciprocal-rank fusion of two score vectors (zero lexical scores add nothing)."""
+    fused = np.zeros(len(dense))
+    for values, only_positive in ((dense, False), (lexical, True)):
+        order = np.lexsort((np.arange(len(values)), -values))
+        ranks = np.empty(len(values))
+        ranks[order] = np.arange(1, len(values) + 1)
+        contrib = 1.0 / (_RRF_K + ranks)
+        if only_positive:
+            contrib[values <= 0] = 0.0
+        fused += contrib
+    return fused
+
+
+def _best(candidates: Sequence[str], allowed: set[str], score: Mapping[str, float]) -> str | None:
+    pool = [c for c in candidates if c in allowed]
+    return max(pool, key=lambda c: (score[c], c)) if pool else None
+
+
+def _overview(tree: Tree, selected: Mapping[int, list[str]], path: Mapping[str, float], level: int) -> str | None:
+    summary_levels = [lv for lv in selected if lv >= 1]
+    if not summary_levels:
+        return None
+    target = min(max(level, min(summary_levels)), max(summary_levels))
+    pool = selected[target]
+    return max(pool, key=lambda nid: (path[nid], -tree.position(nid))) if pool else None
+
+
+def _trace(node_id: str, best_parent: Mapping[str, str], tree: Tree, tail: str) -> str:
+    chain = [node_id]
+    while chain[-1] in best_parent:
+        chain.append(best_parent[chain[-1]])
+    chain.reverse()
+    if tail == "chunk":
+        chain[-1] = "chunk"
+    return "tree: " + " -> ".join(chain)
+
+
+def _context(node: Node, score: float, trace: list[str]) -> Context:
+    return Context(
+        text=node.text,
+        source=node.doc_ids[0] if node.doc_ids else "",
+        heading_path=list(node.heading_path),
+        kind="chunk" if node.is_leaf else "summary",
+        score=score,
+        node_id=node.node_id,
+        start=node.start,
+        end=node.end,
+        level=node.level,
+        provenance=list(node.chunk_ids),
+        trace=trace,
+        extra={} if node.is_leaf else {"title": node.title, "summariser": node.summariser},
+    )

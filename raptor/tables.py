@@ -1,0 +1,106 @@
+"""Tree <-> Arrow tables (Parquet-friendly); vectors stay a numpy array the store saves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from raptor import schema as S
+from raptor.tree import Node, Tree
+
+_LIST = pa.list_(pa.string())
+
+NODE_SCHEMA = pa.schema(
+    [
+        pa.field(S.NODE_ID, pa.string(), nullable=False),
+        pa.field(S.LEVEL, pa.int32(), nullable=False),
+        pa.field(S.TITLE, pa.string(), nullable=False),
+        pa.field(S.TEXT, pa.string(), nullable=False),
+        pa.field(S.CHILDREN, _LIST, nullable=False),
+        pa.field(S.PARENTS, _LIST, nullable=False),
+        pa.field(S.CHUNK_IDS, _LIST, nullable=False),
+        pa.field(S.DOC_IDS, _LIST, nullable=False),
+        pa.field(S.HEADING_PATH, _LIST, nullable=False),
+        pa.field(S.SUMMARISER, pa.string()),
+        pa.field(S.CLUSTER, pa.int32(), nullable=False),
+        pa.field(S.UMAP_X, pa.float64(), nullable=False),
+        pa.field(S.UMAP_Y, pa.float64(), nullable=False),
+        pa.field(S.START, pa.int64()),
+        pa.field(S.END, pa.int64()),
+    ]
+)
+
+
+def tree_to_tables(tree: Tree) -> dict[str, pa.Table]:
+    """The tree as named tables: ``{"raptor_nodes": table}``.
+
+    Row ``i`` is ``tree.nodes[i]`` (and ``tree.vectors[i]``). The root id and the
+    schema version are kept in the table's schema metadata.
+    """
+    nodes = tree.nodes
+    columns = {
+        S.NODE_ID: [n.node_id for n in nodes],
+        S.LEVEL: [n.level for n in nodes],
+        S.TITLE: [n.title for n in nodes],
+        S.TEXT: [n.text for n in nodes],
+        S.CHILDREN: [list(n.children) for n in nodes],
+        S.PARENTS: [list(n.parents) for n in nodes],
+        S.CHUNK_IDS: [list(n.chunk_ids) for n in nodes],
+        S.DOC_IDS: [list(n.doc_ids) for n in nodes],
+        S.HEADING_PATH: [list(n.heading_path) for n in nodes],
+        S.SUMMARISER: [n.summariser for n in nodes],
+        S.CLUSTER: [n.cluster for n in nodes],
+        S.UMAP_X: [n.umap_x for n in nodes],
+        S.UMAP_Y: [n.umap_y for n in nodes],
+        S.START: [n.start for n in nodes],
+        S.END: [n.end for n in nodes],
+    }
+    metadata = {S.META_SCHEMA_VERSION: S.SCHEMA_VERSION.encode(), S.META_ROOT_ID: tree.root_id.encode()}
+    table = pa.Table.from_pydict(columns, schema=NODE_SCHEMA.with_metadata(metadata))
+    return {S.NODES_TABLE: table}
+
+
+def tree_from_tables(tables: Mapping[str, pa.Table], vectors: np.ndarray | None = None) -> Tree:
+    """Rebuild a tree from :func:`tree_to_tables` output (e.g. read back from Parquet).
+
+    ``vectors``, if given, must be the array saved with the tree (one row per node).
+    """
+    if S.NODES_TABLE not in tables:
+        raise KeyError(f"missing table {S.NODES_TABLE!r}")
+    table = tables[S.NODES_TABLE]
+    missing = [name for name in NODE_SCHEMA.names if name not in table.column_names]
+    if missing:
+        raise ValueError(f"{S.NODES_TABLE} lacks columns {missing}")
+    meta = table.schema.metadata or {}
+    # Metadata can be dropped by tools that rewrite the table; the root is derivable.
+    version = meta.get(S.META_SCHEMA_VERSION, S.SCHEMA_VERSION.encode()).decode()
+    if version != S.SCHEMA_VERSION:
+        raise ValueError(f"{S.NODES_TABLE} has schema version {version!r}, expected {S.SCHEMA_VERSION!r}")
+    cols = {name: table.column(name).to_pylist() for name in NODE_SCHEMA.names}
+    nodes = tuple(
+        Node(
+            node_id=cols[S.NODE_ID][i],
+            level=int(cols[S.LEVEL][i]),
+            title=cols[S.TITLE][i],
+            text=cols[S.TEXT][i],
+            children=tuple(cols[S.CHILDREN][i]),
+            parents=tuple(cols[S.PARENTS][i]),
+            chunk_ids=tuple(cols[S.CHUNK_IDS][i]),
+            doc_ids=tuple(cols[S.DOC_IDS][i]),
+            heading_path=tuple(cols[S.HEADING_PATH][i]),
+            summariser=cols[S.SUMMARISER][i],
+            cluster=int(cols[S.CLUSTER][i]),
+            umap_x=float(cols[S.UMAP_X][i]),
+            umap_y=float(cols[S.UMAP_Y][i]),
+            start=cols[S.START][i],
+            end=cols[S.END][i],
+        )
+        for i in range(table.num_rows)
+    )
+    root_id = meta.get(S.META_ROOT_ID, b"").decode()
+    if not root_id:
+        tops = [n for n in nodes if not n.parents]
+        root_id = max(tops, key=lambda n: n.level).node_id if tops else ""
+    return Tree(nodes=nodes, root_id=root_id, vectors=None if vectors is None else np.asarray(vectors))

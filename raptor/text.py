@@ -1,0 +1,194 @@
+"""Text helpers for extractive summaries: sentence units, key terms, heading labels.
+
+A *unit* is a sentence of prose or one list item, whitespace-normalised, so that it
+is a verbatim (up to whitespace) span of the text it came from. Summaries join their
+units with newlines, and ``split_units`` recovers exactly those units from a summary,
+which keeps higher-level summaries made of the manual's own sentences too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+_TABLE_ROW = re.compile(r"^\s*\|")
+_TERMINAL = re.compile(r"[.!?:][\"')\]`*_]*$")
+# A boundary: terminal punctuation (maybe closed by a quote/bracket), whitespace, and
+# the start of a new sentence.
+_BOUNDARY = re.compile(r"(?<=[.!?])([\"')\]]?)\s+(?=[A-Z0-9\"'(`\[*_])")
+_ABBREVIATIONS = frozenset(
+    {"e.g.", "i.e.", "etc.", "vs.", "cf.", "mr.", "mrs.", "dr.", "no.", "fig.", "sec.", "approx."}
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*")
+_NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
+
+STOPWORDS = frozenset(
+    """a about above after again against all also although am an and any are as at be
+    because been before being below between both but by can cannot could did do does
+    doing done down during each either else etc even ever every few for from further
+    get gets given had has have having he her here hers him his how however if in into
+    is it its itself just least less let like made make makes many may me might more
+    most much must my need needs no nor not now of off often on once one only onto or
+    other others otherwise our out over own per rather same see several shall she
+    should since so some such than that the their theirs them then there these they
+    this those though through thus to too two under until up upon us use used uses
+    using very via was we were what when whenever where whether which while who whom
+    whose why will with within without would yet you your following example examples
+    described section chapter document value values way ways set sets first second new
+    true false null within across able instead usually always never""".split()
+)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A sentence or list item of one member text, with its position in that text."""
+
+    text: str
+    position: int
+    is_list_item: bool
+
+
+def normalise_space(text: str) -> str:
+    return " ".join(text.split())
+
+
+def split_units(text: str) -> list[Unit]:
+    """Sentences and list items of ``text``, in order, whitespace-normalised.
+
+    Fenced code, tables and heading lines are left out: they are not sentences.
+    A newline after terminal punctuation ends a sentence (that is how summaries join
+    their units); other single newlines are soft wraps.
+    """
+    pieces: list[tuple[str, bool]] = []
+    in_fence = False
+    current: list[str] = []
+    current_is_item = False
+
+    def flush() -> None:
+        nonlocal current, current_is_item
+        if current:
+            pieces.append((" ".join(current), current_is_item))
+        current, current_is_item = [], False
+
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            flush()
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        stripped = line.strip()
+        if not stripped or _HEADING.match(line) or _TABLE_ROW.match(line):
+            flush()
+            continue
+        if _LIST_ITEM.match(line):
+            flush()
+            current, current_is_item = [stripped], True
+            continue
+        if current_is_item and not line[:1].isspace():
+            flush()  # only indented lines continue a list item
+        current.append(stripped)
+        if _TERMINAL.search(stripped):
+            flush()
+    flush()
+
+    units: list[Unit] = []
+    for piece, is_item in pieces:
+        for k, sentence in enumerate(_sentences(normalise_space(piece))):
+            units.append(Unit(sentence, len(units), is_item and k == 0))
+    return units
+
+
+def _sentences(text: str) -> list[str]:
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        end = m.start() + len(m.group(1))
+        last_word = text[start:end].rsplit(" ", 1)[-1].lower()
+        if last_word in _ABBREVIATIONS or re.fullmatch(r"[a-z]\.", last_word):
+            continue
+        out.append(text[start:end])
+        start = m.end()
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+def is_summary_sentence(unit: Unit, min_words: int = 4) -> bool:
+    """Whether a unit can stand alone in a summary: a complete sentence or a list item."""
+    words = len(unit.text.split())
+    if unit.is_list_item:
+        return words >= 3
+    return words >= min_words and bool(_TERMINAL.search(unit.text))
+
+
+def terms(text: str) -> list[str]:
+    """Content words and identifiers of ``text``, lower-cased, stopwords removed."""
+    out = []
+    for w in _WORD.findall(text):
+        lw = w.lower()
+        if len(lw) >= 3 and lw not in STOPWORDS:
+            out.append(lw)
+    return out
+
+
+def key_terms(texts: Sequence[str], n: int = 10) -> list[tuple[str, float]]:
+    """Terms that characterise a group of texts: frequent *and* spread across members.
+
+    Weight = (members containing the term) * log(1 + occurrences); ties broken
+    alphabetically so the result is deterministic.
+    """
+    spread: Counter[str] = Counter()
+    count: Counter[str] = Counter()
+    for text in texts:
+        ts = terms(text)
+        count.update(ts)
+        spread.update(set(ts))
+    weighted = [(t, spread[t] * math.log1p(count[t])) for t in count]
+    weighted.sort(key=lambda tw: (-tw[1], tw[0]))
+    return weighted[:n]
+
+
+def clean_label(label: str) -> str:
+    """A heading without its section number ("2.1. Foo" -> "Foo")."""
+    cleaned = _NUMBERING.sub("", label).strip()
+    return cleaned or label.strip()
+
+
+def dominant_path(paths: Sequence[Sequence[str]], share: float = 0.5) -> tuple[str, ...]:
+    """The longest heading path that is a prefix of more than ``share`` of ``paths``."""
+    if not paths:
+        return ()
+    prefix: tuple[str, ...] = ()
+    need = share * len(paths) + 1e-9
+    while True:
+        depth = len(prefix) + 1
+        counts = Counter(tuple(p[:depth]) for p in paths if len(p) >= depth and tuple(p[: depth - 1]) == prefix)
+        if not counts:
+            return prefix
+        best, hits = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if hits <= need:
+            return prefix
+        prefix = best
+
+
+def heading_label(paths: Sequence[Sequence[str]]) -> str:
+    """A short label for a group of nodes from their heading paths.
+
+    With a dominant path: its last heading, after its parent heading when there is
+    one ("UPSERT › Description"). Otherwise the top-level headings (document titles)
+    shared by most members, up to three.
+    """
+    dom = dominant_path(paths)
+    if dom:
+        return " › ".join(clean_label(h) for h in dom[-2:])
+    coverage: Counter[str] = Counter(clean_label(p[0]) for p in paths if p)
+    top = sorted(coverage.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    return " · ".join(label for label, _ in top)
