@@ -28,7 +28,15 @@ sys.path.insert(0, str(ROOT))
 from arborgraph.router import MODEL_FILE, RouterModel, question_features  # noqa: E402
 
 QUESTIONS = ROOT / "benchmarks" / "questions"
-TRAIN = ["sqlite_router.jsonl", "python_router.jsonl"]
+TRAIN = [
+    "sqlite_router.jsonl",
+    "python_router.jsonl",
+    "postgres_router.jsonl",
+    "linux_router.jsonl",
+    "python2_router.jsonl",
+    "sqlite2_router.jsonl",
+    "nginx_router.jsonl",
+]
 HELD_OUT = {"git manual (unseen manual)": "git_router.jsonl", "sqlite eval set": "sqlite.jsonl"}
 SEED = 0
 
