@@ -1,0 +1,224 @@
+"""Global retrieval: community reports for questions about the manual as a whole.
+
+Reports are scored against the question (BM25 over report text, the question's linked
+entities among the members, optionally dense similarity); the level is chosen where
+the best reports match best, unless given. The answer is the top reports, then chunks
+taken in turn from each chosen community (the chunks grounding its findings and the
+chunks of its central members, best match first), so that the evidence spans many
+parts of the manual rather than the one place a flat search would find.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from arborgraph.embedding_base import Embedder
+from arborgraph.results import Context
+from graphrag.chunks import (
+    ChunkFetcher,
+    ChunkRef,
+    ChunkSource,
+    ChunkVectors,
+    bm25,
+    dense_scores,
+    doc_of,
+    n_words,
+    normalise,
+    rank_prior,
+)
+from graphrag.graph import KnowledgeGraph
+from graphrag.linking import link_entities
+from graphrag.model import CommunityReport
+from graphrag.search import SearchResult
+
+
+class GlobalSearchConfig(BaseModel):
+    """Limits and weights of :func:`global_search`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget_words: int = 1500
+    max_reports: int = Field(4, description="community reports returned")
+    max_findings: int = Field(3, description="findings shown per report")
+    chunks_per_community: int = Field(40, description="candidate chunks considered per community")
+    lexical_weight: float = 1.0
+    entity_weight: float = 0.5
+    dense_weight: float = 1.0
+    prior_weight: float = 1.0
+    min_report_size: int = 3
+
+
+def global_search(
+    kg: KnowledgeGraph,
+    question: str,
+    *,
+    chunk_text: ChunkSource,
+    level: int | None = None,
+    embedder: Embedder | None = None,
+    report_vectors: Mapping[int, np.ndarray] | None = None,
+    chunk_vectors: ChunkVectors | None = None,
+    candidate_chunks: Sequence[str] | Mapping[str, float] | None = None,
+    config: GlobalSearchConfig | None = None,
+) -> SearchResult:
+    """Top community reports for ``question`` and the chunks that ground them.
+
+    A report is shown only if every chunk its findings cite is visible through
+    ``chunk_text`` (derived text must not leak restricted sources).
+    """
+    cfg = config or GlobalSearchConfig()
+    fetch = ChunkFetcher(chunk_text)
+    visible = [
+        r
+        for r in kg.reports.values()
+        if len(kg.communities[r.community_id].members) >= cfg.min_report_size
+        and all(fetch.visible(c) for c in r.chunk_ids)
+    ]
+    if not visible:
+        return SearchResult(reason="the graph has no community reports visible to the caller")
+    levels = [level] if level is not None else sorted({r.level for r in visible})
+    scored = _score_reports(kg, question, visible, cfg, embedder, report_vectors)
+    by_level = {lv: _cut(kg, scored, lv) for lv in levels}
+    chosen_level = max(levels, key=lambda lv: (_level_fit(by_level[lv], cfg.max_reports), -lv))
+    ranked = by_level[chosen_level]
+    top = [(r, s) for r, s in ranked if s > 0][: cfg.max_reports]
+    if not top:
+        return SearchResult(reason="no community report matches the question")
+    trace = [f"level {chosen_level} of {levels}", "reports: " + ", ".join(f"{r.community_id}:{s:.2f}" for r, s in top)]
+
+    contexts: list[Context] = []
+    used = 0
+    for r, s in top:
+        ctx = _report_context(r, s, cfg.max_findings)
+        contexts.append(ctx)
+        used += n_words(ctx.text)
+    picks = _pick_chunks(kg, question, [r for r, _ in top], fetch, cfg, embedder, chunk_vectors, candidate_chunks)
+    for cid, ref, score, com in picks:
+        if used >= cfg.budget_words:
+            break
+        contexts.append(
+            Context(
+                text=ref.text,
+                source=ref.doc_id,
+                heading_path=ref.heading_path,
+                kind="chunk",
+                score=round(score, 4),
+                node_id=cid,
+                start=ref.start,
+                end=ref.end,
+                level=chosen_level,
+                provenance=[cid],
+                trace=["global_search", f"community {com}"],
+            )
+        )
+        used += n_words(ref.text)
+    return SearchResult(contexts, trace=trace)
+
+
+def _report_text(kg: KnowledgeGraph, r: CommunityReport) -> str:
+    members = " ".join(kg.entities[m].name for m in kg.communities[r.community_id].members[:60])
+    return "\n".join([r.title, r.summary, *(f.text for f in r.findings), members])
+
+
+def _score_reports(
+    kg: KnowledgeGraph,
+    question: str,
+    reports: list[CommunityReport],
+    cfg: GlobalSearchConfig,
+    embedder: Embedder | None,
+    report_vectors: Mapping[int, np.ndarray] | None,
+) -> dict[int, float]:
+    n = len(reports)
+    lex = normalise(bm25(question, [_report_text(kg, r) for r in reports]), n)
+    linked = {le.entity_id: le.score for le in link_entities(kg, question, max_entities=10)}
+    ent = normalise(
+        np.array([sum(linked.get(m, 0.0) for m in kg.communities[r.community_id].members) for r in reports]), n
+    )
+    dense = None
+    if embedder is not None and report_vectors:
+        q = np.asarray(embedder.encode([question]), dtype=np.float32)[0]
+        dense = np.array(
+            [float(np.asarray(report_vectors[r.community_id]) @ q) if r.community_id in report_vectors else 0.0 for r in reports]
+        )
+    total = cfg.lexical_weight * lex + cfg.entity_weight * ent + cfg.dense_weight * normalise(dense, n)
+    return {r.community_id: float(total[i]) for i, r in enumerate(reports)}
+
+
+def _cut(kg: KnowledgeGraph, scored: dict[int, float], level: int) -> list[tuple[CommunityReport, float]]:
+    """Reports of the partition at ``level`` (leaves of shallower levels included), best first."""
+    cut = [c.id for c in kg.community_cut(level) if c.id in scored]
+    ranked = sorted(((kg.reports[c], scored[c]) for c in cut), key=lambda rs: (-rs[1], -rs[0].rank, rs[0].community_id))
+    return ranked
+
+
+def _level_fit(ranked: list[tuple[CommunityReport, float]], k: int) -> float:
+    # a level fits when its best k reports all match well, not just its best one
+    return sum(s for _, s in ranked[:k]) / k if ranked else 0.0
+
+
+def _report_context(r: CommunityReport, score: float, max_findings: int) -> Context:
+    findings = r.findings[:max_findings]
+    text = "\n".join([f"# {r.title}", r.summary, *(f"- {f.text}" for f in findings)])
+    chunks = list(dict.fromkeys(c for f in findings for c in f.chunk_ids))
+    return Context(
+        text=text,
+        source=doc_of(chunks[0]) if chunks else "",
+        kind="community_report",
+        score=round(score, 4),
+        node_id=str(r.community_id),
+        level=r.level,
+        provenance=chunks,
+        trace=["global_search", f"rank {r.rank}"],
+        extra={"community_id": r.community_id, "title": r.title},
+    )
+
+
+def _pick_chunks(
+    kg: KnowledgeGraph,
+    question: str,
+    reports: list[CommunityReport],
+    fetch: ChunkFetcher,
+    cfg: GlobalSearchConfig,
+    embedder: Embedder | None,
+    chunk_vectors: ChunkVectors | None,
+    candidate_chunks: Sequence[str] | Mapping[str, float] | None,
+) -> list[tuple[str, ChunkRef, float, int]]:
+    """Chunks of the chosen communities, best first within each, taken in turn."""
+    priors = rank_prior(candidate_chunks)
+    per_com: list[list[tuple[str, ChunkRef, float, int]]] = []
+    for r in reports:
+        com = kg.communities[r.community_id]
+        weight: dict[str, float] = defaultdict(float)
+        for f in r.findings:
+            for c in f.chunk_ids:
+                weight[c] += 2.0
+        for m in com.members:
+            for men in kg.entities[m].mentions:
+                weight[men.chunk_id] += 1.0
+        order = sorted(weight, key=lambda c: (-weight[c], c))
+        cand = [(c, ref) for c in order if (ref := fetch.get(c)) is not None][: cfg.chunks_per_community]
+        if not cand:
+            continue
+        ids = [c for c, _ in cand]
+        n = len(ids)
+        score = (
+            0.5 * normalise(np.array([weight[c] for c in ids]), n)
+            + cfg.lexical_weight * normalise(bm25(question, [ref.text for _, ref in cand]), n)
+            + cfg.dense_weight * normalise(dense_scores(question, ids, chunk_vectors, embedder), n)
+            + cfg.prior_weight * normalise(np.array([priors.get(c, 0.0) for c in ids]), n)
+        )
+        ranked = sorted(range(n), key=lambda i: (-score[i], ids[i]))
+        per_com.append([(ids[i], cand[i][1], float(score[i]), r.community_id) for i in ranked])
+    out: list[tuple[str, ChunkRef, float, int]] = []
+    seen: set[str] = set()
+    depth = 0
+    while any(depth < len(lst) for lst in per_com):
+        for lst in per_com:
+            if depth < len(lst) and lst[depth][0] not in seen:
+                seen.add(lst[depth][0])
+                out.append(lst[depth])
+        depth += 1
+    return out

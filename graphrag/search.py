@@ -1,0 +1,375 @@
+"""Graph retrieval for relational / multi-hop questions.
+
+1. Link the entities the question names (:func:`graphrag.linking.link_entities`).
+2. Expand from them with a bounded walk: the 2-hop neighbourhood (strongest edges
+   first, at most ``max_expand_nodes`` nodes), scored by personalised PageRank that
+   restarts at the linked entities, discounted for ubiquitous entities.
+3. Score the chunks that mention high-scoring entities by graph score, by their words'
+   match with the question (BM25 over the candidates), and, when given, by dense
+   similarity and by a flat retriever's ranking; keep several documents in play.
+4. Return the chain of relations that connects the question's entities (or the first
+   entity to its strongest neighbour), in path order, then the supporting chunks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import igraph as ig
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from arborgraph.embedding_base import Embedder
+from arborgraph.results import Context
+from graphrag.chunks import (
+    ChunkFetcher,
+    ChunkRef,
+    ChunkSource,
+    ChunkVectors,
+    bm25,
+    dense_scores,
+    n_words,
+    normalise,
+    rank_prior,
+)
+from graphrag.graph import KnowledgeGraph
+from graphrag.linking import LinkedEntity, link_entities, specificity
+from graphrag.model import CO_OCCURS, Relation
+from graphrag.reports import RELATION_VERBS
+
+
+class GraphSearchConfig(BaseModel):
+    """Limits and weights of :func:`graph_search`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget_words: int = Field(1500, description="stop adding contexts beyond this many words")
+    max_linked: int = 6
+    max_expand_nodes: int = Field(300, description="bound on the walk's neighbourhood")
+    neighbours_per_node: int = Field(40, description="strongest edges followed from each node")
+    damping: float = Field(0.7, description="PageRank damping; the restart goes to linked entities")
+    top_entities: int = Field(30, description="entities whose chunks become candidates")
+    max_candidates: int = Field(300, description="chunks scored against the question")
+    max_relations: int = Field(4, description="relation contexts before the chunks")
+    max_path_len: int = 3
+    graph_weight: float = 1.0
+    lexical_weight: float = 1.0
+    dense_weight: float = 1.0
+    prior_weight: float = 1.0
+    same_doc_decay: float = Field(0.8, description="score factor per chunk already taken from a document")
+    max_quote_words: int = Field(60, description="relation contexts quote at most this much")
+    time_limit_s: float = Field(2.0, description="the walk stops expanding after this long")
+
+
+class SearchResult(list[Context]):
+    """The contexts (a list), with why nothing was found and what the question linked to."""
+
+    def __init__(
+        self,
+        contexts: Sequence[Context] = (),
+        *,
+        reason: str | None = None,
+        linked: Sequence[LinkedEntity] = (),
+        trace: Sequence[str] = (),
+    ) -> None:
+        super().__init__(contexts)
+        self.reason = reason
+        self.linked = list(linked)
+        self.trace = list(trace)
+
+
+@dataclass(slots=True)
+class _Scored:
+    chunk_id: str
+    ref: ChunkRef
+    score: float
+    parts: dict[str, float]
+    entities: list[str]
+
+
+def graph_search(
+    kg: KnowledgeGraph,
+    question: str,
+    *,
+    chunk_text: ChunkSource,
+    embedder: Embedder | None = None,
+    entity_vectors: tuple[Sequence[str], np.ndarray] | Mapping[str, np.ndarray] | None = None,
+    chunk_vectors: ChunkVectors | None = None,
+    candidate_chunks: Sequence[str] | Mapping[str, float] | None = None,
+    config: GraphSearchConfig | None = None,
+) -> SearchResult:
+    """Relation chain and supporting chunks for a relational question.
+
+    ``chunk_text`` maps chunk ids to text (see :mod:`graphrag.chunks`); chunks it
+    returns None for are never shown. ``embedder`` with ``entity_vectors`` adds
+    embedding-based linking, with ``chunk_vectors`` dense scoring of chunks;
+    ``candidate_chunks`` (a flat retriever's ranking) adds entry points. With no
+    linked entity the result is empty and ``result.reason`` says why.
+    """
+    cfg = config or GraphSearchConfig()
+    t0 = time.perf_counter()
+    linked = link_entities(
+        kg, question, max_entities=cfg.max_linked, embedder=embedder, entity_vectors=entity_vectors
+    )
+    if not linked:
+        return SearchResult(reason="no entity named in the question is in the graph")
+    fetch = ChunkFetcher(chunk_text)
+    scores = expand(kg, linked, cfg, deadline=t0 + cfg.time_limit_s)
+    chunks = score_chunks(
+        kg, question, scores, fetch, cfg, embedder=embedder, chunk_vectors=chunk_vectors, prior=candidate_chunks
+    )
+    trace = [
+        "linked: " + ", ".join(f"{le.name} ({le.how}, {le.score:.2f})" for le in linked),
+        "expanded: " + ", ".join(kg.entities[e].name for e in list(scores)[:8]),
+    ]
+    contexts: list[Context] = []
+    used = 0
+    for ctx in chain_contexts(kg, linked, scores, fetch, cfg):
+        contexts.append(ctx)
+        used += n_words(ctx.text)
+    for sc in _diversify(chunks, cfg.same_doc_decay):
+        if used >= cfg.budget_words:
+            break
+        ctx = Context(
+            text=sc.ref.text,
+            source=sc.ref.doc_id,
+            heading_path=sc.ref.heading_path,
+            kind="chunk",
+            score=round(sc.score, 4),
+            node_id=sc.chunk_id,
+            start=sc.ref.start,
+            end=sc.ref.end,
+            provenance=[sc.chunk_id],
+            trace=["graph_search", *(f"{k}={v:.3f}" for k, v in sc.parts.items())],
+            extra={"entities": [kg.entities[e].name for e in sc.entities[:8]]},
+        )
+        contexts.append(ctx)
+        used += n_words(ctx.text)
+    if not any(c.kind == "chunk" for c in contexts) and not contexts:
+        return SearchResult(reason="linked entities have no visible supporting chunks", linked=linked, trace=trace)
+    return SearchResult(contexts, linked=linked, trace=trace)
+
+
+def expand(
+    kg: KnowledgeGraph, linked: Sequence[LinkedEntity], cfg: GraphSearchConfig, *, deadline: float | None = None
+) -> dict[str, float]:
+    """Entity id -> score in (0, 1], best first: personalised PageRank on the bounded
+    neighbourhood of the linked entities, times the entity's specificity."""
+    seeds = {le.entity_id: le.score for le in linked}
+    nodes: dict[str, None] = dict.fromkeys(seeds)
+    frontier = list(seeds)
+    for _hop in range(2):
+        nxt: list[str] = []
+        for e in frontier:
+            for rel in kg.adjacency.get(e, [])[: cfg.neighbours_per_node]:
+                other = rel.target if rel.source == e else rel.source
+                if other not in nodes:
+                    nodes[other] = None
+                    nxt.append(other)
+                if len(nodes) >= cfg.max_expand_nodes:
+                    break
+            if len(nodes) >= cfg.max_expand_nodes or (deadline and time.perf_counter() > deadline):
+                break
+        frontier = nxt
+        if len(nodes) >= cfg.max_expand_nodes:
+            break
+    ids = sorted(nodes)
+    index = {e: i for i, e in enumerate(ids)}
+    weights: dict[tuple[int, int], float] = defaultdict(float)
+    for e in ids:
+        for rel in kg.adjacency.get(e, []):
+            a, b = index.get(rel.source), index.get(rel.target)
+            if a is None or b is None or a == b:
+                continue
+            key = (a, b) if a < b else (b, a)
+            # each relation is seen from both ends; typed relations count double
+            weights[key] += rel.weight * (1.0 if rel.type == CO_OCCURS else 2.0) / 2
+    g = ig.Graph(n=len(ids), edges=list(weights), directed=False)
+    reset = [seeds.get(e, 0.0) for e in ids]
+    if g.ecount():
+        pr = g.personalized_pagerank(
+            directed=False, damping=cfg.damping, reset=reset, weights=list(weights.values())
+        )
+    else:
+        pr = reset
+    raw = {e: pr[index[e]] * specificity(kg, e) for e in ids}
+    top = max(raw.values()) or 1.0
+    return dict(sorted(((e, s / top) for e, s in raw.items() if s > 0), key=lambda kv: (-kv[1], kv[0])))
+
+
+def score_chunks(
+    kg: KnowledgeGraph,
+    question: str,
+    entity_scores: dict[str, float],
+    fetch: ChunkFetcher,
+    cfg: GraphSearchConfig,
+    *,
+    embedder: Embedder | None = None,
+    chunk_vectors: ChunkVectors | None = None,
+    prior: Sequence[str] | Mapping[str, float] | None = None,
+) -> list[_Scored]:
+    """Candidate chunks of the top entities, scored and sorted (best first)."""
+    top = list(entity_scores.items())[: cfg.top_entities]
+    graph: dict[str, float] = defaultdict(float)
+    ents: dict[str, list[str]] = defaultdict(list)
+    for eid, s in top:
+        for m in kg.entities[eid].mentions:
+            graph[m.chunk_id] += s * (1.0 + 0.25 * min(m.count - 1, 4))
+            ents[m.chunk_id].append(eid)
+    priors = rank_prior(prior)
+    for cid in priors:
+        graph.setdefault(cid, 0.0)
+        for eid in kg.chunk_entities.get(cid, []):
+            if eid in entity_scores and eid not in ents[cid]:
+                graph[cid] += entity_scores[eid]
+                ents[cid].append(eid)
+    ranked = sorted(graph, key=lambda c: (-(graph[c] + priors.get(c, 0.0) * 60), c))
+    cand: list[tuple[str, ChunkRef]] = []
+    for cid in ranked:
+        ref = fetch.get(cid)
+        if ref is not None:
+            cand.append((cid, ref))
+        if len(cand) >= cfg.max_candidates:
+            break
+    if not cand:
+        return []
+    ids = [c for c, _ in cand]
+    n = len(ids)
+    g = normalise(np.array([graph[c] for c in ids]), n)
+    lex = normalise(bm25(question, [r.text for _, r in cand]), n)
+    dense = normalise(dense_scores(question, ids, chunk_vectors, embedder), n)
+    pri = normalise(np.array([priors.get(c, 0.0) for c in ids]), n)
+    total = cfg.graph_weight * g + cfg.lexical_weight * lex + cfg.dense_weight * dense + cfg.prior_weight * pri
+    out = [
+        _Scored(
+            cid,
+            ref,
+            float(total[i]),
+            {"graph": float(g[i]), "lexical": float(lex[i]), "dense": float(dense[i]), "prior": float(pri[i])},
+            sorted(ents.get(cid, []), key=lambda e: -entity_scores.get(e, 0.0)),
+        )
+        for i, (cid, ref) in enumerate(cand)
+    ]
+    out.sort(key=lambda s: (-s.score, s.chunk_id))
+    return out
+
+
+def _diversify(chunks: list[_Scored], decay: float) -> list[_Scored]:
+    """Re-rank so that each further chunk of the same document counts a bit less."""
+    remaining = list(chunks)
+    taken: dict[str, int] = defaultdict(int)
+    out: list[_Scored] = []
+    while remaining:
+        best_i = max(
+            range(len(remaining)),
+            key=lambda i: (remaining[i].score * decay ** taken[remaining[i].ref.doc_id], -i),
+        )
+        sc = remaining.pop(best_i)
+        taken[sc.ref.doc_id] += 1
+        out.append(sc)
+        if len(out) >= 60:
+            break
+    return out
+
+
+def chain_contexts(
+    kg: KnowledgeGraph,
+    linked: Sequence[LinkedEntity],
+    scores: dict[str, float],
+    fetch: ChunkFetcher,
+    cfg: GraphSearchConfig,
+) -> list[Context]:
+    """Relation contexts along the path linking the question's entities, in order."""
+    if cfg.max_relations <= 0:
+        return []
+    path = _best_path(kg, linked, scores, cfg)
+    if len(path) < 2:
+        return []
+    hops: list[tuple[Relation, bool]] = []
+    for a, b in zip(path, path[1:]):
+        rel = _best_relation(kg, a, b, fetch)
+        if rel is None:
+            return []
+        hops.append((rel, rel.source == a))
+    names = [kg.entities[path[0]].name]
+    for rel, forward in hops:
+        verb = RELATION_VERBS.get(rel.type, rel.type)
+        arrow = verb if forward else f"(inverse) {verb}"
+        names += [arrow, kg.entities[rel.target if forward else rel.source].name]
+    chain = " → ".join(names)
+    out: list[Context] = []
+    for i, (rel, _fwd) in enumerate(hops[: cfg.max_relations]):
+        quote, cid = _visible_quote(rel, fetch)
+        ref = fetch.get(cid) if cid else None
+        phrase = f"{kg.entities[rel.source].name} → {RELATION_VERBS.get(rel.type, rel.type)} → {kg.entities[rel.target].name}"
+        words = quote.split()
+        if len(words) > cfg.max_quote_words:
+            quote = " ".join(words[: cfg.max_quote_words]) + " …"
+        out.append(
+            Context(
+                text=f"{phrase}: {quote}" if quote else phrase,
+                source=ref.doc_id if ref else "",
+                kind="relation",
+                score=round(rel.weight, 3),
+                node_id=rel.id,
+                provenance=[c for c in rel.chunk_ids if fetch.visible(c)][:5],
+                trace=["graph_search", f"hop {i + 1} of {len(hops)}"],
+                extra={"chain": chain, "hop": i, "type": rel.type, "weight": rel.weight},
+            )
+        )
+    return out
+
+
+def _best_path(
+    kg: KnowledgeGraph, linked: Sequence[LinkedEntity], scores: dict[str, float], cfg: GraphSearchConfig
+) -> list[str]:
+    """Shortest strong path between the two best linked entities, or from the best
+    linked entity to its best-scoring neighbour."""
+    ids = [le.entity_id for le in linked]
+    g = kg.undirected
+    index = {name: i for i, name in enumerate(g.vs["name"])}
+    if len(ids) >= 2:
+        for a_i in range(len(ids)):
+            for b in ids[a_i + 1 :]:
+                p = _shortest(g, index[ids[a_i]], index[b], cfg.max_path_len)
+                if p:
+                    return [g.vs[v]["name"] for v in p]
+    first = ids[0]
+    neighbours = {r.target if r.source == first else r.source for r in kg.adjacency.get(first, [])}
+    best = [e for e in scores if e in neighbours and e != first]
+    return [first, best[0]] if best else []
+
+
+def _shortest(g: ig.Graph, a: int, b: int, max_len: int) -> list[int]:
+    # strong edges are short: distance 1/weight
+    dist = [1.0 / w for w in g.es["weight"]]
+    paths = g.get_shortest_paths(a, to=b, weights=dist, output="vpath")
+    p = paths[0] if paths else []
+    return p if 2 <= len(p) <= max_len + 1 else []
+
+
+def _best_relation(kg: KnowledgeGraph, a: str, b: str, fetch: ChunkFetcher) -> Relation | None:
+    rels = [
+        r
+        for r in kg.adjacency.get(a, [])
+        if {r.source, r.target} == {a, b} and any(fetch.visible(c) for c in r.chunk_ids)
+    ]
+    if not rels:
+        return None
+    # a typed relation explains more than a co-occurrence of similar weight
+    return max(rels, key=lambda r: (r.weight * (1.0 if r.type == CO_OCCURS else 2.0), r.id))
+
+
+def _visible_quote(rel: Relation, fetch: ChunkFetcher) -> tuple[str, str | None]:
+    """The relation's sentence, read from a chunk the caller may see."""
+    for ev in rel.evidence:
+        ref = fetch.get(ev.chunk_id)
+        if ref is not None:
+            return ref.text[ev.start : ev.end], ev.chunk_id
+    for cid in rel.chunk_ids:
+        if fetch.visible(cid):
+            return "", cid
+    return "", None

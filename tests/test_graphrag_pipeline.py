@@ -1,0 +1,239 @@
+"""The graph build end to end on a real slice of the bundled SQLite manual:
+communities, reports, tables, graph and global search, the exploration API."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from graphrag import (
+    GraphConfig,
+    GraphView,
+    KnowledgeGraph,
+    RuleExtractor,
+    build_graph,
+    global_search,
+    graph_from_tables,
+    graph_search,
+    graph_to_tables,
+)
+from graphrag import schema as S
+from graphrag.build import detect_communities, extract_all
+from graphrag.resolve import resolve
+from ingest import ChunkingConfig, Document, chunk_document, iter_collection, load_token_counter
+from ingest.models import Chunk
+
+MANUAL = Path(__file__).resolve().parents[1] / "examples" / "sqlite"
+PAGES = [
+    "wal.md", "lockingv3.md", "lang_transaction.md", "isolation.md", "tempfiles.md",
+    "c3ref_busy_timeout.md", "c3ref_busy_handler.md", "c3ref_wal_autocheckpoint.md",
+    "c3ref_wal_checkpoint_v2.md", "foreignkeys.md", "autoinc.md", "lang_vacuum.md",
+    "pgszchng2016.md", "limits.md", "datatype3.md", "withoutrowid.md", "stricttables.md",
+    "lang_createtable.md", "rowidtable.md", "pragma.md",
+]
+
+
+@pytest.fixture(scope="module")
+def chunks() -> list[Chunk]:
+    count = load_token_counter()
+    out: list[Chunk] = []
+    for item in iter_collection([MANUAL / p for p in PAGES]):
+        assert isinstance(item, Document), item
+        out.extend(chunk_document(item, ChunkingConfig(), count))
+    return out
+
+
+@pytest.fixture(scope="module")
+def by_id(chunks: list[Chunk]) -> dict[str, Chunk]:
+    return {c.chunk_id: c for c in chunks}
+
+
+@pytest.fixture(scope="module")
+def config() -> GraphConfig:
+    return GraphConfig(seed=7, max_cluster_size=12)
+
+
+@pytest.fixture(scope="module")
+def kg(chunks: list[Chunk], config: GraphConfig) -> KnowledgeGraph:
+    seen: list[tuple[str, int, int | None]] = []
+    g = build_graph(chunks, extractor=RuleExtractor(), config=config, progress=lambda s, d, t: seen.append((s, d, t)))
+    stages = {s for s, _, _ in seen}
+    assert {"graphrag.extract", "graphrag.resolve", "graphrag.communities", "graphrag.reports"} <= stages
+    return g
+
+
+def test_graph_has_manual_entities_with_provenance(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+    wal = kg.find("WAL")[0]
+    assert "write-ahead log" in [a.lower() for a in wal.aliases]
+    jm = kg.find("journal_mode")[0]
+    assert jm.type == "parameter" and "PRAGMA journal_mode" in jm.aliases
+    # every mention points at a real chunk and at the entity's text in it
+    for ent in (wal, jm):
+        for m in ent.mentions:
+            assert m.chunk_id in by_id
+            if m.end > m.start:
+                surface = by_id[m.chunk_id].text[m.start : m.end]
+                assert surface in [ent.name, *ent.aliases]
+    # relation evidence offsets cut out the sentence that is the relation's description
+    rel = next(r for r in kg.relations.values() if r.evidence and r.type != "co_occurs")
+    ev = rel.evidence[0]
+    assert by_id[ev.chunk_id].text[ev.start : ev.end] == rel.description
+
+
+def test_communities_are_hierarchical_and_bounded(kg: KnowledgeGraph, config: GraphConfig) -> None:
+    coms = kg.communities
+    assert len(kg.levels) >= 2
+    for c in coms.values():
+        if c.parent is not None:
+            parent = coms[c.parent]
+            assert c.id in parent.children and c.level == parent.level + 1
+            assert set(c.members) <= set(parent.members)
+        # a community is only left larger than the maximum at the deepest level allowed
+        if len(c.members) > config.max_cluster_size:
+            assert c.children or c.level == config.max_levels - 1
+    # the level-0 communities do not overlap
+    top = [m for c in coms.values() if c.level == 0 for m in c.members]
+    assert len(top) == len(set(top))
+
+
+def test_leiden_is_deterministic_for_a_seed(kg: KnowledgeGraph, config: GraphConfig) -> None:
+    again = detect_communities(kg.entities, kg.relations, config)
+    assert [(c.level, c.members, c.children) for c in again.values()] == [
+        (c.level, c.members, c.children) for c in kg.communities.values()
+    ]
+    # the input order of entities and relations must not matter either
+    shuffled_e = dict(sorted(kg.entities.items(), reverse=True))
+    shuffled_r = dict(sorted(kg.relations.items(), reverse=True))
+    again = detect_communities(shuffled_e, shuffled_r, config)
+    assert [c.members for c in again.values()] == [c.members for c in kg.communities.values()]
+
+
+def test_reports_are_grounded_in_chunks(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+    assert kg.reports
+    norm = lambda t: re.sub(r"\s+", " ", t)  # noqa: E731
+    for rep in kg.reports.values():
+        assert rep.title and rep.summary and rep.findings
+        assert 0 <= rep.rank <= 10
+        for f in rep.findings:
+            assert f.chunk_ids and all(c in by_id for c in f.chunk_ids)
+            # the quoted part of a finding is the manual's own sentence from its first chunk
+            quote = f.text.split(": ", 1)[1]
+            assert norm(quote)[:80] in norm(by_id[f.chunk_ids[0]].text)
+
+
+def test_tables_round_trip_through_parquet(kg: KnowledgeGraph, tmp_path: Path) -> None:
+    tables = graph_to_tables(kg)
+    assert set(tables) == set(S.TABLE_NAMES)
+    assert tables[S.ENTITIES].num_rows == len(kg.entities)
+    assert {S.ID, S.NAME, S.TYPE, S.ALIASES, S.DESCRIPTION, S.DEGREE, S.CHUNK_IDS} <= set(tables[S.ENTITIES].column_names)
+    for name, table in tables.items():
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+    back = graph_from_tables({n: pq.read_table(tmp_path / f"{n}.parquet") for n in S.TABLE_NAMES})
+    assert back.entities == kg.entities
+    assert back.relations == kg.relations
+    assert back.communities == kg.communities
+    assert back.reports == kg.reports
+    assert back.meta == kg.meta and json.loads(back.meta["config"])["seed"] == 7
+
+
+def test_tables_refuse_another_schema_version(kg: KnowledgeGraph) -> None:
+    tables = graph_to_tables(kg)
+    meta = dict(tables[S.ENTITIES].schema.metadata)
+    meta[S.META_SCHEMA_VERSION] = b"999"
+    tables[S.ENTITIES] = tables[S.ENTITIES].replace_schema_metadata(meta)
+    with pytest.raises(ValueError, match="schema version"):
+        graph_from_tables(tables)
+
+
+def test_graph_search_returns_chain_then_supporting_chunks(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+    q = "What does sqlite3_busy_timeout install, and can the application still get SQLITE_BUSY?"
+    res = graph_search(kg, q, chunk_text=by_id)
+    assert res.reason is None
+    assert {le.name for le in res.linked} >= {"sqlite3_busy_timeout()", "SQLITE_BUSY"}
+    kinds = [c.kind for c in res]
+    assert "relation" in kinds and "chunk" in kinds
+    assert kinds.index("chunk") > max(i for i, k in enumerate(kinds) if k == "relation")
+    chain = [c for c in res if c.kind == "relation"]
+    assert all(c.extra["chain"] == chain[0].extra["chain"] for c in chain)
+    assert all(c.provenance and all(p in by_id for p in c.provenance) for c in chain)
+    docs = [c.source for c in res if c.kind == "chunk"]
+    # both pages that answer it: the routine's own page and the busy-handler page
+    assert "c3ref_busy_timeout.md" in docs and "c3ref_busy_handler.md" in docs
+    words = sum(len(c.text.split()) for c in res[:-1])
+    assert words < 1500
+
+
+def test_graph_search_hides_chunks_the_caller_may_not_see(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+    hidden = "c3ref_busy_handler.md"
+    visible = {cid: c for cid, c in by_id.items() if c.doc_id != hidden}
+    res = graph_search(kg, "What does sqlite3_busy_timeout install?", chunk_text=visible.get)
+    assert res
+    for c in res:
+        assert c.source != hidden
+        assert all(not p.startswith(hidden) for p in c.provenance)
+
+
+def test_graph_search_without_linked_entity_says_why(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+    res = graph_search(kg, "how tall is the eiffel tower", chunk_text=by_id)
+    assert res == [] and res.reason
+
+
+def test_global_search_returns_reports_and_grounding_chunks(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+    res = global_search(kg, "How do locking, transactions and the write-ahead log work together?", chunk_text=by_id)
+    reports = [c for c in res if c.kind == "community_report"]
+    assert reports and reports[0].level is not None
+    assert [c.kind for c in res][: len(reports)] == ["community_report"] * len(reports)
+    chunk_docs = {c.source for c in res if c.kind == "chunk"}
+    assert len(chunk_docs) >= 3  # evidence from several parts of the manual
+    for r in reports:
+        assert r.provenance and all(p in by_id for p in r.provenance)
+    fixed = global_search(kg, "write-ahead log", chunk_text=by_id, level=0)
+    assert all(c.level == 0 for c in fixed if c.kind == "community_report")
+
+
+def test_graph_view_api(kg: KnowledgeGraph, by_id: dict[str, Chunk], tmp_path: Path) -> None:
+    view = GraphView(kg, chunk_text=by_id)
+    table = view.entities(limit=10)
+    assert table.num_rows == 10 and table.column("degree").to_pylist() == sorted(table.column("degree").to_pylist(), reverse=True)
+    assert view.entity("write-ahead log").name == "WAL"
+    nb = view.neighbours("WAL", limit=5)
+    assert len(nb) == 5 and all(n["chunk_ids"] for n in nb)
+    hops = view.path("sqlite3_busy_timeout", "SQLITE_BUSY")
+    assert hops and hops[0]["from"] == "sqlite3_busy_timeout()" and hops[-1]["to"] == "SQLITE_BUSY"
+    com = view.community_of("WAL")
+    assert com is not None and kg.entities[view.entity("WAL").id].id in com.members
+    info = view.community(com.id)
+    assert "WAL" in info["members"]
+    assert view.communities(0).num_rows == len(kg.community_cut(0))
+    assert view.text(nb[0]["chunk_ids"][0]) == by_id[nb[0]["chunk_ids"][0]].text
+    assert "<table>" in view._repr_html_()
+    g = view.to_networkx()
+    assert g.number_of_nodes() == len(kg.entities) and g.number_of_edges() == len(kg.relations)
+
+
+def test_graphml_has_scalar_attributes_only(kg: KnowledgeGraph, tmp_path: Path) -> None:
+    import networkx as nx
+
+    path = GraphView(kg).to_graphml(tmp_path / "g.graphml")
+    g = nx.read_graphml(path)
+    assert g.number_of_nodes() == len(kg.entities)
+    for _, data in list(g.nodes(data=True))[:50]:
+        assert all(isinstance(v, (str, int, float, bool)) for v in data.values())
+
+
+def test_community_plot_is_self_contained_html(kg: KnowledgeGraph, tmp_path: Path) -> None:
+    pytest.importorskip("plotly")
+    big = max(kg.communities.values(), key=lambda c: len(c.members))
+    page = GraphView(kg).plot_community(big.id, tmp_path / "c.html")
+    assert (tmp_path / "c.html").read_text(encoding="utf-8") == page
+    assert "<script" in page and not re.search(r"<script[^>]*\bsrc=", page)  # JS inlined: works offline
+    assert len(page) > 1_000_000
+
+
+def test_stages_match_build_graph(chunks: list[Chunk], kg: KnowledgeGraph, config: GraphConfig) -> None:
+    ents, rels = resolve(extract_all(chunks, RuleExtractor()), config)
+    assert ents == kg.entities and rels == kg.relations
