@@ -132,6 +132,18 @@ def _print_build_report(report: Any) -> None:
         out.print(f"[yellow]skipped {len(report.skipped)} file(s):[/]")
         for item in report.skipped:
             out.print(f"  {item.path}: {item.reason}", highlight=False)
+    if report.contradictions:
+        out.print(
+            f"[yellow]{len(report.contradictions)} candidate contradiction(s)[/] "
+            "(documents stating different defaults; nothing was overwritten):"
+        )
+        for c in report.contradictions[:10]:
+            out.print(
+                f"  {c.key}: '{c.first.value}' in {c.first.doc_id} vs '{c.second.value}' in {c.second.doc_id}",
+                highlight=False, markup=False,
+            )
+        if len(report.contradictions) > 10:
+            out.print(f"  … {len(report.contradictions) - 10} more in the JSON report (--json)")
     if report.warnings:
         out.print(f"[yellow]{len(report.warnings)} warning(s):[/]")
         for warning in report.warnings:

@@ -168,8 +168,10 @@ class KnowledgeBase:
         )
 
     def route_question(self, question: str) -> RoutingDecision:
-        """Pick a route for ``question`` (replaced by the trained router when present)."""
-        return RoutingDecision(route="lookup", reason="only the lookup route is available")
+        """Pick a route for ``question`` among the routes this index has built."""
+        from arborgraph.router import route_question
+
+        return route_question(question, available=self.routes)
 
     def _retrieve(
         self,

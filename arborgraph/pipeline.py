@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from arborgraph import schema as S
 from arborgraph import __version__
 from arborgraph.config import Config
+from arborgraph.contradictions import Contradiction, find_contradictions
 from arborgraph.embedding import load_embedder
 from arborgraph.embedding_base import Embedder, EmbedderUnavailable
 from arborgraph.embedding_cache import EmbeddingCache
@@ -53,6 +54,7 @@ class BuildReport(BaseModel):
     embedding_fallback: str | None = None  # why retrieval is lexical-only
     embeddings_cached: int = 0
     embeddings_computed: int = 0
+    contradictions: list[Contradiction] = Field(default_factory=list)
     timings_s: dict[str, float] = Field(default_factory=dict)
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -177,6 +179,8 @@ def build_index(
                 chunks.extend(chunk_document(doc, config.chunking, count_tokens))
                 progress("chunk", n, len(docs))
         report.documents, report.chunks = len(docs), len(chunks)
+        with timer("contradictions"):
+            report.contradictions = find_contradictions(chunks)
         context_texts = [c.context_text() for c in chunks]
 
         with timer("embed"):
