@@ -31,7 +31,7 @@ def build(
     progress: "ProgressCallback | None" = None,
 ) -> "KnowledgeBase":
     """Build (or update) the index at ``index_dir`` from files, directories or globs."""
-    from arborgraph.build import build_index
+    from arborgraph.pipeline import build_index
     from arborgraph.kb import KnowledgeBase
     from arborgraph.progress import no_progress
 

@@ -43,6 +43,12 @@ def _user_errors() -> tuple[type[Exception], ...]:
     return (BuildError, ConfigError, QueryError, IndexError_)
 
 
+def _llm_errors() -> tuple[type[Exception], ...]:
+    from arborgraph.llm.base import LLMError
+
+    return (LLMError,)
+
+
 class _ProgressBar:
     """Renders the library's progress callbacks as a rich progress bar."""
 
@@ -85,6 +91,8 @@ def build(
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML/YAML/JSON config")] = None,
     no_tree: Annotated[bool, typer.Option("--no-tree", help="skip the RAPTOR tree")] = False,
     no_graph: Annotated[bool, typer.Option("--no-graph", help="skip the entity graph")] = False,
+    llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model: turns LLM mode on")] = None,
+    embedding_model: Annotated[Optional[str], typer.Option("--embedding-model", help="embeddings from the OpenAI-compatible endpoint")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the build report as JSON")] = False,
 ) -> None:
@@ -97,6 +105,10 @@ def build(
         overrides["build_tree"] = False
     if no_graph:
         overrides["build_graph"] = False
+    if llm_model or embedding_model:
+        overrides["llm"] = {
+            k: v for k, v in (("model", llm_model), ("embedding_model", embedding_model)) if v
+        }
     try:
         cfg = load_config(config, overrides)
         with _ProgressBar(enabled=not quiet and not json_out) as bar:
@@ -105,6 +117,9 @@ def build(
         raise fail(str(exc), EXIT_USER_ERROR) from None
     except _user_errors() as exc:
         raise fail(str(exc), EXIT_USER_ERROR) from None
+    except _llm_errors() as exc:
+        raise fail(f"LLM call failed, build stopped (the previous index is unchanged; "
+                   f"re-run to resume from the cache): {exc}", 1) from None
     except KeyboardInterrupt:
         raise fail("interrupted; the previous index (if any) is unchanged", 130) from None
     if json_out:
@@ -168,6 +183,9 @@ def query(
     as_principal: Annotated[Optional[str], typer.Option("--as", help="principal to query as")] = None,
     as_of: Annotated[Optional[str], typer.Option("--as-of", help="date YYYY-MM-DD")] = None,
     explain: Annotated[bool, typer.Option(help="print why the route was chosen and what was cut")] = False,
+    answer: Annotated[bool, typer.Option("--answer", help="generate an answer with the LLM")] = False,
+    llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model for --answer")] = None,
+    include_stale: Annotated[bool, typer.Option("--include-stale", help="include superseded/expired content, flagged")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
 ) -> None:
     """Ask a question (or a batch of them) against an index."""
@@ -177,9 +195,12 @@ def query(
         when = dt.date.fromisoformat(as_of) if as_of else "today"
     except ValueError:
         raise fail(f"--as-of must be a date like 2026-01-31, not '{as_of}'", EXIT_USER_ERROR) from None
-    kwargs = dict(route=route, top_k=top_k, budget_tokens=budget_tokens, principal=as_principal, as_of=when)
+    kwargs = dict(route=route, top_k=top_k, budget_tokens=budget_tokens, principal=as_principal,
+                  as_of=when, include_stale=include_stale, answer=answer)
     try:
         kb = _open(index)
+        if answer:
+            kwargs["llm"] = kb.chat_model(llm_model)
         if batch is not None:
             items = _read_questions(batch)
             for qid, text in items:
@@ -190,6 +211,8 @@ def query(
         res = kb.query(question, **kwargs)
     except _user_errors() as exc:
         raise fail(str(exc), EXIT_USER_ERROR) from None
+    except _llm_errors() as exc:
+        raise fail(f"LLM call failed: {exc}", 1) from None
     if json_out:
         print(json.dumps(_result_json(res), ensure_ascii=False, indent=2))
         return

@@ -22,6 +22,7 @@ from arborgraph.embedding import EmbeddingConfig
 from arborgraph.llm.config import LLMConfig
 from ingest.chunking import ChunkingConfig
 from raptor import RaptorConfig
+from graphrag import GraphConfig
 
 ENV_PREFIX = "ARBORGRAPH_"
 
@@ -47,6 +48,12 @@ class RetrievalConfig(BaseModel):
     candidates: int = Field(100, ge=1, description="hits taken from each retriever before fusion")
 
 
+class TreeSearchConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    beam: int = Field(3, ge=1, description="nodes kept per level when descending the tree")
+
+
 class RouterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -65,6 +72,8 @@ class Config(BaseModel):
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     tree: RaptorConfig = Field(default_factory=RaptorConfig)
+    tree_search: TreeSearchConfig = Field(default_factory=TreeSearchConfig)
+    graph: GraphConfig = Field(default_factory=GraphConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     build_tree: bool = True

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -19,8 +19,12 @@ from arborgraph.embedding_base import Embedder, EmbedderUnavailable
 from arborgraph.lexical import LexicalIndex
 from arborgraph.lookup import LookupIndex, LookupMode, lookup_search
 from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision
+from arborgraph.scoped import load_scopes, merge_by_rank, readable, tree_node_lexical_scores
 from arborgraph.safety import INJECTION_FLAG, looks_like_injection
 from arborgraph.store import Generation, open_generation
+
+if TYPE_CHECKING:
+    from arborgraph.llm.base import ChatModel
 
 ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
 DEFAULT_TOP_K = 20
@@ -59,8 +63,10 @@ class KnowledgeBase:
             lexical_fallback=bool(mode.get("lexical_fallback")),
         )
         self.routes: list[str] = list(self.manifest.get("routes", ["lookup"]))
+        self.scopes = load_scopes(generation)
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
+        self._chat: Any = None
 
     @classmethod
     def open(cls, index_dir: str | Path) -> "KnowledgeBase":
@@ -118,6 +124,8 @@ class KnowledgeBase:
         principal: str | None = None,
         as_of: dt.date | None | Literal["today"] = "today",
         include_stale: bool = False,
+        answer: bool = False,
+        llm: "ChatModel | None" = None,
     ) -> QueryResult:
         """Answer ``question`` with cited contexts from the best route (or the forced one).
 
@@ -125,6 +133,8 @@ class KnowledgeBase:
         ``as_of`` keeps documents current on that date (default today, None: no date
         check); superseded versions are left out too. ``include_stale=True`` lets stale
         content through, each such context flagged with why it is stale.
+        ``answer=True`` asks the configured LLM (or ``llm``) for an answer citing the
+        contexts by number; without it ``answer`` stays None.
         """
         if not isinstance(question, str) or not question.strip():
             raise QueryError("the question is empty")
@@ -148,24 +158,70 @@ class KnowledgeBase:
         if (note := self._fallback_note()) is not None:
             notes.append(note)
         contexts, retrieved = self._retrieve(
-            decision.route, question, query_vector, mask=mask, top_k=top_k, notes=notes
+            decision.route, question, query_vector, mask=mask, top_k=top_k, notes=notes,
+            principal=principal,
         )
+        second = self._second_route(decision)
+        if second is not None:
+            other, other_retrieved = self._retrieve(
+                second, question, query_vector, mask=mask, top_k=top_k, notes=notes,
+                principal=principal,
+            )
+            decision = decision.model_copy(update={"fused_with": second})
+            notes.append(
+                f"router not confident ({decision.confidence:.2f} < "
+                f"{self.config.router.min_confidence:.2f}): fused {decision.route} with {second} by RRF"
+            )
+            contexts = merge_by_rank([contexts, other])
+            retrieved.update({f"{second}:{k}": v for k, v in other_retrieved.items()})
         if query_vector is None:
             for ctx in contexts:
                 ctx.flags.append("lexical_fallback")
         if include_stale:
             self._flag_stale(contexts, when)
         kept, cut = self._assemble(contexts, budget_tokens)
+        text = None
+        if answer:
+            from arborgraph.answer import generate_answer
+
+            text = generate_answer(llm or self.chat_model(), question, kept)
         return QueryResult(
             question=question,
             route=decision.route,
             routing=decision,
             contexts=kept,
             mode=self.mode,
+            answer=text,
             notes=notes,
             retrieved=retrieved,
             budget_cut=cut,
         )
+
+    def chat_model(self, model: str | None = None) -> "ChatModel":
+        """The OpenAI-compatible chat model from the config (``model`` overrides its name),
+        cached in the index's LLM cache; raises QueryError when none is configured."""
+        from arborgraph.llm import LLMCache, LLMUsage
+
+        name = model or self.config.llm.model
+        if not name:
+            raise QueryError(
+                "an answer needs an LLM: pass --llm-model NAME (or set llm.model / ARBORGRAPH_LLM__MODEL)"
+            )
+        try:
+            from arborgraph.llm.provider import OpenAIChatModel
+        except ImportError as exc:
+            raise QueryError(str(exc)) from None
+        if self._chat is None or self._chat.model != name:
+            cache = LLMCache(self.index_dir / "cache" / "llm.sqlite")
+            self._chat = OpenAIChatModel(self.config.llm.model_copy(update={"model": name}), cache, LLMUsage())
+        return self._chat
+
+    def _second_route(self, decision: RoutingDecision) -> Route | None:
+        """The runner-up route when the router is not confident, else None."""
+        if decision.forced or decision.confidence >= self.config.router.min_confidence:
+            return None
+        ranked = [r for r in decision.scores if r != decision.route and r in self.routes]
+        return ranked[0] if ranked else None  # type: ignore[return-value]
 
     def route_question(self, question: str) -> RoutingDecision:
         """Pick a route for ``question`` among the routes this index has built."""
@@ -182,16 +238,99 @@ class KnowledgeBase:
         mask: np.ndarray,
         top_k: int,
         notes: list[str],
+        principal: str | None,
     ) -> tuple[list[Context], dict[str, list[str]]]:
         hits = lookup_search(
             self.lookup_index,
             question,
             query_vector,
             mask=mask,
-            top_k=top_k,
+            top_k=max(top_k, 50) if route != "lookup" else top_k,
             config=self.config.retrieval,
         )
-        return hits.contexts, hits.rankings
+        if route == "lookup":
+            return hits.contexts, hits.rankings
+        retrieved = {f"lookup/{k}": v for k, v in hits.rankings.items()}
+        scopes = readable(self.scopes, principal)
+        if route == "tree":
+            contexts = self._tree(question, query_vector, mask, scopes)
+        else:
+            contexts, why_empty = self._graph(route, question, mask, scopes, hits.contexts)
+            if not contexts:
+                notes.append(f"{route} route found nothing ({why_empty}); fell back to lookup")
+                return hits.contexts[:top_k], hits.rankings
+        retrieved[route] = [f"{c.kind}:{c.node_id}" for c in contexts]
+        return contexts[: max(top_k, 1) * 3], retrieved
+
+    def _visible(self, mask: np.ndarray) -> Callable[[str], bool]:
+        row_of = self.store.row_of
+        return lambda chunk_id: chunk_id in row_of and bool(mask[row_of[chunk_id]])
+
+    def _tree(
+        self, question: str, query_vector: np.ndarray | None, mask: np.ndarray, scopes: list[Any]
+    ) -> list[Context]:
+        from raptor import collapsed_search, traverse
+
+        visible = self._visible(mask)
+        chunk_bm25 = self.lookup_index.lexical.scores(question)
+        budget = 10 * DEFAULT_BUDGET_TOKENS  # the query's own budget is applied later
+        lists = []
+        for scope in scopes:
+            lexical = tree_node_lexical_scores(scope, question, chunk_bm25, self.store.row_of)
+            if query_vector is not None:
+                found = traverse(
+                    scope.tree, query_vector, scope.tree.vectors, lexical_scores=lexical,
+                    beam=self.config.tree_search.beam, budget_tokens=budget,
+                    count_tokens=self.count_tokens,
+                )
+            else:
+                found = collapsed_search(scope.tree, lexical, budget, self.count_tokens)
+            # stale (or otherwise hidden) sources: derived nodes drawing on them go too
+            lists.append([c for c in found if all(visible(cid) for cid in c.provenance)])
+        return merge_by_rank(lists)
+
+    def _chunk_ref(self, mask: np.ndarray) -> Callable[[str], Any]:
+        from graphrag import ChunkRef
+
+        store = self.store
+        visible = self._visible(mask)
+
+        def fetch(chunk_id: str) -> Any:
+            if not visible(chunk_id):
+                return None
+            row = store.row_of[chunk_id]
+            return ChunkRef(
+                text=store.texts[row], doc_id=store.doc_ids[row],
+                heading_path=list(store.heading_paths[row]), start=store.starts[row], end=store.ends[row],
+            )
+
+        return fetch
+
+    def _chunk_vectors(self, chunk_ids: Any) -> np.ndarray:
+        dense = self.lookup_index.dense
+        assert dense is not None
+        rows = [self.store.row_of[c] for c in chunk_ids]
+        return dense.vectors[rows]
+
+    def _graph(
+        self, route: Route, question: str, mask: np.ndarray, scopes: list[Any], lookup_hits: list[Context]
+    ) -> tuple[list[Context], str]:
+        from graphrag import global_search, graph_search
+
+        fetch = self._chunk_ref(mask)
+        candidates = {c.node_id: c.score for c in lookup_hits}
+        chunk_vectors = self._chunk_vectors if self.lookup_index.dense is not None and self._embedder else None
+        lists, reasons = [], []
+        for scope in scopes:
+            search = graph_search if route == "graph" else global_search
+            found = search(
+                scope.graph, question, chunk_text=fetch, embedder=self._embedder,
+                chunk_vectors=chunk_vectors, candidate_chunks=candidates,
+            )
+            if found.reason:
+                reasons.append(found.reason)
+            lists.append(list(found))
+        return merge_by_rank(lists), "; ".join(reasons) or "no readable graph"
 
     def _flag_stale(self, contexts: list[Context], when: dt.date | None) -> None:
         stale = self.store.stale_docs(when)
@@ -247,6 +386,16 @@ class KnowledgeBase:
                 ctx.flags.append(INJECTION_FLAG)
             kept.append(ctx)
             used += cost
+        first_chunk = next((c for c in contexts if c.kind == "chunk"), None)
+        if first_chunk is not None and not any(c.kind == "chunk" for c in kept):
+            # never answer with derived text alone: make room for the manual's own words
+            cost = self.count_tokens(first_chunk.text)
+            while kept and used + cost > budget_tokens:
+                dropped = kept.pop()
+                used -= self.count_tokens(dropped.text)
+                cut.append(dropped.node_id)
+            kept.append(first_chunk)
+            cut = [c for c in cut if c != first_chunk.node_id]
         return kept, cut
 
     # -- inspection -------------------------------------------------------------------

@@ -29,6 +29,7 @@ from arborgraph.embedding_cache import EmbeddingCache
 from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback, no_progress
 from arborgraph.store import GenerationWriter, cache_dir
+from arborgraph.structures import partition_by_scope, run_graph_stage, run_tree_stage
 from ingest import chunk_document, iter_collection, load_token_counter
 from ingest.models import Chunk, Document, SkippedFile
 
@@ -171,6 +172,7 @@ def build_index(
         raise NoUsableDocuments(f"no usable document in the inputs ({reasons})")
 
     writer = GenerationWriter(index_dir)
+    chat, usage, llm_cache = _llm_for_build(config, index_dir)
     try:
         with timer("chunk"):
             count_tokens = load_token_counter()
@@ -184,7 +186,10 @@ def build_index(
         context_texts = [c.context_text() for c in chunks]
 
         with timer("embed"):
-            embedder, why_not = embedder_factory(config)
+            if config.llm.embedding_model:
+                embedder, why_not = _openai_embedder(config, llm_cache, usage), None
+            else:
+                embedder, why_not = embedder_factory(config)
             report.embedding, report.embedding_fallback = (
                 (embedder.name, None) if embedder else (None, why_not)
             )
@@ -211,22 +216,27 @@ def build_index(
             writer.write_vectors(S.CHUNK_VECTORS, vectors)
 
         routes = ["lookup"]
-        stage_hooks = _structure_stages()
-        for hook in stage_hooks:
-            routes.extend(
-                hook(
-                    chunks=chunks,
-                    vectors=vectors,
-                    embedder=embedder,
-                    count_tokens=count_tokens,
-                    config=config,
-                    writer=writer,
-                    report=report,
-                    timer=timer,
-                    progress=progress,
-                    index_dir=index_dir,
+        parts = partition_by_scope(docs, chunks)
+        scopes = [{"tag": p.tag, "scope": p.scope, "chunks": len(p.chunks)} for p in parts]
+        if config.build_tree:
+            with timer("tree"):
+                cache = EmbeddingCache(cache_dir(index_dir) / "embeddings.sqlite") if embedder else None
+                try:
+                    report.stages["tree"] = run_tree_stage(
+                        parts=parts, chunk_vectors=vectors, embedder=embedder, cache=cache,
+                        count_tokens=count_tokens, config=config, writer=writer,
+                        progress=progress, chat=chat,
+                    )
+                finally:
+                    if cache is not None:
+                        cache.close()
+            routes.append("tree")
+        if config.build_graph:
+            with timer("graph"):
+                report.stages["graph"] = run_graph_stage(
+                    parts=parts, config=config, writer=writer, progress=progress, chat=chat
                 )
-            )
+            routes.extend(["graph", "global"])
 
         report.timings_s["total"] = round(time.perf_counter() - started, 3)
         manifest = {
@@ -234,24 +244,54 @@ def build_index(
             "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "config": config.to_manifest(),
             "mode": {
-                "llm_model": None,
+                "llm_model": config.llm.model,
                 "embedding": report.embedding,
                 "lexical_fallback": report.embedding is None,
                 "lexical_fallback_reason": report.embedding_fallback,
             },
             "routes": routes,
+            "scopes": scopes,
             "documents": {d.doc_id: d.content_hash for d in docs},
             "counts": {"documents": len(docs), "chunks": len(chunks), "skipped": len(skipped)},
             "timings_s": report.timings_s,
             "report": report.model_dump(mode="json", exclude={"timings_s"}),
+            **(usage.to_dict() if usage is not None else {}),
         }
         report.generation = writer.commit(manifest).name
     except BaseException:
         writer.abort()
         raise
+    finally:
+        if llm_cache is not None:
+            llm_cache.close()
+    if usage is not None:
+        report.stages["llm"] = usage.to_dict()
     return report
 
 
-def _structure_stages() -> list[Callable[..., list[str]]]:
-    """Stages that add structures (tree, graph) on top of the chunks; filled in below."""
-    return []
+def _llm_for_build(config: Config, index_dir: Path) -> tuple[Any, Any, Any]:
+    """(chat model, usage, cache) when an LLM is configured, else (None, None, None).
+
+    Every call is cached in the index's ``cache/llm.sqlite``, so a rebuild over
+    unchanged input makes no call and an interrupted build resumes where it stopped.
+    """
+    if not config.llm.model and not config.llm.embedding_model:
+        return None, None, None
+    from arborgraph.llm import LLMCache, LLMUsage
+
+    try:
+        from arborgraph.llm.provider import OpenAIChatModel
+    except ImportError as exc:
+        raise BuildError(str(exc)) from None
+    cache = LLMCache(cache_dir(index_dir) / "llm.sqlite")
+    usage = LLMUsage()
+    chat = OpenAIChatModel(config.llm, cache, usage) if config.llm.model else None
+    return chat, usage, cache
+
+
+def _openai_embedder(config: Config, cache: Any, usage: Any) -> Embedder:
+    from arborgraph.llm.provider import OpenAIEmbedder
+
+    return OpenAIEmbedder(config.llm, cache, usage)
+
+

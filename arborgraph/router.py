@@ -150,11 +150,19 @@ def load_model(path: str | Path | None = None) -> RouterModel:
     return RouterModel.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
-def _describe(feature: str) -> str:
+def _describe(feature: str) -> str | None:
+    """A human reading of a feature, or None for ones that explain nothing (length...)."""
     if feature.startswith("cue_"):
         return feature[4:].replace("_", " ") + " cue"
     kind, _, value = feature.partition(":")
-    return f"'{value.replace('_', ' ')}'"
+    words = value.replace("_", " ")
+    if kind in ("first", "first2"):
+        return f"starts with '{words}'"
+    if kind in ("w", "b") and len(words) > 2:
+        return f"'{words}'"
+    if kind == "ids" and value != "0":
+        return "names an identifier"
+    return None
 
 
 def route_question(
@@ -182,7 +190,7 @@ def route_question(
     ranked = sorted(by_route.items(), key=lambda kv: -kv[1])
     route, confidence = ranked[0]
     qtype = next(t for t, r in QUESTION_TYPE_TO_ROUTE.items() if r == route)
-    cues = [_describe(f) for f in model.top_features(question, qtype)]
+    cues = [d for f in model.top_features(question, qtype, n=8) if (d := _describe(f))][:3]
     label = {"lookup": "a single fact", "tree": "a drill-down", "graph": "a relational / multi-hop question", "global": "an overview question"}[route]
     reason = f"looks like {label}" + (f" ({', '.join(cues)})" if cues else "")
     return RoutingDecision(

@@ -1,0 +1,106 @@
+"""Query-time access to the per-scope trees and graphs of an opened index.
+
+Each access scope has its own tree and graph (see :mod:`arborgraph.structures`). A
+retriever runs over every scope the caller may read, and the per-scope lists are
+merged by reciprocal rank so no scope dominates by score scale alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from arborgraph.fusion import reciprocal_rank_fusion
+from arborgraph.lexical import LexicalIndex
+from arborgraph.results import Context
+from arborgraph.store import Generation
+from arborgraph.structures import scope_readable, scoped
+
+
+@dataclass
+class Scope:
+    """The structures of one access scope, loaded on first use."""
+
+    generation: Generation
+    tag: str
+    scope: str
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def tree(self) -> Any:
+        from raptor import tree_from_tables
+        from raptor.schema import NODES_TABLE
+
+        vectors = self.generation.vectors(scoped("tree", self.tag))
+        table = self.generation.table(scoped(NODES_TABLE, self.tag))
+        return tree_from_tables({NODES_TABLE: table}, vectors)
+
+    @cached_property
+    def tree_lexical(self) -> LexicalIndex:
+        return LexicalIndex.load(self.generation.subdir(f"bm25/tree.{self.tag}"))
+
+    @cached_property
+    def summary_ids(self) -> list[str]:
+        return [n.node_id for n in self.tree.summaries()]
+
+    @cached_property
+    def graph(self) -> Any:
+        from graphrag import graph_from_tables
+        from graphrag.schema import TABLE_NAMES
+
+        return graph_from_tables(
+            {name: self.generation.table(scoped(name, self.tag)) for name in TABLE_NAMES}
+        )
+
+
+def load_scopes(generation: Generation) -> list[Scope]:
+    return [
+        Scope(generation=generation, tag=s["tag"], scope=s["scope"])
+        for s in generation.manifest.get("scopes", [])
+    ]
+
+
+def readable(scopes: Sequence[Scope], principal: str | None) -> list[Scope]:
+    return [s for s in scopes if scope_readable(s.scope, principal)]
+
+
+def merge_by_rank(lists: Sequence[list[Context]]) -> list[Context]:
+    """Merge per-scope result lists; a single list is returned unchanged."""
+    lists = [lst for lst in lists if lst]
+    if len(lists) <= 1:
+        return list(lists[0]) if lists else []
+    by_key: dict[str, Context] = {}
+    rankings: dict[str, list[str]] = {}
+    for i, lst in enumerate(lists):
+        keys = []
+        for ctx in lst:
+            key = f"{ctx.kind}:{ctx.node_id}"
+            by_key.setdefault(key, ctx)
+            keys.append(key)
+        rankings[str(i)] = keys
+    return [by_key[key] for key, _ in reciprocal_rank_fusion(rankings)]
+
+
+def tree_node_lexical_scores(
+    scope: Scope, question: str, chunk_scores: np.ndarray, row_of: dict[str, int]
+) -> dict[str, float]:
+    """BM25 scores for every node of the scope's tree: leaves from the chunk index,
+    summaries from the scope's summary index."""
+    tree = scope.tree
+    scores: dict[str, float] = {}
+    for leaf in tree.leaves():
+        row = row_of.get(leaf.node_id)
+        if row is not None and chunk_scores[row] > 0:
+            scores[leaf.node_id] = float(chunk_scores[row])
+    summary_scores = scope.tree_lexical.scores(question)
+    for node_id, value in zip(scope.summary_ids, summary_scores):
+        if value > 0:
+            scores[node_id] = float(value)
+    return scores
+
+
+ChunkLookup = Callable[[str], Any]

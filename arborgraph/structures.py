@@ -1,0 +1,190 @@
+"""Build stages for the derived structures (RAPTOR tree, entity graph), per access scope.
+
+Summaries and community reports are derived text: a summary of a restricted document
+must never reach someone who may not read that document. Rather than filtering
+derived nodes after the fact (which, with one tree over everything, would hide the
+root and most summaries from every restricted caller), Arborgraph builds one tree and
+one graph **per access scope** — the set of documents sharing one ACL. A caller
+searches every scope it may read. No derived node ever mixes two scopes, so nothing
+derived can leak, and nothing derived is lost for the callers who may see it. Cost is
+unchanged: each chunk belongs to exactly one scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from arborgraph.config import Config
+from arborgraph.embedding_base import Embedder
+from arborgraph.embedding_cache import EmbeddingCache
+from arborgraph.lexical import LexicalIndex
+from arborgraph.progress import ProgressCallback
+from arborgraph.store import GenerationWriter
+from ingest.models import Chunk, Document
+
+PUBLIC = "public"
+
+
+def scope_of(acl: list[str] | None) -> str:
+    """The scope key of a document: 'public' or 'acl:a,b' (principals sorted)."""
+    return PUBLIC if acl is None else "acl:" + ",".join(sorted(set(acl)))
+
+
+def scope_readable(scope: str, principal: str | None) -> bool:
+    if scope == PUBLIC:
+        return True
+    return principal is not None and principal in scope[len("acl:") :].split(",")
+
+
+@dataclass(frozen=True)
+class ScopePart:
+    """The chunks of one access scope; ``tag`` names its files (s0, s1, ...)."""
+
+    tag: str
+    scope: str
+    chunks: list[Chunk]
+    rows: np.ndarray  # row of each chunk in the chunks table / chunk vectors
+
+
+def partition_by_scope(docs: Sequence[Document], chunks: Sequence[Chunk]) -> list[ScopePart]:
+    acl = {d.doc_id: d.metadata.acl for d in docs}
+    groups: dict[str, list[int]] = {}
+    for row, chunk in enumerate(chunks):
+        groups.setdefault(scope_of(acl[chunk.doc_id]), []).append(row)
+    ordered = sorted(groups, key=lambda s: (s != PUBLIC, s))
+    return [
+        ScopePart(
+            tag=f"s{i}",
+            scope=scope,
+            chunks=[chunks[r] for r in groups[scope]],
+            rows=np.asarray(groups[scope], dtype=np.int64),
+        )
+        for i, scope in enumerate(ordered)
+    ]
+
+
+def scoped(name: str, tag: str) -> str:
+    """The file name of a table or vector array of one scope: ``entities.s0``."""
+    return f"{name}.{tag}"
+
+
+def _embed_fn(
+    embedder: Embedder | None, cache: EmbeddingCache | None
+) -> Callable[[Sequence[str]], np.ndarray]:
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        if embedder is None or cache is None:
+            raise RuntimeError("no embedder")
+        return cache.embed(embedder, list(texts))
+
+    return embed
+
+
+def _hashing_embed(dim: int = 256) -> Callable[[Sequence[str]], np.ndarray]:
+    """Lexical stand-in vectors (hashed stemmed terms) for lexical-only builds.
+
+    With no embedding model the tree still needs vectors to cluster and to pick
+    representative sentences; hashed bag-of-words vectors give a sound, deterministic
+    lexical geometry. They are never mixed with model vectors.
+    """
+    import hashlib
+
+    from arborgraph.lexical import analyse
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for token in analyse(text):
+                h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=4).digest(), "little")
+                out[i, h % dim] += 1.0 if (h >> 31) & 1 else -1.0
+            norm = np.linalg.norm(out[i])
+            if norm > 0:
+                out[i] /= norm
+            else:
+                out[i, 0] = 1.0
+        return out
+
+    return embed
+
+
+def run_tree_stage(
+    *,
+    parts: Sequence[ScopePart],
+    chunk_vectors: np.ndarray | None,
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+    count_tokens: Callable[[str], int],
+    config: Config,
+    writer: GenerationWriter,
+    progress: ProgressCallback,
+    chat: Any = None,
+) -> dict[str, Any]:
+    """Build and write one RAPTOR tree per scope; returns stats for the build report."""
+    from raptor import ExtractiveSummariser, Leaf, LLMSummariser, build_tree, tree_to_tables
+
+    embed = _embed_fn(embedder, cache) if chunk_vectors is not None else _hashing_embed()
+    stats: dict[str, Any] = {"trees": 0, "summaries": 0, "levels": 0}
+    for part in parts:
+        leaves = [
+            Leaf(
+                chunk_id=c.chunk_id, doc_id=c.doc_id, text=c.text, heading_path=list(c.heading_path),
+                start=c.start, end=c.end,
+            )
+            for c in part.chunks
+        ]
+        leaf_vectors = chunk_vectors[part.rows] if chunk_vectors is not None else embed([c.context_text() for c in part.chunks])
+        summariser = (
+            LLMSummariser(chat) if chat is not None
+            else ExtractiveSummariser(embed=embed, count_tokens=count_tokens, max_tokens=config.tree.summary_max_tokens)
+        )
+        tree = build_tree(
+            leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
+            summariser=summariser, config=config.tree, progress=progress,
+        )
+        for name, table in tree_to_tables(tree).items():
+            writer.write_table(scoped(name, part.tag), table)
+        writer.write_vectors(scoped("tree", part.tag), tree.vectors)
+        summaries = tree.summaries()
+        LexicalIndex.build([f"{n.title}\n{n.text}" for n in summaries]).save(
+            writer.dir_for(f"bm25/tree.{part.tag}")
+        )
+        stats["trees"] += 1
+        stats["summaries"] += len(summaries)
+        stats["levels"] = max(stats["levels"], tree.height)
+    stats["summariser"] = "llm" if chat is not None else "extractive"
+    return stats
+
+
+def run_graph_stage(
+    *,
+    parts: Sequence[ScopePart],
+    config: Config,
+    writer: GenerationWriter,
+    progress: ProgressCallback,
+    chat: Any = None,
+) -> dict[str, Any]:
+    """Build and write one entity graph (with communities and reports) per scope."""
+    from graphrag import LLMExtractor, LLMReportWriter, RuleExtractor, build_graph, graph_to_tables
+
+    stats: dict[str, Any] = {"graphs": 0, "entities": 0, "relations": 0, "communities": 0, "reports": 0}
+    for part in parts:
+        extractor = LLMExtractor(chat) if chat is not None else RuleExtractor()
+        kg = build_graph(
+            part.chunks,
+            extractor=extractor,
+            config=config.graph,
+            progress=progress,
+            report_writer=LLMReportWriter(chat) if chat is not None else None,
+        )
+        for name, table in graph_to_tables(kg).items():
+            writer.write_table(scoped(name, part.tag), table)
+        stats["graphs"] += 1
+        stats["entities"] += len(kg.entities)
+        stats["relations"] += len(kg.relations)
+        stats["communities"] += len(kg.communities)
+        stats["reports"] += len(kg.reports)
+    stats["extractor"] = "llm" if chat is not None else "rules"
+    return stats
