@@ -398,6 +398,60 @@ class KnowledgeBase:
             cut = [c for c in cut if c != first_chunk.node_id]
         return kept, cut
 
+    # -- exploration ------------------------------------------------------------------
+
+    def tree_view(self, principal: str | None = None) -> Any:
+        """A :class:`raptor.TreeView` of the first tree ``principal`` may read."""
+        if "tree" not in self.routes:
+            raise QueryError("this index has no tree (built with --no-tree)")
+        scopes = readable(self.scopes, principal)
+        if not scopes:
+            raise QueryError("no tree readable by this principal")
+        from raptor import TreeView
+
+        return TreeView(scopes[0].tree)
+
+    def graph_view(self, principal: str | None = None) -> Any:
+        """A :class:`graphrag.GraphView` of the first graph ``principal`` may read."""
+        if "graph" not in self.routes:
+            raise QueryError("this index has no graph (built with --no-graph)")
+        scopes = readable(self.scopes, principal)
+        if not scopes:
+            raise QueryError("no graph readable by this principal")
+        from graphrag import GraphView
+
+        return GraphView(scopes[0].graph, chunk_text=self._chunk_ref(self.chunk_mask(principal, None)))
+
+    @cached_property
+    def tree(self) -> Any:
+        """The public tree: levels, nodes, outline, plots (see :class:`raptor.TreeView`)."""
+        return self.tree_view()
+
+    @cached_property
+    def graph(self) -> Any:
+        """The public graph: entities, communities, paths (see :class:`graphrag.GraphView`)."""
+        return self.graph_view()
+
+    def _repr_html_(self) -> str:
+        import html
+
+        info = self.info()
+        counts = ", ".join(f"{k}: {v}" for k, v in info["counts"].items())
+        stages = self.manifest.get("report", {}).get("stages", {})
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+            for k, v in [
+                ("index", info["index_dir"]),
+                ("built", f"{info['built_at']} ({info['generation']})"),
+                ("mode", info["mode"]["label"]),
+                ("routes", ", ".join(info["routes"])),
+                ("counts", counts),
+                *[(name, ", ".join(f"{a}={b}" for a, b in st.items() if not isinstance(b, dict))) for name, st in stages.items()],
+                ("size", f"{info['bytes_total'] / 2**20:.1f} MiB"),
+            ]
+        )
+        return f"<div><b>Arborgraph knowledge base</b><table>{rows}</table></div>"
+
     # -- inspection -------------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:

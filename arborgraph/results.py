@@ -86,6 +86,28 @@ class QueryResult(BaseModel):
             "contexts": [c.to_dict() for c in self.contexts],
         }
 
+    def _repr_html_(self) -> str:
+        import html
+
+        head = (
+            f"<div><b>{html.escape(self.question)}</b><br>"
+            f"route <b>{self.route}</b> ({'forced' if self.routing.forced else f'auto, {self.routing.confidence:.2f}'})"
+            f" — {html.escape(self.routing.reason)}<br><small>index: {html.escape(self.mode.label)}</small>"
+        )
+        notes = "".join(f"<br><small>⚠ {html.escape(n)}</small>" for n in self.notes)
+        answer = f"<p>{html.escape(self.answer)}</p>" if self.answer else ""
+        cards = []
+        for i, ctx in enumerate(self.contexts, start=1):
+            where = html.escape(" > ".join(ctx.heading_path) or ctx.source)
+            flags = f" <small style='color:#b00'>{html.escape(', '.join(ctx.flags))}</small>" if ctx.flags else ""
+            text = html.escape(ctx.text if len(ctx.text) < 600 else ctx.text[:600] + " …")
+            cards.append(
+                f"<details {'open' if i <= 3 else ''}><summary>[{i}] <code>{ctx.kind}</code> {where} "
+                f"<small>({html.escape(ctx.source)}, score {ctx.score:.3f})</small>{flags}</summary>"
+                f"<div style='white-space:pre-wrap;margin-left:1em'>{text}</div></details>"
+            )
+        return head + notes + answer + "".join(cards) + "</div>"
+
     def explain(self) -> str:
         """A plain-text account: the route and why, what each retriever returned, what was cut."""
         lines = [
