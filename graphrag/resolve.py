@@ -130,6 +130,10 @@ def _join_acronyms(occs: list[_Occ], uf: _UnionFind, min_len: int) -> None:
         uf.union(a, k)
 
 
+def _doc(chunk_id: str) -> str:
+    return chunk_id.rsplit("#", 1)[0]
+
+
 def _pick(counter: Counter[str]) -> str:
     """Most frequent; ties to the shorter, then alphabetically first."""
     return min(counter, key=lambda n: (-counter[n], len(n), n))
@@ -160,8 +164,17 @@ def _split_group(root: str, members: list[_Occ], cfg: GraphConfig) -> list[tuple
         )
         dominant, kept = weak[0], [weak[0]]
     assign: dict[str, list[_Occ]] = {t: [] for t in kept}
+    docs_of: dict[str, set[str]] = {t: set() for t in kept}
     for o in members:
-        assign[o.type if o.type in assign else dominant].append(o)
+        if o.type in assign:
+            docs_of[o.type].add(_doc(o.chunk_id))
+    for o in members:
+        if o.type in assign:
+            assign[o.type].append(o)
+        else:
+            # a weak mention joins the kept type used in the same document, if any
+            home = [t for t in kept if _doc(o.chunk_id) in docs_of[t]]
+            assign[home[0] if home else dominant].append(o)
     out = []
     for t in kept:
         ent = _make_entity(root, t, assign[t], split=len(kept) > 1)

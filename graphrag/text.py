@@ -41,7 +41,8 @@ QUESTION_WORDS = frozenset(
 )
 
 _WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]*(?:[-'.][A-Za-z0-9_]+)*")
-_SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z`\"'(\[])")
+# a sentence may also start with a lowercase identifier ("sqlite3_open() opens ...")
+_SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z`\"'(\[]|[a-z]\w*[_(])")
 _LIST_ITEM_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _ABBREV_RE = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Fig|No|Sec)\.)$", re.IGNORECASE)
 
@@ -70,8 +71,8 @@ def singular(word: str) -> str:
         return word[:-3] + "y"
     if word.endswith(("sses", "xes", "ches", "shes", "zes")):
         return word[:-2]
-    if word.endswith(("ss", "us", "is", "os", "as")):
-        return word
+    if word.endswith(("ss", "us", "is", "os", "ias", "vas")):
+        return word  # class, status, analysis, chaos, alias, canvas
     if word.endswith("s"):
         return word[:-1]
     return word

@@ -260,7 +260,8 @@ class RuleExtractor:
             name = _PRAGMA_RE.match(raw).group(1)  # type: ignore[union-attr]
             if _prose_word(name):
                 return []  # "PRAGMA statements": the word, not a pragma's name
-            return [_Cand(start, end, name, "parameter", 4, [f"PRAGMA {name}"])]
+            # the mention is the name itself: "PRAGMA schema.journal_mode" -> journal_mode
+            return [_Cand(end - len(name), end, name, "parameter", 4, [f"PRAGMA {name}"])]
         if kind == "dopt":
             return [_Cand(start + 2, end, raw[2:], "option", 4)]
         if kind == "call":
@@ -311,7 +312,7 @@ class RuleExtractor:
             if raw[:2].isupper():
                 m_suffix = _MIXED_RE.match(raw)
                 if m_suffix and m_suffix.group(2) in ("s", "es"):
-                    return [_Cand(start, end, m_suffix.group(1), "acronym", 2)]  # VFSes
+                    return [_Cand(start, end, m_suffix.group(1), "acronym", 2, [raw])]  # VFSes
                 if m_suffix and m_suffix.group(2) in ("d", "ed", "ing", "ly"):
                     return []  # ATTACHed: a keyword used as a verb
                 etype = "component"  # SQLite: product and format names
