@@ -21,7 +21,10 @@ _VALUE = (
     r"(?P<value>-?\d[\d,]*(?:\.\d+)?(?:\s*(?i:bytes|kb|kib|mb|mib|gb|pages?|ms|milliseconds|seconds?))?\b"
     r"|\"[^\"]{1,30}\"|`[^`]{1,30}`|(?i:on|off|true|false|enabled|disabled)\b|[A-Z][A-Z0-9_]{2,}\b)"
 )
-_KEY = r"(?P<key>`[^`]{2,40}`|[A-Za-z_][\w.]*(?: [a-z_][\w]*){0,3})"
+_KEY = (
+    r"(?P<key>`[^`]{2,40}`|[A-Za-z_][\w.]*(?: [a-z_][\w]*){0,3})"
+    r"(?: (?i:setting|parameter|option|pragma|variable|flag|property))?"
+)
 _PATTERNS = [
     re.compile(rf"\b(?i:the default(?: value)? (?:of|for)) (?:the )?{_KEY} (?i:is|was|has been) {_VALUE}"),
     re.compile(rf"\b(?i:the default) {_KEY} (?i:is) {_VALUE}"),
@@ -49,6 +52,7 @@ class Contradiction(BaseModel):
 def _norm_key(key: str) -> str:
     key = key.strip("` ").lower().replace("_", " ")
     key = re.sub(r"^(the|a|an) ", "", key)
+    key = re.sub(r" (setting|parameter|option|pragma|variable|flag|property)$", "", key)
     return re.sub(r"\s+", " ", key)
 
 
