@@ -29,7 +29,8 @@ from arborgraph.embedding_cache import EmbeddingCache
 from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback, no_progress
 from arborgraph.store import GenerationWriter, cache_dir
-from arborgraph.structures import partition_by_scope, run_graph_stage, run_tree_stage
+from arborgraph.incremental import BuildStatus, DocumentStatus, fingerprint, load_previous
+from arborgraph.structures import partition_by_scope, run_graph_stage, run_tree_stage, scope_files
 from ingest import chunk_document, iter_collection, load_token_counter
 from ingest.models import Chunk, Document, SkippedFile
 
@@ -171,16 +172,32 @@ def build_index(
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:5]) or "no files found"
         raise NoUsableDocuments(f"no usable document in the inputs ({reasons})")
 
+    previous = load_previous(index_dir)
+    status = BuildStatus(
+        documents={
+            **{s.path: DocumentStatus(status="skipped", reason=s.reason) for s in skipped},
+            **{d.doc_id: DocumentStatus(status="pending", content_hash=d.content_hash) for d in docs},
+        }
+    )
     writer = GenerationWriter(index_dir)
+    status.save(index_dir)
     chat, usage, llm_cache = _llm_for_build(config, index_dir)
     try:
         with timer("chunk"):
             count_tokens = load_token_counter()
+            chunking = config.chunking.model_dump(mode="json")
             chunks: list[Chunk] = []
+            reused_docs = 0
             for n, doc in enumerate(docs, start=1):
-                chunks.extend(chunk_document(doc, config.chunking, count_tokens))
+                kept = previous.reusable_chunks(doc, chunking) if previous else None
+                if kept is not None:
+                    reused_docs += 1
+                chunks.extend(kept if kept is not None else chunk_document(doc, config.chunking, count_tokens))
+                status.documents[doc.doc_id].status = "processing"
                 progress("chunk", n, len(docs))
+            status.save(index_dir)
         report.documents, report.chunks = len(docs), len(chunks)
+        report.stages["documents"] = _document_changes(docs, previous, reused_docs)
         with timer("contradictions"):
             report.contradictions = find_contradictions(chunks)
         context_texts = [c.context_text() for c in chunks]
@@ -217,7 +234,30 @@ def build_index(
 
         routes = ["lookup"]
         parts = partition_by_scope(docs, chunks)
-        scopes = [{"tag": p.tag, "scope": p.scope, "chunks": len(p.chunks)} for p in parts]
+        tree_settings = {"tree": config.tree.model_dump(mode="json"), "embedding": report.embedding, "llm": config.llm.model}
+        graph_settings = {"graph": config.graph.model_dump(mode="json"), "llm": config.llm.model}
+        scopes = [
+            {
+                "tag": p.tag, "scope": p.scope, "chunks": len(p.chunks),
+                "tree_fingerprint": fingerprint(p.chunks, tree_settings, p.scope) if config.build_tree else None,
+                "graph_fingerprint": fingerprint(p.chunks, graph_settings, p.scope) if config.build_graph else None,
+            }
+            for p in parts
+        ]
+        by_tag = {s["tag"]: s for s in scopes}
+
+        def reusable(kind: str) -> Callable[[Any], bool]:
+            def check(part: Any) -> bool:
+                if previous is None:
+                    return False
+                old = next((s for s in previous.generation.manifest.get("scopes", []) if s["tag"] == part.tag), None)
+                key = f"{kind}_fingerprint"
+                if old is None or old.get(key) is None or old.get(key) != by_tag[part.tag][key]:
+                    return False
+                return writer.reuse(previous.generation, scope_files(kind, part.tag)) > 0
+
+            return check
+
         if config.build_tree:
             with timer("tree"):
                 cache = EmbeddingCache(cache_dir(index_dir) / "embeddings.sqlite") if embedder else None
@@ -225,7 +265,7 @@ def build_index(
                     report.stages["tree"] = run_tree_stage(
                         parts=parts, chunk_vectors=vectors, embedder=embedder, cache=cache,
                         count_tokens=count_tokens, config=config, writer=writer,
-                        progress=progress, chat=chat,
+                        progress=progress, chat=chat, reusable=reusable("tree"),
                     )
                 finally:
                     if cache is not None:
@@ -234,7 +274,8 @@ def build_index(
         if config.build_graph:
             with timer("graph"):
                 report.stages["graph"] = run_graph_stage(
-                    parts=parts, config=config, writer=writer, progress=progress, chat=chat
+                    parts=parts, config=config, writer=writer, progress=progress, chat=chat,
+                    reusable=reusable("graph"),
                 )
             routes.extend(["graph", "global"])
 
@@ -258,8 +299,17 @@ def build_index(
             **(usage.to_dict() if usage is not None else {}),
         }
         report.generation = writer.commit(manifest).name
-    except BaseException:
+        for doc in docs:
+            status.documents[doc.doc_id].status = "done"
+        status.state = "done"
+        status.save(index_dir)
+    except BaseException as exc:
         writer.abort()
+        status.state = "failed"
+        for record in status.documents.values():
+            if record.status in ("pending", "processing"):
+                record.reason = f"build stopped: {type(exc).__name__}: {exc}"[:300]
+        status.save(index_dir)
         raise
     finally:
         if llm_cache is not None:
@@ -267,6 +317,21 @@ def build_index(
     if usage is not None:
         report.stages["llm"] = usage.to_dict()
     return report
+
+
+def _document_changes(docs: Sequence[Document], previous: Any, reused: int) -> dict[str, Any]:
+    """What changed since the live index: added, changed, removed, unchanged documents."""
+    if previous is None:
+        return {"added": len(docs), "changed": 0, "removed": 0, "unchanged": 0, "chunks_reused_from": 0}
+    old = previous.doc_hashes
+    current = {d.doc_id: d.content_hash for d in docs}
+    return {
+        "added": sum(1 for d in current if d not in old),
+        "changed": sum(1 for d, h in current.items() if d in old and old[d] != h),
+        "removed": sum(1 for d in old if d not in current),
+        "unchanged": sum(1 for d, h in current.items() if old.get(d) == h),
+        "chunks_reused_from": reused,
+    }
 
 
 def _llm_for_build(config: Config, index_dir: Path) -> tuple[Any, Any, Any]:

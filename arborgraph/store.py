@@ -132,6 +132,27 @@ class GenerationWriter:
         target.mkdir(parents=True, exist_ok=True)
         return target
 
+    def reuse(self, previous: "Generation", prefixes: tuple[str, ...]) -> int:
+        """Hard-link (or copy) the previous generation's files under ``prefixes``.
+
+        Files are immutable once committed, so a link is safe and costs no I/O.
+        Returns how many files were taken over.
+        """
+        taken = 0
+        for rel, info in previous.manifest.get("files", {}).items():
+            if not rel.startswith(prefixes):
+                continue
+            source, target = previous.path / rel, self.path / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(source, target)
+            except OSError:
+                shutil.copy2(source, target)
+            if "rows" in info:
+                self._files[rel] = {"rows": info["rows"]}
+            taken += 1
+        return taken
+
     def commit(self, manifest: dict[str, Any]) -> Path:
         """Checksum every file, write the manifest, and atomically make this the live index."""
         checksums = {}

@@ -110,6 +110,15 @@ def _hashing_embed(dim: int = 256) -> Callable[[Sequence[str]], np.ndarray]:
     return embed
 
 
+def scope_files(kind: str, tag: str) -> tuple[str, ...]:
+    """Path prefixes of one scope's files in a generation, for reuse by a rebuild."""
+    if kind == "tree":
+        return (f"tables/raptor_nodes.{tag}.", f"vectors/tree.{tag}.", f"bm25/tree.{tag}/")
+    from graphrag.schema import TABLE_NAMES
+
+    return tuple(f"tables/{name}.{tag}." for name in TABLE_NAMES)
+
+
 def run_tree_stage(
     *,
     parts: Sequence[ScopePart],
@@ -121,13 +130,22 @@ def run_tree_stage(
     writer: GenerationWriter,
     progress: ProgressCallback,
     chat: Any = None,
+    reusable: Callable[[ScopePart], bool] = lambda part: False,
 ) -> dict[str, Any]:
-    """Build and write one RAPTOR tree per scope; returns stats for the build report."""
-    from raptor import ExtractiveSummariser, Leaf, LLMSummariser, build_tree, tree_to_tables
+    """Build and write one RAPTOR tree per scope; returns stats for the build report.
 
+    A scope for which ``reusable(part)`` is true keeps the previous generation's tree
+    (the caller has linked its files already).
+    """
     embed = _embed_fn(embedder, cache) if chunk_vectors is not None else _hashing_embed()
-    stats: dict[str, Any] = {"trees": 0, "summaries": 0, "levels": 0}
+    stats: dict[str, Any] = {"trees": 0, "reused": 0, "summaries": 0, "levels": 0}
     for part in parts:
+        if reusable(part):
+            stats["reused"] += 1
+            continue
+        # imported here: UMAP and scikit-learn cost seconds to import, a reuse needs neither
+        from raptor import ExtractiveSummariser, Leaf, LLMSummariser, build_tree, tree_to_tables
+
         leaves = [
             Leaf(
                 chunk_id=c.chunk_id, doc_id=c.doc_id, text=c.text, heading_path=list(c.heading_path),
@@ -165,12 +183,17 @@ def run_graph_stage(
     writer: GenerationWriter,
     progress: ProgressCallback,
     chat: Any = None,
+    reusable: Callable[[ScopePart], bool] = lambda part: False,
 ) -> dict[str, Any]:
-    """Build and write one entity graph (with communities and reports) per scope."""
-    from graphrag import LLMExtractor, LLMReportWriter, RuleExtractor, build_graph, graph_to_tables
-
-    stats: dict[str, Any] = {"graphs": 0, "entities": 0, "relations": 0, "communities": 0, "reports": 0}
+    """Build and write one entity graph (with communities and reports) per scope;
+    scopes for which ``reusable(part)`` is true keep the previous generation's graph."""
+    stats: dict[str, Any] = {"graphs": 0, "reused": 0, "entities": 0, "relations": 0, "communities": 0, "reports": 0}
     for part in parts:
+        if reusable(part):
+            stats["reused"] += 1
+            continue
+        from graphrag import LLMExtractor, LLMReportWriter, RuleExtractor, build_graph, graph_to_tables
+
         extractor = LLMExtractor(chat) if chat is not None else RuleExtractor()
         kg = build_graph(
             part.chunks,

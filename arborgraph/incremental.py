@@ -1,0 +1,112 @@
+"""What a rebuild can take from the live index instead of recomputing.
+
+A build over an existing index compares each document's content hash with the
+manifest: unchanged documents keep their chunks, every chunk's vector comes from the
+embedding cache, and a scope whose chunks are all unchanged keeps its tree and graph
+as they were. Per-document status is persisted while the build runs, so an
+interrupted batch can be told apart from a finished one and resumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from arborgraph import schema as S
+from arborgraph.store import Generation, IndexError_, open_generation
+from ingest.models import Chunk, Document
+
+DocStatus = Literal["pending", "processing", "done", "failed", "skipped"]
+STATUS_FILE = "build-status.json"
+
+
+@dataclass
+class PreviousIndex:
+    """The parts of the live generation a rebuild may reuse."""
+
+    generation: Generation
+    doc_hashes: dict[str, str]
+    chunking: dict[str, Any]
+    chunks_by_doc: dict[str, list[Chunk]] = field(default_factory=dict)
+
+    def reusable_chunks(self, doc: Document, chunking: dict[str, Any]) -> list[Chunk] | None:
+        if chunking != self.chunking or self.doc_hashes.get(doc.doc_id) != doc.content_hash:
+            return None
+        return self.chunks_by_doc.get(doc.doc_id)
+
+    def scope_fingerprint(self, tag: str) -> str | None:
+        for scope in self.generation.manifest.get("scopes", []):
+            if scope["tag"] == tag:
+                return scope.get("fingerprint")
+        return None
+
+
+def load_previous(index_dir: Path) -> PreviousIndex | None:
+    """The live generation of ``index_dir``, or None for a first build (or an unreadable one)."""
+    try:
+        gen = open_generation(index_dir)
+    except IndexError_:
+        return None
+    manifest = gen.manifest
+    chunks = gen.table(S.CHUNKS).to_pylist()
+    by_doc: dict[str, list[Chunk]] = {}
+    for row in chunks:
+        by_doc.setdefault(row[S.CHUNK_DOC_ID], []).append(
+            Chunk(
+                chunk_id=row[S.CHUNK_ID], doc_id=row[S.CHUNK_DOC_ID], ordinal=row[S.CHUNK_ORDINAL],
+                text=row[S.CHUNK_TEXT], heading_path=row[S.CHUNK_HEADING_PATH],
+                start=row[S.CHUNK_START], end=row[S.CHUNK_END], n_tokens=row[S.CHUNK_TOKENS],
+            )
+        )
+    return PreviousIndex(
+        generation=gen,
+        doc_hashes=dict(manifest.get("documents", {})),
+        chunking=manifest.get("config", {}).get("chunking", {}),
+        chunks_by_doc=by_doc,
+    )
+
+
+def fingerprint(chunks: Sequence[Chunk], settings: dict[str, Any], acl_key: str) -> str:
+    """A hash of everything a scope's structures depend on: its chunks, settings and ACL."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    digest.update(acl_key.encode())
+    for chunk in chunks:
+        digest.update(f"\x00{chunk.chunk_id}\x00{chunk.context_text()}".encode())
+    return digest.hexdigest()
+
+
+class DocumentStatus(BaseModel):
+    status: DocStatus
+    content_hash: str | None = None
+    reason: str | None = None
+
+
+class BuildStatus(BaseModel):
+    """Per-document status of the build in progress (or the last one), on disk."""
+
+    state: Literal["running", "done", "failed"] = "running"
+    documents: dict[str, DocumentStatus] = Field(default_factory=dict)
+
+    def save(self, index_dir: Path) -> None:
+        path = Path(index_dir) / STATUS_FILE
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(self.model_dump_json(indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, index_dir: Path) -> "BuildStatus | None":
+        path = Path(index_dir) / STATUS_FILE
+        if not path.is_file():
+            return None
+        try:
+            return cls.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValueError:
+            return None
