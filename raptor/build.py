@@ -188,7 +188,10 @@ def _check_inputs(leaves: Sequence[Leaf], leaf_vectors: np.ndarray) -> np.ndarra
 
 
 def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length; rows that already are (within 1e-4) are kept as given."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if np.all(np.abs(norms - 1.0) <= 1e-4):
+        return vectors.astype(np.float32, copy=False)
     return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 

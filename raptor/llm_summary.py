@@ -134,13 +134,24 @@ def _short(exc: Exception) -> str:
 
 
 def _fit_excerpts(texts: list[str], budget: int, count_tokens: CountTokens) -> list[str]:
-    total = sum(count_tokens(t) for t in texts)
-    if total <= budget:
+    """Shorten excerpts to fit ``budget`` tokens in all: short ones stay whole, the
+    rest share what is left equally (water-filling), cut at word boundaries."""
+    tokens = [count_tokens(t) for t in texts]
+    if sum(tokens) <= budget:
         return texts
-    share = budget / total
+    allowance = [0] * len(texts)
+    remaining = budget
+    order = sorted(range(len(texts)), key=lambda i: tokens[i])
+    for left, i in enumerate(order):
+        share = remaining // (len(order) - left)
+        allowance[i] = min(tokens[i], share)
+        remaining -= allowance[i]
     out = []
-    for t in texts:
+    for t, n, keep in zip(texts, tokens, allowance, strict=True):
+        if keep >= n:
+            out.append(t)
+            continue
         words = t.split()
-        keep = max(1, int(len(words) * share))
-        out.append(" ".join(words[:keep]) + (" [...]" if keep < len(words) else ""))
+        cut = max(1, len(words) * keep // max(n, 1))
+        out.append(" ".join(words[:cut]) + " [...]")
     return out

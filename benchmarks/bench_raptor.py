@@ -1,0 +1,193 @@
+"""Benchmark the RAPTOR tree: UMAP's numba compile cost, clustering, and a full build.
+
+Usage::
+
+    python benchmarks/bench_raptor.py                      # numba/UMAP + clustering only
+    python benchmarks/bench_raptor.py --index IDX/gen-000001 --build [--save DIR]
+
+``--index`` points at an index generation (``tables/chunks.parquet`` and
+``vectors/chunks.npy``) whose chunks are reused; ``--build`` then builds the whole
+tree with the extractive summariser and the index's own embedding pipeline.
+Writes ``benchmarks/results/raptor.json`` (or ``--out``). Timings depend on the
+machine's load, which is recorded with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# Runs in a fresh interpreter: time the first and second UMAP fit in one process.
+_UMAP_PROBE = r"""
+import json, sys, time
+import numpy as np
+t0 = time.perf_counter()
+import umap
+t_import = time.perf_counter() - t0
+rng = np.random.default_rng(0)
+X = rng.normal(size=(int(sys.argv[1]), 384)).astype(np.float32)
+X /= np.linalg.norm(X, axis=1, keepdims=True)
+fits = []
+for seed in (0, 1):
+    t = time.perf_counter()
+    umap.UMAP(n_components=10, n_neighbors=15, metric="cosine", min_dist=0.0, random_state=seed, n_jobs=1).fit_transform(X)
+    fits.append(time.perf_counter() - t)
+print(json.dumps({"import_s": t_import, "first_fit_s": fits[0], "second_fit_s": fits[1]}))
+"""
+
+
+def umap_probe(n_points: int, cache_dir: str | None) -> dict[str, float]:
+    env = dict(os.environ)
+    env.pop("NUMBA_CACHE_DIR", None)
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = cache_dir
+    out = subprocess.run(
+        [sys.executable, "-c", _UMAP_PROBE, str(n_points)], env=env, capture_output=True, text=True, check=True
+    )
+    return {k: round(v, 2) for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+
+
+def bench_numba(n_points: int) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as cache:
+        return {
+            "n_points": n_points,
+            "no_cache_dir": umap_probe(n_points, None),
+            "cold_cache_dir": umap_probe(n_points, cache),
+            "warm_cache_dir": umap_probe(n_points, cache),
+        }
+
+
+def bench_pca_path(n_points: int) -> dict[str, float]:
+    from raptor.cluster import RaptorClusterer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n_points, 384)).astype(np.float32)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    t = time.perf_counter()
+    RaptorClusterer(reducer="pca", random_state=0).fit(X)
+    return {"n_points": n_points, "fit_s": round(time.perf_counter() - t, 2)}
+
+
+def load_index(gen: Path, limit: int | None) -> tuple[list[object], np.ndarray]:
+    import pyarrow.parquet as pq
+
+    from raptor import Leaf
+
+    table = pq.read_table(gen / "tables" / "chunks.parquet").to_pylist()
+    vectors = np.load(gen / "vectors" / "chunks.npy")
+    if limit:
+        table, vectors = table[:limit], vectors[:limit]
+    leaves = [
+        Leaf(r["chunk_id"], r["doc_id"], r["text"], tuple(r["heading_path"]), r["start"], r["end"]) for r in table
+    ]
+    return leaves, vectors
+
+
+def bench_cluster(vectors: np.ndarray) -> dict[str, object]:
+    from raptor.cluster import RaptorClusterer
+
+    out: dict[str, object] = {"n_points": len(vectors)}
+    for reducer in ("pca", "umap"):
+        t = time.perf_counter()
+        c = RaptorClusterer(reducer=reducer, random_state=0, max_cluster_size=3000).fit(vectors)
+        out[reducer] = {"fit_s": round(time.perf_counter() - t, 2), "clusters": c.n_clusters_}
+    return out
+
+
+def bench_build(gen: Path, limit: int | None, save: Path | None) -> dict[str, object]:
+    from arborgraph.embedding import EmbeddingConfig, load_embedder
+    from ingest import load_token_counter
+    from raptor import ExtractiveSummariser, RaptorConfig, TreeView, build_tree, tree_to_tables
+
+    leaves, vectors = load_index(gen, limit)
+    manifest = json.loads((gen / "manifest.json").read_text())
+    backend = "onnx-int8" if "onnx-int8" in (manifest["mode"].get("embedding") or "") else "sentence-transformers"
+    embedder = load_embedder(EmbeddingConfig(backend=backend))
+    count = load_token_counter()
+    config = RaptorConfig()
+    summariser = ExtractiveSummariser(embed=embedder.encode, count_tokens=count, max_tokens=config.summary_max_tokens)
+    stage_time: dict[str, float] = {}
+    last = [time.perf_counter()]
+
+    def progress(stage: str, done: int, total: int | None) -> None:
+        now = time.perf_counter()
+        stage_time[stage] = stage_time.get(stage, 0.0) + now - last[0]
+        last[0] = now
+
+    t = time.perf_counter()
+    tree = build_tree(
+        leaves, vectors, embed=embedder.encode, count_tokens=count, summariser=summariser, config=config,
+        progress=progress,
+    )
+    total = time.perf_counter() - t
+    if save is not None:
+        import pyarrow.parquet as pq
+
+        save.mkdir(parents=True, exist_ok=True)
+        for name, table in tree_to_tables(tree).items():
+            pq.write_table(table, save / f"{name}.parquet")
+        np.save(save / "raptor_vectors.npy", tree.vectors)
+    stats = TreeView(tree).stats()
+    return {
+        "leaves": len(leaves),
+        "embedding": embedder.name,
+        "config": config.model_dump(),
+        "total_s": round(total, 1),
+        # time spent before each progress report of that stage, summed
+        "stage_s": {k: round(v, 1) for k, v in stage_time.items()},
+        "summary_nodes": len(tree.summaries()),
+        "summariser_calls": len(tree.summaries()),
+        "sentences_embedded": summariser.sentences_embedded,
+        "per_level": stats["per_level"],
+        "nodes_with_several_parents": stats["nodes_with_several_parents"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--index", type=Path, help="an index generation directory to take chunks from")
+    ap.add_argument("--build", action="store_true", help="build the full tree over the index's chunks")
+    ap.add_argument("--limit", type=int, help="use only the first N chunks")
+    ap.add_argument("--save", type=Path, help="write the built tree (parquet + npy) here")
+    ap.add_argument("--skip-numba", action="store_true")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "raptor.json")
+    args = ap.parse_args()
+
+    results: dict[str, object] = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
+        }
+    }
+    import umap
+
+    results["versions"] = {"umap-learn": umap.__version__}
+    if not args.skip_numba:
+        results["umap_numba"] = bench_numba(300)
+    results["pca_path"] = bench_pca_path(300)
+    if args.index is not None:
+        _, vectors = load_index(args.index, args.limit)
+        results["cluster_level0"] = bench_cluster(vectors)
+        if args.build:
+            results["build"] = bench_build(args.index, args.limit, args.save)
+    results["machine"]["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]  # type: ignore[index]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

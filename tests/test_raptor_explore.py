@@ -1,0 +1,75 @@
+"""TreeView: navigation, outline, HTML card, networkx export and offline plots."""
+
+from __future__ import annotations
+
+import re
+
+import networkx as nx
+from test_raptor_corpus import built_tree
+
+from raptor import TreeView, figure_html
+
+
+def test_navigation() -> None:
+    tree = built_tree()
+    view = TreeView(tree)
+    levels = view.levels
+    assert list(levels) == list(range(tree.height + 1))
+    assert levels[tree.height] == [tree.root_id]
+    assert sum(len(ids) for ids in levels.values()) == len(tree)
+    leaf = levels[0][5]
+    path = view.path_to_root(leaf)
+    assert path[0] == leaf and path[-1] == tree.root_id and len(path) == tree.height + 1
+    for child, parent in zip(path, path[1:]):
+        assert child in view.children(parent) and parent in view.parents(child)
+    sub = view.subtree(path[1])
+    assert sub[0] == path[1] and leaf in sub
+    assert {i for i in sub if view.node(i).level == 0} == set(view.node(path[1]).chunk_ids)
+    assert view.subtree(tree.root_id)[0] == tree.root_id and len(set(view.subtree(tree.root_id))) == len(tree)
+
+
+def test_outline_and_html() -> None:
+    tree = built_tree()
+    view = TreeView(tree)
+    outline = view.outline(depth=1).splitlines()
+    assert outline[0].startswith(f"[L{tree.height}] {tree.root_id}:")
+    assert len(outline) == 1 + len(tree.root.children)
+    assert all(line.startswith("  [") for line in outline[1:])
+    deep = view.outline(depth=tree.height)
+    assert deep.count("[chunk]") >= len(tree.leaves())
+    card = view._repr_html_()
+    assert card.startswith("<div") and tree.root_id in card and "<table" in card
+    assert tree.node(tree.root.children[0]).title.split(":")[0] in card
+    assert "nodes" in repr(view)
+
+
+def test_networkx_export() -> None:
+    tree = built_tree()
+    g = TreeView(tree).to_networkx()
+    assert g.number_of_nodes() == len(tree)
+    assert g.number_of_edges() == sum(len(n.children) for n in tree.nodes)
+    assert nx.is_directed_acyclic_graph(g)
+    assert g.nodes[tree.root_id]["level"] == tree.height
+    assert nx.descendants(g, tree.root_id) == {n.node_id for n in tree.nodes} - {tree.root_id}
+
+
+def test_plots_highlight_a_path_and_write_offline_html() -> None:
+    tree = built_tree()
+    view = TreeView(tree)
+    path = view.path_to_root(tree.leaves()[0].node_id)
+    layout = view.plot_layout(highlight=path)
+    assert len(layout.data) == tree.height + 1  # one trace per level
+    ringed = [t.split(": ", 1)[0] for trace in layout.data for t, w in zip(trace.text, trace.marker.line.width) if w > 0]
+    assert sorted(ringed) == sorted(path)
+    sunburst = view.plot_sunburst(highlight=path)
+    ids = list(sunburst.data[0].ids)
+    assert sorted(ids) == sorted(n.node_id for n in tree.nodes)
+    colours = dict(zip(ids, sunburst.data[0].marker.colors))
+    marked = {colours[i] for i in path}
+    assert len(marked) == 1 and marked.isdisjoint(colours[i] for i in ids if i not in path)
+    page = figure_html(sunburst)
+    assert "<html>" in page and "plotly" in page.lower()
+    # plotly.js is inlined: no script tag loads anything (the bundle itself mentions URLs)
+    tags = re.findall(r"<script[^>]*>", page)
+    assert tags and all("src=" not in tag for tag in tags)
+    assert len(page) > 1_000_000

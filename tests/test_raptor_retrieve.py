@@ -1,0 +1,99 @@
+"""Tree retrieval: drill-down traversal and collapsed search on the real slice's tree."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from test_raptor_corpus import built_tree, corpus
+
+from raptor import collapsed_search, traverse
+
+QUESTION = "Which modifiers shift a date by a number of days or months, and how is the start of a month computed?"
+TRACE = re.compile(r"^tree: (L\d+:\d+ -> )+chunk$")
+
+
+def _query(text: str = QUESTION) -> np.ndarray:
+    return corpus().embed([text])[0]
+
+
+def test_traverse_returns_overview_then_leaves_of_the_right_subtree() -> None:
+    tree, c = built_tree(), corpus()
+    out = traverse(tree, _query(), tree.vectors, beam=2, budget_tokens=1200, count_tokens=c.count_tokens)
+    assert out[0].kind == "summary" and out[0].level is not None and out[0].level >= 1
+    assert [x.kind for x in out[1:]] == ["chunk"] * (len(out) - 1) and len(out) >= 3
+    assert sum(c.count_tokens(x.text) for x in out) <= 1200
+    overview = tree.node(out[0].node_id)
+    assert overview.doc_ids[0] == "lang_datefunc.md"
+    assert out[1].source == "lang_datefunc.md"
+    assert out[1].node_id in overview.chunk_ids  # the best detail sits under the overview
+    assert TRACE.match(out[1].trace[0]), out[1].trace
+    assert out[1].trace[0].startswith(f"tree: {tree.root_id} -> ")
+    assert out[0].provenance == list(overview.chunk_ids)
+    assert out[0].extra["title"] == overview.title
+    scores = [x.score for x in out[1:]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_subtree_weight_orders_leaves() -> None:
+    tree, c = built_tree(), corpus()
+    q = _query()
+    # without the subtree prior, leaves come in order of their own similarity
+    flat = traverse(tree, q, tree.vectors, budget_tokens=10**6, count_tokens=c.count_tokens, subtree_weight=0.0)
+    leaf_ids = [x.node_id for x in flat if x.kind == "chunk"]
+    sims = {n.node_id: float(tree.vectors[tree.position(n.node_id)] @ q) for n in tree.leaves()}
+    assert leaf_ids == sorted(sims, key=lambda i: (-sims[i], tree.position(i)))
+    # with a dominant prior, every leaf under the beam comes before every leaf outside it
+    strong = traverse(tree, q, tree.vectors, beam=1, budget_tokens=10**6, count_tokens=c.count_tokens, subtree_weight=100)
+    inside = [not x.trace[0].endswith("outside the beam") for x in strong if x.kind == "chunk"]
+    assert inside == sorted(inside, reverse=True) and 0 < sum(inside) < len(inside)
+
+
+def test_traverse_never_returns_summaries_alone() -> None:
+    tree, c = built_tree(), corpus()
+    leaf_tokens = min(c.count_tokens(n.text) for n in tree.leaves())
+    small = traverse(tree, _query(), tree.vectors, budget_tokens=leaf_tokens + 5, count_tokens=c.count_tokens)
+    assert small and small[-1].kind == "chunk"
+    tiny = traverse(tree, _query(), tree.vectors, budget_tokens=1, count_tokens=c.count_tokens)
+    assert [x.kind for x in tiny] == ["chunk"] and tiny[0].flags == ["over_budget"]
+
+
+def test_lexical_scores_steer_the_descent() -> None:
+    tree, c = built_tree(), corpus()
+    target = next(n for n in tree.leaves() if n.doc_ids[0] == "lang_upsert.md")
+    lexical = {target.node_id: 50.0}
+    for parent in tree.node(target.node_id).parents:
+        lexical[parent] = 50.0
+    out = traverse(
+        tree, _query(), tree.vectors, lexical_scores=lexical, beam=1, budget_tokens=3000, count_tokens=c.count_tokens
+    )
+    assert target.node_id in [x.node_id for x in out]
+
+
+def test_traverse_validates_its_inputs() -> None:
+    tree, c = built_tree(), corpus()
+    with pytest.raises(ValueError):
+        traverse(tree, _query(), tree.vectors[:-1], budget_tokens=100, count_tokens=c.count_tokens)
+    with pytest.raises(ValueError):
+        traverse(tree, _query(), tree.vectors, beam=0, budget_tokens=100, count_tokens=c.count_tokens)
+
+
+def test_collapsed_search_ranks_all_levels_within_budget() -> None:
+    tree, c = built_tree(), corpus()
+    sims = tree.vectors @ _query()
+    scores = {n.node_id: float(s) for n, s in zip(tree.nodes, sims, strict=True)}
+    out = collapsed_search(tree, scores, budget_tokens=900, count_tokens=c.count_tokens)
+    assert sum(c.count_tokens(x.text) for x in out) <= 900
+    assert [x.score for x in out] == sorted((x.score for x in out), reverse=True)
+    best = max(scores, key=scores.__getitem__)
+    assert out[0].node_id == best
+    kinds = {x.kind for x in out}
+    assert kinds <= {"chunk", "summary"}
+    for x in out:
+        assert x.provenance == list(tree.node(x.node_id).chunk_ids)
+        assert x.trace[0].startswith("tree:collapsed rank")
+    # only scored nodes are considered
+    assert collapsed_search(tree, {}, 900, c.count_tokens) == []
+    one = tree.leaves()[0].node_id
+    assert [x.node_id for x in collapsed_search(tree, {one: 1.0}, 900, c.count_tokens)] == [one]

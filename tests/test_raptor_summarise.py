@@ -1,0 +1,121 @@
+"""The extractive summariser and its sentence units, on real manual text."""
+
+from __future__ import annotations
+
+import numpy as np
+from test_raptor_corpus import corpus
+
+from raptor import Cluster, ClusterMember, ExtractiveSummariser
+from raptor.text import dominant_path, heading_label, is_summary_sentence, normalise_space, split_units
+
+
+def _cluster(doc_id: str, node_id: str = "L1:0") -> Cluster:
+    c = corpus()
+    rows = [i for i, leaf in enumerate(c.leaves) if leaf.doc_id == doc_id]
+    members = tuple(ClusterMember(c.leaves[i].chunk_id, c.leaves[i].text, c.leaves[i].heading_path) for i in rows)
+    return Cluster(node_id=node_id, level=1, members=members, vectors=c.vectors[rows])
+
+
+def _summariser(max_tokens: int = 120, max_embedded: int = 16) -> ExtractiveSummariser:
+    c = corpus()
+    return ExtractiveSummariser(
+        embed=c.embed, count_tokens=c.count_tokens, max_tokens=max_tokens, max_sentences_embedded=max_embedded
+    )
+
+
+def test_summary_is_verbatim_sentences_of_members_within_budget() -> None:
+    cluster = _cluster("lang_vacuum.md")
+    summariser = _summariser(max_tokens=120)
+    summary = summariser.summarise(cluster)
+    sources = [normalise_space(m.text) for m in cluster.members]
+    lines = summary.text.split("\n")
+    assert len(lines) >= 2
+    for line in lines:
+        assert any(line in src for src in sources), line
+    assert corpus().count_tokens(summary.text) <= 120
+    assert len(set(lines)) == len(lines)
+    assert "VACUUM" in summary.title
+    # the summary is about VACUUM, not a random pick: it names the command
+    assert "VACUUM" in summary.text
+
+
+def test_summary_sentences_are_close_to_the_cluster_centroid() -> None:
+    cluster = _cluster("lang_datefunc.md")
+    summary = _summariser(max_tokens=80).summarise(cluster)
+    c = corpus()
+    centroid = cluster.vectors.mean(axis=0)
+    centroid /= np.linalg.norm(centroid)
+    chosen = c.embed(summary.text.split("\n")) @ centroid
+    everything = [u.text for m in cluster.members for u in split_units(m.text) if is_summary_sentence(u)]
+    baseline = c.embed(everything) @ centroid
+    assert chosen.mean() > np.median(baseline)
+
+
+def test_number_of_sentences_embedded_is_bounded() -> None:
+    cluster = _cluster("lang_datefunc.md", node_id="L1:9")
+    summariser = _summariser(max_embedded=10)
+    summariser.summarise(cluster)
+    assert 0 < summariser.sentences_embedded <= 10
+    summariser.summarise(cluster)  # memoised: nothing new to embed
+    assert summariser.sentences_embedded <= 10
+
+
+def test_identical_members_do_not_repeat_sentences() -> None:
+    c = corpus()
+    leaf = c.leaves[0]
+    members = tuple(ClusterMember(f"copy{i}", leaf.text, leaf.heading_path) for i in range(4))
+    cluster = Cluster("L1:0", 1, members, np.tile(c.vectors[:1], (4, 1)))
+    lines = _summariser(max_tokens=200).summarise(cluster).text.split("\n")
+    assert len(lines) == len(set(lines))
+
+
+def test_higher_levels_reuse_lower_summary_sentences_verbatim() -> None:
+    summariser = _summariser(max_tokens=100)
+    low = [summariser.summarise(_cluster(d, f"L1:{i}")) for i, d in enumerate(["lang_upsert.md", "lang_vacuum.md"])]
+    c = corpus()
+    vectors = c.embed([f"{s.title}\n{s.text}" for s in low])
+    members = tuple(ClusterMember(f"L1:{i}", s.text, (), s.title) for i, s in enumerate(low))
+    top = summariser.summarise(Cluster("L2:0", 2, members, vectors))
+    low_lines = {line for s in low for line in s.text.split("\n")}
+    assert set(top.text.split("\n")) <= low_lines
+
+
+def test_code_only_cluster_falls_back_to_a_verbatim_opening() -> None:
+    code = "```\nSELECT date('now');\nSELECT time('now');\n```"
+    c = corpus()
+    cluster = Cluster("L1:0", 1, (ClusterMember("x", code, ("Dates",)),), c.vectors[:1])
+    summary = _summariser(max_tokens=50).summarise(cluster)
+    assert summary.text in normalise_space(code)
+    assert summary.title.startswith("Dates")
+
+
+def test_split_units_recovers_joined_units() -> None:
+    text = (
+        "SQLite supports five functions as follows:\n\n1. date(time-value, modifier)\n"
+        "2. time(time-value, modifier)\n\nThe date() function returns the date, e.g. 2024-01-01. "
+        "It is a\nsoft-wrapped sentence. Fragment without end\n\n| a | b |\n|---|---|\n\n# Heading\n\n"
+        "```\ncode here.\n```\n- item one\n- item two has two sentences. The second one."
+    )
+    units = split_units(text)
+    texts = [u.text for u in units]
+    assert "It is a soft-wrapped sentence." in texts
+    assert "The date() function returns the date, e.g. 2024-01-01." in texts
+    assert not any("code here" in t or "| a |" in t or "Heading" in t for t in texts)
+    assert [u.text for u in units if u.is_list_item] == [
+        "1. date(time-value, modifier)",
+        "2. time(time-value, modifier)",
+        "- item one",
+        "- item two has two sentences.",
+    ]
+    kept = [u.text for u in units if is_summary_sentence(u)]
+    assert "Fragment without end" not in kept
+    assert [u.text for u in split_units("\n".join(kept))] == kept
+
+
+def test_heading_labels() -> None:
+    paths = [("UPSERT", "2. Description"), ("UPSERT", "2. Description"), ("UPSERT", "3. Limitations")]
+    assert dominant_path(paths) == ("UPSERT", "2. Description")
+    assert heading_label(paths) == "UPSERT › Description"
+    mixed = [("VACUUM", "a"), ("UPSERT", "b"), ("VACUUM", "c"), ("Transaction",)]
+    assert dominant_path(mixed) == ()
+    assert heading_label(mixed) == "VACUUM · Transaction · UPSERT"
