@@ -46,6 +46,12 @@ class RetrievalConfig(BaseModel):
     weight_bm25: float = 1.0
     weight_dense: float = 1.0
     candidates: int = Field(100, ge=1, description="hits taken from each retriever before fusion")
+    structure_header: int = Field(
+        1, ge=0, description="tree/graph/global: structure contexts (summary, chain, report) put first"
+    )
+    structure_weight: float = Field(
+        0.0, ge=0, description="RRF weight of the chunks a structure reached, vs 1.0 for lookup"
+    )
 
 
 class TreeSearchConfig(BaseModel):

@@ -75,8 +75,8 @@ class EmbeddingConfig(BaseModel):
 
     ``batch_size`` None means the backend's own default: 32 for sentence-transformers, and 1
     (each text run on its own, results independent of the other texts) for onnx-int8. An
-    onnx-int8 batch size above 1 is faster on short texts but makes a text's vector depend on
-    its batch neighbours; the embedder's ``name`` then says so.
+    onnx-int8 batch size above 1 makes a text's vector depend on its batch neighbours (the
+    embedder's ``name`` then says so); see benchmarks/results/embedding.json for its speed.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -114,6 +114,7 @@ class _ModelSpec:
     num_heads: int
     max_positions: int
     extra_modules: tuple[str, ...]
+    lowercase: bool
 
 
 _REQUIRED_FILES = ("config.json", "modules.json", "tokenizer.json")
@@ -176,6 +177,8 @@ def _read_json(path: Path) -> Any:
 def _model_spec(directory: Path, name: str) -> _ModelSpec:
     config = _read_json(directory / "config.json")
     modules = _read_json(directory / "modules.json")
+    st_config_path = directory / "sentence_bert_config.json"
+    st_config = _read_json(st_config_path) if st_config_path.is_file() else {}
     pooling: Literal["mean", "cls"] = "mean"
     extra: list[str] = []
     for module in modules:
@@ -197,6 +200,8 @@ def _model_spec(directory: Path, name: str) -> _ModelSpec:
             num_heads=int(config["num_attention_heads"]),
             max_positions=int(config.get("max_position_embeddings", 512)),
             extra_modules=tuple(extra),
+            # sentence-transformers lowercases before tokenising when this is set.
+            lowercase=bool(st_config.get("do_lower_case", False)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise EmbedderUnavailable(f"{directory / 'config.json'} is not a BERT-style config: {exc}") from exc
@@ -574,6 +579,7 @@ class OnnxEmbedder:
         self.threads = _resolve_threads(threads)
         self.max_seq_length = min(max_seq_length, spec.max_positions)
         self._pooling = spec.pooling
+        self._lowercase = spec.lowercase
         self.model_path = ensure_onnx_model(model_dir, precision, cache_dir, model_name=model_name)
         self._tokenizer = self._load_tokenizer(model_dir / "tokenizer.json")
         self._session = self._load_session(self.model_path)
@@ -629,7 +635,7 @@ class OnnxEmbedder:
         """Embed ``texts``; rows are unit length, in input order."""
         if not texts:
             return _empty(self.dim)
-        encodings = self._tokenizer.encode_batch(list(texts))
+        encodings = self._tokenizer.encode_batch([text.lower() for text in texts] if self._lowercase else list(texts))
         token_ids = [encoding.ids for encoding in encodings]
         # Longest first: batches hold similar lengths (little padding) and, with one text
         # per run, the long runs start early so the worker threads finish together.

@@ -7,7 +7,7 @@ merged by reciprocal rank so no scope dominates by score scale alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -73,16 +73,33 @@ def merge_by_rank(lists: Sequence[list[Context]]) -> list[Context]:
     lists = [lst for lst in lists if lst]
     if len(lists) <= 1:
         return list(lists[0]) if lists else []
+    return fuse_contexts({str(i): lst for i, lst in enumerate(lists)})
+
+
+def fuse_contexts(
+    lists: Mapping[str, Sequence[Context]], weights: Mapping[str, float] | None = None
+) -> list[Context]:
+    """Weighted RRF over context lists; a context found by several keeps all their traces."""
     by_key: dict[str, Context] = {}
     rankings: dict[str, list[str]] = {}
-    for i, lst in enumerate(lists):
+    for name, lst in lists.items():
         keys = []
         for ctx in lst:
             key = f"{ctx.kind}:{ctx.node_id}"
-            by_key.setdefault(key, ctx)
+            if key in by_key:
+                kept = by_key[key]
+                kept.trace.extend(t for t in ctx.trace if t not in kept.trace)
+            else:
+                by_key[key] = ctx.model_copy(deep=True)
             keys.append(key)
-        rankings[str(i)] = keys
-    return [by_key[key] for key, _ in reciprocal_rank_fusion(rankings)]
+        rankings[name] = keys
+    fused = reciprocal_rank_fusion(rankings, weights)
+    out = []
+    for key, score in fused:
+        ctx = by_key[key]
+        ctx.score = round(score, 6)
+        out.append(ctx)
+    return out
 
 
 def tree_node_lexical_scores(
