@@ -53,9 +53,11 @@ def traverse(
     beam: int = 3,
     budget_tokens: int,
     count_tokens: CountTokens,
-    subtree_weight: float = 0.5,
+    subtree_weight: float = 1.0,
     path_decay: float = 0.5,
     overview_level: int = 1,
+    anchors: int = 2,
+    neighbours: int = 3,
 ) -> list[Context]:
     """Drill-down retrieval: an overview summary first, then leaf chunks.
 
@@ -67,11 +69,16 @@ def traverse(
     ``subtree_weight`` x (scaled path score of their best selected parent), so the
     leaves of the chosen subtrees come first but an outside leaf with a high own
     score can still make it. The overview is the best selected node at
-    ``overview_level`` (1 = the most specific summary). The result always ends in leaf
-    chunks; the overview is dropped if the budget cannot hold it and one leaf.
+    ``overview_level`` (1 = the most specific summary).
+
+    Drill-down evidence sits in runs of neighbouring chunks of one section, so each of
+    the ``anchors`` best leaves is followed by its neighbours in reading order (up to
+    ``neighbours`` chunks either side, same document, best first) before the rest of
+    the ranking. The result always ends in leaf chunks; the overview is dropped if the
+    budget cannot hold it and one leaf.
     """
-    if beam < 1:
-        raise ValueError("beam must be at least 1")
+    if beam < 1 or anchors < 0 or neighbours < 0:
+        raise ValueError("beam must be at least 1; anchors and neighbours not negative")
     vectors = np.asarray(node_vectors, dtype=np.float32)
     if vectors.shape[0] != len(tree):
         raise ValueError("node_vectors must have one row per tree node")
@@ -104,6 +111,7 @@ def traverse(
             best_parent[leaf.node_id] = parent
         leaf_rank.append((-(own[leaf.node_id] + subtree_weight * boost), tree.position(leaf.node_id), leaf.node_id))
     leaf_rank.sort()
+    leaf_rank, neighbour_of = _expand_anchors(tree, leaf_rank, anchors, neighbours)
 
     overview = _overview(tree, selected, path, overview_level)
     out: list[Context] = []
@@ -124,7 +132,8 @@ def traverse(
         used += cost
         leaves_added += 1
         route = _trace(nid, best_parent, tree, "chunk") if nid in best_parent else "tree: leaf outside the beam"
-        out.append(_context(node, -neg_score, [route]))
+        trace = [route] + ([f"tree: next to {neighbour_of[nid]}"] if nid in neighbour_of else [])
+        out.append(_context(node, -neg_score, trace))
     if leaves_added == 0 and leaf_rank:
         # Never summaries alone: the best leaf goes in even if it overflows the budget.
         nid = leaf_rank[0][2]
@@ -135,6 +144,38 @@ def traverse(
 
 
 # -- helpers ---------------------------------------------------------------------
+
+
+def _expand_anchors(
+    tree: Tree, ranked: list[tuple[float, int, str]], anchors: int, radius: int
+) -> tuple[list[tuple[float, int, str]], dict[str, str]]:
+    """Reorder a leaf ranking: each anchor is followed by its reading-order neighbours."""
+    if anchors == 0 or radius == 0:
+        return ranked, {}
+    leaves = tree.leaves()  # in reading order
+    index = {n.node_id: i for i, n in enumerate(leaves)}
+    entry = {item[2]: item for item in ranked}
+    out: list[tuple[float, int, str]] = []
+    placed: set[str] = set()
+    neighbour_of: dict[str, str] = {}
+    for item in ranked[:anchors]:
+        anchor = item[2]
+        if anchor in placed:
+            continue
+        out.append(item)
+        placed.add(anchor)
+        i, doc = index[anchor], leaves[index[anchor]].doc_ids
+        near = [
+            entry[leaves[j].node_id]
+            for j in range(max(0, i - radius), min(len(leaves), i + radius + 1))
+            if j != i and leaves[j].doc_ids == doc and leaves[j].node_id not in placed
+        ]
+        for n_item in sorted(near):
+            out.append(n_item)
+            placed.add(n_item[2])
+            neighbour_of[n_item[2]] = anchor
+    out.extend(item for item in ranked if item[2] not in placed)
+    return out, neighbour_of
 
 
 def _own_scores(

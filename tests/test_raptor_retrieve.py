@@ -32,7 +32,23 @@ def test_traverse_returns_overview_then_leaves_of_the_right_subtree() -> None:
     assert out[1].trace[0].startswith(f"tree: {tree.root_id} -> ")
     assert out[0].provenance == list(overview.chunk_ids)
     assert out[0].extra["title"] == overview.title
-    scores = [x.score for x in out[1:]]
+    assert out[1].node_id in tree.node(out[0].node_id).chunk_ids or out[1].trace[-1].startswith("tree: next to")
+
+
+def test_best_leaves_come_with_their_reading_order_neighbours() -> None:
+    tree, c = built_tree(), corpus()
+    out = traverse(tree, _query(), tree.vectors, budget_tokens=3000, count_tokens=c.count_tokens, anchors=1, neighbours=1)
+    leaves = [n.node_id for n in tree.leaves()]
+    anchor, *rest = [x for x in out if x.kind == "chunk"]
+    i = leaves.index(anchor.node_id)
+    near = {leaves[j] for j in (i - 1, i + 1) if 0 <= j < len(leaves) and tree.node(leaves[j]).doc_ids == tree.node(anchor.node_id).doc_ids}
+    assert near and {x.node_id for x in rest[: len(near)]} == near
+    assert all(x.trace[-1] == f"tree: next to {anchor.node_id}" for x in rest[: len(near)])
+    # after the neighbourhood, the ranking resumes in score order
+    tail = [x.score for x in rest[len(near):]]
+    assert tail == sorted(tail, reverse=True)
+    plain = traverse(tree, _query(), tree.vectors, budget_tokens=3000, count_tokens=c.count_tokens, anchors=0)
+    scores = [x.score for x in plain if x.kind == "chunk"]
     assert scores == sorted(scores, reverse=True)
 
 
@@ -40,12 +56,12 @@ def test_subtree_weight_orders_leaves() -> None:
     tree, c = built_tree(), corpus()
     q = _query()
     # without the subtree prior, leaves come in order of their own similarity
-    flat = traverse(tree, q, tree.vectors, budget_tokens=10**6, count_tokens=c.count_tokens, subtree_weight=0.0)
+    flat = traverse(tree, q, tree.vectors, budget_tokens=10**6, count_tokens=c.count_tokens, subtree_weight=0.0, anchors=0)
     leaf_ids = [x.node_id for x in flat if x.kind == "chunk"]
     sims = {n.node_id: float(tree.vectors[tree.position(n.node_id)] @ q) for n in tree.leaves()}
     assert leaf_ids == sorted(sims, key=lambda i: (-sims[i], tree.position(i)))
     # with a dominant prior, every leaf under the beam comes before every leaf outside it
-    strong = traverse(tree, q, tree.vectors, beam=1, budget_tokens=10**6, count_tokens=c.count_tokens, subtree_weight=100)
+    strong = traverse(tree, q, tree.vectors, beam=1, budget_tokens=10**6, count_tokens=c.count_tokens, subtree_weight=100, anchors=0)
     inside = [not x.trace[0].endswith("outside the beam") for x in strong if x.kind == "chunk"]
     assert inside == sorted(inside, reverse=True) and 0 < sum(inside) < len(inside)
 
