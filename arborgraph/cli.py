@@ -35,12 +35,13 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
-    from arborgraph.pipeline import BuildError
     from arborgraph.config import ConfigError
+    from arborgraph.executor import ExecutorError
+    from arborgraph.pipeline import BuildError
     from arborgraph.kb import QueryError
     from arborgraph.store import IndexError_
 
-    return (BuildError, ConfigError, QueryError, IndexError_)
+    return (BuildError, ConfigError, QueryError, IndexError_, ExecutorError)
 
 
 def _llm_errors() -> tuple[type[Exception], ...]:
@@ -93,6 +94,7 @@ def build(
     no_graph: Annotated[bool, typer.Option("--no-graph", help="skip the entity graph")] = False,
     llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model: turns LLM mode on")] = None,
     embedding_model: Annotated[Optional[str], typer.Option("--embedding-model", help="embeddings from the OpenAI-compatible endpoint")] = None,
+    executor: Annotated[Optional[str], typer.Option("--executor", help="serial | process | auto | dask | tcp://host:port")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the build report as JSON")] = False,
 ) -> None:
@@ -105,6 +107,8 @@ def build(
         overrides["build_tree"] = False
     if no_graph:
         overrides["build_graph"] = False
+    if executor:
+        overrides["executor"] = executor
     if llm_model or embedding_model:
         overrides["llm"] = {
             k: v for k, v in (("model", llm_model), ("embedding_model", embedding_model)) if v

@@ -84,6 +84,10 @@ class Config(BaseModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     build_tree: bool = True
     build_graph: bool = True
+    executor: str = Field(
+        "auto",
+        description="serial | process | auto (a process pool for large inputs) | dask | tcp://host:port",
+    )
 
     def to_manifest(self) -> dict[str, Any]:
         """The config as stored in the manifest (secrets left out)."""

@@ -29,6 +29,7 @@ from arborgraph.embedding_cache import EmbeddingCache
 from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback, no_progress
 from arborgraph.store import GenerationWriter, cache_dir
+from arborgraph.executor import batches, chunk_batch, make_executor
 from arborgraph.incremental import BuildStatus, DocumentStatus, fingerprint, load_previous
 from arborgraph.structures import partition_by_scope, run_graph_stage, run_tree_stage, scope_files
 from ingest import chunk_document, iter_collection, load_token_counter
@@ -183,18 +184,27 @@ def build_index(
     status.save(index_dir)
     chat, usage, llm_cache = _llm_for_build(config, index_dir)
     try:
+        executor = make_executor(config.executor, sum(len(d.text) for d in docs) // 1000)
+        report.stages["executor"] = {"name": executor.name, "workers": executor.workers}
         with timer("chunk"):
             count_tokens = load_token_counter()
             chunking = config.chunking.model_dump(mode="json")
+            kept = {d.doc_id: previous.reusable_chunks(d, chunking) if previous else None for d in docs}
+            todo = [d for d in docs if kept[d.doc_id] is None]
+            fresh: dict[str, list[Chunk]] = {}
+            if executor.workers > 1 and len(todo) > 1:
+                jobs = [(batch, chunking) for batch in batches(todo, executor.workers * 4)]
+                for batch, result in zip(jobs, executor.map(chunk_batch, jobs)):
+                    fresh.update({d.doc_id: c for d, c in zip(batch[0], result)})
+            else:
+                for n, doc in enumerate(todo, start=1):
+                    fresh[doc.doc_id] = chunk_document(doc, config.chunking, count_tokens)
+                    progress("chunk", n, len(todo))
             chunks: list[Chunk] = []
-            reused_docs = 0
-            for n, doc in enumerate(docs, start=1):
-                kept = previous.reusable_chunks(doc, chunking) if previous else None
-                if kept is not None:
-                    reused_docs += 1
-                chunks.extend(kept if kept is not None else chunk_document(doc, config.chunking, count_tokens))
+            for doc in docs:
+                chunks.extend(kept[doc.doc_id] if kept[doc.doc_id] is not None else fresh[doc.doc_id])
                 status.documents[doc.doc_id].status = "processing"
-                progress("chunk", n, len(docs))
+            reused_docs = len(docs) - len(todo)
             status.save(index_dir)
         report.documents, report.chunks = len(docs), len(chunks)
         report.stages["documents"] = _document_changes(docs, previous, reused_docs)
@@ -275,7 +285,7 @@ def build_index(
             with timer("graph"):
                 report.stages["graph"] = run_graph_stage(
                     parts=parts, config=config, writer=writer, progress=progress, chat=chat,
-                    reusable=reusable("graph"),
+                    reusable=reusable("graph"), executor=executor,
                 )
             routes.extend(["graph", "global"])
 
@@ -298,6 +308,7 @@ def build_index(
             "report": report.model_dump(mode="json", exclude={"timings_s"}),
             **(usage.to_dict() if usage is not None else {}),
         }
+        executor.close()
         report.generation = writer.commit(manifest).name
         for doc in docs:
             status.documents[doc.doc_id].status = "done"
@@ -305,6 +316,8 @@ def build_index(
         status.save(index_dir)
     except BaseException as exc:
         writer.abort()
+        if "executor" in locals():
+            executor.close()
         status.state = "failed"
         for record in status.documents.values():
             if record.status in ("pending", "processing"):

@@ -189,9 +189,11 @@ def run_graph_stage(
     progress: ProgressCallback,
     chat: Any = None,
     reusable: Callable[[ScopePart], bool] = lambda part: False,
+    executor: Any = None,
 ) -> dict[str, Any]:
     """Build and write one entity graph (with communities and reports) per scope;
-    scopes for which ``reusable(part)`` is true keep the previous generation's graph."""
+    scopes for which ``reusable(part)`` is true keep the previous generation's graph.
+    Rule-based extraction runs on ``executor``'s workers when it has several."""
     stats: dict[str, Any] = {"graphs": 0, "reused": 0, "entities": 0, "relations": 0, "communities": 0, "reports": 0}
     for part in parts:
         if reusable(part):
@@ -200,6 +202,8 @@ def run_graph_stage(
         from graphrag import LLMExtractor, LLMReportWriter, RuleExtractor, build_graph, graph_to_tables
 
         extractor = LLMExtractor(chat) if chat is not None else RuleExtractor()
+        if chat is None and executor is not None and executor.workers > 1 and len(part.chunks) > 1:
+            extractor = _extract_in_parallel(extractor, part.chunks, executor)
         kg = build_graph(
             part.chunks,
             extractor=extractor,
@@ -216,3 +220,27 @@ def run_graph_stage(
         stats["reports"] += len(kg.reports)
     stats["extractor"] = "llm" if chat is not None else "rules"
     return stats
+
+
+class _Precomputed:
+    """An extractor whose results were computed elsewhere (on an executor's workers)."""
+
+    def __init__(self, name: str, results: dict[str, Any]) -> None:
+        self.name = name
+        self._results = results
+
+    def extract(self, chunk: Chunk) -> Any:
+        return self._results[chunk.chunk_id]
+
+
+def _extract_in_parallel(extractor: Any, chunks: Sequence[Chunk], executor: Any) -> _Precomputed:
+    from arborgraph.executor import batches, extract_batch
+
+    # corpus statistics need every chunk: fit here, extract on the workers
+    if hasattr(extractor, "fit"):
+        extractor.fit(chunks)
+    jobs = [(extractor, batch) for batch in batches(list(chunks), executor.workers * 4)]
+    results: dict[str, Any] = {}
+    for (_, batch), found in zip(jobs, executor.map(extract_batch, jobs)):
+        results.update({c.chunk_id: r for c, r in zip(batch, found)})
+    return _Precomputed(extractor.name, results)

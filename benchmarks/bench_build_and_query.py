@@ -1,0 +1,145 @@
+"""Build time per stage, build peak memory, and query latency per route.
+
+Builds an index over a manual (default: the Python 3.11 HTML docs from Debian's
+``python3.11-doc``, ~6,000+ chunks; or any directory given with --docs) in a child
+process whose peak RSS is sampled, three times: lookup only, lookup + tree, and
+lookup + tree + graph, so each structure's cost is measured against the lookup-only
+build in one run. Then times queries on every route (p50/p95 over the question set,
+after a warm-up). Writes benchmarks/results/build_and_query.json.
+
+    python benchmarks/bench_build_and_query.py [--docs DIR] [--limit-docs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DOCS = Path("/usr/share/doc/python3.11/html")
+QUESTIONS = ROOT / "benchmarks" / "questions"
+
+
+def run_build(docs: Path, index: Path, flags: list[str], env: dict[str, str]) -> dict:
+    """Run one CLI build, sampling the child's peak RSS (children included)."""
+    cmd = [sys.executable, "-m", "arborgraph.cli", "build", str(docs), "--index", str(index), "--json", *flags]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    ps = psutil.Process(proc.pid)
+    peak = 0
+    while proc.poll() is None:
+        try:
+            rss = ps.memory_info().rss + sum(c.memory_info().rss for c in ps.children(recursive=True))
+            peak = max(peak, rss)
+        except psutil.Error:
+            pass
+        time.sleep(0.2)
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"build failed ({proc.returncode}): {err[-2000:]}")
+    report = json.loads(out)
+    return {
+        "flags": flags,
+        "wall_s": round(time.perf_counter() - start, 2),
+        "peak_rss_mb": round(peak / 2**20, 1),
+        "documents": report["documents"],
+        "chunks": report["chunks"],
+        "timings_s": report["timings_s"],
+        "stages": report["stages"],
+        "embeddings_computed": report["embeddings_computed"],
+        "embeddings_cached": report["embeddings_cached"],
+    }
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return round(ordered[k], 2)
+
+
+def time_queries(index: Path, questions: list[str]) -> dict:
+    sys.path.insert(0, str(ROOT))
+    import arborgraph
+
+    kb = arborgraph.open(index)
+    results = {}
+    for route in ["lookup", *[r for r in ("tree", "graph", "global") if r in kb.routes], "auto"]:
+        for q in questions[:3]:  # warm-up: model load, lazy structures
+            kb.query(q, route=route)
+        times = []
+        for q in questions:
+            start = time.perf_counter()
+            kb.query(q, route=route)
+            times.append((time.perf_counter() - start) * 1000)
+        results[route] = {"n": len(times), "p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95)}
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
+    parser.add_argument("--limit-docs", type=int, default=0, help="copy only the first N files")
+    parser.add_argument("--keep", type=Path, help="keep the full index here")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "build_and_query.json")
+    args = parser.parse_args()
+    if not args.docs.exists():
+        raise SystemExit(f"{args.docs} not found (apt-get install python3.11-doc, or pass --docs)")
+
+    work = Path(tempfile.mkdtemp(prefix="arborgraph-bench-"))
+    docs = args.docs
+    if args.limit_docs:
+        docs = work / "docs"
+        files = sorted(p for p in args.docs.rglob("*") if p.is_file() and p.suffix in (".html", ".md", ".txt", ".rst"))
+        for f in files[: args.limit_docs]:
+            target = docs / f.relative_to(args.docs)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, target)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "NUMBA_CACHE_DIR": str(work / "numba")}
+    # First a warm-up build that fills the embedding cache, so the three measured builds
+    # compare structure costs on equal terms; the cold embedding time is reported too.
+    cold = run_build(docs, work / "warm", ["--no-tree", "--no-graph"], env)
+    shared_cache = work / "warm" / "cache"
+    builds = {}
+    for name, flags in (("lookup", ["--no-tree", "--no-graph"]), ("lookup+tree", ["--no-graph"]),
+                        ("lookup+graph", ["--no-tree"]), ("all", [])):
+        index = work / name
+        index.mkdir()
+        shutil.copytree(shared_cache, index / "cache")
+        builds[name] = run_build(docs, index, flags, env)
+    base = builds["lookup"]["wall_s"] + cold["timings_s"].get("embed", 0) - builds["lookup"]["timings_s"].get("embed", 0)
+    questions = [json.loads(line)["question"] for name in ("sqlite_router.jsonl", "python_router.jsonl")
+                 for line in (QUESTIONS / name).read_text().splitlines() if line.strip()]
+    queries = time_queries(work / "all", questions)
+    result = {
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "load_avg_at_start": os.getloadavg()},
+        "docs": str(args.docs), "limit_docs": args.limit_docs,
+        "cold_lookup_build": cold,
+        "builds": builds,
+        "lookup_build_with_cold_embeddings_s": round(base, 2),
+        "tree_adds_vs_lookup": round((builds["lookup+tree"]["wall_s"] - builds["lookup"]["wall_s"]) / base, 3),
+        "graph_adds_vs_lookup": round((builds["lookup+graph"]["wall_s"] - builds["lookup"]["wall_s"]) / base, 3),
+        "queries": queries,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: result[k] for k in ("tree_adds_vs_lookup", "graph_adds_vs_lookup", "queries")}, indent=2))
+    if args.keep:
+        shutil.copytree(work / "all", args.keep, dirs_exist_ok=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
