@@ -18,6 +18,7 @@ from typing import Any, Union
 import numpy as np
 
 from arborgraph.lexical import analyse
+from arborgraph.results import Context
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +139,32 @@ def rank_prior(candidates: Sequence[str] | Mapping[str, float] | None) -> dict[s
     else:
         ordered = list(candidates)
     return {cid: 1.0 / (60 + r) for r, cid in enumerate(ordered, start=1)}
+
+
+def chunk_context(
+    chunk_id: str,
+    ref: ChunkRef,
+    score: float,
+    trace: list[str],
+    *,
+    level: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Context:
+    """A chunk as a retrieval result (kind "chunk", its own provenance)."""
+    return Context(
+        text=ref.text,
+        source=ref.doc_id,
+        heading_path=ref.heading_path,
+        kind="chunk",
+        score=round(score, 4),
+        node_id=chunk_id,
+        start=ref.start,
+        end=ref.end,
+        level=level,
+        provenance=[chunk_id],
+        trace=trace,
+        extra=extra or {},
+    )
 
 
 def n_words(text: str) -> int:

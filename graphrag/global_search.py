@@ -25,6 +25,7 @@ from graphrag.chunks import (
     ChunkVectors,
     bm25,
     dense_scores,
+    chunk_context,
     doc_of,
     n_words,
     normalise,
@@ -42,7 +43,8 @@ class GlobalSearchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     budget_words: int = 1500
-    max_reports: int = Field(4, description="community reports returned")
+    first_hop: int = Field(4, description="with candidate_chunks: how many of them lead the answer")
+    max_reports: int = Field(3, description="community reports returned")
     max_findings: int = Field(3, description="findings shown per report")
     chunks_per_community: int = Field(40, description="candidate chunks considered per community")
     lexical_weight: float = 1.0
@@ -89,33 +91,41 @@ def global_search(
         return SearchResult(reason="no community report matches the question")
     trace = [f"level {chosen_level} of {levels}", "reports: " + ", ".join(f"{r.community_id}:{s:.2f}" for r, s in top)]
 
-    contexts: list[Context] = []
-    used = 0
-    for r, s in top:
-        ctx = _report_context(r, s, cfg.max_findings)
-        contexts.append(ctx)
-        used += n_words(ctx.text)
+    prior_refs = _visible_prior(candidate_chunks, fetch)
+    contexts = [chunk_context(cid, ref, 0.0, ["global_search", "flat retrieval"]) for cid, ref in prior_refs[: cfg.first_hop]]
+    contexts += [_report_context(r, s, cfg.max_findings) for r, s in top]
+    taken = {c.node_id for c in contexts if c.kind == "chunk"}
+    rest = [
+        chunk_context(cid, ref, 0.0, ["global_search", "flat retrieval"])
+        for cid, ref in prior_refs[cfg.first_hop :]
+        if cid not in taken
+    ]
     picks = _pick_chunks(kg, question, [r for r, _ in top], fetch, cfg, embedder, chunk_vectors, candidate_chunks)
-    for cid, ref, score, com in picks:
+    rest += [
+        chunk_context(cid, ref, score, ["global_search", f"community {com}"], level=chosen_level)
+        for cid, ref, score, com in picks
+        if cid not in taken
+    ]
+    used = sum(n_words(c.text) for c in contexts)
+    seen = set(taken)
+    for ctx in rest:
         if used >= cfg.budget_words:
             break
-        contexts.append(
-            Context(
-                text=ref.text,
-                source=ref.doc_id,
-                heading_path=ref.heading_path,
-                kind="chunk",
-                score=round(score, 4),
-                node_id=cid,
-                start=ref.start,
-                end=ref.end,
-                level=chosen_level,
-                provenance=[cid],
-                trace=["global_search", f"community {com}"],
-            )
-        )
-        used += n_words(ref.text)
+        if ctx.node_id in seen:
+            continue
+        seen.add(ctx.node_id)
+        contexts.append(ctx)
+        used += n_words(ctx.text)
     return SearchResult(contexts, trace=trace)
+
+
+def _visible_prior(
+    candidates: Sequence[str] | Mapping[str, float] | None, fetch: ChunkFetcher
+) -> list[tuple[str, ChunkRef]]:
+    if not candidates:
+        return []
+    ordered = sorted(candidates, key=lambda c: -candidates[c]) if isinstance(candidates, Mapping) else list(candidates)
+    return [(c, ref) for c in ordered if (ref := fetch.get(c)) is not None]
 
 
 def _report_text(kg: KnowledgeGraph, r: CommunityReport) -> str:

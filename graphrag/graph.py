@@ -97,6 +97,15 @@ class KnowledgeGraph:
                 out[m].append(com.id)
         return dict(out)
 
+    def home_chunks(self, entity_id: str) -> list[str]:
+        """Chunks that are about the entity: the sections it heads (a mention at (0, 0)
+        marks the section heading), then the chunk whose sentence defines it."""
+        ent = self.entities[entity_id]
+        out = [m.chunk_id for m in ent.mentions if m.start == 0 and m.end == 0]
+        if ent.description_chunk and ent.description_chunk not in out:
+            out.append(ent.description_chunk)
+        return out
+
     def find(self, name: str) -> list[Entity]:
         """Entities whose name or alias matches ``name`` (case, plural, ``_`` ignored)."""
         if name in self.entities:

@@ -30,6 +30,7 @@ from graphrag.chunks import (
     ChunkSource,
     ChunkVectors,
     bm25,
+    chunk_context,
     dense_scores,
     n_words,
     normalise,
@@ -53,14 +54,15 @@ class GraphSearchConfig(BaseModel):
     damping: float = Field(0.7, description="PageRank damping; the restart goes to linked entities")
     top_entities: int = Field(30, description="entities whose chunks become candidates")
     max_candidates: int = Field(300, description="chunks scored against the question")
-    max_relations: int = Field(4, description="relation contexts before the chunks")
+    max_relations: int = Field(2, description="relation contexts before the chunks")
     max_path_len: int = 3
     graph_weight: float = 1.0
     lexical_weight: float = 1.0
     dense_weight: float = 1.0
     prior_weight: float = 1.0
-    same_doc_decay: float = Field(0.8, description="score factor per chunk already taken from a document")
-    max_quote_words: int = Field(60, description="relation contexts quote at most this much")
+    first_hop: int = Field(6, description="with candidate_chunks: how many of them lead the answer")
+    bridge_chunks: int = Field(1, description="home chunks of bridging entities placed after the first hop")
+    max_quote_words: int = Field(40, description="relation contexts quote at most this much")
     time_limit_s: float = Field(2.0, description="the walk stops expanding after this long")
 
 
@@ -118,37 +120,29 @@ def graph_search(
         return SearchResult(reason="no entity named in the question is in the graph")
     fetch = ChunkFetcher(chunk_text)
     scores = expand(kg, linked, cfg, deadline=t0 + cfg.time_limit_s)
-    chunks = score_chunks(
-        kg, question, scores, fetch, cfg, embedder=embedder, chunk_vectors=chunk_vectors, prior=candidate_chunks
-    )
+    dense = _DenseScorer(question, embedder, chunk_vectors)
+    chunks = score_chunks(kg, question, scores, fetch, cfg, dense=dense, prior=candidate_chunks)
+    if candidate_chunks:
+        chunks = _with_first_hop(kg, question, linked, chunks, fetch, cfg, dense, candidate_chunks)
     trace = [
         "linked: " + ", ".join(f"{le.name} ({le.how}, {le.score:.2f})" for le in linked),
         "expanded: " + ", ".join(kg.entities[e].name for e in list(scores)[:8]),
     ]
-    contexts: list[Context] = []
-    used = 0
-    for ctx in chain_contexts(kg, linked, scores, fetch, cfg):
-        contexts.append(ctx)
-        used += n_words(ctx.text)
-    for sc in _diversify(chunks, cfg.same_doc_decay):
+    contexts: list[Context] = list(chain_contexts(kg, linked, scores, fetch, cfg))
+    used = sum(n_words(c.text) for c in contexts)
+    for sc in chunks:
         if used >= cfg.budget_words:
             break
-        ctx = Context(
-            text=sc.ref.text,
-            source=sc.ref.doc_id,
-            heading_path=sc.ref.heading_path,
-            kind="chunk",
-            score=round(sc.score, 4),
-            node_id=sc.chunk_id,
-            start=sc.ref.start,
-            end=sc.ref.end,
-            provenance=[sc.chunk_id],
-            trace=["graph_search", *(f"{k}={v:.3f}" for k, v in sc.parts.items())],
+        ctx = chunk_context(
+            sc.chunk_id,
+            sc.ref,
+            sc.score,
+            ["graph_search", *(f"{k}={v:.3f}" for k, v in sc.parts.items())],
             extra={"entities": [kg.entities[e].name for e in sc.entities[:8]]},
         )
         contexts.append(ctx)
         used += n_words(ctx.text)
-    if not any(c.kind == "chunk" for c in contexts) and not contexts:
+    if not contexts:
         return SearchResult(reason="linked entities have no visible supporting chunks", linked=linked, trace=trace)
     return SearchResult(contexts, linked=linked, trace=trace)
 
@@ -200,6 +194,20 @@ def expand(
     return dict(sorted(((e, s / top) for e, s in raw.items() if s > 0), key=lambda kv: (-kv[1], kv[0])))
 
 
+class _DenseScorer:
+    """Cosine of the question with chunks, when vectors and an embedder are given."""
+
+    def __init__(self, question: str, embedder: Embedder | None, vectors: ChunkVectors | None) -> None:
+        self.question, self.embedder, self.vectors = question, embedder, vectors
+
+    @property
+    def available(self) -> bool:
+        return self.embedder is not None and self.vectors is not None
+
+    def __call__(self, ids: Sequence[str]) -> np.ndarray | None:
+        return dense_scores(self.question, ids, self.vectors, self.embedder)
+
+
 def score_chunks(
     kg: KnowledgeGraph,
     question: str,
@@ -207,11 +215,11 @@ def score_chunks(
     fetch: ChunkFetcher,
     cfg: GraphSearchConfig,
     *,
-    embedder: Embedder | None = None,
-    chunk_vectors: ChunkVectors | None = None,
+    dense: _DenseScorer | None = None,
     prior: Sequence[str] | Mapping[str, float] | None = None,
 ) -> list[_Scored]:
-    """Candidate chunks of the top entities, scored and sorted (best first)."""
+    """Chunks of the top entities (and the prior's), scored and sorted, best first:
+    graph score + match with the question (BM25 over the candidates) + dense + prior."""
     top = list(entity_scores.items())[: cfg.top_entities]
     graph: dict[str, float] = defaultdict(float)
     ents: dict[str, list[str]] = defaultdict(list)
@@ -226,13 +234,14 @@ def score_chunks(
             if eid in entity_scores and eid not in ents[cid]:
                 graph[cid] += entity_scores[eid]
                 ents[cid].append(eid)
-    ranked = sorted(graph, key=lambda c: (-(graph[c] + priors.get(c, 0.0) * 60), c))
+    ranked = sorted(graph, key=lambda c: (-graph[c], c))
+    ranked = list(dict.fromkeys([*priors, *ranked]))  # the prior's chunks always compete
     cand: list[tuple[str, ChunkRef]] = []
     for cid in ranked:
         ref = fetch.get(cid)
         if ref is not None:
             cand.append((cid, ref))
-        if len(cand) >= cfg.max_candidates:
+        if len(cand) >= cfg.max_candidates + len(priors):
             break
     if not cand:
         return []
@@ -240,15 +249,15 @@ def score_chunks(
     n = len(ids)
     g = normalise(np.array([graph[c] for c in ids]), n)
     lex = normalise(bm25(question, [r.text for _, r in cand]), n)
-    dense = normalise(dense_scores(question, ids, chunk_vectors, embedder), n)
+    dn = normalise(dense(ids) if dense is not None else None, n)
     pri = normalise(np.array([priors.get(c, 0.0) for c in ids]), n)
-    total = cfg.graph_weight * g + cfg.lexical_weight * lex + cfg.dense_weight * dense + cfg.prior_weight * pri
+    total = cfg.graph_weight * g + cfg.lexical_weight * lex + cfg.dense_weight * dn + cfg.prior_weight * pri
     out = [
         _Scored(
             cid,
             ref,
             float(total[i]),
-            {"graph": float(g[i]), "lexical": float(lex[i]), "dense": float(dense[i]), "prior": float(pri[i])},
+            {"graph": float(g[i]), "lexical": float(lex[i]), "dense": float(dn[i]), "prior": float(pri[i])},
             sorted(ents.get(cid, []), key=lambda e: -entity_scores.get(e, 0.0)),
         )
         for i, (cid, ref) in enumerate(cand)
@@ -257,22 +266,87 @@ def score_chunks(
     return out
 
 
-def _diversify(chunks: list[_Scored], decay: float) -> list[_Scored]:
-    """Re-rank so that each further chunk of the same document counts a bit less."""
-    remaining = list(chunks)
-    taken: dict[str, int] = defaultdict(int)
-    out: list[_Scored] = []
-    while remaining:
-        best_i = max(
-            range(len(remaining)),
-            key=lambda i: (remaining[i].score * decay ** taken[remaining[i].ref.doc_id], -i),
-        )
-        sc = remaining.pop(best_i)
-        taken[sc.ref.doc_id] += 1
-        out.append(sc)
-        if len(out) >= 60:
+def _with_first_hop(
+    kg: KnowledgeGraph,
+    question: str,
+    linked: Sequence[LinkedEntity],
+    chunks: list[_Scored],
+    fetch: ChunkFetcher,
+    cfg: GraphSearchConfig,
+    dense: _DenseScorer,
+    prior: Sequence[str] | Mapping[str, float],
+) -> list[_Scored]:
+    """The flat retriever's best chunks first (they hold the question's own facts),
+    then the home sections of the entities that bridge to a second page, then the
+    rest of the flat ranking (better ordered than our mixed score, as measured), then
+    the graph's own candidates."""
+    by_id = {s.chunk_id: s for s in chunks}
+    ordered = sorted(prior, key=lambda c: -prior[c]) if isinstance(prior, Mapping) else list(prior)
+    in_prior = [by_id[c] for c in ordered if c in by_id]
+    first = in_prior[: cfg.first_hop]
+    taken = {s.chunk_id for s in first}
+    added = 0
+    for cid, score in bridge_homes(kg, question, linked, [s.chunk_id for s in first], fetch, dense):
+        if added >= cfg.bridge_chunks:
             break
-    return out
+        if cid in taken:
+            continue
+        ref = fetch.get(cid)
+        assert ref is not None  # bridge_homes only offers visible chunks
+        base = by_id.get(cid)
+        first.append(
+            _Scored(cid, ref, score, {**(base.parts if base else {}), "bridge": score}, base.entities if base else [])
+        )
+        taken.add(cid)
+        added += 1
+    rest = [s for s in in_prior if s.chunk_id not in taken]
+    taken.update(s.chunk_id for s in rest)
+    return first + rest + [s for s in chunks if s.chunk_id not in taken]
+
+
+def bridge_homes(
+    kg: KnowledgeGraph,
+    question: str,
+    linked: Sequence[LinkedEntity],
+    first_hop: Sequence[str],
+    fetch: ChunkFetcher,
+    dense: _DenseScorer | None = None,
+    *,
+    neighbours: int = 60,
+) -> list[tuple[str, float]]:
+    """Home chunks (see :meth:`KnowledgeGraph.home_chunks`) of the entities that link
+    the question's entities to other pages, best first.
+
+    An entity bridges when it is a strong neighbour of a linked entity, or when it is
+    mentioned beside one in the first-hop chunks; its home chunk then scores by that
+    strength plus its similarity with the question (dense if available, else BM25).
+    """
+    seeds = {le.entity_id: le.score for le in linked}
+    strength: dict[str, float] = defaultdict(float)
+    for eid, s in seeds.items():
+        strength[eid] += 2.0 * s
+        for rel in kg.adjacency.get(eid, [])[:neighbours]:
+            other = rel.target if rel.source == eid else rel.source
+            strength[other] += s * float(np.log1p(rel.weight)) * specificity(kg, other)
+    for rank, cid in enumerate(first_hop):
+        present = kg.chunk_entities.get(cid, [])
+        if seeds.keys() & set(present):
+            for eid in present:
+                strength[eid] += specificity(kg, eid) / (1.0 + 0.5 * rank)
+    homes: dict[str, float] = {}
+    for eid, s in strength.items():
+        for cid in kg.home_chunks(eid)[:3]:
+            if fetch.visible(cid):
+                homes[cid] = max(homes.get(cid, 0.0), s)
+    if not homes:
+        return []
+    ids = sorted(homes)
+    sim = dense(ids) if dense is not None and dense.available else None
+    if sim is None:
+        texts = [ref.text for c in ids if (ref := fetch.get(c)) is not None]
+        sim = normalise(bm25(question, texts), len(ids))
+    total = {c: homes[c] + 3.0 * max(float(sim[i]), 0.0) for i, c in enumerate(ids)}
+    return sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def chain_contexts(

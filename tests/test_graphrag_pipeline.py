@@ -237,3 +237,28 @@ def test_community_plot_is_self_contained_html(kg: KnowledgeGraph, tmp_path: Pat
 def test_stages_match_build_graph(chunks: list[Chunk], kg: KnowledgeGraph, config: GraphConfig) -> None:
     ents, rels = resolve(extract_all(chunks, RuleExtractor()), config)
     assert ents == kg.entities and rels == kg.relations
+
+
+def test_graph_search_with_a_flat_ranking_adds_a_bridging_page(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+    from arborgraph.lexical import LexicalIndex
+
+    ids = list(by_id)
+    q = "What mechanism does sqlite3_busy_timeout install, and can a deadlock still make it return SQLITE_BUSY?"
+    scores = LexicalIndex.build([by_id[c].context_text() for c in ids]).scores(q)
+    flat = [ids[i] for i in scores.argsort()[::-1][:30]]
+    res = graph_search(kg, q, chunk_text=by_id, candidate_chunks=flat)
+    chunks = [c for c in res if c.kind == "chunk"]
+    first_hop = 6  # GraphSearchConfig().first_hop
+    assert [c.node_id for c in chunks[:first_hop]] == flat[:first_hop]
+    bridge = chunks[first_hop]
+    assert any(t.startswith("bridge=") for t in bridge.trace)
+    # a bridge is the home section of an entity of the question's neighbourhood
+    assert any(bridge.node_id in kg.home_chunks(e) for e in kg.chunk_entities[bridge.node_id])
+
+
+def test_global_search_with_a_flat_ranking_keeps_it_first(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+    flat = [c for c in by_id if c.startswith("isolation.md")][:5]
+    res = global_search(kg, "How does SQLite isolate concurrent transactions?", chunk_text=by_id, candidate_chunks=flat)
+    assert [c.node_id for c in res[:4]] == flat[:4]
+    assert any(c.kind == "community_report" for c in res)
+    assert len({c.node_id for c in res}) == len(res)

@@ -324,30 +324,40 @@ class RuleExtractor:
         return []
 
     def _topic(self, chunk: Chunk, entities: dict[str, ExtractedEntity]) -> str | None:
-        """The entity the chunk's section is about (deepest specific heading)."""
+        """The entity the chunk's section is about: from the deepest heading that names
+        one (an identifier, the heading as a term, a learned term or an acronym in it)."""
         for h in reversed(chunk.heading_path):
-            for kind, hs, he in _scan(h):
-                got = None
-                if kind == "code":
-                    got = classify_identifier(h[hs:he].strip("`"))
-                elif kind in ("pragma", "call", "upper_us", "snake", "dotted", "dopt", "file"):
-                    c = self._classify_pattern(kind, h[hs:he], h, hs, he, False)
-                    got = (c[0].name, c[0].type, c[0].aliases) if c else None
-                if got:
-                    name, etype, aliases = got
-                    ent = entities.get(name)
-                    if ent is None:
-                        ent = entities[name] = ExtractedEntity(name=name, type=etype, aliases=list(aliases))
-                    ent.spans.insert(0, (0, 0))
-                    return name
-            term = heading_term(h)
-            if term and entity_key(term) not in self.generic_headings_:
-                ent = entities.get(term)
+            got = self._heading_entity(h)
+            if got:
+                name, etype, aliases = got
+                ent = entities.get(name)
                 if ent is None:
-                    ent = entities[term] = ExtractedEntity(name=term, type="term")
+                    ent = entities[name] = ExtractedEntity(name=name, type=etype, aliases=list(aliases))
                 ent.spans.insert(0, (0, 0))
-                return term
+                return name
         return None
+
+    def _heading_entity(self, h: str) -> tuple[str, str, list[str]] | None:
+        upper: tuple[str, str, list[str]] | None = None
+        for kind, hs, he in _scan(h):
+            if kind == "code":
+                got = classify_identifier(h[hs:he].strip("`"))
+                if got:
+                    return got
+            elif kind in ("pragma", "call", "upper_us", "snake", "dotted", "dopt", "file", "upper"):
+                c = self._classify_pattern(kind, h[hs:he], h, hs, he, False)
+                if c and kind != "upper":
+                    return c[0].name, c[0].type, c[0].aliases
+                if c and upper is None and c[0].name not in UPPER_NOISE:
+                    upper = (c[0].name, c[0].type, c[0].aliases)
+        term = heading_term(h)
+        if term and entity_key(term) not in self.generic_headings_:
+            return term, "term", []
+        found = sorted(self.vocabulary_.find(h), key=lambda t: (-(t[1] - t[0]), t[0]))
+        for s, e, key in found:
+            if key not in self.generic_headings_ and " " in key:
+                return h[s:e], "term", []
+        return upper
 
     def _relations(
         self,
