@@ -13,7 +13,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -46,6 +46,9 @@ class RetrievalConfig(BaseModel):
     weight_bm25: float = 1.0
     weight_dense: float = 1.0
     candidates: int = Field(100, ge=1, description="hits taken from each retriever before fusion")
+    compose: Literal["flat-first", "structure"] = Field(
+        "flat-first", description="tree/graph/global: lead with the flat ranking, or the structure's own order"
+    )
     structure_header: int = Field(
         1, ge=0, description="tree/graph/global: structure contexts (summary, chain, report) put first"
     )

@@ -21,7 +21,7 @@ from arborgraph.lookup import LookupIndex, LookupMode, lookup_search
 from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision
 from arborgraph.scoped import fuse_contexts, load_scopes, merge_by_rank, readable, tree_node_lexical_scores
 from arborgraph.safety import INJECTION_FLAG, looks_like_injection
-from arborgraph.store import Generation, open_generation
+from arborgraph.store import Generation, IndexError_, open_generation
 
 if TYPE_CHECKING:
     from arborgraph.llm.base import ChatModel
@@ -42,7 +42,14 @@ class KnowledgeBase:
         self.index_dir = index_dir
         self.generation = generation
         self.manifest: dict[str, Any] = generation.manifest
-        self.config = Config.model_validate(self.manifest["config"])
+        try:
+            self.config = Config.model_validate(self.manifest["config"])
+        except (KeyError, ValueError) as exc:
+            first = str(exc).splitlines()[0]
+            raise IndexError_(
+                f"{index_dir}: the index's configuration is not understood by this version "
+                f"of Arborgraph ({first}); rebuild it or upgrade"
+            ) from None
         self.store = ChunkStore.from_tables(
             generation.table(S.DOCUMENTS), generation.table(S.CHUNKS)
         )
@@ -272,6 +279,8 @@ class KnowledgeBase:
         reached follow it.
         """
         cfg = self.config.retrieval
+        if cfg.compose == "structure":
+            return found
         header = [c for c in found if c.kind != "chunk"][: cfg.structure_header]
         chunks = [c for c in found if c.kind == "chunk"]
         body = fuse_contexts(
