@@ -13,6 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Union
 
 import numpy as np
@@ -81,35 +82,42 @@ def _as_ref(chunk_id: str, raw: Any) -> ChunkRef | None:
     )
 
 
+@lru_cache(maxsize=8192)
+def _terms(text: str) -> Counter[str]:
+    # chunks recur across questions; analysing (stemming) is the cost of BM25 here
+    return Counter(analyse(text))
+
+
 def bm25(query: str, texts: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> np.ndarray:
     """BM25 of ``query`` against a small candidate set (idf over the set itself)."""
     q = list(dict.fromkeys(analyse(query)))
-    docs = [Counter(analyse(t)) for t in texts]
+    docs = [_terms(t) for t in texts]
     n = len(docs)
     if not q or not n:
         return np.zeros(n, dtype=np.float32)
-    avg = sum(sum(d.values()) for d in docs) / n or 1.0
+    lengths = [sum(d.values()) for d in docs]
+    avg = sum(lengths) / n or 1.0
     df = {t: sum(1 for d in docs if t in d) for t in q}
     out = np.zeros(n, dtype=np.float32)
     for i, d in enumerate(docs):
-        length = sum(d.values())
         s = 0.0
         for t in q:
             tf = d.get(t, 0)
             if tf:
                 idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                s += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
+                s += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[i] / avg))
         out[i] = s
     return out
 
 
 def dense_scores(
-    question: str, ids: Sequence[str], vectors: ChunkVectors | None, embedder: Any | None
+    question: str | np.ndarray, ids: Sequence[str], vectors: ChunkVectors | None, embedder: Any | None
 ) -> np.ndarray | None:
-    """Cosine of the question with each id's vector; None without vectors or embedder."""
+    """Cosine of the question (text, or its vector) with each id's vector; None
+    without vectors or embedder."""
     if vectors is None or embedder is None or not ids:
         return None
-    q = np.asarray(embedder.encode([question]), dtype=np.float32)[0]
+    q = np.asarray(embedder.encode([question]), dtype=np.float32)[0] if isinstance(question, str) else question
     if callable(vectors):
         mat = np.asarray(vectors(list(ids)), dtype=np.float32)
         return mat @ q

@@ -32,6 +32,7 @@ from graphrag.chunks import (
     bm25,
     chunk_context,
     dense_scores,
+    doc_of,
     n_words,
     normalise,
     rank_prior,
@@ -53,9 +54,13 @@ class GraphSearchConfig(BaseModel):
     neighbours_per_node: int = Field(40, description="strongest edges followed from each node")
     damping: float = Field(0.7, description="PageRank damping; the restart goes to linked entities")
     top_entities: int = Field(30, description="entities whose chunks become candidates")
-    max_candidates: int = Field(300, description="chunks scored against the question")
+    max_candidates: int = Field(200, description="graph chunks scored against the question")
+    max_prior: int = Field(40, description="chunks of candidate_chunks considered")
     max_relations: int = Field(2, description="relation contexts before the chunks")
     max_path_len: int = 3
+    min_chain_specificity: float = Field(
+        0.3, description="entities in more chunks than this allows (normalised idf) stay out of chains"
+    )
     graph_weight: float = 1.0
     lexical_weight: float = 1.0
     dense_weight: float = 1.0
@@ -174,7 +179,7 @@ def expand(
     index = {e: i for i, e in enumerate(ids)}
     weights: dict[tuple[int, int], float] = defaultdict(float)
     for e in ids:
-        for rel in kg.adjacency.get(e, []):
+        for rel in kg.adjacency.get(e, [])[: cfg.neighbours_per_node * 4]:
             a, b = index.get(rel.source), index.get(rel.target)
             if a is None or b is None or a == b:
                 continue
@@ -195,17 +200,23 @@ def expand(
 
 
 class _DenseScorer:
-    """Cosine of the question with chunks, when vectors and an embedder are given."""
+    """Cosine of the question with chunks, when vectors and an embedder are given;
+    the question is embedded once."""
 
     def __init__(self, question: str, embedder: Embedder | None, vectors: ChunkVectors | None) -> None:
         self.question, self.embedder, self.vectors = question, embedder, vectors
+        self._qvec: np.ndarray | None = None
 
     @property
     def available(self) -> bool:
         return self.embedder is not None and self.vectors is not None
 
     def __call__(self, ids: Sequence[str]) -> np.ndarray | None:
-        return dense_scores(self.question, ids, self.vectors, self.embedder)
+        if not self.available or not ids:
+            return None
+        if self._qvec is None:
+            self._qvec = np.asarray(self.embedder.encode([self.question]), dtype=np.float32)[0]  # type: ignore[union-attr]
+        return dense_scores(self._qvec, ids, self.vectors, self.embedder)
 
 
 def score_chunks(
@@ -228,6 +239,7 @@ def score_chunks(
             graph[m.chunk_id] += s * (1.0 + 0.25 * min(m.count - 1, 4))
             ents[m.chunk_id].append(eid)
     priors = rank_prior(prior)
+    priors = dict(list(priors.items())[: cfg.max_prior])
     for cid in priors:
         graph.setdefault(cid, 0.0)
         for eid in kg.chunk_entities.get(cid, []):
@@ -335,7 +347,12 @@ def bridge_homes(
                 strength[eid] += specificity(kg, eid) / (1.0 + 0.5 * rank)
     homes: dict[str, float] = {}
     for eid, s in strength.items():
-        for cid in kg.home_chunks(eid)[:3]:
+        home = kg.home_chunks(eid)[:3]
+        # the home page's other chunks that mention the entity compete too: the
+        # answer is often a few paragraphs into the entity's own page
+        pages = {doc_of(c) for c in home}
+        on_page = [m.chunk_id for m in kg.entities[eid].mentions if doc_of(m.chunk_id) in pages]
+        for cid in dict.fromkeys([*home, *on_page[:8]]):
             if fetch.visible(cid):
                 homes[cid] = max(homes.get(cid, 0.0), s)
     if not homes:
@@ -400,20 +417,26 @@ def chain_contexts(
 def _best_path(
     kg: KnowledgeGraph, linked: Sequence[LinkedEntity], scores: dict[str, float], cfg: GraphSearchConfig
 ) -> list[str]:
-    """Shortest strong path between the two best linked entities, or from the best
-    linked entity to its best-scoring neighbour."""
-    ids = [le.entity_id for le in linked]
+    """Shortest strong path between two linked entities, or from the best linked
+    entity to its best-scoring neighbour. Ubiquitous entities ("SQLite") explain
+    nothing, so they may neither end nor carry a chain."""
+    ids = [le.entity_id for le in linked if specificity(kg, le.entity_id) >= cfg.min_chain_specificity]
+    if not ids:
+        return []
     g = kg.undirected
     index = {name: i for i, name in enumerate(g.vs["name"])}
-    if len(ids) >= 2:
-        for a_i in range(len(ids)):
-            for b in ids[a_i + 1 :]:
-                p = _shortest(g, index[ids[a_i]], index[b], cfg.max_path_len)
-                if p:
-                    return [g.vs[v]["name"] for v in p]
+    for a_i in range(len(ids)):
+        for b in ids[a_i + 1 :]:
+            p = [g.vs[v]["name"] for v in _shortest(g, index[ids[a_i]], index[b], cfg.max_path_len)]
+            if p and all(specificity(kg, e) >= cfg.min_chain_specificity for e in p[1:-1]):
+                return p
     first = ids[0]
     neighbours = {r.target if r.source == first else r.source for r in kg.adjacency.get(first, [])}
-    best = [e for e in scores if e in neighbours and e != first]
+    best = [
+        e
+        for e in scores
+        if e in neighbours and e != first and specificity(kg, e) >= cfg.min_chain_specificity
+    ]
     return [first, best[0]] if best else []
 
 
