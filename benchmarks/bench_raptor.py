@@ -4,10 +4,16 @@ Usage::
 
     python benchmarks/bench_raptor.py                      # numba/UMAP + clustering only
     python benchmarks/bench_raptor.py --index IDX/gen-000001 --build [--save DIR]
+    python benchmarks/bench_raptor.py --skip-numba --eval-index IDX --tree DIR
+
 
 ``--index`` points at an index generation (``tables/chunks.parquet`` and
 ``vectors/chunks.npy``) whose chunks are reused; ``--build`` then builds the whole
 tree with the extractive summariser and the index's own embedding pipeline.
+``--eval-index`` (an index directory a ``KnowledgeBase`` opens) with ``--tree`` (a
+tree saved by ``--save``) scores ``traverse`` against the index's flat hybrid lookup
+on the question set, per question type, with the project's evaluation rule (evidence
+strings within the first 1,500 words).
 Writes ``benchmarks/results/raptor.json`` (or ``--out``). Timings depend on the
 machine's load, which is recorded with them.
 """
@@ -28,6 +34,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from raptor import Leaf, RaptorConfig, Tree
 
 # Runs in a fresh interpreter: time the first and second UMAP fit in one process.
 _UMAP_PROBE = r"""
@@ -80,10 +88,8 @@ def bench_pca_path(n_points: int) -> dict[str, float]:
     return {"n_points": n_points, "fit_s": round(time.perf_counter() - t, 2)}
 
 
-def load_index(gen: Path, limit: int | None) -> tuple[list[object], np.ndarray]:
+def load_index(gen: Path, limit: int | None) -> tuple[list[Leaf], np.ndarray]:
     import pyarrow.parquet as pq
-
-    from raptor import Leaf
 
     table = pq.read_table(gen / "tables" / "chunks.parquet").to_pylist()
     vectors = np.load(gen / "vectors" / "chunks.npy")
@@ -109,12 +115,12 @@ def bench_cluster(vectors: np.ndarray) -> dict[str, object]:
 def bench_build(gen: Path, limit: int | None, save: Path | None) -> dict[str, object]:
     from arborgraph.embedding import EmbeddingConfig, load_embedder
     from ingest import load_token_counter
-    from raptor import ExtractiveSummariser, RaptorConfig, TreeView, build_tree, tree_to_tables
+    from raptor import ExtractiveSummariser, TreeView, build_tree, tree_to_tables
 
     leaves, vectors = load_index(gen, limit)
     manifest = json.loads((gen / "manifest.json").read_text())
-    backend = "onnx-int8" if "onnx-int8" in (manifest["mode"].get("embedding") or "") else "sentence-transformers"
-    embedder = load_embedder(EmbeddingConfig(backend=backend))
+    onnx = "onnx-int8" in (manifest["mode"].get("embedding") or "")
+    embedder = load_embedder(EmbeddingConfig(backend="onnx-int8" if onnx else "sentence-transformers"))
     count = load_token_counter()
     config = RaptorConfig()
     summariser = ExtractiveSummariser(embed=embedder.encode, count_tokens=count, max_tokens=config.summary_max_tokens)
@@ -138,7 +144,7 @@ def bench_build(gen: Path, limit: int | None, save: Path | None) -> dict[str, ob
         save.mkdir(parents=True, exist_ok=True)
         for name, table in tree_to_tables(tree).items():
             pq.write_table(table, save / f"{name}.parquet")
-        np.save(save / "raptor_vectors.npy", tree.vectors)
+        np.save(save / "raptor_vectors.npy", tree.node_vectors)
     stats = TreeView(tree).stats()
     return {
         "leaves": len(leaves),
@@ -155,6 +161,75 @@ def bench_build(gen: Path, limit: int | None, save: Path | None) -> dict[str, ob
     }
 
 
+def load_tree(directory: Path) -> Tree:
+    import pyarrow.parquet as pq
+
+    from raptor import tree_from_tables
+    from raptor.schema import NODES_TABLE
+
+    table = pq.read_table(directory / f"{NODES_TABLE}.parquet")
+    return tree_from_tables({NODES_TABLE: table}, np.load(directory / "raptor_vectors.npy"))
+
+
+def bench_eval(index_dir: Path, tree_dir: Path, questions: Path, budget_words: int, beams: list[int]) -> dict[str, object]:
+    import arborgraph
+    from arborgraph.evaluation import load_questions, score_contexts
+    from arborgraph.lexical import LexicalIndex
+    from ingest import load_token_counter
+    from raptor import traverse
+
+    kb = arborgraph.open(index_dir)
+    tree = load_tree(tree_dir)
+    count = load_token_counter()
+    summaries = tree.summaries()
+    summary_lexical = LexicalIndex.build([f"{n.title}\n{n.text}" for n in summaries])
+    leaves = tree.leaves()
+
+    def lexical_scores(question: str) -> dict[str, float]:
+        chunk_scores = kb.lookup_index.lexical.scores(question)
+        out = {}
+        for leaf in leaves:
+            row = kb.store.row_of.get(leaf.node_id)
+            if row is not None and chunk_scores[row] > 0:
+                out[leaf.node_id] = float(chunk_scores[row])
+        for node, value in zip(summaries, summary_lexical.scores(question)):
+            if value > 0:
+                out[node.node_id] = float(value)
+        return out
+
+    systems: dict[str, object] = {
+        "flat_hybrid": lambda q, v, lx: kb.query(q, route="lookup", top_k=50, budget_tokens=budget_words * 4).contexts
+    }
+    for beam in beams:
+        systems[f"traverse_beam{beam}"] = lambda q, v, lx, beam=beam: traverse(
+            tree, v, tree.node_vectors, lexical_scores=lx, beam=beam, budget_tokens=budget_words * 4, count_tokens=count
+        )
+    per_type: dict[str, dict[str, list[float]]] = {}
+    for question in load_questions(questions):
+        vector, lexical = kb.embed_query(question.question), lexical_scores(question.question)
+        evidence = [e.text for e in question.evidence]
+        for name, run in systems.items():
+            found, _ = score_contexts(run(question.question, vector, lexical), evidence, budget_words)  # type: ignore[operator]
+            stats = per_type.setdefault(question.type, {}).setdefault(name, [])
+            stats.append(found / len(evidence))
+    return {
+        "questions": str(questions.relative_to(ROOT)) if questions.is_relative_to(ROOT) else str(questions),
+        "budget_words": budget_words,
+        "tree_leaves": len(leaves),
+        "metrics": {
+            qtype: {
+                name: {
+                    "n": len(r),
+                    "evidence_recall": round(float(np.mean(r)), 3),
+                    "full_hit_rate": round(float(np.mean([x == 1.0 for x in r])), 3),
+                }
+                for name, r in by_system.items()
+            }
+            for qtype, by_system in per_type.items()
+        },
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--index", type=Path, help="an index generation directory to take chunks from")
@@ -162,30 +237,45 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="use only the first N chunks")
     ap.add_argument("--save", type=Path, help="write the built tree (parquet + npy) here")
     ap.add_argument("--skip-numba", action="store_true")
+    ap.add_argument("--eval-index", type=Path, help="index directory for the retrieval comparison")
+    ap.add_argument("--tree", type=Path, help="a tree saved with --save, for --eval-index")
+    ap.add_argument("--questions", type=Path, default=ROOT / "benchmarks" / "questions" / "sqlite.jsonl")
+    ap.add_argument("--beams", default="3,50", help="beam widths to evaluate")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "raptor.json")
     args = ap.parse_args()
 
-    results: dict[str, object] = {
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
-        }
+    machine: dict[str, object] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
     }
     import umap
 
-    results["versions"] = {"umap-learn": umap.__version__}
+    results: dict[str, object] = {"versions": {"umap-learn": umap.__version__}}
     if not args.skip_numba:
         results["umap_numba"] = bench_numba(300)
-    results["pca_path"] = bench_pca_path(300)
+        results["pca_path"] = bench_pca_path(300)
     if args.index is not None:
         _, vectors = load_index(args.index, args.limit)
         results["cluster_level0"] = bench_cluster(vectors)
         if args.build:
             results["build"] = bench_build(args.index, args.limit, args.save)
-    results["machine"]["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]  # type: ignore[index]
+    if args.eval_index is not None:
+        tree_dir = args.tree or args.save
+        if tree_dir is None:
+            ap.error("--eval-index needs --tree (or --build --save)")
+        beams = [int(b) for b in args.beams.split(",")]
+        results["retrieval"] = bench_eval(args.eval_index, tree_dir, args.questions, 1500, beams)
+    machine["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    # timings depend on the load: every part run now carries this run's machine record
+    for part in results.values():
+        if isinstance(part, dict) and part is not results["versions"]:
+            part["machine"] = machine
+    # parts not run this time keep their previous results
+    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+    previous.update(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    args.out.write_text(json.dumps(previous, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
 

@@ -63,7 +63,7 @@ def _pca(X: np.ndarray, n_components: int, random_state: int) -> np.ndarray:
         # Identical points: nothing to project; the mixture will find one component.
         return np.zeros((n, max(k, 1)))
     pca = PCA(n_components=k, svd_solver="full", random_state=random_state)
-    return pca.fit_transform(X)
+    return np.asarray(pca.fit_transform(X), dtype=np.float64)
 
 
 def _umap(X: np.ndarray, n_components: int, n_neighbors: int, metric: str, seed: int) -> np.ndarray:
@@ -193,7 +193,9 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
         self.max_cluster_size = max_cluster_size
         self.random_state = random_state
 
-    def fit(self, X: np.ndarray, y: None = None, *, sizes: Sequence[float] | None = None) -> RaptorClusterer:
+    def fit(
+        self, X: np.ndarray, y: None = None, *, sizes: Sequence[float] | np.ndarray | None = None
+    ) -> RaptorClusterer:
         """Cluster the rows of ``X``; ``sizes`` (e.g. token counts) drive the budget split."""
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] == 0:
@@ -304,7 +306,8 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
         # squared distances without materialising an (n, k, d) array
         dist = (X**2).sum(axis=1)[:, None] - 2.0 * X @ centroids.T + (centroids**2).sum(axis=1)[None, :]
         dist[~self.membership_] = np.inf
-        return dist.argmin(axis=1)
+        labels: np.ndarray = dist.argmin(axis=1)
+        return labels
 
 
 def _split_in_order(members: list[int], size: np.ndarray, parts: int) -> list[list[int]]:

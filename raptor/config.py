@@ -16,23 +16,23 @@ class RaptorConfig(BaseModel):
 
     seed: int = 0
     # Dimensionality reduction before the Gaussian mixture.
-    reduce_dims: int = Field(10, ge=2)
+    reduce_dims: int = Field(default=10, ge=2)
     reducer: ReducerName = "auto"
     # With reducer="auto", UMAP is used only from this many points on; smaller inputs
     # take a seeded PCA (UMAP's numba compile costs 30-40 s per process).
-    umap_min_points: int = Field(500, ge=16)
+    umap_min_points: int = Field(default=500, ge=16)
     # Soft assignment: a node joins every cluster whose probability exceeds this.
-    membership_threshold: float = Field(0.1, gt=0.0, lt=1.0)
-    max_clusters: int = Field(50, ge=1)
-    bic_patience: int | None = Field(8, ge=1)
+    membership_threshold: float = Field(default=0.1, gt=0.0, lt=1.0)
+    max_clusters: int = Field(default=50, ge=1)
+    bic_patience: int | None = Field(default=8, ge=1)
     local_pass: bool = True
     # The summariser's input budget: a cluster whose text is longer is re-clustered.
-    max_cluster_tokens: int = Field(3000, ge=16)
+    max_cluster_tokens: int = Field(default=3000, ge=16)
     # Length budget of one summary.
-    summary_max_tokens: int = Field(200, ge=8)
+    summary_max_tokens: int = Field(default=200, ge=8)
     # A level with at most this many nodes gets a single root above it.
-    stop_at: int = Field(5, ge=1)
-    max_levels: int = Field(8, ge=1)
+    stop_at: int = Field(default=5, ge=1)
+    max_levels: int = Field(default=8, ge=1)
 
     @model_validator(mode="after")
     def _budgets_allow_progress(self) -> RaptorConfig:

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from raptor.summary import Cluster, Summary
-from raptor.text import Unit, heading_label, is_summary_sentence, key_terms, split_units, terms
+from raptor.text import (
+    Unit,
+    heading_label,
+    is_summary_sentence,
+    key_terms,
+    split_units,
+    terms,
+)
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 CountTokens = Callable[[str], int]

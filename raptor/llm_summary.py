@@ -33,7 +33,7 @@ SYSTEM_PROMPT = (
     'Reply with JSON only: {"title": "...", "text": "..."}.'
 )
 
-_FENCED_JSON = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
+_FENCED_JSON = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
 def summary_schema() -> dict[str, Any]:
@@ -63,7 +63,7 @@ def parse_summary(reply: str) -> Summary:
     body = fenced.group(1) if fenced else reply.strip()
     data = json.loads(body)
     if not isinstance(data, dict):
-        raise ValueError("the reply is not a JSON object")
+        raise ValueError("the reply is not a JSON object")  # noqa: TRY004 - a bad reply, repaired like the rest
     summary = Summary.model_validate({k: v.strip() if isinstance(v, str) else v for k, v in data.items()})
     return summary
 

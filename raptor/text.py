@@ -29,19 +29,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*")
 _NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
 
 STOPWORDS = frozenset(
-    """a about above after again against all also although am an and any are as at be
-    because been before being below between both but by can cannot could did do does
-    doing done down during each either else etc even ever every few for from further
-    get gets given had has have having he her here hers him his how however if in into
-    is it its itself just least less let like made make makes many may me might more
-    most much must my need needs no nor not now of off often on once one only onto or
-    other others otherwise our out over own per rather same see several shall she
-    should since so some such than that the their theirs them then there these they
-    this those though through thus to too two under until up upon us use used uses
-    using very via was we were what when whenever where whether which while who whom
-    whose why will with within without would yet you your following example examples
-    described section chapter document value values way ways set sets first second new
-    true false null within across able instead usually always never""".split()
+    ["a", "about", "above", "after", "again", "against", "all", "also", "although", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could", "did", "do", "does", "doing", "done", "down", "during", "each", "either", "else", "etc", "even", "ever", "every", "few", "for", "from", "further", "get", "gets", "given", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "however", "if", "in", "into", "is", "it", "its", "itself", "just", "least", "less", "let", "like", "made", "make", "makes", "many", "may", "me", "might", "more", "most", "much", "must", "my", "need", "needs", "no", "nor", "not", "now", "of", "off", "often", "on", "once", "one", "only", "onto", "or", "other", "others", "otherwise", "our", "out", "over", "own", "per", "rather", "same", "see", "several", "shall", "she", "should", "since", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "though", "through", "thus", "to", "too", "two", "under", "until", "up", "upon", "us", "use", "used", "uses", "using", "very", "via", "was", "we", "were", "what", "when", "whenever", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "would", "yet", "you", "your", "following", "example", "examples", "described", "section", "chapter", "document", "value", "values", "way", "ways", "set", "sets", "first", "second", "new", "true", "false", "null", "within", "across", "able", "instead", "usually", "always", "never"]
 )
 
 

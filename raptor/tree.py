@@ -99,6 +99,13 @@ class Tree:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._index
 
+    @property
+    def node_vectors(self) -> np.ndarray:
+        """``vectors``, or a ``ValueError`` if the tree was loaded without them."""
+        if self.vectors is None:
+            raise ValueError("this tree has no vectors attached (see Tree.with_vectors)")
+        return self.vectors
+
     def node(self, node_id: str) -> Node:
         return self.nodes[self._index[node_id]]
 

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 from test_raptor_corpus import CONFIG, built_tree, corpus
 
-from raptor import Cluster, ExtractiveSummariser, Leaf, RaptorConfig, Summary, Tree, build_tree
+from raptor import (
+    Cluster,
+    ExtractiveSummariser,
+    Leaf,
+    RaptorConfig,
+    Summary,
+    Tree,
+    build_tree,
+)
 from raptor.text import split_units
 
 
@@ -56,8 +64,8 @@ def assert_valid_tree(tree: Tree, leaves: Sequence[Leaf]) -> None:
             assert node.text and node.title
         else:
             assert node.parents  # every leaf is summarised
-    assert tree.vectors is not None and tree.vectors.shape[0] == len(tree)
-    assert np.allclose(np.linalg.norm(tree.vectors, axis=1), 1.0, atol=1e-3)
+    assert tree.node_vectors is not None and tree.node_vectors.shape[0] == len(tree)
+    assert np.allclose(np.linalg.norm(tree.node_vectors, axis=1), 1.0, atol=1e-3)
 
 
 def test_tree_over_the_manual_slice() -> None:
@@ -65,7 +73,7 @@ def test_tree_over_the_manual_slice() -> None:
     c = corpus()
     assert_valid_tree(tree, c.leaves)
     assert tree.height >= 2
-    assert np.array_equal(tree.vectors[: len(c.leaves)], c.vectors)  # leaf vectors kept as given
+    assert np.array_equal(tree.node_vectors[: len(c.leaves)], c.vectors)  # leaf vectors kept as given
     # level-1 clusters are topical: most hold chunks of a single page
     level1 = [tree.node(i) for i in tree.level_ids(1)]
     assert sum(len(n.doc_ids) == 1 for n in level1) >= 0.75 * len(level1)
@@ -80,9 +88,9 @@ def test_tree_over_the_manual_slice() -> None:
 def test_same_seed_same_tree_and_summariser_called_once_per_summary() -> None:
     c = corpus()
     a, sa = _build(c.leaves, c.vectors)
-    b, sb = _build(c.leaves, c.vectors)
+    b, _ = _build(c.leaves, c.vectors)
     assert a.nodes == b.nodes
-    assert np.array_equal(a.vectors, b.vectors)
+    assert np.array_equal(a.node_vectors, b.node_vectors)
     assert sorted(sa.asked) == sorted(n.node_id for n in a.summaries())
     assert len(sa.asked) == len(set(sa.asked))
     other, _ = _build(c.leaves, c.vectors, config=CONFIG.model_copy(update={"seed": CONFIG.seed + 1}))

@@ -75,7 +75,7 @@ def corpus() -> Corpus:
     chunks = []
     for item in iter_collection([MANUAL / name for name in SLICE], load_timeout_s=None):
         assert isinstance(item, Document), item
-        chunks.extend(chunk_document(item, ChunkingConfig(), count))
+        chunks.extend(chunk_document(item, ChunkingConfig.model_validate({}), count))
     leaves = [Leaf.from_chunk(c) for c in chunks]
     embed = embedder()
     vectors = embed([c.context_text() for c in chunks])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import networkx as nx
@@ -20,7 +21,7 @@ def test_navigation() -> None:
     leaf = levels[0][5]
     path = view.path_to_root(leaf)
     assert path[0] == leaf and path[-1] == tree.root_id and len(path) == tree.height + 1
-    for child, parent in zip(path, path[1:]):
+    for child, parent in itertools.pairwise(path):
         assert child in view.children(parent) and parent in view.parents(child)
     sub = view.subtree(path[1])
     assert sub[0] == path[1] and leaf in sub

@@ -15,12 +15,13 @@ TRACE = re.compile(r"^tree: (L\d+:\d+ -> )+chunk$")
 
 
 def _query(text: str = QUESTION) -> np.ndarray:
-    return corpus().embed([text])[0]
+    vector: np.ndarray = corpus().embed([text])[0]
+    return vector
 
 
 def test_traverse_returns_overview_then_leaves_of_the_right_subtree() -> None:
     tree, c = built_tree(), corpus()
-    out = traverse(tree, _query(), tree.vectors, beam=2, budget_tokens=1200, count_tokens=c.count_tokens)
+    out = traverse(tree, _query(), tree.node_vectors, beam=2, budget_tokens=1200, count_tokens=c.count_tokens)
     assert out[0].kind == "summary" and out[0].level is not None and out[0].level >= 1
     assert [x.kind for x in out[1:]] == ["chunk"] * (len(out) - 1) and len(out) >= 3
     assert sum(c.count_tokens(x.text) for x in out) <= 1200
@@ -37,7 +38,7 @@ def test_traverse_returns_overview_then_leaves_of_the_right_subtree() -> None:
 
 def test_best_leaves_come_with_their_reading_order_neighbours() -> None:
     tree, c = built_tree(), corpus()
-    out = traverse(tree, _query(), tree.vectors, budget_tokens=3000, count_tokens=c.count_tokens, anchors=1, neighbours=1)
+    out = traverse(tree, _query(), tree.node_vectors, budget_tokens=3000, count_tokens=c.count_tokens, anchors=1, neighbours=1)
     leaves = [n.node_id for n in tree.leaves()]
     anchor, *rest = [x for x in out if x.kind == "chunk"]
     i = leaves.index(anchor.node_id)
@@ -47,7 +48,7 @@ def test_best_leaves_come_with_their_reading_order_neighbours() -> None:
     # after the neighbourhood, the ranking resumes in score order
     tail = [x.score for x in rest[len(near):]]
     assert tail == sorted(tail, reverse=True)
-    plain = traverse(tree, _query(), tree.vectors, budget_tokens=3000, count_tokens=c.count_tokens, anchors=0)
+    plain = traverse(tree, _query(), tree.node_vectors, budget_tokens=3000, count_tokens=c.count_tokens, anchors=0)
     scores = [x.score for x in plain if x.kind == "chunk"]
     assert scores == sorted(scores, reverse=True)
 
@@ -56,12 +57,12 @@ def test_subtree_weight_orders_leaves() -> None:
     tree, c = built_tree(), corpus()
     q = _query()
     # without the subtree prior, leaves come in order of their own similarity
-    flat = traverse(tree, q, tree.vectors, budget_tokens=10**6, count_tokens=c.count_tokens, subtree_weight=0.0, anchors=0)
+    flat = traverse(tree, q, tree.node_vectors, budget_tokens=10**6, count_tokens=c.count_tokens, subtree_weight=0.0, anchors=0)
     leaf_ids = [x.node_id for x in flat if x.kind == "chunk"]
-    sims = {n.node_id: float(tree.vectors[tree.position(n.node_id)] @ q) for n in tree.leaves()}
+    sims = {n.node_id: float(tree.node_vectors[tree.position(n.node_id)] @ q) for n in tree.leaves()}
     assert leaf_ids == sorted(sims, key=lambda i: (-sims[i], tree.position(i)))
     # with a dominant prior, every leaf under the beam comes before every leaf outside it
-    strong = traverse(tree, q, tree.vectors, beam=1, budget_tokens=10**6, count_tokens=c.count_tokens, subtree_weight=100, anchors=0)
+    strong = traverse(tree, q, tree.node_vectors, beam=1, budget_tokens=10**6, count_tokens=c.count_tokens, subtree_weight=100, anchors=0)
     inside = [not x.trace[0].endswith("outside the beam") for x in strong if x.kind == "chunk"]
     assert inside == sorted(inside, reverse=True) and 0 < sum(inside) < len(inside)
 
@@ -69,9 +70,9 @@ def test_subtree_weight_orders_leaves() -> None:
 def test_traverse_never_returns_summaries_alone() -> None:
     tree, c = built_tree(), corpus()
     leaf_tokens = min(c.count_tokens(n.text) for n in tree.leaves())
-    small = traverse(tree, _query(), tree.vectors, budget_tokens=leaf_tokens + 5, count_tokens=c.count_tokens)
+    small = traverse(tree, _query(), tree.node_vectors, budget_tokens=leaf_tokens + 5, count_tokens=c.count_tokens)
     assert small and small[-1].kind == "chunk"
-    tiny = traverse(tree, _query(), tree.vectors, budget_tokens=1, count_tokens=c.count_tokens)
+    tiny = traverse(tree, _query(), tree.node_vectors, budget_tokens=1, count_tokens=c.count_tokens)
     assert [x.kind for x in tiny] == ["chunk"] and tiny[0].flags == ["over_budget"]
 
 
@@ -82,7 +83,7 @@ def test_lexical_scores_steer_the_descent() -> None:
     for parent in tree.node(target.node_id).parents:
         lexical[parent] = 50.0
     out = traverse(
-        tree, _query(), tree.vectors, lexical_scores=lexical, beam=1, budget_tokens=3000, count_tokens=c.count_tokens
+        tree, _query(), tree.node_vectors, lexical_scores=lexical, beam=1, budget_tokens=3000, count_tokens=c.count_tokens
     )
     assert target.node_id in [x.node_id for x in out]
 
@@ -90,14 +91,14 @@ def test_lexical_scores_steer_the_descent() -> None:
 def test_traverse_validates_its_inputs() -> None:
     tree, c = built_tree(), corpus()
     with pytest.raises(ValueError):
-        traverse(tree, _query(), tree.vectors[:-1], budget_tokens=100, count_tokens=c.count_tokens)
+        traverse(tree, _query(), tree.node_vectors[:-1], budget_tokens=100, count_tokens=c.count_tokens)
     with pytest.raises(ValueError):
-        traverse(tree, _query(), tree.vectors, beam=0, budget_tokens=100, count_tokens=c.count_tokens)
+        traverse(tree, _query(), tree.node_vectors, beam=0, budget_tokens=100, count_tokens=c.count_tokens)
 
 
 def test_collapsed_search_ranks_all_levels_within_budget() -> None:
     tree, c = built_tree(), corpus()
-    sims = tree.vectors @ _query()
+    sims = tree.node_vectors @ _query()
     scores = {n.node_id: float(s) for n, s in zip(tree.nodes, sims, strict=True)}
     out = collapsed_search(tree, scores, budget_tokens=900, count_tokens=c.count_tokens)
     assert sum(c.count_tokens(x.text) for x in out) <= 900

@@ -6,7 +6,13 @@ import numpy as np
 from test_raptor_corpus import corpus
 
 from raptor import Cluster, ClusterMember, ExtractiveSummariser
-from raptor.text import dominant_path, heading_label, is_summary_sentence, normalise_space, split_units
+from raptor.text import (
+    dominant_path,
+    heading_label,
+    is_summary_sentence,
+    normalise_space,
+    split_units,
+)
 
 
 def _cluster(doc_id: str, node_id: str = "L1:0") -> Cluster:

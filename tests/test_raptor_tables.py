@@ -20,13 +20,13 @@ def test_round_trip_through_parquet_and_npy(tmp_path: Path) -> None:
     assert list(tables) == [S.NODES_TABLE]
     for name, table in tables.items():
         pq.write_table(table, tmp_path / f"{name}.parquet")
-    np.save(tmp_path / "vectors.npy", tree.vectors)
+    np.save(tmp_path / "vectors.npy", tree.node_vectors)
 
     read = {S.NODES_TABLE: pq.read_table(tmp_path / f"{S.NODES_TABLE}.parquet")}
     back = tree_from_tables(read, np.load(tmp_path / "vectors.npy", allow_pickle=False))
     assert back.nodes == tree.nodes
     assert back.root_id == tree.root_id
-    assert np.array_equal(back.vectors, tree.vectors)
+    assert np.array_equal(back.node_vectors, tree.node_vectors)
 
 
 def test_columns_are_the_schema_constants() -> None:
