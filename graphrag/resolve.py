@@ -234,6 +234,8 @@ def _merge_relations(
     extractions: Sequence[ChunkExtraction], local: dict[tuple[int, str], str], cfg: GraphConfig
 ) -> dict[str, Relation]:
     acc: dict[tuple[str, str, str], Relation] = {}
+    primary: dict[tuple[str, str, str], list[Evidence]] = {}
+    secondary: dict[tuple[str, str, str], list[Evidence]] = {}
     for ci, ex in enumerate(extractions):
         per_chunk: dict[tuple[str, str, str], float] = defaultdict(float)
         for r in ex.relations:
@@ -254,12 +256,16 @@ def _merge_relations(
             rel.weight += w
             if not rel.chunk_ids or rel.chunk_ids[-1] != ex.chunk_id:  # chunks come in order
                 rel.chunk_ids.append(ex.chunk_id)
-            if r.span and len(rel.evidence) < cfg.max_evidence:
+            if r.span:
                 ev = Evidence(ex.chunk_id, r.span[0], r.span[1])
-                if ev not in rel.evidence:
-                    rel.evidence.append(ev)
-                    if not rel.description:
-                        rel.description = r.description
-            elif not rel.description and r.description:
+                # a sentence stating the relation goes before one that only sits
+                # under the same heading (no description)
+                pool = primary if r.description else secondary
+                bucket = pool.setdefault(k, [])
+                if len(bucket) < cfg.max_evidence and ev not in bucket:
+                    bucket.append(ev)
+            if not rel.description and r.description:
                 rel.description = r.description
+    for k, rel in acc.items():
+        rel.evidence = (primary.get(k, []) + secondary.get(k, []))[: cfg.max_evidence]
     return {rel.id: rel for rel in sorted(acc.values(), key=lambda r: r.id)}

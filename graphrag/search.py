@@ -5,10 +5,17 @@
    first, at most ``max_expand_nodes`` nodes), scored by personalised PageRank that
    restarts at the linked entities, discounted for ubiquitous entities.
 3. Score the chunks that mention high-scoring entities by graph score, by their words'
-   match with the question (BM25 over the candidates), and, when given, by dense
-   similarity and by a flat retriever's ranking; keep several documents in play.
+   match with the question (BM25 over the candidates) and, when given, by dense
+   similarity and by a flat retriever's ranking.
 4. Return the chain of relations that connects the question's entities (or the first
    entity to its strongest neighbour), in path order, then the supporting chunks.
+
+With a flat ranking (``candidate_chunks``, e.g. hybrid lookup's hits) the chunks are
+composed instead: its first ``first_hop`` chunks (the question's own facts), then the
+home section of the best bridging entity (the page a relational question's second
+hop lands on, see :func:`bridge_homes`), then the rest of the flat ranking, then the
+graph's candidates. On the bundled SQLite questions this order measured better than
+any mixed score we tried (see benchmarks/results/graphrag.json).
 """
 
 from __future__ import annotations
@@ -111,10 +118,12 @@ def graph_search(
     """Relation chain and supporting chunks for a relational question.
 
     ``chunk_text`` maps chunk ids to text (see :mod:`graphrag.chunks`); chunks it
-    returns None for are never shown. ``embedder`` with ``entity_vectors`` adds
-    embedding-based linking, with ``chunk_vectors`` dense scoring of chunks;
-    ``candidate_chunks`` (a flat retriever's ranking) adds entry points. With no
-    linked entity the result is empty and ``result.reason`` says why.
+    returns None for are never shown, nor relation sentences quoted from them.
+    ``embedder`` with ``entity_vectors`` adds embedding-based linking, with
+    ``chunk_vectors`` dense scoring of chunks; ``candidate_chunks`` (a flat
+    retriever's ranking, ids best first or id -> score) leads the chunks (see the
+    module docstring). Contexts stop once ``budget_words`` is reached. With no linked
+    entity the result is empty and ``result.reason`` says why.
     """
     cfg = config or GraphSearchConfig()
     t0 = time.perf_counter()

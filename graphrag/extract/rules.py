@@ -66,7 +66,7 @@ class RuleExtractorConfig(BaseModel):
 _SCAN_RE = re.compile(
     r"``?[^`\n]{1,80}?``?"
     r"|-{1,2}[A-Za-z][\w-]*"
-    r"|[A-Za-z_]\w*(?:[./-][A-Za-z_0-9]\w*)*(?:\([^()\n]{0,40}\))?"
+    r"|(?<!\w)[A-Za-z_]\w*(?:[./-][A-Za-z_0-9]\w*)*(?:\([^()\n]{0,40}\))?"
 )
 _PRAGMA_AT_RE = re.compile(r"[Pp][Rr][Aa][Gg][Mm][Aa]\s+(?:\w+\.)?[A-Za-z_]\w*")
 _UPPER_RUN_RE = re.compile(r"[A-Z][A-Z0-9]+(?:[ ][A-Z][A-Z0-9]+){0,3}\b")
@@ -410,7 +410,8 @@ class RuleExtractor:
                     if b.name != topic and b.name not in linked_to_topic and len(linked_to_topic) < cfg.max_heading_links:
                         linked_to_topic.append(b.name)
                         src, dst = sorted((topic, b.name))
-                        rels.append(ExtractedRelation(src, dst, CO_OCCURS, cfg.heading_weight, unit, (us, ue)))
+                        # the unit names b, not the heading's topic: evidence, not a description
+                        rels.append(ExtractedRelation(src, dst, CO_OCCURS, cfg.heading_weight, "", (us, ue)))
         if topic and topic in entities and not entities[topic].description and units:
             us, ue = units[0]
             first = text[us:ue]
