@@ -94,8 +94,8 @@ class KnowledgeBase:
             return None
         if self._embedder is None:
             try:
-                self._embedder = load_embedder(self.config.embedding)
-            except EmbedderUnavailable as exc:
+                self._embedder = self._load_query_embedder()
+            except (EmbedderUnavailable, ImportError, ValueError) as exc:
                 self._embedder_error = str(exc)
                 return None
             if self._embedder.name != self.mode.embedding:
@@ -106,6 +106,16 @@ class KnowledgeBase:
                 self._embedder = None
                 return None
         return self._embedder.encode([text])[0]
+
+    def _load_query_embedder(self) -> Embedder:
+        """The embedder the index was built with: local, or the OpenAI-compatible one."""
+        if self.mode.embedding and self.mode.embedding.startswith("openai/"):
+            from arborgraph.llm import LLMCache, LLMUsage
+            from arborgraph.llm.provider import OpenAIEmbedder
+
+            cache = LLMCache(self.index_dir / "cache" / "llm.sqlite")
+            return OpenAIEmbedder(self.config.llm, cache, LLMUsage())
+        return load_embedder(self.config.embedding)
 
     def _fallback_note(self) -> str | None:
         if self.mode.embedding is None:

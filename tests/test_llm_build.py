@@ -1,0 +1,121 @@
+"""LLM-mode builds end to end, through the real ``openai`` client against the loopback
+stand-in of the OpenAI API (tests/llm_server.py). These are contract tests: the
+stand-in answers every JSON-schema request with a small valid instance built from the
+schema (and quotes words of the prompt), so the whole pipeline runs as with a model."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import arborgraph
+from arborgraph.config import load_config
+from arborgraph.pipeline import build_index
+
+PAGES = ["wal.md", "c3ref_busy_timeout.md", "autoinc.md"]
+
+
+def _words(body: dict[str, Any]) -> list[str]:
+    text = " ".join(str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user")
+    return re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", text)
+
+
+def _instance(schema: dict[str, Any], defs: dict[str, Any], words: list[str], depth: int = 0) -> Any:
+    if "$ref" in schema:
+        return _instance(defs[schema["$ref"].split("/")[-1]], defs, words, depth)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            options = [o for o in schema[key] if o.get("type") != "null"] or schema[key]
+            return _instance(options[0], defs, words, depth)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type", "object")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {name: _instance(sub, defs, words, depth + 1) for name, sub in props.items()}
+    if kind == "array":
+        count = max(schema.get("minItems", 0), 1 if depth < 3 else 0)
+        return [_instance(schema.get("items", {}), defs, words, depth + 1) for _ in range(count)]
+    if kind == "string":
+        return " ".join(words[depth : depth + 3]) or "text"
+    if kind in ("integer", "number"):
+        return max(schema.get("minimum", 1), 1)
+    if kind == "boolean":
+        return False
+    return None
+
+
+def schema_reply(body: dict[str, Any]) -> str:
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema")
+    if schema is None:
+        return "A short answer."
+    return json.dumps(_instance(schema, schema.get("$defs", {}), _words(body)))
+
+
+@pytest.fixture()
+def docs(tmp_path: Path, sample_slice: Path) -> Path:
+    target = tmp_path / "docs"
+    target.mkdir()
+    for page in PAGES:
+        shutil.copy(sample_slice / page, target / page)
+    return target
+
+
+def test_llm_build_is_accounted_cached_and_labelled(tmp_path: Path, docs: Path, llm_server) -> None:  # type: ignore[no-untyped-def]
+    llm_server.set_reply(schema_reply)
+    cfg = load_config(overrides={"llm": {"model": "stand-in-model", "base_url": llm_server.base_url, "api_key": "k"}})
+    report = build_index([docs], tmp_path / "idx", cfg)
+    usage = report.stages["llm"]
+    kb = arborgraph.open(tmp_path / "idx")
+    info = kb.info()
+    assert info["mode"]["llm_model"] == "stand-in-model" and "llm:stand-in-model" in info["mode"]["label"]
+    assert info["llm_calls"] == usage["llm_calls"] == llm_server.count("/v1/chat/completions")
+    assert info["llm_tokens_in"] > 0 and info["llm_tokens_out"] > 0
+    summaries = report.stages["tree"]["summaries"]
+    communities = report.stages["graph"]["communities"]
+    bound = summaries + report.chunks * 2 + communities  # one gleaning pass per chunk
+    assert 0 < usage["llm_calls"] <= bound
+    assert report.stages["tree"]["summariser"] == "llm" and report.stages["graph"]["extractor"] == "llm"
+    res = kb.query("How does a checkpoint work?", route="tree")
+    assert res.mode.llm_model == "stand-in-model"
+
+    # a rebuild over unchanged input, from the cache alone (a fresh index given the
+    # cache) and in place, makes no call
+    (tmp_path / "idx2").mkdir()
+    shutil.copytree(tmp_path / "idx" / "cache", tmp_path / "idx2" / "cache")
+    before = llm_server.count()
+    from_cache = build_index([docs], tmp_path / "idx2", cfg)
+    assert llm_server.count() == before
+    assert from_cache.stages["llm"]["llm_calls"] == 0
+    assert from_cache.stages["llm"]["llm_cache_hits"] == usage["llm_calls"]
+    in_place = build_index([docs], tmp_path / "idx", cfg)
+    assert llm_server.count() == before
+    assert in_place.stages["tree"]["reused"] == 1 and in_place.stages["graph"]["reused"] == 1
+
+
+def test_answer_cites_contexts_through_the_llm(tmp_path: Path, docs: Path, llm_server) -> None:  # type: ignore[no-untyped-def]
+    build_index([docs], tmp_path / "idx", load_config(overrides={"build_tree": False, "build_graph": False}))
+    kb = arborgraph.open(tmp_path / "idx")
+    llm_server.set_reply(lambda body: "Checkpoints move WAL content into the database [1].")
+    kb.config = kb.config.model_copy(update={"llm": kb.config.llm.model_copy(update={
+        "model": "stand-in-model", "base_url": llm_server.base_url, "api_key": "k"})})
+    res = kb.query("What does a checkpoint do?", route="lookup", answer=True)
+    assert res.answer == "Checkpoints move WAL content into the database [1]."
+    prompt = llm_server.requests[-1].body["messages"][1]["content"]
+    assert prompt.count("<source ") == len(res.contexts)
+    assert res.contexts[0].text.splitlines()[0] in prompt
+
+
+def test_answer_without_llm_is_a_clear_error(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    from arborgraph.kb import QueryError
+
+    res = sample_kb.query("What is WAL?", route="lookup")
+    assert res.answer is None
+    with pytest.raises(QueryError, match="needs an LLM"):
+        sample_kb.query("What is WAL?", route="lookup", answer=True)
