@@ -50,14 +50,15 @@ def traverse(
     node_vectors: np.ndarray,
     *,
     lexical_scores: Mapping[str, float] | None = None,
-    beam: int = 3,
+    beam: int = 50,
     budget_tokens: int,
     count_tokens: CountTokens,
     subtree_weight: float = 1.0,
     path_decay: float = 0.5,
     overview_level: int = 1,
-    anchors: int = 2,
+    anchors: int = 3,
     neighbours: int = 3,
+    neighbour_pool: int = 80,
 ) -> list[Context]:
     """Drill-down retrieval: an overview summary first, then leaf chunks.
 
@@ -74,10 +75,11 @@ def traverse(
     Drill-down evidence sits in runs of neighbouring chunks of one section, so each of
     the ``anchors`` best leaves is followed by its neighbours in reading order (up to
     ``neighbours`` chunks either side, same document, best first) before the rest of
-    the ranking. The result always ends in leaf chunks; the overview is dropped if the
+    the ranking; only neighbours among the ``neighbour_pool`` best leaves are pulled
+    forward, so an unrelated neighbour does not displace a good hit. The result always ends in leaf chunks; the overview is dropped if the
     budget cannot hold it and one leaf.
     """
-    if beam < 1 or anchors < 0 or neighbours < 0:
+    if beam < 1 or anchors < 0 or neighbours < 0 or neighbour_pool < 0:
         raise ValueError("beam must be at least 1; anchors and neighbours not negative")
     vectors = np.asarray(node_vectors, dtype=np.float32)
     if vectors.shape[0] != len(tree):
@@ -111,7 +113,7 @@ def traverse(
             best_parent[leaf.node_id] = parent
         leaf_rank.append((-(own[leaf.node_id] + subtree_weight * boost), tree.position(leaf.node_id), leaf.node_id))
     leaf_rank.sort()
-    leaf_rank, neighbour_of = _expand_anchors(tree, leaf_rank, anchors, neighbours)
+    leaf_rank, neighbour_of = _expand_anchors(tree, leaf_rank, anchors, neighbours, neighbour_pool)
 
     overview = _overview(tree, selected, path, overview_level)
     out: list[Context] = []
@@ -147,11 +149,13 @@ def traverse(
 
 
 def _expand_anchors(
-    tree: Tree, ranked: list[tuple[float, int, str]], anchors: int, radius: int
+    tree: Tree, ranked: list[tuple[float, int, str]], anchors: int, radius: int, pool: int
 ) -> tuple[list[tuple[float, int, str]], dict[str, str]]:
-    """Reorder a leaf ranking: each anchor is followed by its reading-order neighbours."""
+    """Reorder a leaf ranking: each anchor is followed by its reading-order neighbours
+    that are among the ``pool`` best leaves."""
     if anchors == 0 or radius == 0:
         return ranked, {}
+    plausible = {item[2] for item in ranked[:pool]}
     leaves = tree.leaves()  # in reading order
     index = {n.node_id: i for i, n in enumerate(leaves)}
     entry = {item[2]: item for item in ranked}
@@ -168,7 +172,10 @@ def _expand_anchors(
         near = [
             entry[leaves[j].node_id]
             for j in range(max(0, i - radius), min(len(leaves), i + radius + 1))
-            if j != i and leaves[j].doc_ids == doc and leaves[j].node_id not in placed
+            if j != i
+            and leaves[j].doc_ids == doc
+            and leaves[j].node_id in plausible
+            and leaves[j].node_id not in placed
         ]
         for n_item in sorted(near):
             out.append(n_item)

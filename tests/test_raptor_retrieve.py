@@ -48,6 +48,12 @@ def test_best_leaves_come_with_their_reading_order_neighbours() -> None:
     # after the neighbourhood, the ranking resumes in score order
     tail = [x.score for x in rest[len(near):]]
     assert tail == sorted(tail, reverse=True)
+    # neighbours outside the plausible pool stay where their own score puts them
+    pooled = traverse(
+        tree, _query(), tree.node_vectors, budget_tokens=3000, count_tokens=c.count_tokens,
+        anchors=1, neighbours=1, neighbour_pool=1,
+    )
+    assert not any(t.startswith("tree: next to") for x in pooled for t in x.trace)
     plain = traverse(tree, _query(), tree.node_vectors, budget_tokens=3000, count_tokens=c.count_tokens, anchors=0)
     scores = [x.score for x in plain if x.kind == "chunk"]
     assert scores == sorted(scores, reverse=True)
