@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from arborgraph.progress import ProgressCallback, no_progress
 from raptor.cluster import RaptorClusterer, reduce_dims
@@ -254,15 +255,17 @@ def _layout(vectors: np.ndarray, config: RaptorConfig) -> np.ndarray:
     n = vectors.shape[0]
     if n < 3:
         return np.zeros((n, 2))
-    coords, _ = reduce_dims(
-        vectors.astype(np.float64),
-        2,
-        reducer=config.reducer,
-        umap_min_points=config.umap_min_points,
-        n_neighbors=15,
-        metric="cosine",
-        random_state=config.seed,
-    )
+    # one BLAS thread, as in the clustering: the same bits whatever the core count
+    with threadpool_limits(limits=1):
+        coords, _ = reduce_dims(
+            vectors.astype(np.float64),
+            2,
+            reducer=config.reducer,
+            umap_min_points=config.umap_min_points,
+            n_neighbors=15,
+            metric="cosine",
+            random_state=config.seed,
+        )
     if coords.shape[1] < 2:
         coords = np.hstack([coords, np.zeros((n, 2 - coords.shape[1]))])
     return coords
