@@ -46,8 +46,12 @@ class RetrievalConfig(BaseModel):
     weight_bm25: float = 1.0
     weight_dense: float = 1.0
     candidates: int = Field(100, ge=1, description="hits taken from each retriever before fusion")
-    compose: Literal["flat-first", "structure"] = Field(
-        "flat-first", description="tree/graph/global: lead with the flat ranking, or the structure's own order"
+    compose: dict[str, Literal["flat-first", "structure"]] = Field(
+        # measured on the SQLite questions (benchmarks/results/raptor.json, graphrag.json):
+        # the tree's own order beats the flat ranking on drill-down questions; graph and
+        # global search do not beat it on theirs, so the flat ranking leads there
+        default_factory=lambda: {"tree": "structure", "graph": "flat-first", "global": "flat-first"},
+        description="per route: lead with the flat ranking, or keep the structure's own order",
     )
     structure_header: int = Field(
         1, ge=0, description="tree/graph/global: structure contexts (summary, chain, report) put first"
@@ -60,7 +64,9 @@ class RetrievalConfig(BaseModel):
 class TreeSearchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    beam: int = Field(3, ge=1, description="nodes kept per level when descending the tree")
+    beam: int | None = Field(
+        None, ge=1, description="nodes kept per level when descending the tree (None: raptor's default)"
+    )
 
 
 class RouterConfig(BaseModel):

@@ -289,7 +289,7 @@ class KnowledgeBase:
         reached follow it.
         """
         cfg = self.config.retrieval
-        if cfg.compose == "structure":
+        if cfg.compose.get(route, "flat-first") == "structure":
             return found
         header = [c for c in found if c.kind != "chunk"][: cfg.structure_header]
         chunks = [c for c in found if c.kind == "chunk"]
@@ -314,10 +314,10 @@ class KnowledgeBase:
         for scope in scopes:
             lexical = tree_node_lexical_scores(scope, question, chunk_bm25, self.store.row_of)
             if query_vector is not None:
+                beam = {"beam": self.config.tree_search.beam} if self.config.tree_search.beam else {}
                 found = traverse(
                     scope.tree, query_vector, scope.tree.vectors, lexical_scores=lexical,
-                    beam=self.config.tree_search.beam, budget_tokens=budget,
-                    count_tokens=self.count_tokens,
+                    budget_tokens=budget, count_tokens=self.count_tokens, **beam,
                 )
             else:
                 found = collapsed_search(scope.tree, lexical, budget, self.count_tokens)
