@@ -314,6 +314,15 @@ def eval_cmd(
         print(format_report(report))
 
 
+def _register_exporters() -> None:
+    from arborgraph.neo4j_export import export_neo4j_command
+
+    app.command("export-neo4j")(export_neo4j_command)
+
+
+_register_exporters()
+
+
 def _quiet_libraries() -> None:
     """Keep third-party log chatter (ONNX quantiser, bm25s, transformers) off the terminal."""
     import logging

@@ -244,8 +244,8 @@ def build_index(
 
         routes = ["lookup"]
         parts = partition_by_scope(docs, chunks)
-        tree_settings = {"tree": config.tree.model_dump(mode="json"), "embedding": report.embedding, "llm": config.llm.model}
-        graph_settings = {"graph": config.graph.model_dump(mode="json"), "llm": config.llm.model}
+        tree_settings = {"tree": config.tree.model_dump(mode="json"), "embedding": report.embedding, "llm": config.llm.model, "version": __version__}
+        graph_settings = {"graph": config.graph.model_dump(mode="json"), "llm": config.llm.model, "version": __version__}
         scopes = [
             {
                 "tag": p.tag, "scope": p.scope, "chunks": len(p.chunks),
