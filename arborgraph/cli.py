@@ -94,6 +94,7 @@ def build(
     no_graph: Annotated[bool, typer.Option("--no-graph", help="skip the entity graph")] = False,
     llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model: turns LLM mode on")] = None,
     embedding_model: Annotated[Optional[str], typer.Option("--embedding-model", help="embeddings from the OpenAI-compatible endpoint")] = None,
+    contextual: Annotated[bool, typer.Option("--contextual-prefixes", help="LLM: situate each chunk in its document before indexing")] = False,
     executor: Annotated[Optional[str], typer.Option("--executor", help="serial | process | auto | dask | tcp://host:port")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the build report as JSON")] = False,
@@ -109,6 +110,8 @@ def build(
         overrides["build_graph"] = False
     if executor:
         overrides["executor"] = executor
+    if contextual:
+        overrides["contextual_prefixes"] = True
     if llm_model or embedding_model:
         overrides["llm"] = {
             k: v for k, v in (("model", llm_model), ("embedding_model", embedding_model)) if v

@@ -93,6 +93,9 @@ class Config(BaseModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     build_tree: bool = True
     build_graph: bool = True
+    contextual_prefixes: bool = Field(
+        False, description="with an LLM: a sentence situating each chunk, indexed in front of it"
+    )
     executor: str = Field(
         "auto",
         description="serial | process | auto (a process pool for large inputs) | dask | tcp://host:port",

@@ -211,6 +211,13 @@ def build_index(
         with timer("contradictions"):
             report.contradictions = find_contradictions(chunks)
         context_texts = [c.context_text() for c in chunks]
+        prefixes: list[str] | None = None
+        if config.contextual_prefixes:
+            if chat is None:
+                raise BuildError("contextual_prefixes needs an LLM: pass --llm-model (or set llm.model)")
+            with timer("contextual_prefixes"):
+                prefixes = _contextual_prefixes(chat, docs, chunks, config, progress)
+            context_texts = [f"{p}\n{t}" for p, t in zip(prefixes, context_texts)]
 
         with timer("embed"):
             if config.llm.embedding_model:
@@ -238,7 +245,10 @@ def build_index(
             lexical.save(writer.dir_for("bm25/chunks"))
 
         writer.write_table(S.DOCUMENTS, documents_table(docs))
-        writer.write_table(S.CHUNKS, chunks_table(chunks))
+        table = chunks_table(chunks)
+        if prefixes is not None:
+            table = table.append_column(S.CHUNK_PREFIX, pa.array(prefixes, pa.string()))
+        writer.write_table(S.CHUNKS, table)
         if vectors is not None:
             writer.write_vectors(S.CHUNK_VECTORS, vectors)
 
@@ -330,6 +340,33 @@ def build_index(
     if usage is not None:
         report.stages["llm"] = usage.to_dict()
     return report
+
+
+def _contextual_prefixes(
+    chat: Any, docs: Sequence[Document], chunks: Sequence[Chunk], config: Config, progress: ProgressCallback
+) -> list[str]:
+    """One LLM sentence per chunk situating it in its document (cached like every call).
+
+    The prefix is embedded and BM25-indexed in front of the chunk; users still see the
+    chunk alone.
+    """
+    from arborgraph.llm import contextual_prefixes
+
+    by_doc: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    out: dict[str, str] = {}
+    for n, doc in enumerate(docs, start=1):
+        members = by_doc.get(doc.doc_id, [])
+        outline = " / ".join(b.text for b in doc.blocks if b.kind == "heading")[:1500]
+        excerpt = f"{outline}\n\n{doc.text[:2000]}"
+        found = contextual_prefixes(
+            chat, doc.title, excerpt, [(c.chunk_id, c.text) for c in members],
+            concurrency=config.llm.concurrency,
+        )
+        out.update({c.chunk_id: p.strip() for c, p in zip(members, found)})
+        progress("contextual_prefixes", n, len(docs))
+    return [out[c.chunk_id] for c in chunks]
 
 
 def _document_changes(docs: Sequence[Document], previous: Any, reused: int) -> dict[str, Any]:

@@ -37,6 +37,7 @@ CHUNK_HEADING_PATH = "heading_path"
 CHUNK_START = "start"
 CHUNK_END = "end"
 CHUNK_TOKENS = "n_tokens"
+CHUNK_PREFIX = "context_prefix"  # only with LLM contextual prefixes: what was indexed before the text
 
 # vector files (vectors/<name>.npy)
 CHUNK_VECTORS = "chunks"

@@ -119,3 +119,23 @@ def test_answer_without_llm_is_a_clear_error(sample_kb) -> None:  # type: ignore
     assert res.answer is None
     with pytest.raises(QueryError, match="needs an LLM"):
         sample_kb.query("What is WAL?", route="lookup", answer=True)
+
+
+def test_contextual_prefixes_are_indexed_but_not_shown(tmp_path: Path, docs: Path, llm_server) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow.parquet as pq
+
+    llm_server.set_reply(lambda body: "This chunk is from the SQLite manual, about ZQXJ locking.")
+    cfg = load_config(overrides={
+        "build_tree": False, "build_graph": False, "contextual_prefixes": True,
+        "llm": {"model": "stand-in-model", "base_url": llm_server.base_url, "api_key": "k"},
+    })
+    report = build_index([docs], tmp_path / "idx", cfg)
+    assert report.stages["llm"]["llm_by_stage"]["contextual_prefix"]["calls"] == report.chunks
+    kb = arborgraph.open(tmp_path / "idx")
+    gen = (tmp_path / "idx" / "CURRENT").read_text().strip()
+    table = pq.read_table(tmp_path / "idx" / gen / "tables" / "chunks.parquet")
+    assert set(table.column("context_prefix").to_pylist()) == {"This chunk is from the SQLite manual, about ZQXJ locking."}
+    res = kb.query("ZQXJ", route="lookup")  # a word only the prefixes contain
+    assert res.contexts and all("ZQXJ" not in c.text for c in res.contexts)
+    with pytest.raises(Exception, match="needs an LLM"):
+        build_index([docs], tmp_path / "idx3", load_config(overrides={"contextual_prefixes": True}))
