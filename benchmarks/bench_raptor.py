@@ -10,6 +10,10 @@ Usage::
 ``--index`` points at an index generation (``tables/chunks.parquet`` and
 ``vectors/chunks.npy``) whose chunks are reused; ``--build`` then builds the whole
 tree with the extractive summariser and the index's own embedding pipeline.
+``--update-index`` (a generation with a saved tree, ``raptor_nodes.s0.parquet`` and
+``tree.s0.npy``) rewrites one page (a sentence appended to each of its chunks) and
+times ``update_tree`` against the saved tree, and with ``--compare-build`` also a
+full ``build_tree`` over the same leaves.
 ``--eval-index`` (an index directory a ``KnowledgeBase`` opens) with ``--tree`` (a
 tree saved by ``--save``) scores ``traverse`` against the index's flat hybrid lookup
 on the question set, per question type, with the project's evaluation rule (evidence
@@ -28,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +166,64 @@ def bench_build(gen: Path, limit: int | None, save: Path | None) -> dict[str, ob
     }
 
 
+def bench_update(gen: Path, page: str | None, compare_build: bool) -> dict[str, object]:
+    """update_tree after one page changed, against the tree saved with the index."""
+    import pyarrow.parquet as pq
+
+    from arborgraph.embedding import EmbeddingConfig, load_embedder
+    from ingest import load_token_counter
+    from raptor import ExtractiveSummariser, build_tree, tree_from_tables
+    from raptor.schema import NODES_TABLE
+    from raptor.update import update_tree
+
+    leaves, vectors = load_index(gen, None)
+    previous = tree_from_tables(
+        {NODES_TABLE: pq.read_table(gen / "tables" / f"{NODES_TABLE}.s0.parquet")}, np.load(gen / "vectors" / "tree.s0.npy")
+    )
+    if [n.node_id for n in previous.leaves()] != [leaf.chunk_id for leaf in leaves]:
+        raise SystemExit("the saved tree's leaves are not the generation's chunks")
+    manifest = json.loads((gen / "manifest.json").read_text())
+    onnx = "onnx-int8" in (manifest["mode"].get("embedding") or "")
+    embedder = load_embedder(EmbeddingConfig(backend="onnx-int8" if onnx else "sentence-transformers"))
+    count = load_token_counter()
+    config = RaptorConfig.model_validate(manifest.get("config", {}).get("tree", {}))
+    docs = [leaf.doc_id for leaf in leaves]
+    # default page: the median-sized document by chunk count, a typical edit
+    sizes = sorted({d: docs.count(d) for d in set(docs)}.items(), key=lambda kv: (kv[1], kv[0]))
+    page = page or sizes[len(sizes) // 2][0]
+    rows = [i for i, d in enumerate(docs) if d == page]
+    note = " This paragraph was revised in the new edition of the manual."
+    leaves = [replace(leaf, text=leaf.text + note) if i in rows else leaf for i, leaf in enumerate(leaves)]
+    vectors = vectors.copy()
+    vectors[rows] = embedder.encode([" > ".join(leaves[i].heading_path) + "\n" + leaves[i].text for i in rows])
+
+    def summariser() -> ExtractiveSummariser:  # as the index builds it
+        return ExtractiveSummariser(
+            embed=embedder.encode, count_tokens=count, max_tokens=config.summary_max_tokens, max_sentences_embedded=6
+        )
+
+    t = time.perf_counter()
+    tree, stats = update_tree(
+        previous, leaves, vectors, embed=embedder.encode, count_tokens=count, summariser=summariser(), config=config
+    )
+    out: dict[str, object] = {
+        "leaves": len(leaves),
+        "page": page,
+        "page_chunks": len(rows),
+        "embedding": embedder.name,
+        "update_s": round(time.perf_counter() - t, 2),
+        "stats": {k: v for k, v in asdict(stats).items() if not k.endswith("_ids")},
+        "previous_summaries": len(previous.summaries()),
+        "height": tree.height,
+    }
+    if compare_build:
+        t = time.perf_counter()
+        rebuilt = build_tree(leaves, vectors, embed=embedder.encode, count_tokens=count, summariser=summariser(), config=config)
+        out["build_s"] = round(time.perf_counter() - t, 1)
+        out["build_summaries"] = len(rebuilt.summaries())
+    return out
+
+
 def load_tree(directory: Path) -> Tree:
     import pyarrow.parquet as pq
 
@@ -238,6 +301,9 @@ def main() -> None:
     ap.add_argument("--save", type=Path, help="write the built tree (parquet + npy) here")
     ap.add_argument("--skip-numba", action="store_true")
     ap.add_argument("--eval-index", type=Path, help="index directory for the retrieval comparison")
+    ap.add_argument("--update-index", type=Path, help="a generation with a saved tree: time update_tree after one page changed")
+    ap.add_argument("--page", help="the doc_id to change with --update-index (default: a median-sized page)")
+    ap.add_argument("--compare-build", action="store_true", help="with --update-index, also time a full build")
     ap.add_argument("--tree", type=Path, help="a tree saved with --save, for --eval-index")
     ap.add_argument("--questions", type=Path, default=ROOT / "benchmarks" / "questions" / "sqlite.jsonl")
     ap.add_argument("--beams", default="3,50", help="beam widths to evaluate")
@@ -260,6 +326,8 @@ def main() -> None:
         results["cluster_level0"] = bench_cluster(vectors)
         if args.build:
             results["build"] = bench_build(args.index, args.limit, args.save)
+    if args.update_index is not None:
+        results["update"] = bench_update(args.update_index, args.page, args.compare_build)
     if args.eval_index is not None:
         tree_dir = args.tree or args.save
         if tree_dir is None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from raptor.llm_summary import LLMSummariser
     from raptor.retrieve import collapsed_search, traverse
     from raptor.tables import tree_from_tables, tree_to_tables
+    from raptor.update import TreeUpdate, update_tree
 
 _LAZY = {
     "build_tree": "raptor.build",
@@ -34,6 +35,8 @@ _LAZY = {
     "traverse": "raptor.retrieve",
     "tree_from_tables": "raptor.tables",
     "tree_to_tables": "raptor.tables",
+    "TreeUpdate": "raptor.update",
+    "update_tree": "raptor.update",
 }
 
 __all__ = [
@@ -48,6 +51,7 @@ __all__ = [
     "Summariser",
     "Summary",
     "Tree",
+    "TreeUpdate",
     "TreeView",
     "build_tree",
     "collapsed_search",
@@ -55,6 +59,7 @@ __all__ = [
     "traverse",
     "tree_from_tables",
     "tree_to_tables",
+    "update_tree",
 ]
 
 

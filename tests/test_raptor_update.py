@@ -11,7 +11,7 @@ import numpy as np
 from test_raptor_build import CountingSummariser, assert_valid_tree
 from test_raptor_corpus import CONFIG, MANUAL, built_tree, corpus
 
-from raptor import Cluster, Leaf, RaptorConfig, Summary, Tree
+from raptor import Cluster, Leaf, RaptorConfig, Summary, Tree, build_tree
 from raptor.tables import tree_from_tables, tree_to_tables
 from raptor.update import TreeUpdate, update_tree
 
@@ -225,3 +225,26 @@ def test_update_is_deterministic() -> None:
     b, sb, _ = run(leaves, vectors, drift_threshold=1.0)
     assert a.nodes == b.nodes and sa == sb
     assert a.node_vectors.tobytes() == b.node_vectors.tobytes()
+
+
+def test_a_full_single_cluster_root_gets_a_new_root_above_it() -> None:
+    # a tree small enough to be one level-1 root; the added page overflows that cluster
+    c = corpus()
+    small = c.leaves[:4]
+    config = CONFIG.model_copy(update={"max_cluster_tokens": 1000})
+    summariser = CountingSummariser(max_tokens=CONFIG.summary_max_tokens)
+    before = build_tree(
+        small, c.vectors[:4], embed=c.embed, count_tokens=c.count_tokens, summariser=summariser, config=config
+    )
+    assert before.height == 1
+    page = [k for k, leaf in enumerate(c.leaves) if leaf.doc_id == "lang_upsert.md"]
+    leaves = [*small, *(c.leaves[k] for k in page)]
+    assert sum(c.count_tokens(leaf.text) for leaf in leaves) > config.max_cluster_tokens
+    tree, stats = update_tree(
+        before, leaves, np.vstack([c.vectors[:4], c.vectors[page]]), embed=c.embed, count_tokens=c.count_tokens,
+        summariser=summariser, config=config, drift_threshold=100.0,
+    )
+    assert_update_invariants(tree, leaves)
+    assert not stats.full_rebuild and tree.height == 2
+    assert before.root_id in tree.root.children and len(tree.root.children) >= 2
+    assert all(n.node_id.startswith("L1:") for n in (tree.node(i) for i in tree.root.children))
