@@ -98,6 +98,14 @@ class Entity:
     def chunk_ids(self) -> list[str]:
         return [m.chunk_id for m in self.mentions]
 
+    def _repr_html_(self) -> str:
+        from arborgraph.cards import card, short_list
+
+        return card(self.name, f"entity · {self.type} · {self.id}", [
+            ("aliases", short_list(self.aliases)),
+            ("mentioned in", short_list(sorted(set(self.chunk_ids)))),
+        ], self.description)
+
 
 @dataclass(slots=True)
 class Relation:
@@ -128,6 +136,15 @@ class Community:
     parent: int | None = None
     children: list[int] = field(default_factory=list)
 
+    def _repr_html_(self) -> str:
+        from arborgraph.cards import card, short_list
+
+        return card(f"community {self.id}", f"level {self.level} · {len(self.members)} members", [
+            ("parent", "" if self.parent is None else str(self.parent)),
+            ("children", short_list([str(c) for c in self.children])),
+            ("members", short_list(self.members, 12)),
+        ])
+
 
 @dataclass(slots=True)
 class Finding:
@@ -155,6 +172,13 @@ class CommunityReport:
             for c in f.chunk_ids:
                 seen.setdefault(c, None)
         return list(seen)
+
+    def _repr_html_(self) -> str:
+        from arborgraph.cards import card, short_list
+
+        return card(self.title, f"community {self.community_id} · level {self.level} · rank {self.rank:.1f}", [
+            ("grounded in", short_list(self.chunk_ids)),
+        ], self.text())
 
     def text(self) -> str:
         """The report as readable text: title, summary, then one line per finding."""

@@ -61,6 +61,17 @@ class Node:
     def is_leaf(self) -> bool:
         return self.level == 0
 
+    def _repr_html_(self) -> str:
+        from arborgraph.cards import card, short_list
+
+        kind = "leaf chunk" if self.is_leaf else f"summary · level {self.level}"
+        return card(self.title or self.node_id, f"{kind} · {self.node_id}", [
+            ("children", short_list(list(self.children))),
+            ("parents", short_list(list(self.parents))),
+            ("covers", f"{len(self.chunk_ids)} chunks in {short_list(list(self.doc_ids), 4)}"),
+            ("summariser", self.summariser or ""),
+        ], self.text)
+
     def embed_text(self) -> str:
         """The text a summary's vector is computed from: title, then summary."""
         return f"{self.title}\n{self.text}" if self.title else self.text
