@@ -544,7 +544,7 @@ def statement_len(cypher: str, params: Mapping[str, Any], escape: bool = True) -
     return len("CYPHER ") + sum(len(k) + 2 + wire_len(v, escape) for k, v in params.items()) + len(cypher.encode())
 
 
-def _batches(
+def param_batches(
     items: Sequence[Any],
     cypher: str,
     param: str,
@@ -659,7 +659,7 @@ def upsert_statements(
         rows.append(row)
     out = [
         Statement(cypher, encode_params({"rows": batch}, dialect), len(batch))
-        for batch in _batches(rows, cypher, "rows", dialect, batch_size, sizes if budget is not None else None)
+        for batch in param_batches(rows, cypher, "rows", dialect, batch_size, sizes if budget is not None else None)
     ]
     for prop in sorted(rests):
         append_cypher = node_append_cypher(kind, prop) if is_node else rel_append_cypher(kind, prop)
@@ -673,13 +673,13 @@ def upsert_statements(
             piece_rows = [{**key_row, "v": p[i]} for key_row, p in pieces if i < len(p)]
             out += [
                 Statement(append_cypher, encode_params({"rows": batch}, dialect), 0)
-                for batch in _batches(piece_rows, append_cypher, "rows", dialect, batch_size)
+                for batch in param_batches(piece_rows, append_cypher, "rows", dialect, batch_size)
             ]
     if hashes:
         hash_cypher = node_hash_cypher(kind) if is_node else rel_hash_cypher(kind)
         out += [
             Statement(hash_cypher, encode_params({"rows": batch}, dialect), 0)
-            for batch in _batches(hashes, hash_cypher, "rows", dialect, batch_size)
+            for batch in param_batches(hashes, hash_cypher, "rows", dialect, batch_size)
         ]
     return out
 
@@ -693,7 +693,7 @@ def delete_statements(kind: str, keys: Sequence[Any], dialect: Dialect, batch_si
         cypher, param = rel_delete_cypher(kind), "rows"
     return [
         Statement(cypher, encode_params({param: batch}, dialect), len(batch))
-        for batch in _batches(list(keys), cypher, param, dialect, batch_size)
+        for batch in param_batches(list(keys), cypher, param, dialect, batch_size)
     ]
 
 
@@ -788,12 +788,23 @@ def _neo4j() -> Any:
     return neo4j
 
 
-def connect(uri: str, user: str | None = None, password: str | None = None) -> "Driver":
-    """A driver for ``uri`` whose connectivity is verified (see :func:`verify`)."""
+CONNECT_TIMEOUT = 15.0
+
+
+def connect(uri: str, user: str | None = None, password: str | None = None, *, timeout: float = CONNECT_TIMEOUT) -> "Driver":
+    """A driver for ``uri`` whose connectivity is verified (see :func:`verify`).
+
+    ``timeout`` bounds opening a connection, handshake included: FalkorDB's Bolt layer
+    sometimes never answers the handshake of a connection opened after another one
+    closed, and the driver would wait 60 s before retrying."""
     neo4j = _neo4j()
     auth = (user or "neo4j", password) if password is not None else None
+    if not uri.startswith(("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")):
+        raise ExportError(f"bad Bolt URI {uri!r}: expected bolt:// or neo4j:// (with +s / +ssc for TLS)")
     try:
-        driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+        driver = neo4j.GraphDatabase.driver(
+            uri, auth=auth, connection_timeout=timeout, connection_acquisition_timeout=timeout
+        )
     except (ValueError, neo4j.exceptions.ConfigurationError) as exc:
         raise ExportError(f"bad Bolt URI {uri!r}: {exc}") from None
     try:
@@ -805,20 +816,21 @@ def connect(uri: str, user: str | None = None, password: str | None = None) -> "
 
 
 def verify(driver: "Driver", attempts: int = 3) -> None:
-    """Check the server answers; a refused first connection is retried because
-    FalkorDB's Bolt layer drops the first connection made after another one closed."""
+    """Check the server answers, retrying a connection that failed or timed out (see
+    :func:`connect`); raises :class:`ExportError` with one line otherwise."""
     neo4j = _neo4j()
+    retry = (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.ConnectionAcquisitionTimeoutError)
     for attempt in range(attempts):
         try:
             driver.verify_connectivity()
             return
         except neo4j.exceptions.AuthError as exc:
-            raise ExportError(f"authentication failed: {exc.message or exc}") from None
-        except neo4j.exceptions.ServiceUnavailable as exc:
+            raise ExportError(f"authentication failed: {_one_line(exc)}") from None
+        except retry as exc:
             if attempt == attempts - 1:
                 raise ExportError(f"cannot reach the Bolt server: {_one_line(exc)}") from None
             time.sleep(0.05 * (attempt + 1))
-        except neo4j.exceptions.Neo4jError as exc:
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
             raise ExportError(f"the Bolt server refused the connection: {_one_line(exc)}") from None
 
 
@@ -830,27 +842,31 @@ def _one_line(exc: BaseException) -> str:
 def detect_dialect(session: "Session", *, batch_size: int = DEFAULT_BATCH) -> Dialect:
     """Tell Neo4j from FalkorDB (both announce themselves as Neo4j).
 
-    Neo4j answers ``dbms.components()``; FalkorDB lacks it but lists its own procedures.
-    For FalkorDB a backslash round trip shows whether string parameters are pasted into
-    the query unescaped (its lexer then reads ``\\\\`` as one backslash).
+    FalkorDB lists its own procedures (``db.idx.*``, ``algo.*``) in ``dbms.procedures()``;
+    Neo4j 5 no longer has that procedure and answers ``dbms.components()`` instead. The
+    FalkorDB probe goes first because a failed statement leaves FalkorDB's Bolt layer
+    slow to accept the next connection (its handshake then waits out the driver's
+    60 s timeout). For FalkorDB a backslash round trip shows whether string parameters
+    are pasted into the query unescaped (its lexer then reads ``\\\\`` as one backslash).
     """
     neo4j = _neo4j()
-    try:
-        rows = session.run("CALL dbms.components() YIELD name, versions RETURN name, versions").data()
-        for row in rows:
-            if str(row.get("name", "")).startswith("Neo4j"):
-                return Dialect("neo4j", version=str((row.get("versions") or [""])[0]), max_rows=batch_size)
-    except neo4j.exceptions.Neo4jError:
-        pass
+    names: set[str] = set()
     try:
         names = {r["name"] for r in session.run("CALL dbms.procedures() YIELD name RETURN name").data()}
+    except neo4j.exceptions.Neo4jError:
+        pass
+    if any(n.startswith("db.idx.") for n in names) and any(n.startswith("algo.") for n in names):
+        probe = "a\\\\b"
+        echoed = session.run("RETURN $v AS v", v=probe).single()
+        return falkordb(escape_strings=echoed is not None and echoed["v"] != probe, max_rows=batch_size)
+    try:
+        rows = session.run("CALL dbms.components() YIELD name, versions RETURN name, versions").data()
     except neo4j.exceptions.Neo4jError as exc:
         raise ExportError(f"unsupported Bolt server (neither Neo4j nor FalkorDB): {_one_line(exc)}") from None
-    if not any(n.startswith("db.idx.") for n in names):
-        raise ExportError("unsupported Bolt server (neither Neo4j nor FalkorDB)")
-    probe = "a\\\\b"
-    echoed = session.run("RETURN $v AS v", v=probe).single()
-    return falkordb(escape_strings=echoed is not None and echoed["v"] != probe, max_rows=batch_size)
+    for row in rows:
+        if str(row.get("name", "")).startswith("Neo4j"):
+            return Dialect("neo4j", version=str((row.get("versions") or [""])[0]), max_rows=batch_size)
+    raise ExportError("unsupported Bolt server (neither Neo4j nor FalkorDB)")
 
 
 def _falkor_indexes(session: "Session") -> set[tuple[str, str, str]]:
@@ -1126,6 +1142,7 @@ def export_neo4j_command(
     database: Annotated[Optional[str], typer.Option("--database", "-d", help="database (default: the server's default)")] = None,
     csv: Annotated[Optional[Path], typer.Option("--csv", help="write neo4j-admin import files to this directory instead")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="rows per statement")] = DEFAULT_BATCH,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="seconds to wait for a connection")] = CONNECT_TIMEOUT,
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Export the index to Neo4j over Bolt (incremental), or as CSV files for neo4j-admin import."""
@@ -1139,7 +1156,7 @@ def export_neo4j_command(
             report: CsvReport | ExportReport = write_csv(records, csv)
         else:
             assert uri is not None
-            driver = connect(uri, user, password)
+            driver = connect(uri, user, password, timeout=timeout)
             try:
                 report = export_records(records, driver, database=database, batch_size=batch_size)
             finally:
@@ -1165,5 +1182,6 @@ __all__ = [
     "plan_export", "plan_statements", "upsert_statements", "delete_statements", "schema_statements",
     "export_records", "export_index", "write_csv", "export_neo4j_command", "weight_key", "weight_from_key",
     "entity_uid", "chunk_uid", "document_uid", "tree_uid", "community_uid", "encode_params", "statement_len",
+    "param_batches", "wire_len", "falkor_escape",
 ]
 

@@ -19,10 +19,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 MAX_BOLT_PORT = 32767
+CONNECT_TIMEOUT = 3.0  # seconds; a lost handshake is retried after this
 
 
 def _port_free(port: int) -> bool:
@@ -52,6 +54,7 @@ class FalkorServer:
     redis_port: int
     bolt_port: int
     workdir: Path
+    _driver: Any = None
 
     @property
     def uri(self) -> str:
@@ -65,21 +68,26 @@ class FalkorServer:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
 
     def driver(self):  # type: ignore[no-untyped-def]
-        """A verified driver (see arborgraph.neo4j_export.connect); close it after use."""
+        """The server's shared, verified driver (do not close it; :meth:`stop` does).
+
+        One long-lived driver keeps one connection open: FalkorDB's Bolt layer
+        sometimes never answers the handshake of a connection opened after another
+        one closed, which costs a connect timeout and a retry each time."""
         from arborgraph.neo4j_export import connect
 
-        return connect(self.uri)
+        if self._driver is None:
+            self._driver = connect(self.uri, timeout=CONNECT_TIMEOUT)
+        return self._driver
 
     def clear(self) -> None:
         """Delete every node and relationship of the default graph."""
-        driver = self.driver()
-        try:
-            with driver.session() as session:
-                session.run("MATCH (n) DETACH DELETE n").consume()
-        finally:
-            driver.close()
+        with self.driver().session() as session:
+            session.run("MATCH (n) DETACH DELETE n").consume()
 
     def stop(self) -> None:
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
         if self.alive():
             self.process.terminate()
             try:

@@ -1,0 +1,231 @@
+"""The graph route's neighbour lookups, run as Cypher against an exported graph.
+
+Graph search (:func:`graphrag.search.expand`) walks from the question's entities: two
+hops, following each node's ``neighbours_per_node`` strongest relations (weight
+descending, then relation id), stopping at ``max_expand_nodes``. In memory the lookup
+is ``kg.adjacency[entity][:k]``. For graphs that outgrow memory the same lookup runs on
+the server that :mod:`arborgraph.neo4j_export` wrote: :class:`Neo4jGraphBackend`
+answers it with one Cypher query per hop (batched over the hop's frontier), and
+:class:`MemoryGraphBackend` answers it from a :class:`~graphrag.graph.KnowledgeGraph`;
+:func:`walk` is the shared bounded walk, and :func:`cypher_expand` the one-call form.
+
+Relations come back with id, ends, type, exact weight (from ``weight_key``) and chunk
+ids; description and evidence stay on the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from arborgraph.neo4j_export import (
+    ENTITY,
+    MARK,
+    PUBLIC,
+    RELATES_TO,
+    WEIGHT_KEY,
+    Dialect,
+    detect_dialect,
+    encode_params,
+    entity_uid,
+    param_batches,
+    verify,
+    weight_from_key,
+)
+
+if TYPE_CHECKING:
+    from neo4j import Driver
+
+    from graphrag.graph import KnowledgeGraph
+    from graphrag.model import Relation
+
+
+class GraphBackend(Protocol):
+    """Relations touching each entity, strongest first: ``(-weight, id)`` order, at most
+    ``limit`` each (None: all). Entities with no relation may be absent."""
+
+    def neighbours(self, entity_ids: Sequence[str], limit: int | None) -> dict[str, list[Relation]]: ...
+
+
+class MemoryGraphBackend:
+    """The in-memory lookup graph search uses today: ``kg.adjacency[e][:limit]``."""
+
+    def __init__(self, kg: KnowledgeGraph) -> None:
+        self.kg = kg
+
+    def neighbours(self, entity_ids: Sequence[str], limit: int | None) -> dict[str, list[Relation]]:
+        adjacency = self.kg.adjacency
+        return {e: list(adjacency[e][:limit]) for e in dict.fromkeys(entity_ids) if e in adjacency}
+
+
+def neighbours_cypher(limited: bool) -> str:
+    """Each entity's relations, sorted like ``KnowledgeGraph.adjacency``; ``$k`` caps them."""
+    top = "[..$k]" if limited else ""
+    return (
+        f"UNWIND $uids AS uid MATCH (n:{MARK}:{ENTITY} {{uid: uid}})-[r:{RELATES_TO}]-(:{MARK}:{ENTITY}) "
+        f"WITH uid, r ORDER BY r.{WEIGHT_KEY} DESC, r.id ASC "
+        f"WITH uid, collect([r.id, startNode(r).id, endNode(r).id, r.type, r.{WEIGHT_KEY}, r.chunk_ids]){top} AS top "
+        "UNWIND top AS t RETURN uid, t"
+    )
+
+
+class Neo4jGraphBackend:
+    """Neighbour lookups on the graph of one access scope in a Neo4j (or FalkorDB)
+    database written by :func:`arborgraph.neo4j_export.export_index`.
+
+    ``driver`` stays the caller's (this class never closes it).
+    """
+
+    def __init__(self, driver: Driver, *, scope: str = PUBLIC, database: str | None = None) -> None:
+        self.driver = driver
+        self.scope = scope
+        self.database = database
+        self._dialect: Dialect | None = None
+
+    @property
+    def dialect(self) -> Dialect:
+        if self._dialect is None:
+            verify(self.driver)
+            with self.driver.session(database=self.database) as session:
+                self._dialect = detect_dialect(session)
+        return self._dialect
+
+    def neighbours(self, entity_ids: Sequence[str], limit: int | None) -> dict[str, list[Relation]]:
+        from graphrag.model import Relation
+
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids or limit == 0:
+            return {}
+        by_uid = {entity_uid(self.scope, e): e for e in ids}
+        cypher = neighbours_cypher(limit is not None)
+        dialect = self.dialect
+        out: dict[str, list[Relation]] = {}
+        with self.driver.session(database=self.database) as session:
+            for batch in param_batches(list(by_uid), cypher, "uids", dialect, dialect.max_rows):
+                params: dict[str, Any] = {"uids": batch}
+                if limit is not None:
+                    params["k"] = limit
+                for record in session.run(cypher, encode_params(params, dialect)):
+                    rid, source, target, rtype, key, chunk_ids = record["t"]
+                    out.setdefault(by_uid[record["uid"]], []).append(
+                        Relation(
+                            id=rid, source=source, target=target, type=rtype,
+                            weight=weight_from_key(key), chunk_ids=list(chunk_ids or []),
+                        )
+                    )
+        for rels in out.values():
+            # the server sorted them already; sorting again costs nothing and does not
+            # depend on how a server orders rows coming out of collect()
+            rels.sort(key=lambda r: (-r.weight, r.id))
+        return out
+
+
+class ExpandedEdge(NamedTuple):
+    """One relation followed by the walk, seen from the entity it was followed from."""
+
+    entity: str
+    neighbour: str
+    type: str
+    weight: float
+    chunk_ids: list[str]
+
+
+def walk(
+    backend: GraphBackend,
+    seeds: Iterable[str],
+    *,
+    hops: int = 2,
+    per_node: int | None = 40,
+    max_nodes: int | None = None,
+) -> tuple[list[str], list[tuple[str, Relation]]]:
+    """The bounded walk of graph search: from ``seeds``, ``hops`` times, follow each
+    frontier node's ``per_node`` strongest relations, in order, until ``max_nodes``
+    nodes are reached. Returns the nodes in discovery order and the relations followed
+    (with the node each was followed from). One backend call per hop."""
+    nodes: dict[str, None] = dict.fromkeys(seeds)
+    followed: list[tuple[str, Relation]] = []
+    frontier = list(nodes)
+
+    def full() -> bool:
+        return max_nodes is not None and len(nodes) >= max_nodes
+
+    for _hop in range(hops):
+        if not frontier:
+            break
+        adjacency = backend.neighbours(frontier, per_node)
+        nxt: list[str] = []
+        for e in frontier:
+            for rel in adjacency.get(e, []):
+                followed.append((e, rel))
+                other = rel.target if rel.source == e else rel.source
+                if other not in nodes:
+                    nodes[other] = None
+                    nxt.append(other)
+                if full():
+                    break
+            if full():
+                break
+        frontier = nxt
+        if full():
+            break
+    return list(nodes), followed
+
+
+def cypher_expand(
+    driver: Driver,
+    entity_ids: Sequence[str],
+    *,
+    hops: int = 1,
+    limit: int | None = 40,
+    max_nodes: int | None = None,
+    scope: str = PUBLIC,
+    database: str | None = None,
+) -> list[ExpandedEdge]:
+    """Expand ``entity_ids`` on the server: ``(entity, neighbour, relation type, weight,
+    chunk ids)`` for each relation the walk follows — per entity its ``limit`` strongest
+    relations, for ``hops`` hops (see :func:`walk`), in walk order."""
+    if hops < 1:
+        raise ValueError("hops must be at least 1")
+    if limit is not None and limit < 0:
+        raise ValueError("limit must be positive")
+    backend = Neo4jGraphBackend(driver, scope=scope, database=database)
+    _nodes, followed = walk(backend, entity_ids, hops=hops, per_node=limit, max_nodes=max_nodes)
+    return [
+        ExpandedEdge(e, rel.target if rel.source == e else rel.source, rel.type, rel.weight, list(rel.chunk_ids))
+        for e, rel in followed
+    ]
+
+
+def memory_expand(
+    kg: KnowledgeGraph,
+    entity_ids: Sequence[str],
+    *,
+    hops: int = 1,
+    limit: int | None = 40,
+    max_nodes: int | None = None,
+) -> list[ExpandedEdge]:
+    """:func:`cypher_expand` on an in-memory graph (the reference it must match)."""
+    _nodes, followed = walk(MemoryGraphBackend(kg), entity_ids, hops=hops, per_node=limit, max_nodes=max_nodes)
+    return [
+        ExpandedEdge(e, rel.target if rel.source == e else rel.source, rel.type, rel.weight, list(rel.chunk_ids))
+        for e, rel in followed
+    ]
+
+
+def relations_among(backend: GraphBackend, entity_ids: Sequence[str]) -> list[Relation]:
+    """Every relation with both ends in ``entity_ids``, once each, sorted by id (the
+    edges graph search weighs for its personalised PageRank)."""
+    members = set(entity_ids)
+    seen: dict[str, Relation] = {}
+    for rels in backend.neighbours(list(entity_ids), None).values():
+        for rel in rels:
+            if rel.source in members and rel.target in members:
+                seen.setdefault(rel.id, rel)
+    return [seen[k] for k in sorted(seen)]
+
+
+__all__ = [
+    "GraphBackend", "MemoryGraphBackend", "Neo4jGraphBackend", "ExpandedEdge",
+    "walk", "cypher_expand", "memory_expand", "relations_among", "neighbours_cypher",
+]
+

