@@ -93,6 +93,9 @@ class Config(BaseModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     build_tree: bool = True
     build_graph: bool = True
+    tree_drift_threshold: float = Field(
+        0.25, ge=0, le=1, description="share of changed leaves above which an update re-clusters the tree"
+    )
     contextual_prefixes: bool = Field(
         False, description="with an LLM: a sentence situating each chunk, indexed in front of it"
     )

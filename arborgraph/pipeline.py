@@ -31,6 +31,7 @@ from arborgraph.progress import ProgressCallback, no_progress
 from arborgraph.store import GenerationWriter, cache_dir
 from arborgraph.executor import batches, chunk_batch, make_executor
 from arborgraph.incremental import BuildStatus, DocumentStatus, fingerprint, load_previous
+from arborgraph.scoped import load_scope_tree
 from arborgraph.structures import partition_by_scope, run_graph_stage, run_tree_stage, scope_files
 from ingest import chunk_document, iter_collection, load_token_counter
 from ingest.models import Chunk, Document, SkippedFile
@@ -260,6 +261,7 @@ def build_index(
             {
                 "tag": p.tag, "scope": p.scope, "chunks": len(p.chunks),
                 "tree_fingerprint": fingerprint(p.chunks, tree_settings, p.scope) if config.build_tree else None,
+                "tree_settings": fingerprint([], tree_settings, p.scope),
                 "graph_fingerprint": fingerprint(p.chunks, graph_settings, p.scope) if config.build_graph else None,
             }
             for p in parts
@@ -278,6 +280,15 @@ def build_index(
 
             return check
 
+        def previous_tree(part: Any) -> Any:
+            """The previous tree of this scope when only its chunks changed, else None."""
+            if previous is None or not config.build_tree:
+                return None
+            old = next((s for s in previous.generation.manifest.get("scopes", []) if s["tag"] == part.tag), None)
+            if old is None or old.get("tree_settings") != by_tag[part.tag]["tree_settings"]:
+                return None
+            return load_scope_tree(previous.generation, part.tag)
+
         if config.build_tree:
             with timer("tree"):
                 cache = EmbeddingCache(cache_dir(index_dir) / "embeddings.sqlite") if embedder else None
@@ -286,6 +297,7 @@ def build_index(
                         parts=parts, chunk_vectors=vectors, embedder=embedder, cache=cache,
                         count_tokens=count_tokens, config=config, writer=writer,
                         progress=progress, chat=chat, reusable=reusable("tree"),
+                        previous_tree=previous_tree, drift_threshold=config.tree_drift_threshold,
                     )
                 finally:
                     if cache is not None:

@@ -32,12 +32,7 @@ class Scope:
 
     @cached_property
     def tree(self) -> Any:
-        from raptor import tree_from_tables
-        from raptor.schema import NODES_TABLE
-
-        vectors = self.generation.vectors(scoped("tree", self.tag))
-        table = self.generation.table(scoped(NODES_TABLE, self.tag))
-        return tree_from_tables({NODES_TABLE: table}, vectors)
+        return load_scope_tree(self.generation, self.tag)
 
     @cached_property
     def tree_lexical(self) -> LexicalIndex:
@@ -55,6 +50,16 @@ class Scope:
         return graph_from_tables(
             {name: self.generation.table(scoped(name, self.tag)) for name in TABLE_NAMES}
         )
+
+
+def load_scope_tree(generation: Generation, tag: str) -> Any:
+    """The RAPTOR tree of one scope, with its vectors."""
+    from raptor import tree_from_tables
+    from raptor.schema import NODES_TABLE
+
+    vectors = generation.vectors(scoped("tree", tag))
+    table = generation.table(scoped(NODES_TABLE, tag))
+    return tree_from_tables({NODES_TABLE: table}, vectors)
 
 
 def load_scopes(generation: Generation) -> list[Scope]:

@@ -131,14 +131,19 @@ def run_tree_stage(
     progress: ProgressCallback,
     chat: Any = None,
     reusable: Callable[[ScopePart], bool] = lambda part: False,
+    previous_tree: Callable[[ScopePart], Any] = lambda part: None,
+    drift_threshold: float = 0.25,
 ) -> dict[str, Any]:
     """Build and write one RAPTOR tree per scope; returns stats for the build report.
 
     A scope for which ``reusable(part)`` is true keeps the previous generation's tree
-    (the caller has linked its files already).
+    (the caller has linked its files already). A scope whose previous tree
+    ``previous_tree(part)`` returns (same settings, other chunks) is updated in place:
+    new leaves join their nearest clusters and only the summaries above changed leaves
+    are redone, unless the change passes ``drift_threshold`` (then a full build).
     """
     embed = _embed_fn(embedder, cache) if chunk_vectors is not None else _hashing_embed()
-    stats: dict[str, Any] = {"trees": 0, "reused": 0, "summaries": 0, "levels": 0}
+    stats: dict[str, Any] = {"trees": 0, "reused": 0, "updated": 0, "summaries": 0, "summaries_redone": 0, "levels": 0}
     for part in parts:
         if reusable(part):
             stats["reused"] += 1
@@ -163,10 +168,23 @@ def run_tree_stage(
                 max_tokens=config.tree.summary_max_tokens, max_sentences_embedded=6,
             )
         )
-        tree = build_tree(
-            leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
-            summariser=summariser, config=config.tree, progress=progress,
-        )
+        old = previous_tree(part)
+        if old is not None:
+            from raptor import update_tree
+
+            tree, update = update_tree(
+                old, leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
+                summariser=summariser, config=config.tree, drift_threshold=drift_threshold,
+                progress=progress,
+            )
+            stats["updated"] += 0 if update.full_rebuild else 1
+            stats["summaries_redone"] += update.summaries_redone
+        else:
+            tree = build_tree(
+                leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
+                summariser=summariser, config=config.tree, progress=progress,
+            )
+            stats["summaries_redone"] += len(tree.summaries())
         for name, table in tree_to_tables(tree).items():
             writer.write_table(scoped(name, part.tag), table)
         writer.write_vectors(scoped("tree", part.tag), tree.vectors)
