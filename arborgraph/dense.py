@@ -18,4 +18,7 @@ class DenseIndex:
     def scores(self, query_vector: np.ndarray) -> np.ndarray:
         if self.n_rows == 0:
             return np.zeros(0, dtype=np.float32)
-        return self.vectors @ np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        # einsum, not BLAS: for one query vector a multi-threaded BLAS mat-vec spends
+        # more time waking and spinning its threads than computing (16 ms vs 1.6 ms
+        # for 4,856 x 384 on 2 busy cores)
+        return np.einsum("ij,j->i", self.vectors, np.asarray(query_vector, dtype=np.float32).reshape(-1))

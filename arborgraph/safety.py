@@ -24,6 +24,18 @@ _PATTERNS = [
 _INJECTION_RE = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE | re.DOTALL)
 
 
+# Every pattern needs one of these words; checking them first keeps the regex (with
+# its bounded gaps) off the ~all passages that cannot match — it runs on every result.
+_TRIGGERS = (
+    "ignore", "disregard", "forget", "override", "you are now", "from now on", "act as",
+    "pretend", "roleplay", "system prompt", "developer message", "jailbreak", "the user",
+    "instruction", "<", "assistant", " ai ", "language model", "llm", "chatbot", "execute", "run the",
+)
+
+
 def looks_like_injection(text: str) -> bool:
     """True when ``text`` reads like an instruction to an AI model rather than content."""
+    lowered = text.lower()
+    if not any(trigger in lowered for trigger in _TRIGGERS):
+        return False
     return _INJECTION_RE.search(text) is not None

@@ -92,19 +92,42 @@ def main() -> None:
     parser.add_argument("--limit-docs", type=int, default=0, help="copy only the first N files")
     parser.add_argument("--keep", type=Path, help="keep the full index here")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "build_and_query.json")
+    parser.add_argument("--query-index", type=Path, help="only time queries on this existing index")
     args = parser.parse_args()
+    if args.query_index:
+        questions = [json.loads(line)["question"] for name in ("sqlite_router.jsonl", "python_router.jsonl")
+                     for line in (QUESTIONS / name).read_text().splitlines() if line.strip()]
+        import arborgraph
+
+        result = {
+            "date": dt.datetime.now().isoformat(timespec="seconds"),
+            "index": str(args.query_index),
+            "chunks": arborgraph.open(args.query_index).info()["counts"]["chunks"],
+            "load_avg_at_start": os.getloadavg(),
+            "queries": time_queries(args.query_index, questions),
+        }
+        out = ROOT / "benchmarks" / "results" / "query_latency.json"
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result, indent=2))
+        return
     if not args.docs.exists():
         raise SystemExit(f"{args.docs} not found (apt-get install python3.11-doc, or pass --docs)")
 
     work = Path(tempfile.mkdtemp(prefix="arborgraph-bench-"))
-    docs = args.docs
-    if args.limit_docs:
-        docs = work / "docs"
-        files = sorted(p for p in args.docs.rglob("*") if p.is_file() and p.suffix in (".html", ".md", ".txt", ".rst"))
-        for f in files[: args.limit_docs]:
-            target = docs / f.relative_to(args.docs)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(f, target)
+    # manual pages only: Sphinx output also holds _sources/ (the same text again as
+    # reST), _static/ and search indexes, which a user would not index
+    docs = work / "docs"
+    files = sorted(
+        p for p in args.docs.rglob("*")
+        if p.is_file() and p.suffix in (".html", ".md")
+        and not any(part.startswith("_") for part in p.relative_to(args.docs).parts)
+        and p.name not in ("genindex.html", "search.html", "py-modindex.html")
+        and not p.name.startswith("genindex-")
+    )
+    for f in files[: args.limit_docs or None]:
+        target = docs / f.relative_to(args.docs)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, target)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "NUMBA_CACHE_DIR": str(work / "numba")}
     # First a warm-up build that fills the embedding cache, so the three measured builds
     # compare structure costs on equal terms; the cold embedding time is reported too.
