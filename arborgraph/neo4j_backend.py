@@ -171,6 +171,20 @@ def walk(
     return list(nodes), followed
 
 
+def _expand(
+    backend: GraphBackend, entity_ids: Sequence[str], hops: int, limit: int | None, max_nodes: int | None
+) -> list[ExpandedEdge]:
+    if hops < 1:
+        raise ValueError("hops must be at least 1")
+    if limit is not None and limit < 0:
+        raise ValueError("limit must not be negative")
+    _nodes, followed = walk(backend, entity_ids, hops=hops, per_node=limit, max_nodes=max_nodes)
+    return [
+        ExpandedEdge(e, rel.target if rel.source == e else rel.source, rel.type, rel.weight, list(rel.chunk_ids))
+        for e, rel in followed
+    ]
+
+
 def cypher_expand(
     driver: Driver,
     entity_ids: Sequence[str],
@@ -184,16 +198,7 @@ def cypher_expand(
     """Expand ``entity_ids`` on the server: ``(entity, neighbour, relation type, weight,
     chunk ids)`` for each relation the walk follows — per entity its ``limit`` strongest
     relations, for ``hops`` hops (see :func:`walk`), in walk order."""
-    if hops < 1:
-        raise ValueError("hops must be at least 1")
-    if limit is not None and limit < 0:
-        raise ValueError("limit must be positive")
-    backend = Neo4jGraphBackend(driver, scope=scope, database=database)
-    _nodes, followed = walk(backend, entity_ids, hops=hops, per_node=limit, max_nodes=max_nodes)
-    return [
-        ExpandedEdge(e, rel.target if rel.source == e else rel.source, rel.type, rel.weight, list(rel.chunk_ids))
-        for e, rel in followed
-    ]
+    return _expand(Neo4jGraphBackend(driver, scope=scope, database=database), entity_ids, hops, limit, max_nodes)
 
 
 def memory_expand(
@@ -205,11 +210,7 @@ def memory_expand(
     max_nodes: int | None = None,
 ) -> list[ExpandedEdge]:
     """:func:`cypher_expand` on an in-memory graph (the reference it must match)."""
-    _nodes, followed = walk(MemoryGraphBackend(kg), entity_ids, hops=hops, per_node=limit, max_nodes=max_nodes)
-    return [
-        ExpandedEdge(e, rel.target if rel.source == e else rel.source, rel.type, rel.weight, list(rel.chunk_ids))
-        for e, rel in followed
-    ]
+    return _expand(MemoryGraphBackend(kg), entity_ids, hops, limit, max_nodes)
 
 
 def relations_among(backend: GraphBackend, entity_ids: Sequence[str]) -> list[Relation]:

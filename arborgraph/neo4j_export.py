@@ -37,9 +37,11 @@ import math
 import re
 import shlex
 import struct
+import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
@@ -105,9 +107,12 @@ REL_PROPERTIES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 PUBLIC = "public"
-FALKOR_BYTE_BUDGET = 3600  # its Bolt layer crashes a little above 4,100 bytes of query + parameters
+# FalkorDB renders query + parameters into a 4,096-byte stack buffer (it crashed at 4,232);
+# wire_len() is an upper bound of that rendering, so this leaves ~200 bytes to spare
+FALKOR_BYTE_BUDGET = 3900
 DEFAULT_BATCH = 1000
 TX_ROWS = 10_000  # rows per transaction on Neo4j (FalkorDB's transactions are no-ops)
+DEFAULT_WORKERS = 3  # parallel sessions per stage
 
 
 class ExportError(Exception):
@@ -400,11 +405,15 @@ def falkordb(*, escape_strings: bool = True, byte_budget: int = FALKOR_BYTE_BUDG
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """One Cypher statement and its parameters; ``rows`` is the records it writes."""
+    """One Cypher statement and its parameters; ``rows`` is the records it writes.
+    ``ordered`` statements run one after another once the others of their stage are
+    done (appended pieces, hashes written after them, deletions); the others may run
+    in parallel."""
 
     cypher: str
     params: dict[str, Any] = field(default_factory=dict)
     rows: int = 0
+    ordered: bool = False
 
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -428,36 +437,39 @@ def rel_upsert_cypher(rel_type: str) -> str:
     )
 
 
+def _match_node_rows(label: str) -> str:
+    return f"UNWIND $rows AS row MATCH (n:{MARK}:{_ident(label)} {{uid: row.uid}})"
+
+
+def _match_rel_rows(rel_type: str) -> str:
+    # from the start node's uid (unique, indexed): no relationship index is needed
+    return f"UNWIND $rows AS row MATCH (:{MARK} {{uid: row.s}})-[r:{_ident(rel_type)} {{uid: row.uid}}]->(:{MARK})"
+
+
 def node_delete_cypher(label: str) -> str:
     return f"UNWIND $uids AS uid MATCH (n:{MARK}:{_ident(label)} {{uid: uid}}) DETACH DELETE n"
 
 
 def rel_delete_cypher(rel_type: str) -> str:
-    return f"UNWIND $rows AS row MATCH (:{MARK} {{uid: row.s}})-[r:{_ident(rel_type)} {{uid: row.uid}}]->(:{MARK}) DELETE r"
+    return f"{_match_rel_rows(rel_type)} DELETE r"
 
 
 def node_append_cypher(label: str, prop: str) -> str:
     p = _ident(prop)
-    return f"UNWIND $rows AS row MATCH (n:{MARK}:{_ident(label)} {{uid: row.uid}}) SET n.{p} = n.{p} + row.v"
+    return f"{_match_node_rows(label)} SET n.{p} = n.{p} + row.v"
 
 
 def rel_append_cypher(rel_type: str, prop: str) -> str:
     p = _ident(prop)
-    return (
-        f"UNWIND $rows AS row MATCH (:{MARK} {{uid: row.s}})-[r:{_ident(rel_type)} {{uid: row.uid}}]->(:{MARK}) "
-        f"SET r.{p} = r.{p} + row.v"
-    )
+    return f"{_match_rel_rows(rel_type)} SET r.{p} = r.{p} + row.v"
 
 
 def node_hash_cypher(label: str) -> str:
-    return f"UNWIND $rows AS row MATCH (n:{MARK}:{_ident(label)} {{uid: row.uid}}) SET n.{HASH} = row.h"
+    return f"{_match_node_rows(label)} SET n.{HASH} = row.h"
 
 
 def rel_hash_cypher(rel_type: str) -> str:
-    return (
-        f"UNWIND $rows AS row MATCH (:{MARK} {{uid: row.s}})-[r:{_ident(rel_type)} {{uid: row.uid}}]->(:{MARK}) "
-        f"SET r.{HASH} = row.h"
-    )
+    return f"{_match_rel_rows(rel_type)} SET r.{HASH} = row.h"
 
 
 def node_state_cypher(label: str) -> str:
@@ -672,13 +684,13 @@ def upsert_statements(
             # piece i of every value: one statement never holds two pieces of one value
             piece_rows = [{**key_row, "v": p[i]} for key_row, p in pieces if i < len(p)]
             out += [
-                Statement(append_cypher, encode_params({"rows": batch}, dialect), 0)
+                Statement(append_cypher, encode_params({"rows": batch}, dialect), 0, ordered=True)
                 for batch in param_batches(piece_rows, append_cypher, "rows", dialect, batch_size)
             ]
     if hashes:
         hash_cypher = node_hash_cypher(kind) if is_node else rel_hash_cypher(kind)
         out += [
-            Statement(hash_cypher, encode_params({"rows": batch}, dialect), 0)
+            Statement(hash_cypher, encode_params({"rows": batch}, dialect), 0, ordered=True)
             for batch in param_batches(hashes, hash_cypher, "rows", dialect, batch_size)
         ]
     return out
@@ -692,7 +704,7 @@ def delete_statements(kind: str, keys: Sequence[Any], dialect: Dialect, batch_si
     else:
         cypher, param = rel_delete_cypher(kind), "rows"
     return [
-        Statement(cypher, encode_params({param: batch}, dialect), len(batch))
+        Statement(cypher, encode_params({param: batch}, dialect), len(batch), ordered=True)
         for batch in param_batches(list(keys), cypher, param, dialect, batch_size)
     ]
 
@@ -763,18 +775,29 @@ def plan_export(records: GraphRecords, node_state: NodeState, rel_state: RelStat
     return plan
 
 
+STAGE_NODES, STAGE_RELATIONSHIPS, STAGE_DELETIONS = "neo4j nodes", "neo4j relationships", "neo4j deletions"
+
+
+def plan_stages(plan: ExportPlan, dialect: Dialect, batch_size: int = DEFAULT_BATCH) -> list[tuple[str, list[Statement]]]:
+    """The statements in order, by stage: nodes first (relationships need both ends),
+    then relationships, then deletions."""
+    nodes: list[Statement] = []
+    rels: list[Statement] = []
+    deletions: list[Statement] = []
+    for label in NODE_LABELS:
+        nodes += upsert_statements(label, plan.node_upserts.get(label, []), dialect, batch_size)
+    for t in REL_TYPES:
+        rels += upsert_statements(t, plan.rel_upserts.get(t, []), dialect, batch_size)
+    for t in REL_TYPES:
+        deletions += delete_statements(t, plan.rel_deletes.get(t, []), dialect, batch_size)
+    for label in NODE_LABELS:
+        deletions += delete_statements(label, plan.node_deletes.get(label, []), dialect, batch_size)
+    return [(STAGE_NODES, nodes), (STAGE_RELATIONSHIPS, rels), (STAGE_DELETIONS, deletions)]
+
+
 def plan_statements(plan: ExportPlan, dialect: Dialect, batch_size: int = DEFAULT_BATCH) -> list[Statement]:
-    """Nodes first (relationships need both ends), then relationships, then deletions."""
-    out: list[Statement] = []
-    for label in NODE_LABELS:
-        out += upsert_statements(label, plan.node_upserts.get(label, []), dialect, batch_size)
-    for t in REL_TYPES:
-        out += upsert_statements(t, plan.rel_upserts.get(t, []), dialect, batch_size)
-    for t in REL_TYPES:
-        out += delete_statements(t, plan.rel_deletes.get(t, []), dialect, batch_size)
-    for label in NODE_LABELS:
-        out += delete_statements(label, plan.node_deletes.get(label, []), dialect, batch_size)
-    return out
+    """All statements of :func:`plan_stages`, in order."""
+    return [st for _, stage in plan_stages(plan, dialect, batch_size) for st in stage]
 
 
 # -- the server -------------------------------------------------------------------------
@@ -794,9 +817,9 @@ CONNECT_TIMEOUT = 15.0
 def connect(uri: str, user: str | None = None, password: str | None = None, *, timeout: float = CONNECT_TIMEOUT) -> "Driver":
     """A driver for ``uri`` whose connectivity is verified (see :func:`verify`).
 
-    ``timeout`` bounds opening a connection, handshake included: FalkorDB's Bolt layer
-    sometimes never answers the handshake of a connection opened after another one
-    closed, and the driver would wait 60 s before retrying."""
+    ``timeout`` bounds opening a connection, handshake included: after a client closes
+    N connections, FalkorDB's Bolt layer leaves the handshakes of the next N new
+    connections unanswered, and the driver would wait 60 s on each before retrying."""
     neo4j = _neo4j()
     auth = (user or "neo4j", password) if password is not None else None
     if not uri.startswith(("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")):
@@ -815,7 +838,7 @@ def connect(uri: str, user: str | None = None, password: str | None = None, *, t
     return driver
 
 
-def verify(driver: "Driver", attempts: int = 3) -> None:
+def verify(driver: "Driver", attempts: int = 2 + DEFAULT_WORKERS) -> None:
     """Check the server answers, retrying a connection that failed or timed out (see
     :func:`connect`); raises :class:`ExportError` with one line otherwise."""
     neo4j = _neo4j()
@@ -882,12 +905,11 @@ def read_state(session: "Session") -> tuple[NodeState, RelState]:
     return nodes, rels
 
 
-def _tx_groups(statements: Sequence[Statement], dialect: Dialect) -> Iterator[list[Statement]]:
-    limit = TX_ROWS if dialect.name == "neo4j" else 50 * DEFAULT_BATCH
+def _tx_groups(statements: Sequence[Statement]) -> Iterator[list[Statement]]:
     group: list[Statement] = []
     rows = 0
     for st in statements:
-        if group and (rows + st.rows > limit or len(group) >= 200):
+        if group and (rows + st.rows > TX_ROWS or len(group) >= 200):
             yield group
             group, rows = [], 0
         group.append(st)
@@ -900,29 +922,94 @@ def run_statements(
     session: "Session",
     statements: Sequence[Statement],
     dialect: Dialect,
-    progress: "ProgressCallback | None" = None,
-    stage: str = "neo4j",
+    progress: "Callable[[int], None] | None" = None,
 ) -> None:
-    """Run statements in managed write transactions (retried on transient errors; every
-    statement is idempotent, so a retried group is harmless)."""
-    neo4j = _neo4j()
+    """Run statements in order on one session; ``progress`` gets the rows of each.
+
+    Neo4j: in managed write transactions of up to ``TX_ROWS`` rows, which the driver
+    retries on transient errors (its statements are idempotent MERGEs and deletes).
+    FalkorDB: one unmanaged transaction (a no-op there, but it keeps the connection)
+    that is never retried, because appending a piece of a long value is not
+    idempotent. A failure stops the export, and as the value's hash is written only
+    after its last piece, the next export writes the record again.
+    """
 
     def work(tx: Any, group: list[Statement]) -> None:
         for st in group:
             tx.run(st.cypher, st.params).consume()
 
+    if dialect.name == "neo4j":
+        for group in _tx_groups(statements):
+            session.execute_write(work, group)
+            if progress:
+                progress(sum(st.rows for st in group))
+    elif statements:
+        with session.begin_transaction() as tx:
+            for st in statements:
+                tx.run(st.cypher, st.params).consume()
+                if progress:
+                    progress(st.rows)
+            tx.commit()
+
+
+def run_stage(
+    driver: "Driver",
+    statements: Sequence[Statement],
+    dialect: Dialect,
+    *,
+    database: str | None = None,
+    workers: int = 1,
+    progress: "ProgressCallback | None" = None,
+    stage: str = "neo4j",
+) -> None:
+    """Run one stage: its unordered statements spread over ``workers`` sessions (a
+    round trip per statement is what a small-batch server spends most on), then its
+    ordered statements one after another."""
+    neo4j = _neo4j()
+    free = [st for st in statements if not st.ordered]
+    ordered = [st for st in statements if st.ordered]
     total = sum(st.rows for st in statements)
     done = 0
-    for group in _tx_groups(statements, dialect):
-        try:
-            session.execute_write(work, group)
-        except neo4j.exceptions.Neo4jError as exc:
-            raise ExportError(f"the server rejected a statement ({exc.code}): {_one_line(exc)}") from None
-        except neo4j.exceptions.DriverError as exc:
-            raise ExportError(f"lost the Bolt server: {_one_line(exc)}") from None
-        done += sum(st.rows for st in group)
-        if progress:
-            progress(stage, done, total)
+    lock = threading.Lock()
+
+    def advance(rows: int) -> None:
+        nonlocal done
+        with lock:
+            done += rows
+            if progress and rows:
+                progress(stage, done, total)
+
+    def run_part(part: Sequence[Statement]) -> None:
+        with driver.session(database=database) as session:
+            run_statements(session, part, dialect, advance)
+
+    def run_free_part(part: Sequence[Statement]) -> None:
+        # a new connection may be lost in FalkorDB's handshake (see connect()); these
+        # statements are idempotent MERGEs, so the part is simply run again
+        for attempt in range(3):
+            try:
+                return run_part(part)
+            except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.ConnectionAcquisitionTimeoutError):
+                if attempt == 2:
+                    raise
+
+    if progress:
+        progress(stage, 0, total)
+    try:
+        n = max(1, min(workers, len(free)))
+        if n == 1:
+            run_free_part(free)
+        else:
+            with ThreadPoolExecutor(max_workers=n, thread_name_prefix="neo4j-export") as pool:
+                for future in [pool.submit(run_free_part, free[i::n]) for i in range(n)]:
+                    future.result()
+        run_part(ordered)
+    except neo4j.exceptions.Neo4jError as exc:
+        raise ExportError(f"the server rejected a statement ({exc.code}): {_one_line(exc)}") from None
+    except neo4j.exceptions.DriverError as exc:
+        raise ExportError(f"lost the Bolt server: {_one_line(exc)}") from None
+    if progress and not total:
+        progress(stage, 0, 0)
 
 
 @dataclass
@@ -953,10 +1040,14 @@ def export_records(
     *,
     database: str | None = None,
     batch_size: int = DEFAULT_BATCH,
+    workers: int = DEFAULT_WORKERS,
     progress: "ProgressCallback | None" = None,
 ) -> ExportReport:
     """Bring the server's Arborgraph graph in line with ``records``: create indexes,
-    write new and changed records, delete records the index no longer has."""
+    write new and changed records, delete records the index no longer has.
+
+    ``workers`` sessions write each stage's independent batches in parallel (on Neo4j
+    a deadlock between them is a transient error the driver retries)."""
     neo4j = _neo4j()
     t0 = time.perf_counter()
     verify(driver)
@@ -969,8 +1060,9 @@ def export_records(
                 session.run(st.cypher).consume()
             node_state, rel_state = read_state(session)
             plan = plan_export(records, node_state, rel_state)
-            statements = plan_statements(plan, dialect, batch_size)
-            run_statements(session, statements, dialect, progress)
+            stages = plan_stages(plan, dialect, batch_size)
+        for stage, statements in stages:
+            run_stage(driver, statements, dialect, database=database, workers=workers, progress=progress, stage=stage)
     except neo4j.exceptions.Neo4jError as exc:
         raise ExportError(f"the server rejected a statement ({exc.code}): {_one_line(exc)}") from None
     except neo4j.exceptions.DriverError as exc:
@@ -980,7 +1072,7 @@ def export_records(
         nodes=plan.nodes,
         relationships=plan.relationships,
         dropped_relationships=records.dropped_rels,
-        statements=len(schema) + len(statements),
+        statements=len(schema) + sum(len(st) for _, st in stages),
         seconds=time.perf_counter() - t0,
     )
 
@@ -991,13 +1083,14 @@ def export_index(
     *,
     database: str | None = None,
     batch_size: int = DEFAULT_BATCH,
+    workers: int = DEFAULT_WORKERS,
     progress: "ProgressCallback | None" = None,
 ) -> ExportReport:
     """Export the live generation of ``index_dir`` over Bolt (see :func:`export_records`)."""
     from arborgraph.store import open_generation
 
     records = index_records(open_generation(Path(index_dir)))
-    return export_records(records, driver, database=database, batch_size=batch_size, progress=progress)
+    return export_records(records, driver, database=database, batch_size=batch_size, workers=workers, progress=progress)
 
 
 # -- CSV for neo4j-admin database import ------------------------------------------------------
@@ -1142,6 +1235,7 @@ def export_neo4j_command(
     database: Annotated[Optional[str], typer.Option("--database", "-d", help="database (default: the server's default)")] = None,
     csv: Annotated[Optional[Path], typer.Option("--csv", help="write neo4j-admin import files to this directory instead")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="rows per statement")] = DEFAULT_BATCH,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=16, help="parallel sessions")] = DEFAULT_WORKERS,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="seconds to wait for a connection")] = CONNECT_TIMEOUT,
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
@@ -1158,7 +1252,7 @@ def export_neo4j_command(
             assert uri is not None
             driver = connect(uri, user, password, timeout=timeout)
             try:
-                report = export_records(records, driver, database=database, batch_size=batch_size)
+                report = export_records(records, driver, database=database, batch_size=batch_size, workers=workers)
             finally:
                 driver.close()
     except (ExportError, IndexError_) as exc:
@@ -1179,7 +1273,7 @@ def export_neo4j_command(
 __all__ = [
     "Dialect", "ExportError", "ExportReport", "CsvReport", "GraphRecords", "Node", "Rel", "Statement",
     "NEO4J", "falkordb", "connect", "verify", "detect_dialect", "index_records", "records_from_tables",
-    "plan_export", "plan_statements", "upsert_statements", "delete_statements", "schema_statements",
+    "plan_export", "plan_stages", "plan_statements", "run_stage", "run_statements", "upsert_statements", "delete_statements", "schema_statements",
     "export_records", "export_index", "write_csv", "export_neo4j_command", "weight_key", "weight_from_key",
     "entity_uid", "chunk_uid", "document_uid", "tree_uid", "community_uid", "encode_params", "statement_len",
     "param_batches", "wire_len", "falkor_escape",

