@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
     parser.add_argument("--limit-docs", type=int, default=0, help="copy only the first N files")
     parser.add_argument("--keep", type=Path, help="keep the full index here")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "build_and_query.json")
+    parser.add_argument("--out", type=Path, help="results file (default: build_and_query.json, or query_latency.json with --query-index)")
     parser.add_argument("--query-index", type=Path, help="only time queries on this existing index")
     args = parser.parse_args()
     if args.query_index:
@@ -106,7 +106,7 @@ def main() -> None:
             "load_avg_at_start": os.getloadavg(),
             "queries": time_queries(args.query_index, questions),
         }
-        out = ROOT / "benchmarks" / "results" / "query_latency.json"
+        out = args.out or ROOT / "benchmarks" / "results" / "query_latency.json"
         out.write_text(json.dumps(result, indent=2) + "\n")
         print(json.dumps(result, indent=2))
         return
@@ -156,8 +156,9 @@ def main() -> None:
         "graph_adds_vs_lookup": round((builds["lookup+graph"]["wall_s"] - builds["lookup"]["wall_s"]) / base, 3),
         "queries": queries,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    out = args.out or ROOT / "benchmarks" / "results" / "build_and_query.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: result[k] for k in ("tree_adds_vs_lookup", "graph_adds_vs_lookup", "queries")}, indent=2))
     if args.keep:
         shutil.copytree(work / "all", args.keep, dirs_exist_ok=True)
