@@ -298,6 +298,49 @@ def test_falkordb_statements_fit_the_byte_budget(records_v1: X.GraphRecords) -> 
             assert (X.HASH in heads[n.uid]) == (X.wire_len(n.props) <= room)
 
 
+class _RecordingSession:
+    """Stands in for a driver session in the scheduling test: records what ran where."""
+
+    def __init__(self, log: list[tuple[int, str]], lock: Any) -> None:
+        self.log, self.lock, self.id = log, lock, id(self)
+
+    def __enter__(self) -> "_RecordingSession":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def execute_write(self, work: Any, group: list[X.Statement]) -> None:
+        import time
+
+        for st in group:
+            time.sleep(0.002)  # long enough for the other workers to interleave
+            with self.lock:
+                self.log.append((self.id, st.cypher))
+
+
+def test_stage_runs_free_statements_in_parallel_then_ordered_ones_in_order() -> None:
+    import threading
+
+    log: list[tuple[int, str]] = []
+    lock = threading.Lock()
+
+    class Driver:
+        def session(self, database: str | None = None) -> _RecordingSession:
+            return _RecordingSession(log, lock)
+
+    free = [X.Statement(f"free {i}", rows=1) for i in range(30)]
+    ordered = [X.Statement(f"ordered {i}", rows=0, ordered=True) for i in range(5)]
+    seen: list[int] = []
+    X.run_stage(Driver(), free[:10] + ordered + free[10:], X.NEO4J, workers=3,  # type: ignore[arg-type]
+                progress=lambda stage, done, total: seen.append(done), stage="s")
+    ran = [c for _, c in log]
+    assert sorted(ran[:30]) == sorted(st.cypher for st in free)
+    assert ran[30:] == [st.cypher for st in ordered]
+    assert len({sid for sid, c in log if c.startswith("free")}) == 3
+    assert seen[0] == 0 and seen[-1] == 30 and seen == sorted(seen)
+
+
 # -- against the server ------------------------------------------------------------------------
 
 
@@ -312,7 +355,7 @@ def test_export_writes_the_index_and_a_second_export_changes_nothing(
     server: FalkorServer, index_v1: Path, records_v1: X.GraphRecords
 ) -> None:
     driver = server.driver()
-    first = X.export_index(index_v1, driver, workers=1)  # later tests use the parallel default
+    first = X.export_index(index_v1, driver, workers=3)  # FalkorDB still gets one session
     assert first.server == "falkordb"
     assert first.nodes.created == len(records_v1.nodes) and first.relationships.created == len(records_v1.rels)
     _assert_server_holds(server, records_v1)
