@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from llm_server import llm_server  # noqa: F401  (the loopback OpenAI-API stand-in)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
