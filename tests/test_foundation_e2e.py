@@ -1,0 +1,174 @@
+"""End to end through the real CLI and API: build, query, batch contract, inspect, errors,
+atomic rebuilds after a crash, and the lexical fallback when the model is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import arborgraph
+from arborgraph.pipeline import build_index
+from arborgraph.config import load_config
+from arborgraph.store import open_generation
+
+
+def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "arborgraph.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )
+
+
+def test_query_json_contract(sample_index: Path) -> None:
+    run = cli("query", "--index", str(sample_index), "--route", "lookup", "--json",
+              "--top-k", "5", "What is the default busy timeout behaviour?")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["route"] == "lookup"
+    assert 1 <= len(data["contexts"]) <= 5
+    for ctx in data["contexts"]:
+        assert {"text", "source", "kind", "score", "node_id"} <= ctx.keys()
+        assert ctx["kind"] == "chunk" and ctx["source"].endswith(".md")
+    scores = [c["score"] for c in data["contexts"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_batch_jsonl_contract(sample_index: Path, tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        json.dumps({"id": "a", "question": "How does a checkpoint move WAL frames into the database?"}) + "\n"
+        + json.dumps({"id": 7, "question": "What does AUTOINCREMENT guarantee about rowids?"}) + "\n"
+    )
+    run = cli("query", "--index", str(sample_index), "--batch", str(questions), "--json", "--route", "lookup")
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [line["id"] for line in lines] == ["a", 7]
+    assert lines[0]["contexts"][0]["source"] == "wal.md"
+    assert lines[1]["contexts"][0]["source"] == "autoinc.md"
+
+
+def test_bad_batch_file_is_a_clear_error(sample_index: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "question": "ok"}\nnot json\n')
+    run = cli("query", "--index", str(sample_index), "--batch", str(bad), "--json")
+    assert run.returncode == 2
+    assert "bad.jsonl:2" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_inspect_reports_manifest_and_counts(sample_index: Path) -> None:
+    run = cli("inspect", "--index", str(sample_index), "--json")
+    assert run.returncode == 0, run.stderr
+    info = json.loads(run.stdout)
+    assert info["counts"]["documents"] == 20
+    assert info["counts"]["chunks"] > 100
+    assert info["mode"]["llm_model"] is None
+    assert info["mode"]["embedding"].startswith("all-MiniLM-L6-v2")
+    assert "tables/chunks.parquet" in info["tables"]
+
+
+def test_not_an_index_and_missing_index(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    for target in (tmp_path, tmp_path / "missing"):
+        run = cli("query", "--index", str(target), "anything")
+        assert run.returncode == 2
+        assert "error:" in run.stderr and "Traceback" not in run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_collection_without_usable_documents_exits_2(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "empty.md").write_text("")
+    (docs / "blob.bin").write_bytes(bytes(range(256)) * 8)
+    run = cli("build", str(docs), "--index", str(tmp_path / "idx"), "--quiet")
+    assert run.returncode == 2
+    assert "no usable document" in run.stderr
+    assert not (tmp_path / "idx" / "CURRENT").exists()
+
+
+def test_build_report_lists_skipped_files(tmp_path: Path, sample_slice: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "wal.md").write_text((sample_slice / "wal.md").read_text())
+    (docs / "copy-of-wal.md").write_text((sample_slice / "wal.md").read_text())
+    (docs / "empty.txt").write_text("")
+    run = cli("build", str(docs), "--index", str(tmp_path / "idx"), "--json", "--no-tree", "--no-graph")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    reasons = {Path(s["path"]).name: s["reason"] for s in report["skipped"]}
+    assert "empty.txt" in reasons
+    assert any("duplicate" in r for r in reasons.values())
+    assert report["documents"] == 1
+
+
+def test_unbuilt_route_is_an_error_not_a_fallback(tmp_path: Path, sample_slice: Path) -> None:
+    index = tmp_path / "idx"
+    cfg = load_config(overrides={"build_tree": False, "build_graph": False})
+    build_index([sample_slice / "wal.md"], index, cfg)
+    run = cli("query", "--index", str(index), "--route", "tree", "what is WAL?")
+    assert run.returncode == 2
+    assert "no 'tree' route" in run.stderr
+
+
+def test_failed_build_leaves_previous_index_intact(tmp_path: Path, sample_slice: Path) -> None:
+    index = tmp_path / "idx"
+    cfg = load_config(overrides={"build_tree": False, "build_graph": False})
+    build_index([sample_slice / "wal.md"], index, cfg)
+    before = arborgraph.open(index).query("What is a checkpoint?", route="lookup").to_dict()
+
+    def broken_embedder(config):  # a stage that dies mid-build
+        raise RuntimeError("simulated crash in the embedding stage")
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        build_index([sample_slice], index, cfg, embedder_factory=broken_embedder)
+    after = arborgraph.open(index)
+    assert after.info()["counts"]["documents"] == 1
+    assert after.query("What is a checkpoint?", route="lookup").to_dict() == before
+    assert len([p for p in index.iterdir() if p.name.startswith("gen-")]) == 1
+
+
+def test_killed_build_leaves_previous_index_intact_and_rebuild_works(tmp_path: Path, sample_slice: Path) -> None:
+    index = tmp_path / "idx"
+    first = cli("build", str(sample_slice / "wal.md"), "--index", str(index), "--quiet", "--no-tree", "--no-graph")
+    assert first.returncode == 0, first.stderr
+    live = open_generation(index).path
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arborgraph.cli", "build", str(sample_slice), "--index", str(index), "--quiet"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and len([p for p in index.iterdir() if p.name.startswith("gen-")]) < 2:
+        time.sleep(0.05)
+    time.sleep(0.5)  # let it write part of the new generation
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert open_generation(index).path == live
+    assert arborgraph.open(index).info()["counts"]["documents"] == 1
+    again = cli("build", str(sample_slice), "--index", str(index), "--quiet", "--no-tree", "--no-graph")
+    assert again.returncode == 0, again.stderr
+    assert arborgraph.open(index).info()["counts"]["documents"] == 20
+
+
+def test_lexical_fallback_when_model_is_missing(tmp_path: Path, sample_slice: Path) -> None:
+    index = tmp_path / "idx"
+    cfg = load_config(overrides={
+        "build_tree": False, "build_graph": False,
+        "embedding": {"model": str(tmp_path / "no-such-model")},
+    })
+    report = build_index([sample_slice / "wal.md", sample_slice / "autoinc.md"], index, cfg)
+    assert report.embedding is None and report.embedding_fallback
+    kb = arborgraph.open(index)
+    assert kb.info()["mode"]["lexical_fallback"] is True
+    res = kb.query("How does AUTOINCREMENT choose a new rowid?", route="lookup")
+    assert res.contexts and res.contexts[0].source == "autoinc.md"
+    assert any("lexical fallback" in n for n in res.notes)
+    assert all("lexical_fallback" in c.flags for c in res.contexts)
