@@ -7,8 +7,8 @@ merged by reciprocal rank so no scope dominates by score scale alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -28,7 +28,6 @@ class Scope:
     generation: Generation
     tag: str
     scope: str
-    _cache: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
     def tree(self) -> Any:
@@ -125,4 +124,3 @@ def tree_node_lexical_scores(
     return scores
 
 
-ChunkLookup = Callable[[str], Any]
