@@ -47,6 +47,7 @@ from graphrag.chunks import (
 from graphrag.graph import KnowledgeGraph
 from graphrag.linking import LinkedEntity, link_entities, specificity
 from graphrag.model import CO_OCCURS, Relation
+from graphrag.neighbours import GraphBackend, MemoryGraphBackend
 from graphrag.reports import RELATION_VERBS
 
 
@@ -114,6 +115,7 @@ def graph_search(
     chunk_vectors: ChunkVectors | None = None,
     candidate_chunks: Sequence[str] | Mapping[str, float] | None = None,
     config: GraphSearchConfig | None = None,
+    backend: GraphBackend | None = None,
 ) -> SearchResult:
     """Relation chain and supporting chunks for a relational question.
 
@@ -123,7 +125,8 @@ def graph_search(
     ``chunk_vectors`` dense scoring of chunks; ``candidate_chunks`` (a flat
     retriever's ranking, ids best first or id -> score) leads the chunks (see the
     module docstring). Contexts stop once ``budget_words`` is reached. With no linked
-    entity the result is empty and ``result.reason`` says why.
+    entity the result is empty and ``result.reason`` says why. ``backend`` answers the
+    walk's neighbour lookups (see :func:`expand`; default: ``kg`` in memory).
     """
     cfg = config or GraphSearchConfig()
     t0 = time.perf_counter()
@@ -133,7 +136,7 @@ def graph_search(
     if not linked:
         return SearchResult(reason="no entity named in the question is in the graph")
     fetch = ChunkFetcher(chunk_text)
-    scores = expand(kg, linked, cfg, deadline=t0 + cfg.time_limit_s)
+    scores = expand(kg, linked, cfg, deadline=t0 + cfg.time_limit_s, backend=backend)
     dense = _DenseScorer(question, embedder, chunk_vectors)
     chunks = score_chunks(kg, question, scores, fetch, cfg, dense=dense, prior=candidate_chunks)
     if candidate_chunks:
@@ -162,24 +165,44 @@ def graph_search(
 
 
 def expand(
-    kg: KnowledgeGraph, linked: Sequence[LinkedEntity], cfg: GraphSearchConfig, *, deadline: float | None = None
+    kg: KnowledgeGraph,
+    linked: Sequence[LinkedEntity],
+    cfg: GraphSearchConfig,
+    *,
+    deadline: float | None = None,
+    backend: GraphBackend | None = None,
 ) -> dict[str, float]:
     """Entity id -> score in (0, 1], best first: personalised PageRank on the bounded
-    neighbourhood of the linked entities, times the entity's specificity."""
+    neighbourhood of the linked entities, times the entity's specificity.
+
+    ``backend`` answers the neighbour lookups (default: ``kg``'s in-memory adjacency);
+    a graph server holding the same graph gives the same scores
+    (:class:`arborgraph.neo4j_backend.Neo4jGraphBackend`)."""
+    lookup = backend if backend is not None else MemoryGraphBackend(kg)
     seeds = {le.entity_id: le.score for le in linked}
     nodes: dict[str, None] = dict.fromkeys(seeds)
     frontier = list(seeds)
+    # a hop's frontier is looked up in slices: a server is not asked about nodes the
+    # walk stops before reaching
+    step = 64
     for _hop in range(2):
         nxt: list[str] = []
-        for e in frontier:
-            for rel in kg.adjacency.get(e, [])[: cfg.neighbours_per_node]:
-                other = rel.target if rel.source == e else rel.source
-                if other not in nodes:
-                    nodes[other] = None
-                    nxt.append(other)
-                if len(nodes) >= cfg.max_expand_nodes:
+        stop = False
+        for at in range(0, len(frontier), step):
+            part = frontier[at : at + step]
+            adjacency = lookup.neighbours(part, cfg.neighbours_per_node)
+            for e in part:
+                for rel in adjacency.get(e, []):
+                    other = rel.target if rel.source == e else rel.source
+                    if other not in nodes:
+                        nodes[other] = None
+                        nxt.append(other)
+                    if len(nodes) >= cfg.max_expand_nodes:
+                        break
+                if len(nodes) >= cfg.max_expand_nodes or (deadline and time.perf_counter() > deadline):
+                    stop = True
                     break
-            if len(nodes) >= cfg.max_expand_nodes or (deadline and time.perf_counter() > deadline):
+            if stop:
                 break
         frontier = nxt
         if len(nodes) >= cfg.max_expand_nodes:
@@ -187,8 +210,9 @@ def expand(
     ids = sorted(nodes)
     index = {e: i for i, e in enumerate(ids)}
     weights: dict[tuple[int, int], float] = defaultdict(float)
+    around = lookup.neighbours(ids, cfg.neighbours_per_node * 4)
     for e in ids:
-        for rel in kg.adjacency.get(e, [])[: cfg.neighbours_per_node * 4]:
+        for rel in around.get(e, []):
             a, b = index.get(rel.source), index.get(rel.target)
             if a is None or b is None or a == b:
                 continue
