@@ -17,7 +17,7 @@ from arborgraph.dense import DenseIndex
 from arborgraph.embedding import load_embedder
 from arborgraph.embedding_base import Embedder, EmbedderUnavailable
 from arborgraph.lexical import LexicalIndex
-from arborgraph.lookup import LookupIndex, LookupMode, lookup_search
+from arborgraph.lookup import LookupHits, LookupIndex, LookupMode, lookup_search
 from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision
 from arborgraph.scoped import fuse_contexts, load_scopes, merge_by_rank, readable, tree_node_lexical_scores
 from arborgraph.safety import INJECTION_FLAG, looks_like_injection
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
 DEFAULT_TOP_K = 20
 DEFAULT_BUDGET_TOKENS = 2000
+# structured routes fuse their chunks with this many flat hits
+LOOKUP_DEPTH = 50
 
 
 class QueryError(ValueError):
@@ -174,15 +176,20 @@ class KnowledgeBase:
         notes: list[str] = []
         if (note := self._fallback_note()) is not None:
             notes.append(note)
+        # every route starts from the flat ranking (structures fuse with it): rank once
+        hits = lookup_search(
+            self.lookup_index, question, query_vector, mask=mask,
+            top_k=max(top_k, LOOKUP_DEPTH), config=self.config.retrieval,
+        )
         contexts, retrieved = self._retrieve(
-            decision.route, question, query_vector, mask=mask, top_k=top_k, notes=notes,
-            principal=principal,
+            decision.route, question, query_vector, hits,
+            mask=mask, top_k=top_k, notes=notes, principal=principal,
         )
         second = self._second_route(decision)
         if second is not None:
             other, other_retrieved = self._retrieve(
-                second, question, query_vector, mask=mask, top_k=top_k, notes=notes,
-                principal=principal,
+                second, question, query_vector, hits,
+                mask=mask, top_k=top_k, notes=notes, principal=principal,
             )
             decision = decision.model_copy(update={"fused_with": second})
             notes.append(
@@ -251,22 +258,15 @@ class KnowledgeBase:
         route: Route,
         question: str,
         query_vector: np.ndarray | None,
+        hits: LookupHits,
         *,
         mask: np.ndarray,
         top_k: int,
         notes: list[str],
         principal: str | None,
     ) -> tuple[list[Context], dict[str, list[str]]]:
-        hits = lookup_search(
-            self.lookup_index,
-            question,
-            query_vector,
-            mask=mask,
-            top_k=max(top_k, 50) if route != "lookup" else top_k,
-            config=self.config.retrieval,
-        )
         if route == "lookup":
-            return hits.contexts, hits.rankings
+            return hits.contexts[:top_k], hits.rankings
         retrieved = {f"lookup/{k}": v for k, v in hits.rankings.items()}
         scopes = readable(self.scopes, principal)
         if route == "tree":

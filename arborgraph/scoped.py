@@ -94,7 +94,8 @@ def fuse_contexts(
                 kept = by_key[key]
                 kept.trace.extend(t for t in ctx.trace if t not in kept.trace)
             else:
-                by_key[key] = ctx.model_copy(deep=True)
+                # only score, trace and flags are changed downstream: copy those, share the rest
+                by_key[key] = ctx.model_copy(update={"trace": list(ctx.trace), "flags": list(ctx.flags)})
             keys.append(key)
         rankings[name] = keys
     fused = reciprocal_rank_fusion(rankings, weights)
