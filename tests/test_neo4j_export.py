@@ -284,18 +284,75 @@ def test_falkordb_statements_fit_the_byte_budget(records_v1: X.GraphRecords) -> 
     def unescape(text: str) -> str:
         return text.replace("\\'", "'").replace("\\\\", "\\")
 
-    heads = {r["uid"]: r for s in statements if s.cypher == X.node_upsert_cypher(X.CHUNK) for r in s.params["rows"]}
+    fields = X.row_fields(X.CHUNK)
+    create = X.node_write_cypher(X.CHUNK, create=True)
+    heads = {r[0]: dict(zip(fields, r)) for s in statements if s.cypher == create for r in s.params["rows"]}
     for s in appends:
         if s.cypher == X.node_append_cypher(X.CHUNK, "text"):
             for r in s.params["rows"]:
                 heads[r["uid"]]["text"] += r["v"]
-    room = 1200 - X.statement_len(X.node_upsert_cypher(X.CHUNK), {"rows": []}) - 4
+    room = 1200 - X.statement_len(create, {"rows": []}) - 4
     for n in records_v1.nodes:
         if n.label == X.CHUNK:
             assert unescape(heads[n.uid]["text"]) == n.props["text"]
             # only a record too long for a statement of its own is split, and then its
             # hash comes last, after the pieces
-            assert (X.HASH in heads[n.uid]) == (X.wire_len(n.props) <= room)
+            whole = [n.props.get(f) for f in fields]
+            assert (heads[n.uid][X.HASH] is not None) == (X.wire_len(whole) <= room)
+
+
+def test_falkordb_rows_are_positional_and_new_records_are_created(records_v1: X.GraphRecords) -> None:
+    """FalkorDB pastes parameters into the query text, keys included: its rows are
+    lists in a fixed order, and what the diff found absent is CREATEd, not MERGEd."""
+    chunk = next(n for n in records_v1.nodes if n.label == X.CHUNK)
+    rel = next(r for r in records_v1.rels if r.type == X.MENTIONS)
+    state_nodes = {X.CHUNK: {chunk.uid: "old hash"}}
+    state_rels = {X.MENTIONS: {rel.uid: ("old hash", rel.start)}}
+    plan = X.plan_export(records_v1, state_nodes, state_rels)
+    assert chunk.uid not in plan.new and rel.uid not in plan.new
+    assert len(plan.new) == len(records_v1.nodes) + len(records_v1.rels) - 2
+    statements = X.plan_statements(plan, X.falkordb())
+    by_cypher: dict[str, list[Any]] = {}
+    for st in statements:
+        by_cypher.setdefault(st.cypher, []).extend(st.params["rows"])
+    assert X.node_write_cypher(X.CHUNK, create=False) == (
+        "UNWIND $rows AS r MERGE (n:Arborgraph:Chunk {uid: r[0]}) SET n = {uid: r[0], id: r[1], scope: r[2], "
+        "doc_id: r[3], ordinal: r[4], text: r[5], heading_path: r[6], start: r[7], end: r[8], n_tokens: r[9], "
+        "ag_hash: r[10]}"
+    )
+    assert X.rel_write_cypher(X.MENTIONS, create=True) == (
+        "UNWIND $rows AS r MATCH (a:Arborgraph {uid: r[0]}) MATCH (b:Arborgraph {uid: r[1]}) "
+        "CREATE (a)-[x:MENTIONS {uid: r[2], count: r[3], start: r[4], end: r[5], ag_hash: r[6]}]->(b)"
+    )
+    # the changed records are MERGEd, alone; every other one is CREATEd exactly once
+    (merged_chunk,) = by_cypher[X.node_write_cypher(X.CHUNK, create=False)]
+    assert merged_chunk[0] == chunk.uid and merged_chunk[-1] == chunk.props[X.HASH]
+    (merged_rel,) = by_cypher[X.rel_write_cypher(X.MENTIONS, create=False)]
+    assert merged_rel[:3] == [rel.start, rel.end, rel.uid]
+    created = [r[0] for k in X.NODE_LABELS for r in by_cypher.get(X.node_write_cypher(k, create=True), [])]
+    assert sorted(created) == sorted(n.uid for n in records_v1.nodes if n.uid != chunk.uid)
+    # absent properties travel as nulls, which leave them out
+    entity = next(n for n in records_v1.nodes if n.label == X.ENTITY and "aliases" not in n.props)
+    (row,) = [r for r in by_cypher[X.node_write_cypher(X.ENTITY, create=True)] if r[0] == entity.uid]
+    assert dict(zip(X.row_fields(X.ENTITY), row)) == {f: entity.props.get(f) for f in X.row_fields(X.ENTITY)}
+
+
+def test_pack_rows_fills_groups_within_the_room_and_row_limit() -> None:
+    rng = random.Random(5)
+    sizes = [rng.randint(50, 900) for _ in range(700)]
+    groups = X.pack_rows(sizes, 1000, limit=6, window=64)
+    assert sorted(i for g in groups for i in g) == list(range(700))
+    assert all(sum(sizes[i] for i in g) <= 1000 and 0 < len(g) <= 6 for g in groups)
+    # within 6 % of the lower bound, where consecutive runs need far more
+    assert len(groups) <= math.ceil(sum(sizes) / 1000) * 1.06
+    runs, used = 1, 0
+    for size in sizes:
+        if used + size > 1000:
+            runs, used = runs + 1, 0
+        used += size
+    assert runs > len(groups) * 1.2
+    assert X.pack_rows([], 10, 3) == []
+    assert X.pack_rows([5] * 7, 100, limit=3) == [[0, 1, 2], [3, 4, 5], [6]]
 
 
 class _RecordingSession:
