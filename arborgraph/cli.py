@@ -193,6 +193,10 @@ def query(
     answer: Annotated[bool, typer.Option("--answer", help="generate an answer with the LLM")] = False,
     llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model for --answer")] = None,
     include_stale: Annotated[bool, typer.Option("--include-stale", help="include superseded/expired content, flagged")] = False,
+    graph_backend: Annotated[Optional[str], typer.Option("--graph-backend", help="graph route expands in 'memory' or on the bolt:// server the index was exported to")] = None,
+    graph_user: Annotated[Optional[str], typer.Option("--graph-user", help="user on the graph server")] = None,
+    graph_password: Annotated[Optional[str], typer.Option("--graph-password", envvar="NEO4J_PASSWORD", help="password on the graph server")] = None,
+    graph_database: Annotated[Optional[str], typer.Option("--graph-database", help="database on the graph server")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
 ) -> None:
     """Ask a question (or a batch of them) against an index."""
@@ -204,8 +208,15 @@ def query(
         raise fail(f"--as-of must be a date like 2026-01-31, not '{as_of}'", EXIT_USER_ERROR) from None
     kwargs = dict(route=route, top_k=top_k, budget_tokens=budget_tokens, principal=as_principal,
                   as_of=when, include_stale=include_stale, answer=answer)
+    kb = None
     try:
         kb = _open(index)
+        if graph_backend is not None:
+            from arborgraph.neo4j_backend import graph_server
+
+            given = {"uri": graph_backend, "user": graph_user, "database": graph_database}
+            settings = kb.config.graph_backend.model_copy(update={k: v for k, v in given.items() if v})
+            kb.graph_backend = graph_server(settings, password=graph_password)
         if answer:
             kwargs["llm"] = kb.chat_model(llm_model)
         if batch is not None:
@@ -220,6 +231,9 @@ def query(
         raise fail(str(exc), EXIT_USER_ERROR) from None
     except _llm_errors() as exc:
         raise fail(f"LLM call failed: {exc}", 1) from None
+    finally:
+        if kb is not None and kb.graph_backend is not None:
+            kb.graph_backend.close()
     if json_out:
         print(json.dumps(_result_json(res), ensure_ascii=False, indent=2))
         return

@@ -77,6 +77,21 @@ class RouterConfig(BaseModel):
     )
 
 
+class GraphBackendConfig(BaseModel):
+    """Where the graph route looks up neighbours: in memory, or on the Bolt server
+    (Neo4j) the index was exported to with ``arborgraph export-neo4j``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    uri: str = Field("memory", description="'memory', or the server's bolt:// or neo4j:// URI")
+    user: str = "neo4j"
+    password_env: str | None = Field(
+        "NEO4J_PASSWORD", description="environment variable read for the password when connecting (unset: none)"
+    )
+    database: str | None = Field(None, description="database (default: the server's default)")
+    timeout_s: float = Field(15.0, gt=0, description="seconds to wait for a connection")
+
+
 class Config(BaseModel):
     """Everything a build and a query need; stored in the index manifest."""
 
@@ -90,6 +105,7 @@ class Config(BaseModel):
     tree_search: TreeSearchConfig = Field(default_factory=TreeSearchConfig)
     graph: GraphConfig = Field(default_factory=GraphConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
+    graph_backend: GraphBackendConfig = Field(default_factory=GraphBackendConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     build_tree: bool = True
     build_graph: bool = True

@@ -73,6 +73,11 @@ class KnowledgeBase:
         )
         self.routes: list[str] = list(self.manifest.get("routes", ["lookup"]))
         self.scopes = load_scopes(generation)
+        from arborgraph.neo4j_backend import GraphServer, graph_server
+
+        # where the graph route expands: None in memory, else the server the index was
+        # exported to (connects on first use); the caller may set it
+        self.graph_backend: GraphServer | None = graph_server(self.config.graph_backend)
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
         self._chat: Any = None
@@ -359,9 +364,11 @@ class KnowledgeBase:
         lists, reasons = [], []
         for scope in scopes:
             search = graph_search if route == "graph" else global_search
+            server = self.graph_backend if route == "graph" else None
             found = search(
                 scope.graph, question, chunk_text=fetch, embedder=self._embedder,
                 chunk_vectors=chunk_vectors, candidate_chunks=candidates,
+                **({"backend": server.backend(scope.scope, scope.graph)} if server else {}),
             )
             if found.reason:
                 reasons.append(found.reason)

@@ -11,20 +11,35 @@ answers it with one Cypher query per hop (batched over the hop's frontier), and
 
 Relations come back with id, ends, type, exact weight (from ``weight_key``) and chunk
 ids; description and evidence stay on the server.
+
+The graph route of a :class:`~arborgraph.kb.KnowledgeBase` uses a server when
+``kb.graph_backend`` is a :class:`GraphServer` (from the ``graph_backend`` config
+section, ``arborgraph query --graph-backend bolt://...``, or set by the caller): it
+connects on first use and checks that the server holds the index's graph.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from arborgraph.kb import QueryError
 from arborgraph.neo4j_export import (
+    BOLT_SCHEMES,
+    CONNECT_TIMEOUT,
     ENTITY,
     MARK,
     PUBLIC,
     RELATES_TO,
     WEIGHT_KEY,
     Dialect,
+    ExportError,
+    _neo4j,
+    _one_line,
+    connect,
     detect_dialect,
     encode_params,
     entity_uid,
@@ -37,8 +52,14 @@ from graphrag.neighbours import GraphBackend, MemoryGraphBackend
 if TYPE_CHECKING:
     from neo4j import Driver
 
+    from arborgraph.config import GraphBackendConfig
     from graphrag.graph import KnowledgeGraph
     from graphrag.model import Relation
+
+
+class GraphBackendError(QueryError):
+    """The graph server cannot answer (unreachable, refused, or not holding this
+    index's graph); the message is one line for the user."""
 
 
 def neighbours_cypher(limited: bool) -> str:
@@ -68,10 +89,21 @@ class Neo4jGraphBackend:
     @property
     def dialect(self) -> Dialect:
         if self._dialect is None:
-            verify(self.driver)
-            with self.driver.session(database=self.database) as session:
-                self._dialect = detect_dialect(session)
+            with _server_errors():
+                verify(self.driver)
+                with self.driver.session(database=self.database) as session:
+                    self._dialect = detect_dialect(session)
         return self._dialect
+
+    def relation_count(self) -> int:
+        """Relations between this scope's entities on the server."""
+        cypher = (
+            f"MATCH (:{MARK}:{ENTITY} {{scope: $scope}})-[r:{RELATES_TO}]->(:{MARK}:{ENTITY}) RETURN count(r) AS n"
+        )
+        params = encode_params({"scope": self.scope}, self.dialect)
+        with _server_errors(), self.driver.session(database=self.database) as session:
+            record = session.run(cypher, params).single()
+        return int(record["n"]) if record is not None else 0
 
     def neighbours(self, entity_ids: Sequence[str], limit: int | None) -> dict[str, list[Relation]]:
         from graphrag.model import Relation
@@ -83,7 +115,7 @@ class Neo4jGraphBackend:
         cypher = neighbours_cypher(limit is not None)
         dialect = self.dialect
         out: dict[str, list[Relation]] = {}
-        with self.driver.session(database=self.database) as session:
+        with _server_errors(), self.driver.session(database=self.database) as session:
             for batch in param_batches(list(by_uid), cypher, "uids", dialect, dialect.max_rows):
                 params: dict[str, Any] = {"uids": batch}
                 if limit is not None:
@@ -101,6 +133,101 @@ class Neo4jGraphBackend:
             # depend on how a server orders rows coming out of collect()
             rels.sort(key=lambda r: (-r.weight, r.id))
         return out
+
+
+@contextmanager
+def _server_errors() -> Iterator[None]:
+    """Driver and export errors as :class:`GraphBackendError`."""
+    try:
+        yield
+    except GraphBackendError:
+        raise
+    except ExportError as exc:
+        raise GraphBackendError(f"graph backend: {exc}") from None
+    except Exception as exc:
+        neo4j = _neo4j()
+        if isinstance(exc, neo4j.exceptions.Neo4jError):
+            raise GraphBackendError(f"graph backend: the server rejected a statement: {_one_line(exc)}") from None
+        if isinstance(exc, neo4j.exceptions.DriverError):
+            raise GraphBackendError(f"graph backend: lost the Bolt server: {_one_line(exc)}") from None
+        raise
+
+
+class GraphServer:
+    """The Bolt server (Neo4j, or FalkorDB standing in) that holds an index's graph,
+    written by ``arborgraph export-neo4j``: the graph route's neighbour lookups run
+    there. Connects on first use; :meth:`close` closes the connection."""
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        database: str | None = None,
+        timeout: float = CONNECT_TIMEOUT,
+    ) -> None:
+        self.uri = uri
+        self.user = user
+        self.password = password
+        self.database = database
+        self.timeout = timeout
+        self._driver: Driver | None = None
+        self._backends: dict[str, Neo4jGraphBackend] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"GraphServer({self.uri!r}, database={self.database!r})"
+
+    @property
+    def driver(self) -> Driver:
+        with self._lock:
+            if self._driver is None:
+                with _server_errors():
+                    self._driver = connect(self.uri, self.user, self.password, timeout=self.timeout)
+            return self._driver
+
+    def backend(self, scope: str, kg: KnowledgeGraph | None = None) -> Neo4jGraphBackend:
+        """The lookups on the graph of access scope ``scope``. With ``kg`` (the index's
+        graph of that scope) the first call checks that the server holds as many of its
+        relations, so that a missing or stale export is an error, not other results."""
+        found = self._backends.get(scope)
+        if found is not None:
+            return found
+        backend = Neo4jGraphBackend(self.driver, scope=scope, database=self.database)
+        if kg is not None:
+            held = backend.relation_count()
+            if held != len(kg.relations):
+                raise GraphBackendError(
+                    f"graph backend {self.uri} holds {held} relations of scope {scope!r}, the index "
+                    f"{len(kg.relations)}: export the index to it (arborgraph export-neo4j)"
+                )
+        self._backends[scope] = backend
+        return backend
+
+    def close(self) -> None:
+        with self._lock:
+            if self._driver is not None:
+                self._driver.close()
+                self._driver = None
+            self._backends.clear()
+
+
+def graph_server(
+    config: GraphBackendConfig, *, password: str | None = None, environ: Mapping[str, str] | None = None
+) -> GraphServer | None:
+    """The server ``config`` names, not yet connected; None for ``memory``. The password
+    is ``password``, else the environment variable ``config.password_env`` (read now;
+    unset: no authentication)."""
+    if config.uri == "memory":
+        return None
+    if not config.uri.startswith(BOLT_SCHEMES):
+        raise GraphBackendError(f"graph backend {config.uri!r}: give 'memory' or a bolt:// or neo4j:// URI")
+    if password is None and config.password_env:
+        password = (os.environ if environ is None else environ).get(config.password_env)
+    return GraphServer(
+        config.uri, user=config.user, password=password, database=config.database, timeout=config.timeout_s
+    )
 
 
 class ExpandedEdge(NamedTuple):
@@ -209,7 +336,8 @@ def relations_among(backend: GraphBackend, entity_ids: Sequence[str]) -> list[Re
 
 
 __all__ = [
-    "GraphBackend", "MemoryGraphBackend", "Neo4jGraphBackend", "ExpandedEdge",
+    "GraphBackend", "MemoryGraphBackend", "Neo4jGraphBackend", "GraphServer", "GraphBackendError", "graph_server",
+    "ExpandedEdge",
     "walk", "cypher_expand", "memory_expand", "relations_among", "neighbours_cypher",
 ]
 

@@ -947,6 +947,7 @@ def _neo4j() -> Any:
 
 
 CONNECT_TIMEOUT = 15.0
+BOLT_SCHEMES = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
 
 
 def connect(uri: str, user: str | None = None, password: str | None = None, *, timeout: float = CONNECT_TIMEOUT) -> "Driver":
@@ -957,7 +958,7 @@ def connect(uri: str, user: str | None = None, password: str | None = None, *, t
     connections unanswered, and the driver would wait 60 s on each before retrying."""
     neo4j = _neo4j()
     auth = (user or "neo4j", password) if password is not None else None
-    if not uri.startswith(("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")):
+    if not uri.startswith(BOLT_SCHEMES):
         raise ExportError(f"bad Bolt URI {uri!r}: expected bolt:// or neo4j:// (with +s / +ssc for TLS)")
     try:
         driver = neo4j.GraphDatabase.driver(

@@ -643,3 +643,90 @@ def test_cli_exports_over_bolt_and_to_csv(server: FalkorServer, tmp_path: Path, 
     assert result.exit_code == 0 and "0 created, 0 updated, 0 deleted" in result.output
     result = runner.invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--csv", str(tmp_path / "bulk")])
     assert result.exit_code == 0 and (tmp_path / "bulk" / "import.sh").exists()
+
+
+# -- the graph route on the server -------------------------------------------------------------
+
+QUESTIONS = [
+    "How does the busy timeout relate to the busy handler?",
+    "What does AUTOINCREMENT change about how ROWID values are chosen?",
+    "How do STRICT tables relate to column type affinity?",
+    "What happens when BEGIN IMMEDIATE cannot get the RESERVED lock?",
+    "How does wal_autocheckpoint relate to checkpoints of the WAL file?",
+]
+
+
+def _view(res: Any) -> list[tuple[str, str]]:
+    return [(c.kind, c.node_id) for c in res.contexts]
+
+
+def test_graph_route_on_the_server_returns_what_memory_returns(
+    server: FalkorServer, index_v1: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arborgraph
+    from arborgraph.neo4j_backend import GraphBackendError, GraphServer
+
+    X.export_index(index_v1, server.driver())
+    kb = arborgraph.open(index_v1)
+    assert kb.graph_backend is None  # the default: in memory
+    memory = {q: kb.query(q, route="graph") for q in QUESTIONS}
+    # every question reached the graph (no fallback to lookup), so the walk ran
+    assert all("graph" in res.retrieved for res in memory.values())
+
+    lookups: list[int] = []
+    original = Neo4jGraphBackend.neighbours
+
+    def counted(self: Neo4jGraphBackend, entity_ids: Any, limit: Any) -> Any:
+        lookups.append(len(entity_ids))
+        return original(self, entity_ids, limit)
+
+    monkeypatch.setattr(Neo4jGraphBackend, "neighbours", counted)
+    # FalkorDB stands in for Neo4j; the kb gets its own connection (which it keeps
+    # open: FalkorDB loses handshakes after a closed one)
+    kb.graph_backend = GraphServer(server.uri, timeout=3)
+    for q in QUESTIONS:
+        res = kb.query(q, route="graph")
+        assert _view(res) == _view(memory[q]), q
+        assert [c.score for c in res.contexts] == pytest.approx([c.score for c in memory[q].contexts]), q
+    assert len(lookups) >= 2 * len(QUESTIONS)  # the walk's hops and the PageRank edges, on the server
+    # a server that does not hold the index's graph is an error, not other results
+    server.clear()
+    kb.graph_backend = GraphServer(server.uri, timeout=3)
+    with pytest.raises(GraphBackendError, match="holds 0 relations.*export-neo4j"):
+        kb.query(QUESTIONS[0], route="graph")
+    assert kb.query(QUESTIONS[0], route="lookup").contexts  # other routes never touch it
+
+
+def test_graph_backend_config_and_cli(server: FalkorServer, index_v1: Path) -> None:
+    from arborgraph.cli import app
+    from arborgraph.config import GraphBackendConfig
+    from arborgraph.neo4j_backend import GraphBackendError, graph_server
+
+    assert graph_server(GraphBackendConfig()) is None
+    remote = graph_server(
+        GraphBackendConfig(uri="bolt://db:7687", user="u", database="g", password_env="AG_TEST_PW"),
+        environ={"AG_TEST_PW": "secret"},
+    )
+    assert remote is not None and (remote.uri, remote.user, remote.password, remote.database) == (
+        "bolt://db:7687", "u", "secret", "g"
+    )
+    assert graph_server(GraphBackendConfig(uri="bolt://db:7687"), password="given", environ={}).password == "given"
+    with pytest.raises(GraphBackendError, match="bolt://"):
+        graph_server(GraphBackendConfig(uri="http://db:7474"))
+
+    runner = CliRunner()
+    question = QUESTIONS[0]
+    for uri in (f"bolt://127.0.0.1:{_dead_port()}", "http://db:7474"):
+        result = runner.invoke(app, ["query", "-i", str(index_v1), question, "--route", "graph", "--graph-backend", uri])
+        assert result.exit_code == 2, result.output
+        assert result.output.startswith("error: ") and "graph backend" in result.output, result.output
+        assert result.output.count("\n") == 1 and isinstance(result.exception, SystemExit), result.output
+    X.export_index(index_v1, server.driver())
+    server.drain()
+    args = ["query", "-i", str(index_v1), question, "--route", "graph", "--json"]
+    on_server = runner.invoke(app, [*args, "--graph-backend", server.uri])
+    server.drain()  # the command closed its connection
+    in_memory = runner.invoke(app, args)
+    assert on_server.exit_code == 0 and in_memory.exit_code == 0, on_server.output
+    ids = [c["node_id"] for c in json.loads(on_server.output)["contexts"]]
+    assert ids and ids == [c["node_id"] for c in json.loads(in_memory.output)["contexts"]]
