@@ -112,6 +112,10 @@ class Config(BaseModel):
     tree_drift_threshold: float = Field(
         0.25, ge=0, le=1, description="share of changed leaves above which an update re-clusters the tree"
     )
+    graph_drift_threshold: float = Field(
+        0.25, ge=0, le=1,
+        description="share of changed chunks above which an update refits the extractor and re-extracts the graph",
+    )
     contextual_prefixes: bool = Field(
         False, description="with an LLM: a sentence situating each chunk, indexed in front of it"
     )

@@ -3,7 +3,8 @@
 A build over an existing index compares each document's content hash with the
 manifest: unchanged documents keep their chunks, every chunk's vector comes from the
 embedding cache, and a scope whose chunks are all unchanged keeps its tree and graph
-as they were. Per-document status is persisted while the build runs, so an
+as they were; a scope whose chunks changed updates its previous tree
+(:func:`arborgraph.scoped.load_scope_tree`) and graph (:func:`load_graph_state`). Per-document status is persisted while the build runs, so an
 interrupted batch can be told apart from a finished one and resumed.
 """
 
@@ -71,6 +72,20 @@ def load_previous(index_dir: Path) -> PreviousIndex | None:
         chunking=manifest.get("config", {}).get("chunking", {}),
         chunks_by_doc=by_doc,
     )
+
+
+def load_graph_state(generation: Generation, tag: str) -> Any:
+    """The graph of one scope with its stored extractions (a
+    :class:`graphrag.update.GraphState`), or None when the generation predates them."""
+    from graphrag.schema import TABLE_NAMES, UPDATE_TABLE_NAMES
+    from graphrag.update import state_from_tables
+
+    from arborgraph.structures import scoped
+
+    names = (*TABLE_NAMES, *UPDATE_TABLE_NAMES)
+    if not all(generation.has_table(scoped(name, tag)) for name in names):
+        return None
+    return state_from_tables({name: generation.table(scoped(name, tag)) for name in names})
 
 
 def fingerprint(chunks: Sequence[Chunk], settings: dict[str, Any], acl_key: str) -> str:

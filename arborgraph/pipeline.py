@@ -29,7 +29,7 @@ from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback, no_progress
 from arborgraph.store import GenerationWriter, cache_dir
 from arborgraph.executor import batches, chunk_batch, make_executor
-from arborgraph.incremental import BuildStatus, DocumentStatus, fingerprint, load_previous
+from arborgraph.incremental import BuildStatus, DocumentStatus, fingerprint, load_graph_state, load_previous
 from arborgraph.scoped import load_scope_tree
 from arborgraph.structures import partition_by_scope, run_graph_stage, run_tree_stage, scope_files
 from ingest import chunk_document, iter_collection, load_token_counter
@@ -262,6 +262,7 @@ def build_index(
                 "tree_fingerprint": fingerprint(p.chunks, tree_settings, p.scope) if config.build_tree else None,
                 "tree_settings": fingerprint([], tree_settings, p.scope),
                 "graph_fingerprint": fingerprint(p.chunks, graph_settings, p.scope) if config.build_graph else None,
+                "graph_settings": fingerprint([], graph_settings, p.scope),
             }
             for p in parts
         ]
@@ -279,14 +280,24 @@ def build_index(
 
             return check
 
+        def same_settings(part: Any, key: str) -> bool:
+            """Whether the live index has this scope, built with the same ``key`` settings."""
+            if previous is None:
+                return False
+            old = next((s for s in previous.generation.manifest.get("scopes", []) if s["tag"] == part.tag), None)
+            return old is not None and old.get(key) == by_tag[part.tag][key]
+
         def previous_tree(part: Any) -> Any:
             """The previous tree of this scope when only its chunks changed, else None."""
-            if previous is None or not config.build_tree:
-                return None
-            old = next((s for s in previous.generation.manifest.get("scopes", []) if s["tag"] == part.tag), None)
-            if old is None or old.get("tree_settings") != by_tag[part.tag]["tree_settings"]:
+            if previous is None or not config.build_tree or not same_settings(part, "tree_settings"):
                 return None
             return load_scope_tree(previous.generation, part.tag)
+
+        def previous_graph(part: Any) -> Any:
+            """The previous graph state of this scope when only its chunks changed, else None."""
+            if previous is None or not config.build_graph or not same_settings(part, "graph_settings"):
+                return None
+            return load_graph_state(previous.generation, part.tag)
 
         if config.build_tree:
             with timer("tree"):
@@ -307,6 +318,7 @@ def build_index(
                 report.stages["graph"] = run_graph_stage(
                     parts=parts, config=config, writer=writer, progress=progress, chat=chat,
                     reusable=reusable("graph"), executor=executor,
+                    previous_graph=previous_graph, drift_threshold=config.graph_drift_threshold,
                 )
             routes.extend(["graph", "global"])
 

@@ -114,9 +114,9 @@ def scope_files(kind: str, tag: str) -> tuple[str, ...]:
     """Path prefixes of one scope's files in a generation, for reuse by a rebuild."""
     if kind == "tree":
         return (f"tables/raptor_nodes.{tag}.", f"vectors/tree.{tag}.", f"bm25/tree.{tag}/")
-    from graphrag.schema import TABLE_NAMES
+    from graphrag.schema import TABLE_NAMES, UPDATE_TABLE_NAMES
 
-    return tuple(f"tables/{name}.{tag}." for name in TABLE_NAMES)
+    return tuple(f"tables/{name}.{tag}." for name in (*TABLE_NAMES, *UPDATE_TABLE_NAMES))
 
 
 def run_tree_stage(
@@ -208,36 +208,87 @@ def run_graph_stage(
     chat: Any = None,
     reusable: Callable[[ScopePart], bool] = lambda part: False,
     executor: Any = None,
+    previous_graph: Callable[[ScopePart], Any] = lambda part: None,
+    drift_threshold: float = 0.25,
 ) -> dict[str, Any]:
     """Build and write one entity graph (with communities and reports) per scope;
-    scopes for which ``reusable(part)`` is true keep the previous generation's graph.
-    Rule-based extraction runs on ``executor``'s workers when it has several."""
-    stats: dict[str, Any] = {"graphs": 0, "reused": 0, "entities": 0, "relations": 0, "communities": 0, "reports": 0}
+    returns stats for the build report.
+
+    A scope for which ``reusable(part)`` is true keeps the previous generation's graph
+    (the caller has linked its files already). A scope whose previous graph state
+    ``previous_graph(part)`` returns (a :class:`graphrag.update.GraphState`: same
+    settings, other chunks) is updated: only new and changed chunks are extracted,
+    community ids are kept where membership did not change and only changed
+    communities get new reports; past ``drift_threshold`` of changed chunks the
+    extractor is refitted and everything re-extracted. Rule-based extraction runs on
+    ``executor``'s workers when it has several.
+    """
+    stats: dict[str, Any] = {
+        "graphs": 0, "reused": 0, "updated": 0, "entities": 0, "relations": 0, "communities": 0, "reports": 0,
+        "chunks_extracted": 0, "chunks_reused": 0, "communities_kept": 0, "communities_new": 0,
+        "communities_removed": 0, "reports_reused": 0, "reports_redone": 0, "refits": [],
+    }
     for part in parts:
         if reusable(part):
             stats["reused"] += 1
             continue
-        from graphrag import LLMExtractor, LLMReportWriter, RuleExtractor, build_graph, graph_to_tables
+        from graphrag import LLMExtractor, LLMReportWriter, RuleExtractor
+        from graphrag.update import build_graph_state, state_to_tables, update_graph
 
         extractor = LLMExtractor(chat) if chat is not None else RuleExtractor()
-        if chat is None and executor is not None and executor.workers > 1 and len(part.chunks) > 1:
-            extractor = _extract_in_parallel(extractor, part.chunks, executor)
-        kg = build_graph(
-            part.chunks,
-            extractor=extractor,
-            config=config.graph,
-            progress=progress,
-            report_writer=LLMReportWriter(chat) if chat is not None else None,
-        )
-        for name, table in graph_to_tables(kg).items():
+        parallel = chat is None and executor is not None and executor.workers > 1
+        settings: dict[str, Any] = {
+            "config": config.graph, "progress": progress,
+            "report_writer": LLMReportWriter(chat) if chat is not None else None,
+            "extract_many": _extract_on(executor) if parallel else None,
+        }
+        old = previous_graph(part)
+        if old is not None:
+            state, update = update_graph(
+                old, part.chunks, extractor=extractor, refit_threshold=drift_threshold, **settings
+            )
+            stats["updated"] += 0 if update.full_refit else 1
+            if update.full_refit:
+                stats["refits"].append({"scope": part.tag, "reason": update.refit_reason})
+        else:
+            state, update = build_graph_state(part.chunks, extractor=extractor, **settings)
+        for name, table in state_to_tables(state).items():
             writer.write_table(scoped(name, part.tag), table)
+        kg = state.graph
         stats["graphs"] += 1
         stats["entities"] += len(kg.entities)
         stats["relations"] += len(kg.relations)
         stats["communities"] += len(kg.communities)
         stats["reports"] += len(kg.reports)
+        for key in ("chunks_extracted", "chunks_reused", "communities_kept", "communities_new",
+                    "communities_removed", "reports_reused", "reports_redone"):
+            stats[key] += getattr(update, key)
     stats["extractor"] = "llm" if chat is not None else "rules"
     return stats
+
+
+class _AlreadyFitted:
+    """A fitted extractor that ``_extract_in_parallel`` must not fit again (an update
+    extracts a few chunks with the statistics learnt from the whole scope)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.name = inner.name
+        self.inner = inner
+
+    def extract(self, chunk: Chunk) -> Any:
+        return self.inner.extract(chunk)
+
+
+def _extract_on(executor: Any) -> Callable[[Any, Sequence[Chunk]], list[Any]]:
+    """Runs a fitted extractor over chunks on ``executor``'s workers (serially for one)."""
+
+    def extract_many(extractor: Any, chunks: Sequence[Chunk]) -> list[Any]:
+        if len(chunks) <= 1:
+            return [extractor.extract(c) for c in chunks]
+        done = _extract_in_parallel(_AlreadyFitted(extractor), chunks, executor)
+        return [done.extract(c) for c in chunks]
+
+    return extract_many
 
 
 class _Precomputed:

@@ -6,7 +6,7 @@ time) them one by one; :func:`build_graph` chains them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from arborgraph.progress import ProgressCallback, no_progress
 from graphrag import schema
@@ -28,6 +28,13 @@ def extract_all(
     """Run ``extractor`` over ``chunks`` (fitting it first if it learns from the corpus)."""
     if isinstance(extractor, CorpusAwareExtractor):
         extractor.fit(chunks)
+    return extract_each(chunks, extractor, progress)
+
+
+def extract_each(
+    chunks: Sequence[Chunk], extractor: Extractor, progress: ProgressCallback = no_progress
+) -> list[ChunkExtraction]:
+    """Run an (already fitted) ``extractor`` over ``chunks``, in order."""
     out: list[ChunkExtraction] = []
     n = len(chunks)
     for i, ch in enumerate(chunks):
@@ -37,10 +44,26 @@ def extract_all(
     return out
 
 
+def leiden_edges(relations: dict[str, Relation], config: GraphConfig) -> list[tuple[str, str, float]]:
+    """The weighted, undirected edges Leiden partitions (relation weights summed per pair)."""
+    return aggregate_edges(
+        ((r.source, r.target, r.weight) for r in relations.values()), min_weight=config.min_edge_weight
+    )
+
+
 def detect_communities(
-    entities: dict[str, Entity], relations: dict[str, Relation], config: GraphConfig
+    entities: dict[str, Entity],
+    relations: dict[str, Relation],
+    config: GraphConfig,
+    *,
+    initial: Mapping[str, Sequence[int]] | None = None,
+    fixed: Collection[str] = (),
 ) -> dict[int, Community]:
-    """Hierarchical Leiden over the entity graph (relation weights summed per pair)."""
+    """Hierarchical Leiden over the entity graph (relation weights summed per pair).
+
+    ``initial`` and ``fixed`` start from a previous partition (see
+    :meth:`HierarchicalLeiden.fit`); without them the partition starts from scratch.
+    """
     leiden = HierarchicalLeiden(
         max_cluster_size=config.max_cluster_size,
         resolution=config.resolution,
@@ -49,10 +72,7 @@ def detect_communities(
         min_community_size=config.min_community_size,
         seed=config.seed,
     )
-    edges = aggregate_edges(
-        ((r.source, r.target, r.weight) for r in relations.values()), min_weight=config.min_edge_weight
-    )
-    leiden.fit(sorted(entities), edges)
+    leiden.fit(sorted(entities), leiden_edges(relations, config), initial=initial, fixed=fixed)
     return {c.id: c for c in leiden.communities_}
 
 
@@ -70,26 +90,50 @@ def build_graph(
     earliest chunk). Without ``report_writer`` reports are extractive (no model).
     Extraction or report errors (e.g. :class:`arborgraph.llm.base.LLMError`) propagate.
     """
-    cfg = config or GraphConfig()
     prog = progress or no_progress
     extractions = extract_all(chunks, extractor, prog)
+    return graph_from_extractions(
+        extractions, extractor=extractor.name, config=config, progress=prog, report_writer=report_writer
+    )
+
+
+def default_report_writer(config: GraphConfig) -> ReportWriter:
+    """The report writer used when none is given: extractive, no model."""
+    return ExtractiveReportWriter(n_entities=config.report_entities, n_findings=config.report_findings)
+
+
+def graph_meta(extractor: str, writer: ReportWriter, config: GraphConfig, next_community_id: int) -> dict[str, str]:
+    """The build facts stored with a graph. ``next_community_id`` is the first id no
+    community of this graph or its earlier versions has had (see graphrag.update)."""
+    return {
+        "schema_version": str(schema.SCHEMA_VERSION),
+        "extractor": extractor,
+        "report_writer": writer.name,
+        "config": config.model_dump_json(),
+        "next_community_id": str(next_community_id),
+    }
+
+
+def graph_from_extractions(
+    extractions: Sequence[ChunkExtraction],
+    *,
+    extractor: str,
+    config: GraphConfig | None = None,
+    progress: ProgressCallback | None = None,
+    report_writer: ReportWriter | None = None,
+) -> KnowledgeGraph:
+    """Resolve, partition and report: the graph of per-chunk ``extractions`` (in
+    document order) made by the extractor named ``extractor``."""
+    cfg = config or GraphConfig()
+    prog = progress or no_progress
     prog("graphrag.resolve", 0, 1)
     entities, relations = resolve(extractions, cfg)
     prog("graphrag.resolve", 1, 1)
     prog("graphrag.communities", 0, 1)
     communities = detect_communities(entities, relations, cfg)
     prog("graphrag.communities", 1, 1)
-    writer = report_writer or ExtractiveReportWriter(n_entities=cfg.report_entities, n_findings=cfg.report_findings)
-    kg = KnowledgeGraph(
-        entities,
-        relations,
-        communities,
-        meta={
-            "schema_version": str(schema.SCHEMA_VERSION),
-            "extractor": extractor.name,
-            "report_writer": writer.name,
-            "config": cfg.model_dump_json(),
-        },
-    )
+    writer = report_writer or default_report_writer(cfg)
+    next_id = max(communities, default=-1) + 1
+    kg = KnowledgeGraph(entities, relations, communities, meta=graph_meta(extractor, writer, cfg, next_id))
     write_reports(kg, writer, min_size=cfg.min_report_size, progress=prog)
     return kg

@@ -14,7 +14,7 @@ partition used here does not have that trap.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import igraph as ig
 import leidenalg
@@ -60,8 +60,23 @@ class HierarchicalLeiden:
         self.min_community_size = min_community_size
         self.seed = seed
 
-    def fit(self, nodes: Sequence[str], edges: Sequence[tuple[str, str, float]]) -> HierarchicalLeiden:
-        """Partition; ``edges`` are (a, b, weight), undirected; duplicates are summed."""
+    def fit(
+        self,
+        nodes: Sequence[str],
+        edges: Sequence[tuple[str, str, float]],
+        initial: Mapping[str, Sequence[int]] | None = None,
+        fixed: Collection[str] = (),
+    ) -> HierarchicalLeiden:
+        """Partition; ``edges`` are (a, b, weight), undirected; duplicates are summed.
+
+        For an update of a slightly changed graph: ``initial`` (a previous fit's
+        ``membership_``: node -> community ids, top level first) starts every partition
+        from the previous grouping of its nodes instead of singletons (nodes it does not
+        list start alone), and the nodes in ``fixed`` (those whose edges did not change)
+        keep their previous community wherever they had one; the others move freely,
+        into old communities or new ones. A community whose members and edges are all
+        unchanged thus comes out as it was, sub-communities included.
+        """
         if self.max_cluster_size < 2:
             raise ValueError("max_cluster_size must be at least 2")
         names = sorted(set(nodes))
@@ -75,7 +90,8 @@ class HierarchicalLeiden:
         todo: list[tuple[int, int | None, list[int]]] = [(0, None, list(range(len(names))))]
         while todo:
             level, parent, members = todo.pop(0)
-            groups = self._partition(graph, members, split_required=parent is not None)
+            start = _start([names[v] for v in members], initial, fixed, level) if initial else None
+            groups = self._partition(graph, members, split_required=parent is not None, start=start)
             if parent is not None and len(groups) < 2:
                 continue  # could not split: the parent stays a leaf
             groups = [g for g in groups if len(g) >= self.min_community_size]
@@ -95,22 +111,37 @@ class HierarchicalLeiden:
         self.membership_ = dict(membership)
         return self
 
-    def _partition(self, graph: ig.Graph, members: list[int], *, split_required: bool) -> list[list[int]]:
+    def _partition(
+        self,
+        graph: ig.Graph,
+        members: list[int],
+        *,
+        split_required: bool,
+        start: tuple[list[int], list[bool]] | None = None,
+    ) -> list[list[int]]:
         """Groups of vertex ids (sorted); isolated vertices are left out."""
         sub = graph.induced_subgraph(members, implementation="create_from_scratch")
         # induced_subgraph keeps vertex order, so sub vertex i is members[i]
         if sub.ecount() == 0:
             return []
         best: list[list[int]] = []
-        for mult in _SPLIT_RETRIES if split_required else (1.0,):
-            part = leidenalg.find_partition(
-                sub,
-                leidenalg.RBConfigurationVertexPartition,
-                weights="weight",
-                resolution_parameter=self.resolution * mult,
-                n_iterations=self.n_iterations,
-                seed=self.seed,
-            )
+        for attempt, mult in enumerate(_SPLIT_RETRIES if split_required else (1.0,)):
+            if start is not None and attempt == 0:
+                part = leidenalg.RBConfigurationVertexPartition(
+                    sub, initial_membership=start[0], weights="weight", resolution_parameter=self.resolution
+                )
+                optimiser = leidenalg.Optimiser()
+                optimiser.set_rng_seed(self.seed)
+                optimiser.optimise_partition(part, self.n_iterations, is_membership_fixed=start[1])
+            else:  # a retry at a higher resolution starts afresh: the start did not split
+                part = leidenalg.find_partition(
+                    sub,
+                    leidenalg.RBConfigurationVertexPartition,
+                    weights="weight",
+                    resolution_parameter=self.resolution * mult,
+                    n_iterations=self.n_iterations,
+                    seed=self.seed,
+                )
             groups: dict[int, list[int]] = defaultdict(list)
             degree = sub.degree()
             for v, c in enumerate(part.membership):
@@ -120,3 +151,21 @@ class HierarchicalLeiden:
             if len(best) >= 2:
                 break
         return best
+
+
+def _start(
+    names: Sequence[str], previous: Mapping[str, Sequence[int]], fixed: Collection[str], level: int
+) -> tuple[list[int], list[bool]]:
+    """Start labels 0..k-1 for ``names`` (one per previous community at ``level``, in
+    order of first appearance; a label of its own for a node without one) and whether
+    each node is held in place (in ``fixed`` and with a previous community)."""
+    labels: dict[tuple[bool, int | str], int] = {}
+    out: list[int] = []
+    hold: list[bool] = []
+    for name in names:
+        ids = previous.get(name, ())
+        had = level < len(ids)
+        key: tuple[bool, int | str] = (True, ids[level]) if had else (False, name)
+        out.append(labels.setdefault(key, len(labels)))
+        hold.append(had and name in fixed)
+    return out, hold

@@ -92,6 +92,9 @@ class ExtractiveReportWriter:
     that state the strongest relations, quoted verbatim with their chunk ids."""
 
     name = "extractive-v1"
+    # the rank of a report is its community's weight relative to the level's heaviest:
+    # an update that reuses the report's text sets the rank anew (graphrag.update)
+    rank_from_weight = True
 
     def __init__(self, *, n_entities: int = 6, n_findings: int = 5, max_quote_chars: int = 400) -> None:
         self.n_entities = n_entities
@@ -145,9 +148,14 @@ def write_reports(
     *,
     min_size: int = 3,
     progress: ProgressFn | None = None,
+    reuse: Callable[[CommunityContext], CommunityReport | None] | None = None,
 ) -> dict[int, CommunityReport]:
     """Reports for every community with at least ``min_size`` members, deepest level
-    first (so a parent's writer can read its children's reports). Stored on ``kg``."""
+    first (so a parent's writer can read its children's reports). Stored on ``kg``.
+
+    ``reuse`` (for updates) may return an existing report for a community's context
+    (its rank and child reports filled in); ``writer`` is then not called for it.
+    """
     todo = sorted(
         (c for c in kg.communities.values() if len(c.members) >= min_size),
         key=lambda c: (-c.level, c.id),
@@ -163,7 +171,8 @@ def write_reports(
         ctx = contexts[c.id]
         ctx.child_reports = [kg.reports[ch] for ch in c.children if ch in kg.reports]
         ctx.rank = round(10.0 * weight[c.id] / top[c.level], 3) if top[c.level] else 0.0
-        kg.reports[c.id] = writer.write(ctx)
+        kept = reuse(ctx) if reuse is not None else None
+        kg.reports[c.id] = kept if kept is not None else writer.write(ctx)
         if progress:
             progress("graphrag.reports", i + 1, len(todo))
     kg.reports = dict(sorted(kg.reports.items()))

@@ -16,6 +16,11 @@ COMMUNITY_REPORTS = "community_reports"
 ENTITY_CHUNKS = "entity_chunks"
 TABLE_NAMES = (ENTITIES, RELATIONSHIPS, COMMUNITIES, COMMUNITY_REPORTS, ENTITY_CHUNKS)
 
+# What an update of the graph reuses (see graphrag.update); not part of the graph itself
+EXTRACTIONS = "graph_extractions"  # one row per chunk: what the extractor found in it
+EXTRACTOR_STATE = "graph_extractor"  # the fitted extractor's learned statistics
+UPDATE_TABLE_NAMES = (EXTRACTIONS, EXTRACTOR_STATE)
+
 # Shared column names
 ID = "id"
 CHUNK_IDS = "chunk_ids"
@@ -54,9 +59,21 @@ START = "start"  # first mention, offset in the chunk text
 END = "end"
 COUNT = "count"  # number of mentions in that chunk
 
+# graph_extractions
+CHUNK_HASH = "chunk_hash"  # hash of everything of the chunk the extractor reads
+RELATIONS = "relations"  # list<struct<source, target, type, weight, description, span>>
+SPANS = "spans"  # list<struct<start, end>>: mentions, offsets in the chunk text
+SPAN = "span"  # struct<start, end> or null
+
+# graph_extractor (one row per learned item)
+KIND = "kind"  # e.g. "terms", "generic_headings"
+KEY = "key"
+VALUE = "value"
+
 # struct fields
 FINDING_TEXT = "text"
 
 # Schema metadata keys: SCHEMA_VERSION, and the graph's build facts as JSON
 META_SCHEMA_VERSION = b"arborgraph.graph_schema_version"
 META_GRAPH = b"arborgraph.graph_meta"
+META_EXTRACTOR = b"arborgraph.extractor"  # name of the extractor that made the extractions

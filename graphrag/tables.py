@@ -1,20 +1,33 @@
 """The knowledge graph as named Arrow tables (and back), for Parquet storage.
 
 Column names come from :mod:`graphrag.schema`. ``graph_from_tables(graph_to_tables(g))``
-rebuilds an equal graph: same records, same order.
+rebuilds an equal graph: same records, same order. What an update reuses besides the
+graph — the per-chunk extractions and the extractor's fitted statistics — has its
+own two tables (:func:`extractions_to_table`, :func:`extractor_state_to_table`).
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
 from graphrag import schema as S
 from graphrag.graph import KnowledgeGraph
-from graphrag.model import Community, CommunityReport, Entity, Evidence, Finding, Mention, Relation
+from graphrag.model import (
+    ChunkExtraction,
+    Community,
+    CommunityReport,
+    Entity,
+    Evidence,
+    ExtractedEntity,
+    ExtractedRelation,
+    Finding,
+    Mention,
+    Relation,
+)
 
 _EVIDENCE = pa.struct([(S.CHUNK_ID, pa.string()), (S.START, pa.int32()), (S.END, pa.int32())])
 _FINDING = pa.struct([(S.FINDING_TEXT, pa.string()), (S.CHUNK_IDS, pa.list_(pa.string()))])
@@ -71,6 +84,43 @@ ENTITY_CHUNKS_SCHEMA = pa.schema(
         (S.COUNT, pa.int32()),
     ]
 )
+_OFFSETS = pa.struct([(S.START, pa.int32()), (S.END, pa.int32())])
+EXTRACTIONS_SCHEMA = pa.schema(
+    [
+        (S.CHUNK_ID, pa.string()),
+        (S.CHUNK_HASH, pa.string()),
+        (
+            S.ENTITIES,
+            pa.list_(
+                pa.struct(
+                    [
+                        (S.NAME, pa.string()),
+                        (S.TYPE, pa.string()),
+                        (S.SPANS, pa.list_(_OFFSETS)),
+                        (S.DESCRIPTION, pa.string()),
+                        (S.ALIASES, pa.list_(pa.string())),
+                    ]
+                )
+            ),
+        ),
+        (
+            S.RELATIONS,
+            pa.list_(
+                pa.struct(
+                    [
+                        (S.SOURCE, pa.string()),
+                        (S.TARGET, pa.string()),
+                        (S.TYPE, pa.string()),
+                        (S.WEIGHT, pa.float64()),
+                        (S.DESCRIPTION, pa.string()),
+                        (S.SPAN, _OFFSETS),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
+EXTRACTOR_STATE_SCHEMA = pa.schema([(S.KIND, pa.string()), (S.KEY, pa.string()), (S.VALUE, pa.int64())])
 SCHEMAS = {
     S.ENTITIES: ENTITIES_SCHEMA,
     S.RELATIONSHIPS: RELATIONSHIPS_SCHEMA,
@@ -195,3 +245,88 @@ def graph_from_tables(tables: Mapping[str, pa.Table]) -> KnowledgeGraph:
             rank=row[S.RANK],
         )
     return KnowledgeGraph(entities, relations, communities, reports, meta=meta)
+
+
+def extractions_to_table(
+    extractions: Sequence[ChunkExtraction], hashes: Mapping[str, str], extractor: str
+) -> pa.Table:
+    """One row per chunk (in the given order): its hash and what ``extractor`` found."""
+    meta = {S.META_SCHEMA_VERSION: str(S.SCHEMA_VERSION).encode(), S.META_EXTRACTOR: extractor.encode()}
+
+    def offsets(span: tuple[int, int] | None) -> dict[str, int] | None:
+        return None if span is None else {S.START: span[0], S.END: span[1]}
+
+    columns = {
+        S.CHUNK_ID: [ex.chunk_id for ex in extractions],
+        S.CHUNK_HASH: [hashes[ex.chunk_id] for ex in extractions],
+        S.ENTITIES: [
+            [
+                {
+                    S.NAME: e.name, S.TYPE: e.type, S.SPANS: [offsets(sp) for sp in e.spans],
+                    S.DESCRIPTION: e.description, S.ALIASES: list(e.aliases),
+                }
+                for e in ex.entities
+            ]
+            for ex in extractions
+        ],
+        S.RELATIONS: [
+            [
+                {
+                    S.SOURCE: r.source, S.TARGET: r.target, S.TYPE: r.type, S.WEIGHT: r.weight,
+                    S.DESCRIPTION: r.description, S.SPAN: offsets(r.span),
+                }
+                for r in ex.relations
+            ]
+            for ex in extractions
+        ],
+    }
+    return pa.table(columns, schema=EXTRACTIONS_SCHEMA.with_metadata(meta))
+
+
+def extractions_from_table(table: pa.Table) -> tuple[list[ChunkExtraction], dict[str, str], str]:
+    """(extractions in stored order, chunk id -> hash, extractor name)."""
+    extractor = (table.schema.metadata or {}).get(S.META_EXTRACTOR, b"").decode()
+    extractions: list[ChunkExtraction] = []
+    hashes: dict[str, str] = {}
+    for row in table.to_pylist():
+        hashes[row[S.CHUNK_ID]] = row[S.CHUNK_HASH]
+        extractions.append(
+            ChunkExtraction(
+                chunk_id=row[S.CHUNK_ID],
+                entities=[
+                    ExtractedEntity(
+                        name=e[S.NAME], type=e[S.TYPE],
+                        spans=[(sp[S.START], sp[S.END]) for sp in e[S.SPANS] or []],
+                        description=e[S.DESCRIPTION] or "", aliases=list(e[S.ALIASES] or []),
+                    )
+                    for e in row[S.ENTITIES] or []
+                ],
+                relations=[
+                    ExtractedRelation(
+                        r[S.SOURCE], r[S.TARGET], r[S.TYPE], r[S.WEIGHT], r[S.DESCRIPTION] or "",
+                        None if r[S.SPAN] is None else (r[S.SPAN][S.START], r[S.SPAN][S.END]),
+                    )
+                    for r in row[S.RELATIONS] or []
+                ],
+            )
+        )
+    return extractions, hashes, extractor
+
+
+def extractor_state_to_table(state: Mapping[str, Mapping[str, int]], extractor: str) -> pa.Table:
+    """A fitted extractor's learned statistics (kind -> key -> count), one row per key."""
+    meta = {S.META_SCHEMA_VERSION: str(S.SCHEMA_VERSION).encode(), S.META_EXTRACTOR: extractor.encode()}
+    rows = [(kind, key, int(value)) for kind in sorted(state) for key, value in sorted(state[kind].items())]
+    return pa.table(
+        {S.KIND: [r[0] for r in rows], S.KEY: [r[1] for r in rows], S.VALUE: [r[2] for r in rows]},
+        schema=EXTRACTOR_STATE_SCHEMA.with_metadata(meta),
+    )
+
+
+def extractor_state_from_table(table: pa.Table) -> tuple[dict[str, dict[str, int]], str]:
+    """(kind -> key -> count, extractor name) as written by :func:`extractor_state_to_table`."""
+    extractor = (table.schema.metadata or {}).get(S.META_EXTRACTOR, b"").decode()
+    state: dict[str, dict[str, int]] = {}
+    for kind, key, value in zip(*(table.column(c).to_pylist() for c in (S.KIND, S.KEY, S.VALUE)), strict=True):
+        state.setdefault(kind, {})[key] = value
+    return state, extractor

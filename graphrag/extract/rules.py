@@ -202,6 +202,20 @@ class RuleExtractor:
         self.vocabulary_.fit((_mask_code(ch.text) for ch in chunks), extra_terms=extra)
         return self
 
+    def fitted_state(self) -> dict[str, dict[str, int]]:
+        """What :meth:`fit` learned, as plain data (kind -> key -> count) for storage."""
+        return {
+            "terms": dict(self.vocabulary_.terms_),
+            "generic_headings": {k: 0 for k in sorted(self.generic_headings_)},
+        }
+
+    def restore_state(self, state: dict[str, dict[str, int]]) -> RuleExtractor:
+        """Take the state of an earlier :meth:`fit` (see :meth:`fitted_state`): an update
+        extracts changed chunks exactly as the unchanged ones were extracted."""
+        self.vocabulary_.restore(dict(state.get("terms", {})))
+        self.generic_headings_ = frozenset(state.get("generic_headings", {}))
+        return self
+
     # -- extraction -------------------------------------------------------------
 
     def extract(self, chunk: Chunk) -> ChunkExtraction:

@@ -168,6 +168,12 @@ class TermVocabulary:
         self._index()
         return self
 
+    def restore(self, terms: dict[str, int]) -> TermVocabulary:
+        """Take ``terms_`` (term key -> chunk frequency) of an earlier :meth:`fit`."""
+        self.terms_ = dict(sorted(terms.items()))
+        self._index()
+        return self
+
     def _index(self) -> None:
         self._first = {k.split()[0] for k in self.terms_}
         self._longest = max((len(k.split()) for k in self.terms_), default=1)

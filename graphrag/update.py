@@ -1,0 +1,360 @@
+"""Update an entity graph in place of a rebuild when the manual changes a little.
+
+The graph is stored with what an update needs (:class:`GraphState`): every chunk's
+extraction with a hash of the chunk, and the extractor's fitted statistics (the rule
+extractor's term vocabulary). :func:`update_graph` then
+
+1. extracts only new and changed chunks, with the previous fitted state, and reuses
+   the stored extractions of the others (removed chunks' extractions are dropped);
+2. resolves all extractions again, so entity mentions and relation chunk ids follow
+   the new chunks (a deleted chunk is gone from every entity and relation);
+3. re-runs hierarchical Leiden starting from the previous communities, with every
+   entity whose edges did not change held in its previous community, so a community
+   the change did not touch comes out with the same members;
+4. gives a community whose member set equals a previous one's that community's id,
+   and every other community a fresh id above all ids used before;
+5. writes reports only for communities whose report input changed (members, central
+   entities, relations and their evidence, the text of the chunks these cite, child
+   report titles); the others keep their previous report.
+
+When more than ``refit_threshold`` of the chunks changed (or the extractor did), the
+previous statistics no longer describe the collection: the extractor is fitted again,
+every chunk re-extracted and Leiden starts from scratch; ids and reports are still
+kept wherever a community came out unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from arborgraph.progress import ProgressCallback, no_progress
+from graphrag import schema as S
+from graphrag.build import default_report_writer, detect_communities, extract_each, graph_meta, leiden_edges
+from graphrag.config import GraphConfig
+from graphrag.extract.base import CorpusAwareExtractor, Extractor
+from graphrag.graph import KnowledgeGraph
+from graphrag.model import ChunkExtraction, Community, CommunityReport
+from graphrag.reports import CommunityContext, ReportWriter, community_context, write_reports
+from graphrag.resolve import resolve
+from graphrag.tables import (
+    extractions_from_table,
+    extractions_to_table,
+    extractor_state_from_table,
+    extractor_state_to_table,
+    graph_from_tables,
+    graph_to_tables,
+)
+from ingest.models import Chunk
+
+# Runs a fitted extractor over chunks, in order (serially, or on an executor's workers).
+ExtractMany = Callable[[Extractor, Sequence[Chunk]], list[ChunkExtraction]]
+
+
+@dataclass
+class GraphState:
+    """A graph with what an update needs: ``extractions`` of its chunks (document
+    order), ``hashes`` (chunk id -> :func:`chunk_hash`), the ``extractor`` name and its
+    fitted state (kind -> key -> count; empty for extractors that learn nothing)."""
+
+    graph: KnowledgeGraph
+    extractions: list[ChunkExtraction]
+    hashes: dict[str, str]
+    extractor: str
+    extractor_state: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GraphUpdate:
+    """What :func:`build_graph_state` or :func:`update_graph` did, for the build report."""
+
+    chunks_extracted: int
+    chunks_reused: int
+    chunks_added: int
+    chunks_changed: int
+    chunks_removed: int
+    drift: float  # (added + changed + removed) / previous chunk count
+    full_refit: bool
+    refit_reason: str | None
+    communities_kept: int
+    communities_new: int
+    communities_removed: int
+    reports_reused: int
+    reports_redone: int  # report writer calls
+    kept_ids: tuple[int, ...] = ()
+    new_ids: tuple[int, ...] = ()
+    removed_ids: tuple[int, ...] = ()
+    redone_report_ids: tuple[int, ...] = ()
+
+    def stats(self) -> dict[str, Any]:
+        """The counts (not the id lists), for a build report."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if not f.name.endswith("_ids")
+        }
+
+
+def chunk_hash(chunk: Chunk) -> str:
+    """A hash of everything of ``chunk`` an extractor reads (id, document, headings, text)."""
+    payload = json.dumps([chunk.chunk_id, chunk.doc_id, list(chunk.heading_path), chunk.text], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def state_to_tables(state: GraphState) -> dict[str, pa.Table]:
+    """The graph tables plus the extraction and extractor-state tables."""
+    tables = graph_to_tables(state.graph)
+    tables[S.EXTRACTIONS] = extractions_to_table(state.extractions, state.hashes, state.extractor)
+    tables[S.EXTRACTOR_STATE] = extractor_state_to_table(state.extractor_state, state.extractor)
+    return tables
+
+
+def state_from_tables(tables: Mapping[str, pa.Table]) -> GraphState:
+    """The state written by :func:`state_to_tables`; ValueError if a table is missing."""
+    missing = [n for n in S.UPDATE_TABLE_NAMES if n not in tables]
+    if missing:
+        raise ValueError(f"graph update tables missing: {', '.join(missing)}")
+    extractions, hashes, extractor = extractions_from_table(tables[S.EXTRACTIONS])
+    state, _ = extractor_state_from_table(tables[S.EXTRACTOR_STATE])
+    return GraphState(graph_from_tables(tables), extractions, hashes, extractor, state)
+
+
+def _serial(progress: ProgressCallback) -> ExtractMany:
+    return lambda extractor, chunks: extract_each(chunks, extractor, progress)
+
+
+def _fitted_state(extractor: Extractor) -> dict[str, dict[str, int]]:
+    get = getattr(extractor, "fitted_state", None)
+    return get() if callable(get) else {}
+
+
+def build_graph_state(
+    chunks: Sequence[Chunk],
+    *,
+    extractor: Extractor,
+    config: GraphConfig | None = None,
+    report_writer: ReportWriter | None = None,
+    extract_many: ExtractMany | None = None,
+    progress: ProgressCallback | None = None,
+) -> tuple[GraphState, GraphUpdate]:
+    """A full build (as :func:`graphrag.build_graph`) that keeps what an update needs."""
+    empty = GraphState(KnowledgeGraph({}, {}), [], {}, extractor="")
+    return update_graph(
+        empty, chunks, extractor=extractor, config=config, report_writer=report_writer,
+        extract_many=extract_many, progress=progress, refit_threshold=0.0,
+    )
+
+
+def update_graph(
+    previous: GraphState,
+    chunks: Sequence[Chunk],
+    *,
+    extractor: Extractor,
+    config: GraphConfig | None = None,
+    report_writer: ReportWriter | None = None,
+    refit_threshold: float = 0.25,
+    extract_many: ExtractMany | None = None,
+    progress: ProgressCallback | None = None,
+) -> tuple[GraphState, GraphUpdate]:
+    """The graph of ``chunks`` (the scope's new full chunk list, in document order),
+    reusing ``previous`` (see the module docstring).
+
+    A chunk is new if its id is, changed if its :func:`chunk_hash` differs, removed if
+    its id is gone. Without ``report_writer`` reports are extractive. The result
+    depends only on ``previous``, ``chunks``, the extractor and ``config`` (with its
+    seed): the same input gives the same tables.
+    """
+    cfg = config or GraphConfig()
+    prog = progress or no_progress
+    run = extract_many or _serial(prog)
+    writer = report_writer or default_report_writer(cfg)
+
+    hashes = {c.chunk_id: chunk_hash(c) for c in chunks}
+    old = previous.hashes
+    added = [c for c in chunks if c.chunk_id not in old]
+    changed = [c for c in chunks if c.chunk_id in old and old[c.chunk_id] != hashes[c.chunk_id]]
+    removed = [cid for cid in old if cid not in hashes]
+    drift = (len(added) + len(changed) + len(removed)) / len(old) if old else 1.0
+
+    learns = isinstance(extractor, CorpusAwareExtractor)
+    reason = _refit_reason(previous, extractor, drift, refit_threshold)
+    if reason is not None:
+        if learns:
+            extractor.fit(chunks)  # type: ignore[union-attr]
+        if learns or previous.extractor != extractor.name:
+            todo = list(chunks)
+        else:  # nothing learnt from the corpus: unchanged chunks extract the same
+            todo = added + changed
+    else:
+        if learns:
+            extractor.restore_state(previous.extractor_state)  # type: ignore[attr-defined]
+        todo = added + changed
+
+    fresh = dict(zip((c.chunk_id for c in todo), run(extractor, todo), strict=True))
+    kept = {ex.chunk_id: ex for ex in previous.extractions}
+    extractions = [fresh[c.chunk_id] if c.chunk_id in fresh else kept[c.chunk_id] for c in chunks]
+
+    prog("graphrag.resolve", 0, 1)
+    entities, relations = resolve(extractions, cfg)
+    prog("graphrag.resolve", 1, 1)
+    prog("graphrag.communities", 0, 1)
+    old_graph = previous.graph
+    if reason is None:
+        detected = detect_communities(
+            entities, relations, cfg,
+            initial=_membership(old_graph.communities),
+            fixed=_unchanged_nodes(old_graph, relations, cfg),
+        )
+    else:
+        detected = detect_communities(entities, relations, cfg)
+    communities, next_id = _stable_ids(detected, old_graph)
+    prog("graphrag.communities", 1, 1)
+
+    kg = KnowledgeGraph(entities, relations, communities, meta=graph_meta(extractor.name, writer, cfg, next_id))
+    reuse = _report_reuse(old_graph, old, hashes, writer)
+    counting = _CountingWriter(writer)
+    write_reports(kg, counting, min_size=cfg.min_report_size, progress=prog, reuse=reuse)
+
+    kept_ids = tuple(c for c in communities if c in old_graph.communities)
+    new_ids = tuple(c for c in communities if c not in old_graph.communities)
+    removed_ids = tuple(c for c in old_graph.communities if c not in communities)
+    state = GraphState(kg, extractions, hashes, extractor.name, _fitted_state(extractor))
+    return state, GraphUpdate(
+        chunks_extracted=len(todo), chunks_reused=len(chunks) - len(todo),
+        chunks_added=len(added), chunks_changed=len(changed), chunks_removed=len(removed),
+        drift=round(drift, 6), full_refit=reason is not None, refit_reason=reason,
+        communities_kept=len(kept_ids), communities_new=len(new_ids), communities_removed=len(removed_ids),
+        reports_reused=len(kg.reports) - len(counting.written), reports_redone=len(counting.written),
+        kept_ids=kept_ids, new_ids=new_ids, removed_ids=removed_ids, redone_report_ids=tuple(counting.written),
+    )
+
+
+def _refit_reason(previous: GraphState, extractor: Extractor, drift: float, threshold: float) -> str | None:
+    """Why the previous extractions and communities cannot be built on, or None."""
+    if not previous.extractions:
+        return "no previous graph state"
+    if previous.extractor != extractor.name:
+        return f"extractor changed ({previous.extractor} -> {extractor.name})"
+    if isinstance(extractor, CorpusAwareExtractor) and not hasattr(extractor, "restore_state"):
+        return "the extractor cannot restore its fitted state"
+    if drift > threshold:
+        return f"{drift:.1%} of the chunks changed, above the refit threshold of {threshold:.1%}"
+    return None
+
+
+def _membership(communities: Mapping[int, Community]) -> dict[str, list[int]]:
+    """Entity id -> its communities, top level first (the form Leiden starts from)."""
+    out: dict[str, list[int]] = defaultdict(list)
+    for com in sorted(communities.values(), key=lambda c: (c.level, c.id)):
+        for m in com.members:
+            out[m].append(com.id)
+    return dict(out)
+
+
+def _unchanged_nodes(old: KnowledgeGraph, relations: Mapping[str, Any], cfg: GraphConfig) -> set[str]:
+    """Entities whose Leiden edges (neighbours and weights) are as before."""
+
+    def neighbours(edges: list[tuple[str, str, float]]) -> dict[str, set[tuple[str, float]]]:
+        out: dict[str, set[tuple[str, float]]] = defaultdict(set)
+        for a, b, w in edges:
+            out[a].add((b, w))
+            out[b].add((a, w))
+        return out
+
+    before = neighbours(leiden_edges(old.relations, cfg))
+    after = neighbours(leiden_edges(dict(relations), cfg))
+    return {n for n in old.entities if before.get(n, set()) == after.get(n, set())}
+
+
+def _stable_ids(detected: Mapping[int, Community], old: KnowledgeGraph) -> tuple[dict[int, Community], int]:
+    """Communities with ids kept where the member set is a previous community's, fresh
+    ids (from the first id never used) elsewhere; and the next fresh id."""
+    old_ids: dict[frozenset[str], int] = {}
+    for com in sorted(old.communities.values(), key=lambda c: (c.level, c.id)):
+        old_ids.setdefault(frozenset(com.members), com.id)
+    next_id = max(int(old.meta.get("next_community_id", 0)), max(old.communities, default=-1) + 1)
+    ids: dict[int, int] = {}
+    used: set[int] = set()
+    for com in detected.values():
+        match = old_ids.get(frozenset(com.members))
+        if match is not None and match not in used:
+            ids[com.id] = match
+            used.add(match)
+        else:
+            ids[com.id] = next_id
+            next_id += 1
+    out = {
+        ids[c.id]: Community(
+            id=ids[c.id], level=c.level, members=list(c.members),
+            parent=None if c.parent is None else ids[c.parent], children=[ids[ch] for ch in c.children],
+        )
+        for c in detected.values()
+    }
+    return out, next_id
+
+
+def context_signature(ctx: CommunityContext, hashes: Mapping[str, str]) -> str:
+    """A hash of everything a report writer sees of a community (except its rank),
+    including the current text of every chunk the context cites."""
+    cited: set[str] = set()
+    entities = []
+    for ent, strength in ctx.entities:
+        entities.append([ent.id, ent.name, ent.type, ent.description, ent.description_chunk, round(strength, 9)])
+        if ent.description_chunk:
+            cited.add(ent.description_chunk)
+    relations = []
+    for rel in ctx.relations:
+        evidence = [[ev.chunk_id, ev.start, ev.end] for ev in rel.evidence]
+        relations.append([rel.id, rel.type, rel.weight, rel.description, list(rel.chunk_ids), evidence])
+        cited.update(rel.chunk_ids)
+        cited.update(ev.chunk_id for ev in rel.evidence)
+    payload = [
+        ctx.community.level,
+        sorted(ctx.community.members),
+        entities,
+        relations,
+        sorted(ctx.phrases.items()),
+        [r.title for r in ctx.child_reports],
+        sorted((c, hashes.get(c, "")) for c in cited),
+    ]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
+
+
+def _report_reuse(
+    old: KnowledgeGraph, old_hashes: Mapping[str, str], hashes: Mapping[str, str], writer: ReportWriter
+) -> Callable[[CommunityContext], CommunityReport | None]:
+    """The previous report of a kept community whose report input did not change."""
+    signatures: dict[int, str] = {}
+    if old.meta.get("report_writer") == writer.name:
+        for cid in old.reports:
+            signatures[cid] = context_signature(community_context(old, old.communities[cid]), old_hashes)
+    rerank = getattr(writer, "rank_from_weight", False)
+
+    def reuse(ctx: CommunityContext) -> CommunityReport | None:
+        cid = ctx.community.id
+        if cid not in signatures or signatures[cid] != context_signature(ctx, hashes):
+            return None
+        report = old.reports[cid]
+        return dataclasses.replace(report, rank=ctx.rank) if rerank and report.rank != ctx.rank else report
+
+    return reuse
+
+
+class _CountingWriter:
+    """Passes reports through and records which communities were written."""
+
+    def __init__(self, inner: ReportWriter) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.written: list[int] = []
+
+    def write(self, context: CommunityContext) -> CommunityReport:
+        self.written.append(context.community.id)
+        return self.inner.write(context)
