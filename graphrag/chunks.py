@@ -114,8 +114,8 @@ def dense_scores(
     question: str | np.ndarray, ids: Sequence[str], vectors: ChunkVectors | None, embedder: Any | None
 ) -> np.ndarray | None:
     """Cosine of the question (text, or its vector) with each id's vector; None
-    without vectors or embedder."""
-    if vectors is None or embedder is None or not ids:
+    without vectors, or for a text question without an embedder."""
+    if vectors is None or not ids or (embedder is None and isinstance(question, str)):
         return None
     q = np.asarray(embedder.encode([question]), dtype=np.float32)[0] if isinstance(question, str) else question
     if callable(vectors):

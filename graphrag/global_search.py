@@ -11,7 +11,7 @@ parts of the manual rather than the one place a flat search would find.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,7 +24,6 @@ from graphrag.chunks import (
     ChunkSource,
     ChunkVectors,
     bm25,
-    dense_scores,
     chunk_context,
     doc_of,
     n_words,
@@ -34,7 +33,8 @@ from graphrag.chunks import (
 from graphrag.graph import KnowledgeGraph
 from graphrag.linking import link_entities
 from graphrag.model import CommunityReport
-from graphrag.search import SearchResult
+from graphrag.search import ChunkScores, SearchResult, cosines
+from graphrag.search_index import mention_index, report_index
 
 
 class GlobalSearchConfig(BaseModel):
@@ -65,31 +65,46 @@ def global_search(
     chunk_vectors: ChunkVectors | None = None,
     candidate_chunks: Sequence[str] | Mapping[str, float] | None = None,
     config: GlobalSearchConfig | None = None,
+    query_vector: np.ndarray | None = None,
+    chunk_lexical: ChunkScores | None = None,
 ) -> SearchResult:
     """Top community reports for ``question`` and the chunks that ground them.
 
     A report is shown only if every chunk its findings cite is visible through
-    ``chunk_text`` (derived text must not leak restricted sources).
+    ``chunk_text`` (derived text must not leak restricted sources). ``query_vector``
+    (the question embedded by ``embedder``) saves embedding it again;
+    ``chunk_lexical`` (chunk ids -> BM25 scores from a full-text index) replaces the
+    BM25 computed over the candidates alone.
     """
     cfg = config or GlobalSearchConfig()
     fetch = ChunkFetcher(chunk_text)
-    visible = [
-        r
-        for r in kg.reports.values()
-        if len(kg.communities[r.community_id].members) >= cfg.min_report_size
-        and all(fetch.visible(c) for c in r.chunk_ids)
+    sized = [
+        r for r in kg.reports.values() if len(kg.communities[r.community_id].members) >= cfg.min_report_size
     ]
-    if not visible:
+    if not sized:
         return SearchResult(reason="the graph has no community reports visible to the caller")
-    levels = [level] if level is not None else sorted({r.level for r in visible})
-    scored = _score_reports(kg, question, visible, cfg, embedder, report_vectors)
+    qvec = _question_vector(question, embedder, query_vector) if (report_vectors or chunk_vectors) else None
+    scored = _score_reports(kg, question, sized, cfg, qvec, report_vectors)
+    # derived text is shown only if all its sources are visible: checked lazily, for
+    # the reports that compete for a place (a few per level), not for all of them
+    shown: dict[int, bool] = {}
+
+    def visible(r: CommunityReport) -> bool:
+        if r.community_id not in shown:
+            shown[r.community_id] = all(fetch.visible(c) for c in r.chunk_ids)
+        return shown[r.community_id]
+
+    all_levels = sorted({r.level for r in sized})
+    levels = [level] if level is not None else all_levels
     by_level = {lv: _cut(kg, scored, lv) for lv in levels}
-    chosen_level = max(levels, key=lambda lv: (_level_fit(by_level[lv], cfg.max_reports), -lv))
-    ranked = by_level[chosen_level]
-    top = [(r, s) for r, s in ranked if s > 0][: cfg.max_reports]
+    best = {lv: _top_visible(by_level[lv], visible, cfg.max_reports) for lv in levels}
+    if not any(best.values()) and not any(visible(r) for r in sized):
+        return SearchResult(reason="the graph has no community reports visible to the caller")
+    chosen_level = max(levels, key=lambda lv: (_level_fit(best[lv], cfg.max_reports), -lv))
+    top = [(r, s) for r, s in best[chosen_level] if s > 0]
     if not top:
         return SearchResult(reason="no community report matches the question")
-    trace = [f"level {chosen_level} of {levels}", "reports: " + ", ".join(f"{r.community_id}:{s:.2f}" for r, s in top)]
+    trace = [f"level {chosen_level} of {all_levels}", "reports: " + ", ".join(f"{r.community_id}:{s:.2f}" for r, s in top)]
 
     prior_refs = _visible_prior(candidate_chunks, fetch)
     contexts = [chunk_context(cid, ref, 0.0, ["global_search", "flat retrieval"]) for cid, ref in prior_refs[: cfg.first_hop]]
@@ -100,7 +115,9 @@ def global_search(
         for cid, ref in prior_refs[cfg.first_hop :]
         if cid not in taken
     ]
-    picks = _pick_chunks(kg, question, [r for r, _ in top], fetch, cfg, embedder, chunk_vectors, candidate_chunks)
+    picks = _pick_chunks(
+        kg, question, [r for r, _ in top], fetch, cfg, qvec, chunk_vectors, candidate_chunks, chunk_lexical
+    )
     rest += [
         chunk_context(cid, ref, score, ["global_search", f"community {com}"], level=chosen_level)
         for cid, ref, score, com in picks
@@ -119,6 +136,26 @@ def global_search(
     return SearchResult(contexts, trace=trace)
 
 
+def _question_vector(question: str, embedder: Embedder | None, given: np.ndarray | None) -> np.ndarray | None:
+    if given is not None:
+        return np.asarray(given, dtype=np.float32)
+    if embedder is None:
+        return None
+    return np.asarray(embedder.encode([question]), dtype=np.float32)[0]
+
+
+def _top_visible(
+    ranked: list[tuple[CommunityReport, float]], visible: Callable[[CommunityReport], bool], k: int
+) -> list[tuple[CommunityReport, float]]:
+    out: list[tuple[CommunityReport, float]] = []
+    for r, s in ranked:
+        if len(out) >= k:
+            break
+        if visible(r):
+            out.append((r, s))
+    return out
+
+
 def _visible_prior(
     candidates: Sequence[str] | Mapping[str, float] | None, fetch: ChunkFetcher
 ) -> list[tuple[str, ChunkRef]]:
@@ -128,30 +165,27 @@ def _visible_prior(
     return [(c, ref) for c in ordered if (ref := fetch.get(c)) is not None]
 
 
-def _report_text(kg: KnowledgeGraph, r: CommunityReport) -> str:
-    members = " ".join(kg.entities[m].name for m in kg.communities[r.community_id].members[:60])
-    return "\n".join([r.title, r.summary, *(f.text for f in r.findings), members])
-
-
 def _score_reports(
     kg: KnowledgeGraph,
     question: str,
     reports: list[CommunityReport],
     cfg: GlobalSearchConfig,
-    embedder: Embedder | None,
+    qvec: np.ndarray | None,
     report_vectors: Mapping[int, np.ndarray] | None,
 ) -> dict[int, float]:
     n = len(reports)
-    lex = normalise(bm25(question, [_report_text(kg, r) for r in reports]), n)
-    linked = {le.entity_id: le.score for le in link_entities(kg, question, max_entities=10)}
-    ent = normalise(
-        np.array([sum(linked.get(m, 0.0) for m in kg.communities[r.community_id].members) for r in reports]), n
-    )
+    bm = report_index(kg).scores(question)
+    lex = normalise(np.array([bm.get(r.community_id, 0.0) for r in reports]), n)
+    # a linked entity counts for every community it belongs to
+    per_com: dict[int, float] = defaultdict(float)
+    for le in link_entities(kg, question, max_entities=10):
+        for cid in kg.membership.get(le.entity_id, []):
+            per_com[cid] += le.score
+    ent = normalise(np.array([per_com.get(r.community_id, 0.0) for r in reports]), n)
     dense = None
-    if embedder is not None and report_vectors:
-        q = np.asarray(embedder.encode([question]), dtype=np.float32)[0]
+    if qvec is not None and report_vectors:
         dense = np.array(
-            [float(np.asarray(report_vectors[r.community_id]) @ q) if r.community_id in report_vectors else 0.0 for r in reports]
+            [float(np.asarray(report_vectors[r.community_id]) @ qvec) if r.community_id in report_vectors else 0.0 for r in reports]
         )
     total = cfg.lexical_weight * lex + cfg.entity_weight * ent + cfg.dense_weight * normalise(dense, n)
     return {r.community_id: float(total[i]) for i, r in enumerate(reports)}
@@ -192,32 +226,43 @@ def _pick_chunks(
     reports: list[CommunityReport],
     fetch: ChunkFetcher,
     cfg: GlobalSearchConfig,
-    embedder: Embedder | None,
+    qvec: np.ndarray | None,
     chunk_vectors: ChunkVectors | None,
     candidate_chunks: Sequence[str] | Mapping[str, float] | None,
+    chunk_lexical: ChunkScores | None = None,
 ) -> list[tuple[str, ChunkRef, float, int]]:
-    """Chunks of the chosen communities, best first within each, taken in turn."""
+    """Chunks of the chosen communities, best first within each, taken in turn.
+
+    A chunk's weight in a community: 2 per finding citing it, plus 1 per member
+    mention; the best-weighted visible ones are then scored against the question."""
     priors = rank_prior(candidate_chunks)
+    index = mention_index(kg)
     per_com: list[list[tuple[str, ChunkRef, float, int]]] = []
     for r in reports:
-        com = kg.communities[r.community_id]
-        weight: dict[str, float] = defaultdict(float)
+        weight = index.mention_counts(kg.communities[r.community_id].members)
         for f in r.findings:
             for c in f.chunk_ids:
-                weight[c] += 2.0
-        for m in com.members:
-            for men in kg.entities[m].mentions:
-                weight[men.chunk_id] += 1.0
-        order = sorted(weight, key=lambda c: (-weight[c], c))
-        cand = [(c, ref) for c in order if (ref := fetch.get(c)) is not None][: cfg.chunks_per_community]
+                # a cited chunk mentions the entities its finding names, so it has a column
+                if c in index.chunk_col:
+                    weight[index.chunk_col[c]] += 2.0
+        cols = np.flatnonzero(weight)
+        # columns are in chunk id order, so a stable sort breaks ties by id
+        cand: list[tuple[str, ChunkRef]] = []
+        for col in cols[np.argsort(-weight[cols], kind="stable")]:
+            ref = fetch.get(index.chunk_ids[col])
+            if ref is not None:
+                cand.append((index.chunk_ids[col], ref))
+                if len(cand) >= cfg.chunks_per_community:
+                    break
         if not cand:
             continue
         ids = [c for c, _ in cand]
         n = len(ids)
+        lexical = chunk_lexical(ids) if chunk_lexical is not None else bm25(question, [ref.text for _, ref in cand])
         score = (
-            0.5 * normalise(np.array([weight[c] for c in ids]), n)
-            + cfg.lexical_weight * normalise(bm25(question, [ref.text for _, ref in cand]), n)
-            + cfg.dense_weight * normalise(dense_scores(question, ids, chunk_vectors, embedder), n)
+            0.5 * normalise(np.array([weight[index.chunk_col[c]] for c in ids]), n)
+            + cfg.lexical_weight * normalise(lexical, n)
+            + cfg.dense_weight * normalise(cosines(qvec, ids, chunk_vectors), n)
             + cfg.prior_weight * normalise(np.array([priors.get(c, 0.0) for c in ids]), n)
         )
         ranked = sorted(range(n), key=lambda i: (-score[i], ids[i]))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import igraph as ig
@@ -49,6 +49,10 @@ from graphrag.linking import LinkedEntity, link_entities, specificity
 from graphrag.model import CO_OCCURS, Relation
 from graphrag.neighbours import GraphBackend, MemoryGraphBackend
 from graphrag.reports import RELATION_VERBS
+from graphrag.search_index import mention_index, path_index
+
+# chunk ids -> their scores for the question (e.g. BM25 from a full-text index), in order
+ChunkScores = Callable[[Sequence[str]], np.ndarray]
 
 
 class GraphSearchConfig(BaseModel):
@@ -102,7 +106,6 @@ class _Scored:
     ref: ChunkRef
     score: float
     parts: dict[str, float]
-    entities: list[str]
 
 
 def graph_search(
@@ -116,6 +119,8 @@ def graph_search(
     candidate_chunks: Sequence[str] | Mapping[str, float] | None = None,
     config: GraphSearchConfig | None = None,
     backend: GraphBackend | None = None,
+    query_vector: np.ndarray | None = None,
+    chunk_lexical: ChunkScores | None = None,
 ) -> SearchResult:
     """Relation chain and supporting chunks for a relational question.
 
@@ -127,6 +132,9 @@ def graph_search(
     module docstring). Contexts stop once ``budget_words`` is reached. With no linked
     entity the result is empty and ``result.reason`` says why. ``backend`` answers the
     walk's neighbour lookups (see :func:`expand`; default: ``kg`` in memory).
+    ``query_vector`` (the question embedded by ``embedder``) saves embedding it again;
+    ``chunk_lexical`` (chunk ids -> BM25 scores from a full-text index) replaces the
+    BM25 computed over the candidates alone.
     """
     cfg = config or GraphSearchConfig()
     t0 = time.perf_counter()
@@ -137,10 +145,14 @@ def graph_search(
         return SearchResult(reason="no entity named in the question is in the graph")
     fetch = ChunkFetcher(chunk_text)
     scores = expand(kg, linked, cfg, deadline=t0 + cfg.time_limit_s, backend=backend)
-    dense = _DenseScorer(question, embedder, chunk_vectors)
-    chunks = score_chunks(kg, question, scores, fetch, cfg, dense=dense, prior=candidate_chunks)
+    dense = _DenseScorer(question, embedder, chunk_vectors, query_vector)
+    chunks = score_chunks(
+        kg, question, scores, fetch, cfg, dense=dense, prior=candidate_chunks, lexical=chunk_lexical
+    )
     if candidate_chunks:
-        chunks = _with_first_hop(kg, question, linked, chunks, fetch, cfg, dense, candidate_chunks)
+        chunks = _with_first_hop(
+            kg, question, linked, chunks, fetch, cfg, dense, candidate_chunks, lexical=chunk_lexical
+        )
     trace = [
         "linked: " + ", ".join(f"{le.name} ({le.how}, {le.score:.2f})" for le in linked),
         "expanded: " + ", ".join(kg.entities[e].name for e in list(scores)[:8]),
@@ -155,7 +167,7 @@ def graph_search(
             sc.ref,
             sc.score,
             ["graph_search", *(f"{k}={v:.3f}" for k, v in sc.parts.items())],
-            extra={"entities": [kg.entities[e].name for e in sc.entities[:8]]},
+            extra={"entities": _named_entities(kg, sc.chunk_id, scores)},
         )
         contexts.append(ctx)
         used += n_words(ctx.text)
@@ -233,23 +245,36 @@ def expand(
 
 
 class _DenseScorer:
-    """Cosine of the question with chunks, when vectors and an embedder are given;
-    the question is embedded once."""
+    """Cosine of the question with chunks, when vectors and an embedder (or the
+    question's vector) are given; the question is embedded at most once."""
 
-    def __init__(self, question: str, embedder: Embedder | None, vectors: ChunkVectors | None) -> None:
+    def __init__(
+        self,
+        question: str,
+        embedder: Embedder | None,
+        vectors: ChunkVectors | None,
+        query_vector: np.ndarray | None = None,
+    ) -> None:
         self.question, self.embedder, self.vectors = question, embedder, vectors
-        self._qvec: np.ndarray | None = None
+        self._qvec = None if query_vector is None else np.asarray(query_vector, dtype=np.float32)
 
     @property
     def available(self) -> bool:
-        return self.embedder is not None and self.vectors is not None
+        return self.vectors is not None and (self._qvec is not None or self.embedder is not None)
 
     def __call__(self, ids: Sequence[str]) -> np.ndarray | None:
         if not self.available or not ids:
             return None
         if self._qvec is None:
             self._qvec = np.asarray(self.embedder.encode([self.question]), dtype=np.float32)[0]  # type: ignore[union-attr]
-        return dense_scores(self._qvec, ids, self.vectors, self.embedder)
+        return cosines(self._qvec, ids, self.vectors)
+
+
+def cosines(qvec: np.ndarray | None, ids: Sequence[str], vectors: ChunkVectors | None) -> np.ndarray | None:
+    """Cosine of an embedded question with each chunk id's vector; None without either."""
+    if qvec is None or vectors is None or not ids:
+        return None
+    return dense_scores(qvec, ids, vectors, None)
 
 
 def score_chunks(
@@ -261,39 +286,51 @@ def score_chunks(
     *,
     dense: _DenseScorer | None = None,
     prior: Sequence[str] | Mapping[str, float] | None = None,
+    lexical: ChunkScores | None = None,
 ) -> list[_Scored]:
     """Chunks of the top entities (and the prior's), scored and sorted, best first:
-    graph score + match with the question (BM25 over the candidates) + dense + prior."""
-    top = list(entity_scores.items())[: cfg.top_entities]
-    graph: dict[str, float] = defaultdict(float)
-    ents: dict[str, list[str]] = defaultdict(list)
-    for eid, s in top:
-        for m in kg.entities[eid].mentions:
-            graph[m.chunk_id] += s * (1.0 + 0.25 * min(m.count - 1, 4))
-            ents[m.chunk_id].append(eid)
+    graph score + match with the question (``lexical``, else BM25 over the
+    candidates) + dense + prior."""
+    top = dict(list(entity_scores.items())[: cfg.top_entities])
+    index = mention_index(kg)
+    # the graph score of every chunk at once: top entities' scores x mention weights
+    by_col = index.chunk_scores(top)
     priors = rank_prior(prior)
     priors = dict(list(priors.items())[: cfg.max_prior])
+    graph: dict[str, float] = {}
     for cid in priors:
-        graph.setdefault(cid, 0.0)
+        col = index.chunk_col.get(cid)
+        g = float(by_col[col]) if col is not None else 0.0
+        # a prior chunk also counts the expanded entities beyond the top ones
         for eid in kg.chunk_entities.get(cid, []):
-            if eid in entity_scores and eid not in ents[cid]:
-                graph[cid] += entity_scores[eid]
-                ents[cid].append(eid)
-    ranked = sorted(graph, key=lambda c: (-graph[c], c))
-    ranked = list(dict.fromkeys([*priors, *ranked]))  # the prior's chunks always compete
+            if eid in entity_scores and eid not in top:
+                g += entity_scores[eid]
+        graph[cid] = g
     cand: list[tuple[str, ChunkRef]] = []
-    for cid in ranked:
+    for cid in priors:  # the prior's chunks always compete
         ref = fetch.get(cid)
         if ref is not None:
             cand.append((cid, ref))
-        if len(cand) >= cfg.max_candidates + len(priors):
+    limit = cfg.max_candidates + len(priors)
+    cols = np.flatnonzero(by_col > 0)
+    # columns are in chunk id order, so a stable sort breaks ties by id
+    for col in cols[np.argsort(-by_col[cols], kind="stable")]:
+        if len(cand) >= limit:
             break
+        cid = index.chunk_ids[col]
+        if cid in priors:
+            continue
+        ref = fetch.get(cid)
+        if ref is not None:
+            cand.append((cid, ref))
+            graph[cid] = float(by_col[col])
     if not cand:
         return []
     ids = [c for c, _ in cand]
     n = len(ids)
     g = normalise(np.array([graph[c] for c in ids]), n)
-    lex = normalise(bm25(question, [r.text for _, r in cand]), n)
+    lex_raw = lexical(ids) if lexical is not None else bm25(question, [r.text for _, r in cand])
+    lex = normalise(lex_raw, n)
     dn = normalise(dense(ids) if dense is not None else None, n)
     pri = normalise(np.array([priors.get(c, 0.0) for c in ids]), n)
     total = cfg.graph_weight * g + cfg.lexical_weight * lex + cfg.dense_weight * dn + cfg.prior_weight * pri
@@ -303,12 +340,18 @@ def score_chunks(
             ref,
             float(total[i]),
             {"graph": float(g[i]), "lexical": float(lex[i]), "dense": float(dn[i]), "prior": float(pri[i])},
-            sorted(ents.get(cid, []), key=lambda e: -entity_scores.get(e, 0.0)),
         )
         for i, (cid, ref) in enumerate(cand)
     ]
     out.sort(key=lambda s: (-s.score, s.chunk_id))
     return out
+
+
+def _named_entities(kg: KnowledgeGraph, chunk_id: str, entity_scores: dict[str, float], k: int = 8) -> list[str]:
+    """Names of the walk's entities a chunk mentions, highest-scoring first."""
+    found = dict.fromkeys(e for e in kg.chunk_entities.get(chunk_id, []) if e in entity_scores)
+    best = sorted(found, key=lambda e: (-entity_scores[e], e))[:k]
+    return [kg.entities[e].name for e in best]
 
 
 def _with_first_hop(
@@ -320,6 +363,8 @@ def _with_first_hop(
     cfg: GraphSearchConfig,
     dense: _DenseScorer,
     prior: Sequence[str] | Mapping[str, float],
+    *,
+    lexical: ChunkScores | None = None,
 ) -> list[_Scored]:
     """The flat retriever's best chunks first (they hold the question's own facts),
     then the home sections of the entities that bridge to a second page, then the
@@ -331,7 +376,7 @@ def _with_first_hop(
     first = in_prior[: cfg.first_hop]
     taken = {s.chunk_id for s in first}
     added = 0
-    for cid, score in bridge_homes(kg, question, linked, [s.chunk_id for s in first], fetch, dense):
+    for cid, score in bridge_homes(kg, question, linked, [s.chunk_id for s in first], fetch, dense, lexical=lexical):
         if added >= cfg.bridge_chunks:
             break
         if cid in taken:
@@ -340,7 +385,7 @@ def _with_first_hop(
         assert ref is not None  # bridge_homes only offers visible chunks
         base = by_id.get(cid)
         first.append(
-            _Scored(cid, ref, score, {**(base.parts if base else {}), "bridge": score}, base.entities if base else [])
+            _Scored(cid, ref, score, {**(base.parts if base else {}), "bridge": score})
         )
         taken.add(cid)
         added += 1
@@ -358,13 +403,15 @@ def bridge_homes(
     dense: _DenseScorer | None = None,
     *,
     neighbours: int = 60,
+    lexical: ChunkScores | None = None,
 ) -> list[tuple[str, float]]:
     """Home chunks (see :meth:`KnowledgeGraph.home_chunks`) of the entities that link
     the question's entities to other pages, best first.
 
     An entity bridges when it is a strong neighbour of a linked entity, or when it is
     mentioned beside one in the first-hop chunks; its home chunk then scores by that
-    strength plus its similarity with the question (dense if available, else BM25).
+    strength plus its similarity with the question (dense if available, else
+    ``lexical`` or BM25 over the home chunks).
     """
     seeds = {le.entity_id: le.score for le in linked}
     strength: dict[str, float] = defaultdict(float)
@@ -379,19 +426,23 @@ def bridge_homes(
             for eid in present:
                 strength[eid] += specificity(kg, eid) / (1.0 + 0.5 * rank)
     homes: dict[str, float] = {}
+    index = mention_index(kg)
     for eid, s in strength.items():
         home = kg.home_chunks(eid)[:3]
+        if not home:
+            continue
         # the home page's other chunks that mention the entity compete too: the
         # answer is often a few paragraphs into the entity's own page
-        pages = {doc_of(c) for c in home}
-        on_page = [m.chunk_id for m in kg.entities[eid].mentions if doc_of(m.chunk_id) in pages]
-        for cid in dict.fromkeys([*home, *on_page[:8]]):
+        on_page = index.on_pages(eid, {doc_of(c) for c in home}, 8)
+        for cid in dict.fromkeys([*home, *on_page]):
             if fetch.visible(cid):
                 homes[cid] = max(homes.get(cid, 0.0), s)
     if not homes:
         return []
     ids = sorted(homes)
     sim = dense(ids) if dense is not None and dense.available else None
+    if sim is None and lexical is not None:
+        sim = normalise(lexical(ids), len(ids))
     if sim is None:
         texts = [ref.text for c in ids if (ref := fetch.get(c)) is not None]
         sim = normalise(bm25(question, texts), len(ids))
@@ -456,11 +507,10 @@ def _best_path(
     ids = [le.entity_id for le in linked if specificity(kg, le.entity_id) >= cfg.min_chain_specificity]
     if not ids:
         return []
-    g = kg.undirected
-    index = {name: i for i, name in enumerate(g.vs["name"])}
+    paths = path_index(kg)
     for a_i in range(len(ids)):
         for b in ids[a_i + 1 :]:
-            p = [g.vs[v]["name"] for v in _shortest(g, index[ids[a_i]], index[b], cfg.max_path_len)]
+            p = paths.shortest(ids[a_i], b, cfg.max_path_len)
             if p and all(specificity(kg, e) >= cfg.min_chain_specificity for e in p[1:-1]):
                 return p
     first = ids[0]
@@ -471,14 +521,6 @@ def _best_path(
         if e in neighbours and e != first and specificity(kg, e) >= cfg.min_chain_specificity
     ]
     return [first, best[0]] if best else []
-
-
-def _shortest(g: ig.Graph, a: int, b: int, max_len: int) -> list[int]:
-    # strong edges are short: distance 1/weight
-    dist = [1.0 / w for w in g.es["weight"]]
-    paths = g.get_shortest_paths(a, to=b, weights=dist, output="vpath")
-    p = paths[0] if paths else []
-    return p if 2 <= len(p) <= max_len + 1 else []
 
 
 def _best_relation(kg: KnowledgeGraph, a: str, b: str, fetch: ChunkFetcher) -> Relation | None:

@@ -262,3 +262,86 @@ def test_global_search_with_a_flat_ranking_keeps_it_first(kg: KnowledgeGraph, by
     assert [c.node_id for c in res[:4]] == flat[:4]
     assert any(c.kind == "community_report" for c in res)
     assert len({c.node_id for c in res}) == len(res)
+
+
+def test_mention_index_scores_chunks_as_their_mentions_do(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+    from collections import defaultdict
+
+    from graphrag.linking import link_entities
+    from graphrag.search import GraphSearchConfig, expand
+    from graphrag.search_index import mention_index
+
+    index = mention_index(kg)
+    assert mention_index(kg) is index  # built once per graph
+    scores = expand(kg, link_entities(kg, "How does WAL mode interact with checkpoints?"), GraphSearchConfig())
+    top = dict(list(scores.items())[:30])
+    naive: dict[str, float] = defaultdict(float)
+    for eid, s in top.items():
+        for m in kg.entities[eid].mentions:
+            naive[m.chunk_id] += s * (1.0 + 0.25 * min(m.count - 1, 4))
+    fast = index.chunk_scores(top)
+    assert {index.chunk_ids[i]: pytest.approx(v) for i, v in enumerate(fast) if v > 0} == dict(naive)
+    wal = kg.find("WAL")[0]
+    members = [wal.id, kg.find("journal_mode")[0].id]
+    counts = index.mention_counts(members)
+    for cid in by_id:
+        expected = sum(m.chunk_id == cid for e in members for m in kg.entities[e].mentions)
+        assert counts[index.chunk_col[cid]] == expected if cid in index.chunk_col else expected == 0
+    on_page = index.on_pages(wal.id, {"wal.md", "tempfiles.md"}, 50)
+    assert on_page and all(c.split("#")[0] in {"wal.md", "tempfiles.md"} for c in on_page)
+    assert set(on_page) == {m.chunk_id for m in wal.mentions if m.chunk_id.split("#")[0] in {"wal.md", "tempfiles.md"}}
+
+
+def test_global_search_hides_reports_citing_chunks_the_caller_may_not_see(
+    kg: KnowledgeGraph, by_id: dict[str, Chunk]
+) -> None:
+    q = "How do locking, transactions and the write-ahead log work together?"
+    everything = global_search(kg, q, chunk_text=by_id)
+    shown = [c for c in everything if c.kind == "community_report"]
+    hidden = shown[0].provenance[0].split("#")[0]  # a page the best report quotes
+    visible = {cid: c for cid, c in by_id.items() if c.doc_id != hidden}
+    res = global_search(kg, q, chunk_text=visible.get)
+    assert res
+    for c in res:
+        assert c.source != hidden and all(not p.startswith(hidden) for p in c.provenance)
+    # the reports are checked lazily, but only hidden ones drop out
+    kept = [c for c in res if c.kind == "community_report"]
+    assert kept and shown[0].node_id not in {c.node_id for c in kept}
+
+
+def test_searches_use_the_given_question_vector_and_lexical_scores(
+    kg: KnowledgeGraph, by_id: dict[str, Chunk]
+) -> None:
+    import numpy as np
+
+    from arborgraph.lexical import LexicalIndex
+
+    ids = sorted(by_id)
+    lexical = LexicalIndex.build([by_id[c].text for c in ids])
+    row = {c: i for i, c in enumerate(ids)}
+    q = "What does sqlite3_busy_timeout install, and can the application still get SQLITE_BUSY?"
+    full = lexical.scores(q)
+    asked: list[int] = []
+
+    def chunk_lexical(chunk_ids):  # type: ignore[no-untyped-def]
+        asked.append(len(chunk_ids))
+        return full[[row[c] for c in chunk_ids]]
+
+    # a question vector that only likes one page: dense scores must come from it
+    # (there is no embedder to make another one)
+    target = "c3ref_busy_handler.md"
+    vectors = {c: np.array([1.0, 0.0] if c.startswith(target) else [0.0, 1.0], dtype=np.float32) for c in ids}
+    res = graph_search(
+        kg, q, chunk_text=by_id, chunk_vectors=vectors, query_vector=np.array([1.0, 0.0], dtype=np.float32),
+        chunk_lexical=chunk_lexical,
+    )
+    assert asked  # the full-text scores were used for the candidates
+    chunks = [c for c in res if c.kind == "chunk"]
+    assert chunks[0].source == target
+    dense = [float(t.split("=")[1]) for c in chunks for t in c.trace if t.startswith("dense=")]
+    assert max(dense) == 1.0
+    glob = global_search(
+        kg, q, chunk_text=by_id, chunk_vectors=vectors, query_vector=np.array([1.0, 0.0], dtype=np.float32),
+        chunk_lexical=chunk_lexical,
+    )
+    assert any(c.kind == "chunk" for c in glob)
