@@ -277,7 +277,7 @@ class KnowledgeBase:
         if route == "tree":
             contexts = self._tree(question, query_vector, mask, scopes)
         else:
-            contexts, why_empty = self._graph(route, question, mask, scopes, hits.contexts)
+            contexts, why_empty = self._graph(route, question, query_vector, mask, scopes, hits.contexts)
             if not contexts:
                 notes.append(f"{route} route found nothing ({why_empty}); fell back to lookup")
                 return hits.contexts[:top_k], hits.rankings
@@ -354,13 +354,29 @@ class KnowledgeBase:
         return dense.vectors[rows]
 
     def _graph(
-        self, route: Route, question: str, mask: np.ndarray, scopes: list[Any], lookup_hits: list[Context]
+        self,
+        route: Route,
+        question: str,
+        query_vector: np.ndarray | None,
+        mask: np.ndarray,
+        scopes: list[Any],
+        lookup_hits: list[Context],
     ) -> tuple[list[Context], str]:
         from graphrag import global_search, graph_search
 
         fetch = self._chunk_ref(mask)
         candidates = {c.node_id: c.score for c in lookup_hits}
-        chunk_vectors = self._chunk_vectors if self.lookup_index.dense is not None and self._embedder else None
+        dense = self.lookup_index.dense is not None and query_vector is not None
+        chunk_vectors = self._chunk_vectors if dense else None
+        row_of = self.store.row_of
+        bm25_of_rows: list[np.ndarray] = []
+
+        def chunk_lexical(chunk_ids: Any) -> np.ndarray:
+            # the index's own BM25 (idf over the whole collection), scored once per question
+            if not bm25_of_rows:
+                bm25_of_rows.append(self.lookup_index.lexical.scores(question))
+            return bm25_of_rows[0][[row_of[c] for c in chunk_ids]]
+
         lists, reasons = [], []
         for scope in scopes:
             search = graph_search if route == "graph" else global_search
@@ -368,6 +384,7 @@ class KnowledgeBase:
             found = search(
                 scope.graph, question, chunk_text=fetch, embedder=self._embedder,
                 chunk_vectors=chunk_vectors, candidate_chunks=candidates,
+                query_vector=query_vector if dense else None, chunk_lexical=chunk_lexical,
                 **({"backend": server.backend(scope.scope, scope.graph)} if server else {}),
             )
             if found.reason:
@@ -408,6 +425,14 @@ class KnowledgeBase:
         )
         return hits.contexts
 
+    def _tokens(self, ctx: Context) -> int:
+        """Tokens of a context; a whole chunk's count was stored when it was indexed
+        (tokenising every candidate again was most of a query's time)."""
+        row = self.store.row_of.get(ctx.node_id) if ctx.kind == "chunk" else None
+        if row is not None and ctx.text == self.store.texts[row]:
+            return self.store.n_tokens[row]
+        return self.count_tokens(ctx.text)
+
     def _assemble(
         self, contexts: list[Context], budget_tokens: int
     ) -> tuple[list[Context], list[str]]:
@@ -421,7 +446,7 @@ class KnowledgeBase:
             if key in seen:
                 continue
             seen.add(key)
-            cost = self.count_tokens(ctx.text)
+            cost = self._tokens(ctx)
             if used + cost > budget_tokens and kept:
                 cut.append(ctx.node_id)
                 continue
@@ -432,10 +457,10 @@ class KnowledgeBase:
         first_chunk = next((c for c in contexts if c.kind == "chunk"), None)
         if first_chunk is not None and not any(c.kind == "chunk" for c in kept):
             # never answer with derived text alone: make room for the manual's own words
-            cost = self.count_tokens(first_chunk.text)
+            cost = self._tokens(first_chunk)
             while kept and used + cost > budget_tokens:
                 dropped = kept.pop()
-                used -= self.count_tokens(dropped.text)
+                used -= self._tokens(dropped)
                 cut.append(dropped.node_id)
             kept.append(first_chunk)
             cut = [c for c in cut if c != first_chunk.node_id]
