@@ -462,6 +462,11 @@ def test_incremental_export_after_an_index_update(
     assert set(nodes) == want_nodes and set(rels) == set(new_r)
     by_uid = {n.uid: n for n in records_v2.nodes}
     assert all(_same(v, nodes[u][k]) for u in want_nodes for k, v in by_uid[u].props.items())
+    # an updated record keeps no property its new version lacks (FalkorDB's rows are
+    # positional: an absent property travels as a null, which must remove it)
+    assert all(set(nodes[u]) - {"labels"} == set(by_uid[u].props) for u in want_nodes)
+    rel_by_uid = {r.uid: r for r in records_v2.rels}
+    assert all(set(p) - {"(type)", "(start)", "(end)"} == set(rel_by_uid[u].props) for u, p in rels.items())
 
 
 def test_long_values_with_quotes_and_backslashes_survive_falkordb(server: FalkorServer) -> None:
