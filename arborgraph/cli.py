@@ -191,7 +191,8 @@ def query(
     as_of: Annotated[Optional[str], typer.Option("--as-of", help="date YYYY-MM-DD")] = None,
     explain: Annotated[bool, typer.Option(help="print why the route was chosen and what was cut")] = False,
     answer: Annotated[bool, typer.Option("--answer", help="generate an answer with the LLM")] = False,
-    llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model for --answer")] = None,
+    llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model for --answer / --llm-router")] = None,
+    llm_router: Annotated[bool, typer.Option("--llm-router", help="let the LLM pick the route of auto questions")] = False,
     include_stale: Annotated[bool, typer.Option("--include-stale", help="include superseded/expired content, flagged")] = False,
     graph_backend: Annotated[Optional[str], typer.Option("--graph-backend", help="graph route expands in 'memory' or on the bolt:// server the index was exported to")] = None,
     graph_user: Annotated[Optional[str], typer.Option("--graph-user", help="user on the graph server")] = None,
@@ -217,8 +218,10 @@ def query(
             given = {"uri": graph_backend, "user": graph_user, "database": graph_database}
             settings = kb.config.graph_backend.model_copy(update={k: v for k, v in given.items() if v})
             kb.graph_backend = graph_server(settings, password=graph_password)
-        if answer:
+        if answer or llm_router:
             kwargs["llm"] = kb.chat_model(llm_model)
+        if llm_router:
+            kwargs["llm_router"] = True
         if batch is not None:
             items = _read_questions(batch)
             for qid, text in items:

@@ -75,6 +75,7 @@ class RouterConfig(BaseModel):
     min_confidence: float = Field(
         0.55, ge=0, le=1, description="below this, the two best routes are run and fused"
     )
+    llm: bool = Field(False, description="route auto questions with the configured LLM (llm.model)")
 
 
 class GraphBackendConfig(BaseModel):

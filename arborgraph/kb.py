@@ -150,6 +150,7 @@ class KnowledgeBase:
         include_stale: bool = False,
         answer: bool = False,
         llm: "ChatModel | None" = None,
+        llm_router: bool | None = None,
     ) -> QueryResult:
         """Answer ``question`` with cited contexts from the best route (or the forced one).
 
@@ -158,7 +159,8 @@ class KnowledgeBase:
         check); superseded versions are left out too. ``include_stale=True`` lets stale
         content through, each such context flagged with why it is stale.
         ``answer=True`` asks the configured LLM (or ``llm``) for an answer citing the
-        contexts by number; without it ``answer`` stays None.
+        contexts by number; without it ``answer`` stays None. ``llm_router=True`` (default:
+        the ``router.llm`` setting) lets that LLM pick the route of an ``auto`` question.
         """
         if not isinstance(question, str) or not question.strip():
             raise QueryError("the question is empty")
@@ -174,18 +176,22 @@ class KnowledgeBase:
         when = dt.date.today() if as_of == "today" else as_of
         mask = self.chunk_mask(principal, when, include_stale)
         query_vector = self.embed_query(question)
+        # every route starts from the flat ranking (structures fuse with it, the router
+        # reads its spread): rank once
+        hits = lookup_search(
+            self.lookup_index, question, query_vector, mask=mask,
+            top_k=max(top_k, LOOKUP_DEPTH), config=self.config.retrieval,
+        )
         if route == "auto":
-            decision = self.route_question(question)
+            use_llm = self.config.router.llm if llm_router is None else llm_router
+            decision = self.route_question(
+                question, hits.contexts, llm=(llm or self.chat_model()) if use_llm else None
+            )
         else:
             decision = RoutingDecision(route=route, forced=True, reason="route forced by caller")
         notes: list[str] = []
         if (note := self._fallback_note()) is not None:
             notes.append(note)
-        # every route starts from the flat ranking (structures fuse with it): rank once
-        hits = lookup_search(
-            self.lookup_index, question, query_vector, mask=mask,
-            top_k=max(top_k, LOOKUP_DEPTH), config=self.config.retrieval,
-        )
         contexts, retrieved = self._retrieve(
             decision.route, question, query_vector, hits,
             mask=mask, top_k=top_k, notes=notes, principal=principal,
@@ -234,7 +240,7 @@ class KnowledgeBase:
         name = model or self.config.llm.model
         if not name:
             raise QueryError(
-                "an answer needs an LLM: pass --llm-model NAME (or set llm.model / ARBORGRAPH_LLM__MODEL)"
+                "--answer and --llm-router need an LLM: pass --llm-model NAME (or set llm.model / ARBORGRAPH_LLM__MODEL)"
             )
         try:
             from arborgraph.llm.provider import OpenAIChatModel
@@ -252,11 +258,41 @@ class KnowledgeBase:
         ranked = [r for r in decision.scores if r != decision.route and r in self.routes]
         return ranked[0] if ranked else None  # type: ignore[return-value]
 
-    def route_question(self, question: str) -> RoutingDecision:
-        """Pick a route for ``question`` among the routes this index has built."""
-        from arborgraph.router import route_question
+    def route_question(
+        self, question: str, hits: list[Context] | None = None, llm: "ChatModel | None" = None
+    ) -> RoutingDecision:
+        """Pick a route for ``question`` among the routes this index has built.
 
-        return route_question(question, available=self.routes)
+        ``hits`` are its flat lookup hits when the caller has them (when the router
+        model weighs their spread and they are not given, public ones are looked up).
+        With ``llm`` the chat model decides; the classifier still orders the other
+        routes (the runner-up a low-confidence decision is fused with), and answers
+        alone if the LLM call fails (the reason says so).
+        """
+        from arborgraph.router import default_model, route_question
+
+        if hits is None and default_model().spread_stage is not None:
+            hits = self.lookup(question, top_k=20)
+        decision = route_question(
+            question,
+            available=self.routes,
+            hits=None if hits is None else [(c.source, c.heading_path) for c in hits[:20]],
+        )
+        if llm is None:
+            return decision
+        from arborgraph.llm.base import LLMError
+        from arborgraph.router_llm import llm_route
+
+        try:
+            chosen = llm_route(llm, question, self.routes)
+        except LLMError as exc:
+            return decision.model_copy(update={"reason": f"{decision.reason} (LLM router failed: {exc})"})
+        rest = {r: p for r, p in decision.scores.items() if r != chosen.route}
+        mass = sum(rest.values()) or 1.0
+        scores = {chosen.route: chosen.confidence} | {
+            r: round((1 - chosen.confidence) * p / mass, 4) for r, p in rest.items()
+        }
+        return chosen.model_copy(update={"scores": scores})
 
     def _retrieve(
         self,

@@ -83,6 +83,49 @@ def question_features(question: str) -> dict[str, float]:
     return features
 
 
+# How the question's flat hits spread over the manual. Overview questions pull hits
+# from many pages; drill-down questions concentrate on one page and a few sections.
+SPREAD_FEATURES = ("docs_at_10", "docs_at_20", "top_doc_share_at_10", "sections_at_10")
+
+
+def spread_features(hits: Sequence[tuple[str, Sequence[str]]]) -> dict[str, float]:
+    """Features of a question's flat ranking: ``hits`` are (document id, heading path)
+    of the top-ranked chunks, best first. Values are fractions in [0, 1]."""
+    if not hits:
+        return {name: 0.0 for name in SPREAD_FEATURES}
+    top10 = hits[:10]
+    docs10 = [doc for doc, _ in top10]
+    biggest = max(docs10.count(doc) for doc in set(docs10))
+    return {
+        "docs_at_10": len(set(docs10)) / 10,
+        "docs_at_20": len({doc for doc, _ in hits[:20]}) / 20,
+        "top_doc_share_at_10": biggest / len(top10),
+        "sections_at_10": len({(doc, tuple(path[:2])) for doc, path in top10}) / 10,
+    }
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    exp = np.exp(logits - logits.max())
+    return exp / exp.sum()
+
+
+@dataclass(frozen=True)
+class SpreadStage:
+    """Second stage: re-weighs the text model's log-probabilities with the spread of
+    the question's flat hits (a logistic regression over both, same classes)."""
+
+    features: list[str]  # "logp:<class>" for each class, then SPREAD_FEATURES
+    coef: np.ndarray  # (classes, features)
+    intercept: np.ndarray
+
+    def logits(self, text_probs: Mapping[str, float], spread: Mapping[str, float]) -> np.ndarray:
+        x = np.array([
+            np.log(max(text_probs[f[5:]], 1e-9)) if f.startswith("logp:") else spread[f]
+            for f in self.features
+        ])
+        return self.intercept + self.coef @ x
+
+
 @dataclass(frozen=True)
 class RouterModel:
     """Coefficients of the trained classifier, loaded from JSON."""
@@ -92,36 +135,57 @@ class RouterModel:
     coef: np.ndarray  # (classes, features)
     intercept: np.ndarray
     meta: dict[str, Any]
+    spread_stage: SpreadStage | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "RouterModel":
+        stage = data.get("spread_stage")
         return cls(
             classes=list(data["classes"]),
             vocabulary={f: i for i, f in enumerate(data["features"])},
             coef=np.asarray(data["coef"], dtype=np.float64),
             intercept=np.asarray(data["intercept"], dtype=np.float64),
             meta=dict(data.get("meta", {})),
+            spread_stage=SpreadStage(
+                features=list(stage["features"]),
+                coef=np.asarray(stage["coef"], dtype=np.float64),
+                intercept=np.asarray(stage["intercept"], dtype=np.float64),
+            ) if stage else None,
         )
 
     def to_json(self) -> dict[str, Any]:
         features = sorted(self.vocabulary, key=self.vocabulary.__getitem__)
-        return {
+        data: dict[str, Any] = {
             "classes": self.classes,
             "features": features,
             "coef": np.round(self.coef, 6).tolist(),
             "intercept": np.round(self.intercept, 6).tolist(),
             "meta": self.meta,
         }
+        if self.spread_stage is not None:
+            data["spread_stage"] = {
+                "features": self.spread_stage.features,
+                "coef": np.round(self.spread_stage.coef, 6).tolist(),
+                "intercept": np.round(self.spread_stage.intercept, 6).tolist(),
+            }
+        return data
 
-    def probabilities(self, question: str) -> dict[str, float]:
+    def text_probabilities(self, question: str) -> dict[str, float]:
+        """Class probabilities from the question's wording alone."""
         logits = self.intercept.copy()
         for name, value in question_features(question).items():
             column = self.vocabulary.get(name)
             if column is not None:
                 logits += self.coef[:, column] * value
-        logits -= logits.max()
-        exp = np.exp(logits)
-        probs = exp / exp.sum()
+        return {c: float(p) for c, p in zip(self.classes, _softmax(logits))}
+
+    def probabilities(self, question: str, spread: Mapping[str, float] | None = None) -> dict[str, float]:
+        """Class probabilities; with ``spread`` (see :func:`spread_features`) and a
+        trained second stage, the spread of the flat hits counts too."""
+        text = self.text_probabilities(question)
+        if spread is None or self.spread_stage is None:
+            return text
+        probs = _softmax(self.spread_stage.logits(text, spread))
         return {c: float(p) for c, p in zip(self.classes, probs)}
 
     def top_features(self, question: str, klass: str, n: int = 3) -> list[str]:
@@ -170,14 +234,18 @@ def route_question(
     *,
     available: Sequence[str],
     model: RouterModel | None = None,
+    hits: Sequence[tuple[str, Sequence[str]]] | None = None,
 ) -> RoutingDecision:
     """Classify ``question`` into one of the ``available`` routes.
 
-    Routes the index has not built are removed and the remaining probabilities
-    renormalised, so an index without a graph never routes to it.
+    ``hits`` — (document id, heading path) of the question's top flat hits, best
+    first — lets the model weigh how spread they are. Routes the index has not built
+    are removed and the remaining probabilities renormalised, so an index without a
+    graph never routes to it.
     """
     model = model or default_model()
-    probs_by_type = model.probabilities(question)
+    spread = spread_features(hits) if hits is not None else None
+    probs_by_type = model.probabilities(question, spread)
     by_route: dict[str, float] = {}
     for qtype, p in probs_by_type.items():
         route = QUESTION_TYPE_TO_ROUTE[qtype]
@@ -193,6 +261,8 @@ def route_question(
     cues = [d for f in model.top_features(question, qtype, n=8) if (d := _describe(f))][:3]
     label = {"lookup": "a single fact", "tree": "a drill-down", "graph": "a relational / multi-hop question", "global": "an overview question"}[route]
     reason = f"looks like {label}" + (f" ({', '.join(cues)})" if cues else "")
+    if spread is not None and model.spread_stage is not None:
+        reason += f"; top hits span {round(spread['docs_at_10'] * 10)} of 10 pages"
     return RoutingDecision(
         route=route,  # type: ignore[arg-type]
         confidence=round(confidence, 4),

@@ -1,100 +1,198 @@
 """Train the query router and report its accuracy on questions it never saw.
 
-Training data: labelled router questions over the SQLite and Python manuals.
+Stage 1 (wording): a logistic regression over question features, trained on
+labelled router questions written for seven manuals. Stage 2 (spread): a logistic
+regression over stage 1's log-probabilities and the spread of each question's flat
+hits over the manual (:func:`arborgraph.router.spread_features`); it needs an index of
+the manual, so it trains on the questions over manuals indexed here (SQLite, Python),
+with stage-1 probabilities predicted out of fold so it learns how far to trust
+stage 1 on questions stage 1 did not see.
+
 Held back: every question over the git manual (a manual the router never saw) and the
 SQLite evaluation questions (``sqlite.jsonl``). Writes the model as JSON coefficients
 to ``arborgraph/data/router_model.json`` and the figures to
 ``benchmarks/results/router.json``.
 
-    python benchmarks/train_router.py
+    python benchmarks/train_router.py --index sqlite=IDX --index python=IDX --index git=IDX
+
+(add ``--ship-spread-stage`` to ship stage 2; by default it is measured only) where
+each IDX is an index built with ``arborgraph build`` (``--no-tree --no-graph``
+is enough): the sample manual (``examples/sqlite``), the Python 3.11 docs
+(``/usr/share/doc/python3.11-doc/html``, the benchmarks use its first 300 pages) and
+git's HTML docs (``/usr/share/doc/git-doc/*.html``). Without ``--index`` options only
+stage 1 is trained and held-out figures are for wording alone.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.model_selection import StratifiedKFold, cross_val_predict, cross_val_score
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arborgraph.router import MODEL_FILE, RouterModel, question_features  # noqa: E402
+from arborgraph.router import (  # noqa: E402
+    MODEL_FILE,
+    SPREAD_FEATURES,
+    RouterModel,
+    SpreadStage,
+    question_features,
+    spread_features,
+)
 
 QUESTIONS = ROOT / "benchmarks" / "questions"
-TRAIN = [
-    "sqlite_router.jsonl",
-    "python_router.jsonl",
-    "postgres_router.jsonl",
-    "linux_router.jsonl",
-    "python2_router.jsonl",
-    "sqlite2_router.jsonl",
-    "nginx_router.jsonl",
-]
-HELD_OUT = {"git manual (unseen manual)": "git_router.jsonl", "sqlite eval set": "sqlite.jsonl"}
+# question file -> the manual it asks about
+TRAIN = {
+    "sqlite_router.jsonl": "sqlite",
+    "python_router.jsonl": "python",
+    "postgres_router.jsonl": "postgres",
+    "linux_router.jsonl": "linux",
+    "python2_router.jsonl": "python",
+    "sqlite2_router.jsonl": "sqlite",
+    "nginx_router.jsonl": "nginx",
+}
+HELD_OUT = {
+    "git manual (unseen manual)": ("git_router.jsonl", "git"),
+    "sqlite eval set": ("sqlite.jsonl", "sqlite"),
+}
 SEED = 0
+C_GRID = (0.3, 1.0, 3.0, 10.0, 30.0)
 
 
 def read(name: str) -> list[dict]:
     return [json.loads(line) for line in (QUESTIONS / name).read_text().splitlines() if line.strip()]
 
 
-def main() -> None:
-    train = [q for name in TRAIN for q in read(name)]
-    X_dicts = [question_features(q["question"]) for q in train]
-    y = [q["type"] for q in train]
-    vectorizer = DictVectorizer(sort=True)
-    X = vectorizer.fit_transform(X_dicts)
+def spreads(questions: list[dict], index: Path) -> list[dict[str, float]]:
+    """Spread features of each question's top-20 hybrid hits in ``index``."""
+    from arborgraph.kb import KnowledgeBase
 
-    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=SEED)
-    best_c, best_score = 1.0, -1.0
-    cv_scores = {}
-    for c in (0.3, 1.0, 3.0, 10.0, 30.0):
+    kb = KnowledgeBase.open(index)
+    out = []
+    for q in questions:
+        hits = kb.lookup(q["question"], top_k=20, as_of=None)
+        out.append(spread_features([(c.source, c.heading_path) for c in hits]))
+    return out
+
+
+def best_c(X, y, folds) -> tuple[float, dict[str, float]]:  # type: ignore[no-untyped-def]
+    scores = {}
+    for c in C_GRID:
         clf = LogisticRegression(C=c, max_iter=5000, random_state=SEED)
-        score = float(np.mean(cross_val_score(clf, X, y, cv=folds)))
-        cv_scores[str(c)] = round(score, 4)
-        if score > best_score:
-            best_c, best_score = c, score
-    clf = LogisticRegression(C=best_c, max_iter=5000, random_state=SEED).fit(X, y)
+        scores[str(c)] = round(float(np.mean(cross_val_score(clf, X, y, cv=folds))), 4)
+    chosen = max(C_GRID, key=lambda c: (scores[str(c)], -c))
+    return chosen, scores
+
+
+def stage2_matrix(log_probs: np.ndarray, spread: list[dict[str, float]]) -> np.ndarray:
+    return np.hstack([log_probs, np.array([[s[f] for f in SPREAD_FEATURES] for s in spread])])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--index", action="append", default=[], metavar="MANUAL=DIR",
+                        help="an index of a manual (sqlite, python, git) for the spread stage")
+    parser.add_argument("--ship-spread-stage", action="store_true",
+                        help="put the spread stage into the shipped model (default: measure it only)")
+    args = parser.parse_args()
+    indexes = {k: Path(v) for k, v in (item.split("=", 1) for item in args.index)}
+
+    files = {name: read(name) for name in TRAIN}
+    train = [q for name in TRAIN for q in files[name]]
+    manual_of = [TRAIN[name] for name in TRAIN for _ in files[name]]
+    vectorizer = DictVectorizer(sort=True)
+    X = vectorizer.fit_transform([question_features(q["question"]) for q in train])
+    y = np.array([q["type"] for q in train])
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=SEED)
+    c1, cv1 = best_c(X, y, folds)
+    clf = LogisticRegression(C=c1, max_iter=5000, random_state=SEED).fit(X, y)
+    classes = list(clf.classes_)
+
+    stage: SpreadStage | None = None
+    stage2_info: dict = {"trained": False, "reason": "no --index given"}
+    rows = [i for i, m in enumerate(manual_of) if m in indexes]
+    if rows:
+        # stage 1's view of a question it did not train on: predicted out of fold
+        oof = cross_val_predict(
+            LogisticRegression(C=c1, max_iter=5000, random_state=SEED), X, y, cv=folds, method="predict_proba"
+        )
+        spread_by_row: dict[int, dict[str, float]] = {}
+        for manual, index in indexes.items():
+            mine = [i for i in rows if manual_of[i] == manual]
+            for i, sp in zip(mine, spreads([train[i] for i in mine], index)):
+                spread_by_row[i] = sp
+        X2 = stage2_matrix(np.log(np.clip(oof[rows], 1e-9, None)), [spread_by_row[i] for i in rows])
+        y2 = y[rows]
+        c2, cv2 = best_c(X2, y2, folds)
+        second = LogisticRegression(C=c2, max_iter=5000, random_state=SEED).fit(X2, y2)
+        assert list(second.classes_) == classes
+        stage = SpreadStage(
+            features=[f"logp:{c}" for c in classes] + list(SPREAD_FEATURES),
+            coef=second.coef_,
+            intercept=second.intercept_,
+        )
+        stage2_info = {
+            "trained": True,
+            "examples": len(rows),
+            "manuals": sorted({manual_of[i] for i in rows}),
+            "cv_accuracy_by_C": cv2,
+            "chosen_C": c2,
+        }
 
     model = RouterModel(
-        classes=list(clf.classes_),
+        classes=classes,
         vocabulary={f: i for i, f in enumerate(vectorizer.get_feature_names_out())},
         coef=clf.coef_,
         intercept=clf.intercept_,
         meta={
-            "trained_on": TRAIN,
+            "trained_on": list(TRAIN),
             "examples": len(train),
-            "C": best_c,
+            "C": c1,
+            "spread_stage": stage2_info,
             "trained_at": dt.date.today().isoformat(),
         },
+        spread_stage=stage,
     )
+    shipped = model if args.ship_spread_stage else replace(model, spread_stage=None)
+    stage2_info["shipped"] = shipped.spread_stage is not None
     out = ROOT / "arborgraph" / "data" / MODEL_FILE
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(model.to_json(), indent=1) + "\n")
+    out.write_text(json.dumps(shipped.to_json(), indent=1) + "\n")
 
     held: dict[str, dict] = {}
-    for label, name in HELD_OUT.items():
+    for label, (name, manual) in HELD_OUT.items():
         questions = read(name)
-        predicted = [max(model.probabilities(q["question"]).items(), key=lambda kv: kv[1])[0] for q in questions]
-        correct = [p == q["type"] for p, q in zip(predicted, questions)]
-        confusion = Counter((q["type"], p) for p, q in zip(predicted, questions) if p != q["type"])
-        held[label] = {
-            "questions": len(questions),
-            "accuracy": round(sum(correct) / len(correct), 4),
-            "errors": {f"{a}->{b}": n for (a, b), n in sorted(confusion.items())},
-        }
+        spread = spreads(questions, indexes[manual]) if manual in indexes and stage else [None] * len(questions)
+        for stage_name, use_spread in (("wording only", False), ("with spread", True)):
+            if use_spread and spread[0] is None:
+                continue
+            predicted = [
+                max(model.probabilities(q["question"], sp if use_spread else None).items(), key=lambda kv: kv[1])[0]
+                for q, sp in zip(questions, spread)
+            ]
+            confusion = Counter((q["type"], p) for p, q in zip(predicted, questions) if p != q["type"])
+            held[f"{label}, {stage_name}"] = {
+                "questions": len(questions),
+                "accuracy": round(sum(p == q["type"] for p, q in zip(predicted, questions)) / len(questions), 4),
+                "errors": {f"{a}->{b}": n for (a, b), n in sorted(confusion.items())},
+            }
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "train_examples": len(train),
-        "cv_accuracy_by_C": cv_scores,
-        "chosen_C": best_c,
+        "cv_accuracy_by_C": cv1,
+        "chosen_C": c1,
+        "spread_stage": stage2_info,
+        "indexes": {k: str(v) for k, v in indexes.items()},
         "held_out": held,
     }
     results = ROOT / "benchmarks" / "results" / "router.json"
