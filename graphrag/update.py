@@ -131,8 +131,9 @@ def _serial(progress: ProgressCallback) -> ExtractMany:
 
 
 def _fitted_state(extractor: Extractor) -> dict[str, dict[str, int]]:
+    """The extractor's fitted state as stored: kinds with no keys leave no row, so none."""
     get = getattr(extractor, "fitted_state", None)
-    return get() if callable(get) else {}
+    return {kind: items for kind, items in get().items() if items} if callable(get) else {}
 
 
 def build_graph_state(

@@ -19,7 +19,7 @@ import pytest
 import arborgraph
 from arborgraph.config import Config, load_config
 from arborgraph.pipeline import build_index
-from graphrag import ExtractiveReportWriter, RuleExtractor
+from graphrag import ExtractiveReportWriter, RuleExtractor, build_graph, graph_to_tables
 from graphrag.model import ChunkExtraction
 from graphrag.reports import CommunityContext
 from graphrag.update import GraphState, build_graph_state, chunk_hash, state_from_tables, state_to_tables, update_graph
@@ -101,6 +101,10 @@ def test_changing_one_page_extracts_its_chunks_and_keeps_untouched_communities(d
     assert (update.chunks_extracted, update.chunks_reused) == (len(redo), len(after) - len(redo))
     assert not update.full_refit and update.refit_reason is None
     assert "sqlite3_quasar_checkpoint()" in {e.name for e in new.graph.entities.values()}
+    # changed chunks are extracted with the statistics fitted on the previous collection
+    previous_fit = RuleExtractor().fit(before)
+    by_id = {ex.chunk_id: ex for ex in new.extractions}
+    assert all(by_id[c.chunk_id] == previous_fit.extract(c) for c in after if c.chunk_id in redo)
 
     # communities with no member the edited page mentions (before or after) keep id,
     # members and report: the writer is not called for them
@@ -154,7 +158,22 @@ def test_large_change_refits_the_extractor_and_says_why(docs: Path) -> None:
     assert update.full_refit and "refit threshold" in (update.refit_reason or "")
     assert update.drift > 0.25 and extractor.extracted == [c.chunk_id for c in after]
     # the refitted vocabulary is what an unchanged collection would learn
-    assert new.extractor_state == RuleExtractor().fit(after).fitted_state()
+    fitted = RuleExtractor().fit(after).fitted_state()
+    assert new.extractor_state == {kind: items for kind, items in fitted.items() if items}
+
+
+def test_full_build_keeps_what_an_update_needs_and_equals_build_graph(docs: Path) -> None:
+    chunks = chunks_of(docs)
+    state, update = build_graph_state(chunks, extractor=RuleExtractor())
+    tables = state_to_tables(state)
+    for name, table in graph_to_tables(build_graph(chunks, extractor=RuleExtractor())).items():
+        assert tables[name].equals(table, check_metadata=True), name
+    assert update.full_refit and update.chunks_extracted == len(chunks)
+    back = state_from_tables(tables)
+    assert back.extractions == state.extractions and back.hashes == state.hashes
+    fitted = {kind: items for kind, items in RuleExtractor().fit(chunks).fitted_state().items() if items}
+    assert back.extractor_state == state.extractor_state == fitted
+    assert back.extractor_state["terms"] and back.extractor == RuleExtractor.name
 
 
 def test_update_is_deterministic(docs: Path) -> None:
