@@ -69,7 +69,7 @@ def neighbours_cypher(limited: bool) -> str:
         f"UNWIND $uids AS uid MATCH (n:{MARK}:{ENTITY} {{uid: uid}})-[r:{RELATES_TO}]-(:{MARK}:{ENTITY}) "
         f"WITH uid, r ORDER BY r.{WEIGHT_KEY} DESC, r.id ASC "
         f"WITH uid, collect([r.id, startNode(r).id, endNode(r).id, r.type, r.{WEIGHT_KEY}, r.chunk_ids]){top} AS top "
-        "UNWIND top AS t RETURN uid, t"
+        "RETURN uid, top"
     )
 
 
@@ -120,13 +120,14 @@ class Neo4jGraphBackend:
                 params: dict[str, Any] = {"uids": batch}
                 if limit is not None:
                     params["k"] = limit
-                for record in session.run(cypher, encode_params(params, dialect)):
-                    rid, source, target, rtype, key, chunk_ids = record["t"]
-                    out.setdefault(by_uid[record["uid"]], []).append(
+                # one record per entity: records cost the driver more than their size
+                for uid, top in session.run(cypher, encode_params(params, dialect)):
+                    out.setdefault(by_uid[uid], []).extend(
                         Relation(
                             id=rid, source=source, target=target, type=rtype,
                             weight=weight_from_key(key), chunk_ids=list(chunk_ids or []),
                         )
+                        for rid, source, target, rtype, key, chunk_ids in top
                     )
         for rels in out.values():
             # the server sorted them already; sorting again costs nothing and does not
