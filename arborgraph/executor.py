@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -25,7 +25,10 @@ class Executor(Protocol):
     name: str
     workers: int
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]: ...
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """``fn`` of every item, in order; a pool starts work on an item as soon as an
+        iterator yields it."""
+        ...
 
     def close(self) -> None: ...
 
@@ -34,7 +37,7 @@ class SerialExecutor:
     name = "serial"
     workers = 1
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         return [fn(item) for item in items]
 
     def close(self) -> None:
@@ -43,22 +46,40 @@ class SerialExecutor:
 
 class ProcessExecutor:
     """A local process pool. Workers come from a fork server: forking the parent
-    directly is unsafe once torch and ONNX Runtime have started their threads."""
+    directly is unsafe once torch and ONNX Runtime have started their threads.
+
+    Every worker is started (and warmed: imports, token counter) from a background
+    thread as soon as the pool is made, so the fork server's imports and the workers'
+    start-up overlap what the parent does before the first map (loading files).
+    """
 
     name = "process"
 
     def __init__(self, workers: int | None = None) -> None:
+        import threading
         from concurrent.futures import ProcessPoolExecutor
 
-        self.workers = workers or max(1, os.cpu_count() or 1)
+        self.workers = workers or available_cores()
         context = multiprocessing.get_context("forkserver")
+        # imported once in the fork server, so each worker starts with them loaded
         context.set_forkserver_preload(["ingest", "graphrag"])
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
+        self._pool = ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=context, initializer=_warm_worker
+        )
+        # the pool spawns a worker per submission while none is idle; spawning waits
+        # for the fork server's imports, hence a thread
+        self._starting = threading.Thread(target=self._start_workers, daemon=True)
+        self._starting.start()
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    def _start_workers(self) -> None:
+        for _ in range(self.workers):
+            self._pool.submit(_noop)
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         return list(self._pool.map(fn, items))
 
     def close(self) -> None:
+        self._starting.join()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -87,7 +108,7 @@ class DaskExecutor:
         self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
         self.name = f"dask:{address or 'local'}"
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         futures = self._client.map(fn, list(items), pure=False)
         return list(self._client.gather(futures))
 
@@ -97,14 +118,29 @@ class DaskExecutor:
             self._cluster.close()
 
 
-def make_executor(spec: str, n_items: int) -> Executor:
+# "auto" runs a pool from this much input on disk, on two or more cores. From
+# benchmarks/bench_pool.py on the sample manual (2,992 KB): chunking and rule extraction
+# cost ~2.7 CPU-s per MB of input in one process and ~15 % more split over two workers,
+# and the pool's fixed cost is ~1.4 CPU-s (the fork server's imports, overlapping the
+# parent's loading); from ~2 MB the pool should build these stages >= 1.3x faster.
+AUTO_POOL_MIN_KB = 2_000
+
+
+def available_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def make_executor(spec: str, size_kb: int) -> Executor:
     """``serial``, ``process``, ``dask`` (a local cluster), ``tcp://host:port`` (an
-    existing scheduler) or ``auto`` (a process pool for large inputs on several cores)."""
+    existing scheduler) or ``auto``: a process pool for inputs of ``size_kb`` at least
+    :data:`AUTO_POOL_MIN_KB` on two or more cores, else in-process."""
     if spec == "auto":
-        # Measured on the sample manual (benchmarks/results/incremental.json): on 2 cores
-        # the pool made chunking + extraction slower (17.6 s vs 12.2 s serial) — the
-        # fitted extractor and the results cross process boundaries — so "auto" stays
-        # in-process until the pool pays for itself; "process" and Dask remain available.
+        if size_kb >= AUTO_POOL_MIN_KB and available_cores() >= 2:
+            return ProcessExecutor()
         return SerialExecutor()
     if spec == "serial":
         return SerialExecutor()
@@ -117,33 +153,149 @@ def make_executor(spec: str, n_items: int) -> Executor:
     raise ExecutorError(f"unknown executor '{spec}' (serial, process, auto, dask or tcp://host:port)")
 
 
-def batches(items: Sequence[T], n_batches: int) -> list[list[T]]:
-    """Split ``items`` into up to ``n_batches`` contiguous, order-preserving batches."""
-    if not items:
+def balanced_batches(weights: Sequence[float], n_batches: int) -> list[list[int]]:
+    """Item indices split into up to ``n_batches`` batches of near-equal total weight.
+
+    Greedy: heaviest item first into the lightest batch. Indices within a batch are
+    ascending and batches come heaviest first, so the longest job starts first.
+    """
+    if not weights:
         return []
-    n_batches = max(1, min(n_batches, len(items)))
-    size = -(-len(items) // n_batches)
-    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+    n_batches = max(1, min(n_batches, len(weights)))
+    loads = [0.0] * n_batches
+    groups: list[list[int]] = [[] for _ in range(n_batches)]
+    for i in sorted(range(len(weights)), key=lambda i: (-weights[i], i)):
+        b = min(range(n_batches), key=lambda b: (loads[b], b))
+        groups[b].append(i)
+        loads[b] += weights[i]
+    order = sorted(range(n_batches), key=lambda b: (-loads[b], b))
+    return [sorted(groups[b]) for b in order if groups[b]]
+
+
+# Few large jobs: each one costs a round trip and a result message, and with two per
+# worker the parent unpacks the first results while the last ones still run.
+BATCHES_PER_WORKER = 2
+
+C = TypeVar("C")
+
+
+def map_batched(
+    executor: Executor,
+    fn: Callable[[tuple[C, list[T]]], list[R]],
+    context: C,
+    items: Sequence[T],
+    weights: Sequence[float],
+    per_worker: int = BATCHES_PER_WORKER,
+) -> list[R]:
+    """``fn`` over ``items`` in weight-balanced batches sent as ``(context, batch)``;
+    one result per item, in input order whatever the batching."""
+    groups = balanced_batches(weights, executor.workers * per_worker)
+    jobs = [(context, [items[i] for i in group]) for group in groups]
+    out: list[Any] = [None] * len(items)
+    for group, results in zip(groups, executor.map(fn, jobs)):
+        for i, result in zip(group, results):
+            out[i] = result
+    return out
 
 
 # -- work functions (top level, so workers can import them) ---------------------------
+#
+# Results travel back as plain tuples: pickling the slotted dataclasses of an
+# extraction cost about as much as a third of the extraction itself, and text the
+# parent already holds (a chunk's text, a relation's sentence) is sent as offsets.
 
 _TOKEN_COUNTER: Any = None
 
 
-def chunk_batch(job: tuple[list[Any], dict[str, Any]]) -> list[list[Any]]:
-    """Chunk a batch of documents; each worker loads the token counter once."""
-    from ingest import ChunkingConfig, chunk_document, load_token_counter
-
+def _token_counter() -> Any:
     global _TOKEN_COUNTER
     if _TOKEN_COUNTER is None:
+        from ingest import load_token_counter
+
         _TOKEN_COUNTER = load_token_counter()
-    docs, chunking = job
+    return _TOKEN_COUNTER
+
+
+def _warm_worker() -> None:
+    _token_counter()
+
+
+def _noop() -> None:
+    pass
+
+
+ChunkRow = tuple[str, int, str | None, list[str], int, int, int]
+
+
+def chunk_batch(job: tuple[dict[str, Any], list[Any]]) -> list[list[ChunkRow]]:
+    """Chunk a batch of documents; per document, its chunks as rows for :func:`decode_chunks`."""
+    from ingest import ChunkingConfig, chunk_document
+
+    chunking, docs = job
     config = ChunkingConfig.model_validate(chunking)
-    return [chunk_document(doc, config, _TOKEN_COUNTER) for doc in docs]
+    return [
+        [
+            (
+                c.chunk_id, c.ordinal, None if doc.text[c.start : c.end] == c.text else c.text,
+                c.heading_path, c.start, c.end, c.n_tokens,
+            )
+            for c in chunk_document(doc, config, _token_counter())
+        ]
+        for doc in docs
+    ]
 
 
-def extract_batch(job: tuple[Any, list[Any]]) -> list[Any]:
-    """Run a (fitted) extractor over a batch of chunks."""
+def decode_chunks(doc: Any, rows: list[ChunkRow]) -> list[Any]:
+    """The chunks of ``doc`` from the rows :func:`chunk_batch` sent back."""
+    from ingest.models import Chunk
+
+    return [
+        Chunk(
+            chunk_id=chunk_id, doc_id=doc.doc_id, ordinal=ordinal,
+            text=doc.text[start:end] if text is None else text,
+            heading_path=heading_path, start=start, end=end, n_tokens=n_tokens,
+        )
+        for chunk_id, ordinal, text, heading_path, start, end, n_tokens in rows
+    ]
+
+
+def extract_on(executor: Executor, extractor: Any, chunks: Sequence[Any]) -> list[Any]:
+    """A fitted extractor's results for ``chunks``, computed on ``executor``'s workers,
+    in the order of ``chunks``."""
+    rows = map_batched(executor, extract_batch, extractor, chunks, [len(c.text) for c in chunks])
+    return [decode_extraction(chunk, row) for chunk, row in zip(chunks, rows)]
+
+
+def extract_batch(job: tuple[Any, list[Any]]) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+    """Run a (fitted) extractor over a batch of chunks; rows for :func:`decode_extraction`."""
     extractor, chunks = job
-    return [extractor.extract(chunk) for chunk in chunks]
+    return [_encode_extraction(chunk.text, extractor.extract(chunk)) for chunk in chunks]
+
+
+def _encode_extraction(text: str, found: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    entities = tuple((e.name, e.type, e.spans, e.description, e.aliases) for e in found.entities)
+    relations = tuple(
+        (
+            r.source, r.target, r.type, r.weight,
+            None if r.span is not None and r.description == text[r.span[0] : r.span[1]] else r.description,
+            r.span,
+        )
+        for r in found.relations
+    )
+    return entities, relations
+
+
+def decode_extraction(chunk: Any, row: tuple[tuple[Any, ...], tuple[Any, ...]]) -> Any:
+    """The extraction of ``chunk`` from the row :func:`extract_batch` sent back."""
+    from graphrag.model import ChunkExtraction, ExtractedEntity, ExtractedRelation
+
+    entities, relations = row
+    text = chunk.text
+    return ChunkExtraction(
+        chunk_id=chunk.chunk_id,
+        entities=[ExtractedEntity(*e) for e in entities],
+        relations=[
+            ExtractedRelation(s, t, kind, w, text[span[0] : span[1]] if d is None else d, span)
+            for s, t, kind, w, d, span in relations
+        ],
+    )

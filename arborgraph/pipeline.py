@@ -9,11 +9,13 @@ Any failure or interruption leaves the previous index as it was.
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import json
+import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 from pydantic import BaseModel, Field
@@ -28,8 +30,9 @@ from arborgraph.embedding_cache import EmbeddingCache
 from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback, no_progress
 from arborgraph.store import GenerationWriter, cache_dir
-from arborgraph.executor import batches, chunk_batch, make_executor
+from arborgraph.executor import Executor, chunk_batch, decode_chunks, make_executor
 from arborgraph.incremental import BuildStatus, DocumentStatus, fingerprint, load_graph_state, load_previous
+from arborgraph.incremental import PreviousIndex
 from arborgraph.scoped import load_scope_tree
 from arborgraph.structures import partition_by_scope, run_graph_stage, run_tree_stage, scope_files
 from ingest import chunk_document, iter_collection, load_token_counter
@@ -123,19 +126,119 @@ def chunks_table(chunks: Sequence[Chunk]) -> pa.Table:
     )
 
 
+class Loaded(NamedTuple):
+    """What :func:`load_documents` found."""
+
+    docs: list[Document]
+    skipped: list[SkippedFile]
+    chunks: dict[str, list[Chunk]]  # by doc id: those kept from the previous index or cut on a pool
+    reused: int  # documents whose chunks were kept from the previous index
+
+
+# Chunking jobs sent to a pool while loading: big enough that a job's round trip is
+# noise, small enough that the last one, sent when loading ends, is short.
+CHUNK_JOB_CHARS = 200_000
+
+
 def load_documents(
-    inputs: Sequence[str | Path], config: Config, progress: ProgressCallback
-) -> tuple[list[Document], list[SkippedFile]]:
+    inputs: Sequence[str | Path],
+    config: Config,
+    progress: ProgressCallback,
+    *,
+    executor: Executor | None = None,
+    previous: PreviousIndex | None = None,
+) -> Loaded:
+    """Load every document of ``inputs``, in order.
+
+    A document unchanged since ``previous`` (same content, same chunking settings)
+    keeps its chunks. On an ``executor`` with several workers every other document is
+    chunked there while later files still load; otherwise the caller chunks them.
+    """
     docs: list[Document] = []
     skipped: list[SkippedFile] = []
+    chunks: dict[str, list[Chunk]] = {}
+    chunking = config.chunking.model_dump(mode="json")
     max_bytes = int(config.ingest.max_file_mb * 2**20)
-    for item in iter_collection(inputs, max_file_bytes=max_bytes):
-        if isinstance(item, SkippedFile):
-            skipped.append(item)
-        else:
-            docs.append(item)
-        progress("load", len(docs) + len(skipped), None)
-    return docs, skipped
+
+    def to_chunk() -> Iterator[Document]:
+        for item in iter_collection(inputs, max_file_bytes=max_bytes):
+            if isinstance(item, SkippedFile):
+                skipped.append(item)
+            else:
+                docs.append(item)
+                kept = previous.reusable_chunks(item, chunking) if previous is not None else None
+                if kept is None:
+                    yield item
+                else:
+                    chunks[item.doc_id] = kept
+            progress("load", len(docs) + len(skipped), None)
+
+    reused = 0
+    if executor is not None and executor.workers > 1:
+        groups: list[list[Document]] = []
+
+        def jobs() -> Iterator[tuple[dict[str, Any], list[Document]]]:
+            for group in _by_size(to_chunk(), CHUNK_JOB_CHARS):
+                groups.append(group)
+                yield chunking, group
+
+        results = executor.map(chunk_batch, jobs())  # submits each job as it is made
+        reused = len(chunks)
+        for group, rows in zip(groups, results):
+            chunks.update({d.doc_id: decode_chunks(d, r) for d, r in zip(group, rows)})
+    else:
+        for _ in to_chunk():
+            pass
+        reused = len(chunks)
+    return Loaded(docs, skipped, chunks, reused)
+
+
+def chunk_remaining(
+    docs: Sequence[Document],
+    chunked: dict[str, list[Chunk]],
+    config: Config,
+    count_tokens: Callable[[str], int],
+    progress: ProgressCallback = no_progress,
+) -> list[Chunk]:
+    """Chunk, here, the documents ``chunked`` has no chunks for (adding them to it);
+    returns every chunk in document order."""
+    todo = [d for d in docs if d.doc_id not in chunked]
+    for n, doc in enumerate(todo, start=1):
+        chunked[doc.doc_id] = chunk_document(doc, config.chunking, count_tokens)
+        progress("chunk", n, len(todo))
+    return [c for doc in docs for c in chunked[doc.doc_id]]
+
+
+def _by_size(docs: Iterable[Document], chars: int) -> Iterator[list[Document]]:
+    """Consecutive groups of documents holding about ``chars`` characters of text."""
+    group: list[Document] = []
+    size = 0
+    for doc in docs:
+        group.append(doc)
+        size += len(doc.text)
+        if size >= chars:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
+
+
+def input_kilobytes(inputs: Sequence[str | Path]) -> int:
+    """Kilobytes on disk under ``inputs`` (files, folders, glob patterns): the size an
+    ``auto`` executor is chosen by, before anything is loaded."""
+    total = 0
+    for item in inputs:
+        text = os.fspath(item)
+        wild = any(c in "*?[" for c in text) and not os.path.lexists(text)
+        for path in glob.glob(text, recursive=True) if wild else [text]:
+            walk = os.walk(path) if os.path.isdir(path) else [("", [], [path])]
+            for folder, _, files in walk:
+                for name in files:
+                    try:
+                        total += os.stat(os.path.join(folder, name)).st_size
+                    except OSError:
+                        pass
+    return total // 1000
 
 
 def try_load_embedder(config: Config) -> tuple[Embedder | None, str | None]:
@@ -165,46 +268,38 @@ def build_index(
     timer = _Timer(report)
     started = time.perf_counter()
 
-    with timer("load"):
-        docs, skipped = load_documents(inputs, config, progress)
-    report.skipped = skipped
-    report.warnings = [f"{d.doc_id}: {w}" for d in docs for w in d.warnings]
-    if not docs:
-        reasons = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:5]) or "no files found"
-        raise NoUsableDocuments(f"no usable document in the inputs ({reasons})")
-
     previous = load_previous(index_dir)
-    status = BuildStatus(
-        documents={
-            **{s.path: DocumentStatus(status="skipped", reason=s.reason) for s in skipped},
-            **{d.doc_id: DocumentStatus(status="pending", content_hash=d.content_hash) for d in docs},
-        }
-    )
-    writer = GenerationWriter(index_dir)
-    status.save(index_dir)
-    chat, usage, llm_cache = _llm_for_build(config, index_dir)
+    # made first: a pool's workers start, and chunk documents, while later files load
+    executor = make_executor(config.executor, input_kilobytes(inputs))
     try:
-        executor = make_executor(config.executor, sum(len(d.text) for d in docs) // 1000)
+        with timer("load"):
+            docs, skipped, chunked, reused_docs = load_documents(
+                inputs, config, progress, executor=executor, previous=previous
+            )
+        report.skipped = skipped
+        report.warnings = [f"{d.doc_id}: {w}" for d in docs for w in d.warnings]
+        if not docs:
+            reasons = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:5]) or "no files found"
+            raise NoUsableDocuments(f"no usable document in the inputs ({reasons})")
+        status = BuildStatus(
+            documents={
+                **{s.path: DocumentStatus(status="skipped", reason=s.reason) for s in skipped},
+                **{d.doc_id: DocumentStatus(status="pending", content_hash=d.content_hash) for d in docs},
+            }
+        )
+        writer = GenerationWriter(index_dir)
+        status.save(index_dir)
+        chat, usage, llm_cache = _llm_for_build(config, index_dir)
+    except BaseException:
+        executor.close()
+        raise
+    try:
         report.stages["executor"] = {"name": executor.name, "workers": executor.workers}
-        with timer("chunk"):
+        with timer("chunk"):  # what a pool has not chunked while loading
             count_tokens = load_token_counter()
-            chunking = config.chunking.model_dump(mode="json")
-            kept = {d.doc_id: previous.reusable_chunks(d, chunking) if previous else None for d in docs}
-            todo = [d for d in docs if kept[d.doc_id] is None]
-            fresh: dict[str, list[Chunk]] = {}
-            if executor.workers > 1 and len(todo) > 1:
-                jobs = [(batch, chunking) for batch in batches(todo, executor.workers * 4)]
-                for batch, result in zip(jobs, executor.map(chunk_batch, jobs)):
-                    fresh.update({d.doc_id: c for d, c in zip(batch[0], result)})
-            else:
-                for n, doc in enumerate(todo, start=1):
-                    fresh[doc.doc_id] = chunk_document(doc, config.chunking, count_tokens)
-                    progress("chunk", n, len(todo))
-            chunks: list[Chunk] = []
+            chunks = chunk_remaining(docs, chunked, config, count_tokens, progress)
             for doc in docs:
-                chunks.extend(kept[doc.doc_id] if kept[doc.doc_id] is not None else fresh[doc.doc_id])
                 status.documents[doc.doc_id].status = "processing"
-            reused_docs = len(docs) - len(todo)
             status.save(index_dir)
         report.documents, report.chunks = len(docs), len(chunks)
         report.stages["documents"] = _document_changes(docs, previous, reused_docs)
@@ -349,8 +444,7 @@ def build_index(
         status.save(index_dir)
     except BaseException as exc:
         writer.abort()
-        if "executor" in locals():
-            executor.close()
+        executor.close()
         status.state = "failed"
         for record in status.documents.values():
             if record.status in ("pending", "processing"):

@@ -10,8 +10,21 @@ import pyarrow.parquet as pq
 import pytest
 
 from arborgraph.config import load_config
-from arborgraph.executor import ExecutorError, batches, make_executor
-from arborgraph.pipeline import build_index
+from arborgraph.executor import (
+    AUTO_POOL_MIN_KB,
+    ExecutorError,
+    SerialExecutor,
+    available_cores,
+    balanced_batches,
+    chunk_batch,
+    decode_chunks,
+    decode_extraction,
+    extract_batch,
+    make_executor,
+    map_batched,
+)
+from arborgraph.pipeline import build_index, input_kilobytes, load_documents
+from arborgraph.progress import no_progress
 
 PAGES = ["wal.md", "c3ref_busy_timeout.md", "lockingv3.md", "autoinc.md"]
 TABLES = ["chunks", "entities.s0", "relationships.s0", "communities.s0", "community_reports.s0"]
@@ -48,9 +61,65 @@ def test_bad_executor_specs_are_clear_errors() -> None:
         make_executor("tcp://127.0.0.1:9", 10)
 
 
-def test_batches_preserve_order_and_cover_everything() -> None:
-    items = list(range(23))
-    parts = batches(items, 4)
-    assert [x for part in parts for x in part] == items
-    assert len(parts) == 4
-    assert batches([], 3) == [] and batches([1], 8) == [[1]]
+def test_auto_runs_a_pool_only_for_large_inputs_on_several_cores(tmp_path: Path) -> None:
+    assert make_executor("auto", AUTO_POOL_MIN_KB - 1).name == "serial"
+    large = make_executor("auto", AUTO_POOL_MIN_KB)
+    try:
+        assert large.name == ("process" if available_cores() >= 2 else "serial")
+    finally:
+        large.close()
+
+
+def test_input_size_counts_files_folders_and_patterns(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "one.md").write_bytes(b"x" * 3000)
+    (tmp_path / "a" / "two.txt").write_bytes(b"x" * 5000)
+    (tmp_path / "three.md").write_bytes(b"x" * 2000)
+    assert input_kilobytes([tmp_path / "a"]) == 8
+    assert input_kilobytes([tmp_path / "three.md", str(tmp_path / "a" / "*.md")]) == 5
+    assert input_kilobytes([tmp_path]) == 10 and input_kilobytes([tmp_path / "missing"]) == 0
+
+
+def test_balanced_batches_cover_every_item_once_and_even_out_the_weight() -> None:
+    weights = [50, 1, 1, 1, 30, 20, 2, 2, 9, 8]
+    groups = balanced_batches(weights, 3)
+    assert sorted(i for g in groups for i in g) == list(range(len(weights)))
+    assert all(g == sorted(g) for g in groups)
+    totals = [sum(weights[i] for i in g) for g in groups]
+    assert totals == sorted(totals, reverse=True)  # the heaviest job is sent first
+    assert max(totals) == 50  # the heaviest item alone; the rest shares out to 42 and 32
+    assert balanced_batches([], 3) == [] and balanced_batches([1.0], 8) == [[0]]
+
+
+def test_map_batched_returns_one_result_per_item_in_input_order() -> None:
+    items = [f"item-{i}" * (i % 5 + 1) for i in range(23)]
+    out = map_batched(SerialExecutor(), _upper_batch, "!", items, [len(x) for x in items], per_worker=4)
+    assert out == [x.upper() + "!" for x in items]
+
+
+def _upper_batch(job: tuple[str, list[str]]) -> list[str]:
+    suffix, batch = job
+    return [x.upper() + suffix for x in batch]
+
+
+def test_compact_worker_results_decode_to_the_in_process_objects(sample_slice: Path) -> None:
+    """What workers send back (rows, text as offsets) rebuilds the very same chunks and
+    extractions the serial build makes."""
+    from graphrag import RuleExtractor
+    from ingest import chunk_document, load_token_counter
+
+    cfg = load_config()
+    docs = load_documents([sample_slice / p for p in PAGES], cfg, no_progress).docs
+    chunking = cfg.chunking.model_dump(mode="json")
+    rows = chunk_batch((chunking, docs))
+    count = load_token_counter()
+    chunks = []
+    for doc, doc_rows in zip(docs, rows):
+        expected = chunk_document(doc, cfg.chunking, count)
+        assert decode_chunks(doc, doc_rows) == expected
+        chunks.extend(expected)
+    extractor = RuleExtractor().fit(chunks)
+    found = extract_batch((extractor, chunks))
+    decoded = [decode_extraction(c, row) for c, row in zip(chunks, found)]
+    assert decoded == [extractor.extract(c) for c in chunks]
+    assert sum(len(d.relations) for d in decoded) > 100
