@@ -345,3 +345,16 @@ def test_searches_use_the_given_question_vector_and_lexical_scores(
         chunk_lexical=chunk_lexical,
     )
     assert any(c.kind == "chunk" for c in glob)
+
+
+def test_report_context_shows_the_findings_that_match_the_question(kg: KnowledgeGraph) -> None:
+    from graphrag.global_search import _report_context
+
+    report = next(r for r in kg.reports.values() if len(r.findings) >= 3)
+    last = report.findings[-1]
+    ctx = _report_context(report, 1.0, 1, last.text)
+    assert last.text in ctx.text and report.findings[0].text not in ctx.text
+    assert ctx.provenance == list(dict.fromkeys(last.chunk_ids))
+    two = _report_context(report, 1.0, 2, last.text)
+    shown = [f for f in report.findings if f.text in two.text]
+    assert len(shown) == 2 and shown[-1] is last  # in the report's own order
