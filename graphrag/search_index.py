@@ -12,6 +12,7 @@ changed after its first search.
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from dataclasses import dataclass, field
 
@@ -99,7 +100,12 @@ class PathIndex:
     def shortest(self, a: str, b: str, max_len: int) -> list[str]:
         """Entity ids from ``a`` to ``b`` (both included), or [] if longer than
         ``max_len`` hops or unconnected."""
-        paths = self.graph.get_shortest_paths(self.vertex[a], to=self.vertex[b], weights=self.lengths, output="vpath")
+        with warnings.catch_warnings():
+            # unconnected entities are an answer here ("no path"), not a problem
+            warnings.filterwarnings("ignore", message="Couldn't reach some vertices", category=RuntimeWarning)
+            paths = self.graph.get_shortest_paths(
+                self.vertex[a], to=self.vertex[b], weights=self.lengths, output="vpath"
+            )
         p = paths[0] if paths else []
         if not 2 <= len(p) <= max_len + 1:
             return []
