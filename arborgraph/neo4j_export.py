@@ -117,6 +117,9 @@ PUBLIC = "public"
 # Packstream size but for its envelope (database name, flags): this leaves 96 bytes for it
 FALKOR_BYTE_BUDGET = 4000
 DEFAULT_BATCH = 1000
+# rows per record when reading FalkorDB's state: its Bolt layer sizes a message with 16
+# bits (a record over 64 KB hangs the connection), and a row is two or three uids
+FALKOR_STATE_GROUP = 64
 TX_ROWS = 10_000  # rows per transaction on Neo4j (FalkorDB's transactions are no-ops)
 DEFAULT_WORKERS = 1  # parallel sessions per stage (Neo4j only; more is opt-in)
 
@@ -519,12 +522,24 @@ def rel_hash_cypher(rel_type: str) -> str:
     return f"{_match_rel_rows(rel_type)} SET r.{HASH} = row.h"
 
 
-def node_state_cypher(label: str) -> str:
-    return f"MATCH (n:{MARK}:{_ident(label)}) RETURN n.uid AS uid, n.{HASH} AS hash"
+def _state_cypher(match: str, values: str, group: int | None) -> str:
+    if group is None:
+        return f"{match} RETURN [{values}] AS row"
+    # all rows collected, then handed out ``group`` per record
+    return (
+        f"{match} WITH collect([{values}]) AS all "
+        f"UNWIND range(0, size(all) - 1, {int(group)}) AS i RETURN all[i..i + {int(group)}] AS rows"
+    )
 
 
-def rel_state_cypher(rel_type: str) -> str:
-    return f"MATCH (a:{MARK})-[r:{_ident(rel_type)}]->(:{MARK}) RETURN r.uid AS uid, r.{HASH} AS hash, a.uid AS s"
+def node_state_cypher(label: str, group: int | None = None) -> str:
+    """Rows ``[uid, ag_hash]`` of the label's nodes: one per record, or ``group`` per record."""
+    return _state_cypher(f"MATCH (n:{MARK}:{_ident(label)})", f"n.{UID}, n.{HASH}", group)
+
+
+def rel_state_cypher(rel_type: str, group: int | None = None) -> str:
+    """Rows ``[uid, ag_hash, start uid]`` of the type's relationships (see :func:`node_state_cypher`)."""
+    return _state_cypher(f"MATCH (a:{MARK})-[r:{_ident(rel_type)}]->(:{MARK})", f"r.{UID}, r.{HASH}, a.{UID}", group)
 
 
 # lookups by natural id (and entity name) for people querying the exported graph
@@ -1033,11 +1048,21 @@ def _falkor_indexes(session: "Session") -> set[tuple[str, str, str]]:
     return {(r["entitytype"], r["label"], p) for r in rows for p in r["properties"]}
 
 
-def read_state(session: "Session") -> tuple[NodeState, RelState]:
+def read_state(session: "Session", group: int | None = None) -> tuple[NodeState, RelState]:
     """What the server holds: per label ``uid -> ag_hash``, per relationship type
-    ``uid -> (ag_hash, start uid)``."""
-    nodes = {label: {r["uid"]: r["hash"] for r in session.run(node_state_cypher(label))} for label in NODE_LABELS}
-    rels = {t: {r["uid"]: (r["hash"], r["s"]) for r in session.run(rel_state_cypher(t))} for t in REL_TYPES}
+    ``uid -> (ag_hash, start uid)``. With ``group``, records carry that many rows each
+    (the driver's cost is per record); without, one row each (streamed: the server
+    never holds a label's whole list)."""
+
+    def rows(cypher: str) -> Iterator[list[Any]]:
+        for record in session.run(cypher):
+            if group is None:
+                yield record["row"]
+            else:
+                yield from record["rows"]
+
+    nodes = {label: {uid: h for uid, h in rows(node_state_cypher(label, group))} for label in NODE_LABELS}
+    rels = {t: {uid: (h, start) for uid, h, start in rows(rel_state_cypher(t, group))} for t in REL_TYPES}
     return nodes, rels
 
 
@@ -1198,7 +1223,7 @@ def export_records(
             schema = schema_statements(dialect, existing)
             for st in schema:
                 session.run(st.cypher).consume()
-            node_state, rel_state = read_state(session)
+            node_state, rel_state = read_state(session, FALKOR_STATE_GROUP if dialect.name == "falkordb" else None)
             plan = plan_export(records, node_state, rel_state)
             stages = plan_stages(plan, dialect, batch_size)
         parallel = workers if dialect.name == "neo4j" else 1
