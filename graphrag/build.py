@@ -102,15 +102,27 @@ def default_report_writer(config: GraphConfig) -> ReportWriter:
     return ExtractiveReportWriter(n_entities=config.report_entities, n_findings=config.report_findings)
 
 
-def graph_meta(extractor: str, writer: ReportWriter, config: GraphConfig, next_community_id: int) -> dict[str, str]:
-    """The build facts stored with a graph. ``next_community_id`` is the first id no
-    community of this graph or its earlier versions has had (see graphrag.update)."""
+def graph_meta(
+    extractor: str,
+    writer: ReportWriter,
+    config: GraphConfig,
+    *,
+    next_community_id: int,
+    fit_chunks: int,
+    changed_since_fit: int = 0,
+) -> dict[str, str]:
+    """The build facts stored with a graph. For updates (see graphrag.update):
+    ``next_community_id`` is the first id no community of this graph or its earlier
+    versions has had; ``fit_chunks`` the number of chunks the extractor was last fitted
+    on and ``changed_since_fit`` how many were added, changed or removed since."""
     return {
         "schema_version": str(schema.SCHEMA_VERSION),
         "extractor": extractor,
         "report_writer": writer.name,
         "config": config.model_dump_json(),
         "next_community_id": str(next_community_id),
+        "fit_chunks": str(fit_chunks),
+        "chunks_changed_since_fit": str(changed_since_fit),
     }
 
 
@@ -134,6 +146,7 @@ def graph_from_extractions(
     prog("graphrag.communities", 1, 1)
     writer = report_writer or default_report_writer(cfg)
     next_id = max(communities, default=-1) + 1
-    kg = KnowledgeGraph(entities, relations, communities, meta=graph_meta(extractor, writer, cfg, next_id))
+    meta = graph_meta(extractor, writer, cfg, next_community_id=next_id, fit_chunks=len(extractions))
+    kg = KnowledgeGraph(entities, relations, communities, meta=meta)
     write_reports(kg, writer, min_size=cfg.min_report_size, progress=prog)
     return kg

@@ -17,8 +17,10 @@ extractor's term vocabulary). :func:`update_graph` then
    entities, relations and their evidence, the text of the chunks these cite, child
    report titles); the others keep their previous report.
 
-When more than ``refit_threshold`` of the chunks changed (or the extractor did), the
-previous statistics no longer describe the collection: the extractor is fitted again,
+When the chunks added, changed or removed since the extractor was last fitted (over
+all updates since) pass ``refit_threshold`` of the chunks it was fitted on, or the
+extractor changed, the previous statistics no longer describe the collection and
+the communities held in place have drifted: the extractor is fitted again,
 every chunk re-extracted and Leiden starts from scratch; ids and reports are still
 kept wherever a community came out unchanged.
 """
@@ -80,7 +82,7 @@ class GraphUpdate:
     chunks_added: int
     chunks_changed: int
     chunks_removed: int
-    drift: float  # (added + changed + removed) / previous chunk count
+    drift: float  # chunks added, changed or removed since the last fit / chunks at that fit
     full_refit: bool
     refit_reason: str | None
     communities_kept: int
@@ -182,7 +184,12 @@ def update_graph(
     added = [c for c in chunks if c.chunk_id not in old]
     changed = [c for c in chunks if c.chunk_id in old and old[c.chunk_id] != hashes[c.chunk_id]]
     removed = [cid for cid in old if cid not in hashes]
-    drift = (len(added) + len(changed) + len(removed)) / len(old) if old else 1.0
+    # drift counts every change since the extractor was last fitted, so that many small
+    # updates add up to a refit as one large one would
+    fitted_on = int(previous.graph.meta.get("fit_chunks", len(old)))
+    changed_since_fit = int(previous.graph.meta.get("chunks_changed_since_fit", 0))
+    changes = changed_since_fit + len(added) + len(changed) + len(removed)
+    drift = changes / fitted_on if fitted_on else 1.0
 
     learns = isinstance(extractor, CorpusAwareExtractor)
     reason = _refit_reason(previous, extractor, drift, refit_threshold)
@@ -218,7 +225,12 @@ def update_graph(
     communities, next_id = _stable_ids(detected, old_graph)
     prog("graphrag.communities", 1, 1)
 
-    kg = KnowledgeGraph(entities, relations, communities, meta=graph_meta(extractor.name, writer, cfg, next_id))
+    refit = reason is not None
+    meta = graph_meta(
+        extractor.name, writer, cfg, next_community_id=next_id,
+        fit_chunks=len(chunks) if refit else fitted_on, changed_since_fit=0 if refit else changes,
+    )
+    kg = KnowledgeGraph(entities, relations, communities, meta=meta)
     reuse = _report_reuse(old_graph, old, hashes, writer)
     counting = _CountingWriter(writer)
     write_reports(kg, counting, min_size=cfg.min_report_size, progress=prog, reuse=reuse)
@@ -246,7 +258,7 @@ def _refit_reason(previous: GraphState, extractor: Extractor, drift: float, thre
     if isinstance(extractor, CorpusAwareExtractor) and not hasattr(extractor, "restore_state"):
         return "the extractor cannot restore its fitted state"
     if drift > threshold:
-        return f"{drift:.1%} of the chunks changed, above the refit threshold of {threshold:.1%}"
+        return f"{drift:.1%} of the chunks changed since the last fit, above the refit threshold of {threshold:.1%}"
     return None
 
 

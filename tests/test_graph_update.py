@@ -162,6 +162,21 @@ def test_large_change_refits_the_extractor_and_says_why(docs: Path) -> None:
     assert new.extractor_state == {kind: items for kind, items in fitted.items() if items}
 
 
+def test_small_updates_add_up_to_a_refit(docs: Path) -> None:
+    state = built(chunks_of(docs))
+    n = len(state.hashes)
+    (docs / "autoinc.md").unlink()  # 9 of 96 chunks
+    state, first = update_graph(state, chunks_of(docs), extractor=RuleExtractor(), refit_threshold=0.15)
+    assert not first.full_refit and first.drift == pytest.approx(first.chunks_removed / n, abs=1e-6)
+    (docs / "lang_vacuum.md").unlink()  # 8 more: together past 15 % of the fitted chunks
+    state, second = update_graph(state_from_tables(state_to_tables(state)), chunks_of(docs),
+                                 extractor=RuleExtractor(), refit_threshold=0.15)
+    assert second.full_refit and "since the last fit" in (second.refit_reason or "")
+    assert second.drift == pytest.approx((first.chunks_removed + second.chunks_removed) / n, abs=1e-6)
+    _, third = update_graph(state, chunks_of(docs), extractor=RuleExtractor(), refit_threshold=0.15)
+    assert not third.full_refit and third.drift == 0.0 and third.chunks_extracted == 0
+
+
 def test_full_build_keeps_what_an_update_needs_and_equals_build_graph(docs: Path) -> None:
     chunks = chunks_of(docs)
     state, update = build_graph_state(chunks, extractor=RuleExtractor())
