@@ -193,7 +193,8 @@ def update_graph(
 
     learns = isinstance(extractor, CorpusAwareExtractor)
     reason = _refit_reason(previous, extractor, drift, refit_threshold)
-    if reason is not None:
+    refit = reason is not None
+    if refit:
         if learns:
             extractor.fit(chunks)  # type: ignore[union-attr]
         if learns or previous.extractor != extractor.name:
@@ -214,7 +215,7 @@ def update_graph(
     prog("graphrag.resolve", 1, 1)
     prog("graphrag.communities", 0, 1)
     old_graph = previous.graph
-    if reason is None:
+    if not refit:
         detected = detect_communities(
             entities, relations, cfg,
             initial=_membership(old_graph.communities),
@@ -225,7 +226,6 @@ def update_graph(
     communities, next_id = _stable_ids(detected, old_graph)
     prog("graphrag.communities", 1, 1)
 
-    refit = reason is not None
     meta = graph_meta(
         extractor.name, writer, cfg, next_community_id=next_id,
         fit_chunks=len(chunks) if refit else fitted_on, changed_since_fit=0 if refit else changes,
@@ -242,7 +242,7 @@ def update_graph(
     return state, GraphUpdate(
         chunks_extracted=len(todo), chunks_reused=len(chunks) - len(todo),
         chunks_added=len(added), chunks_changed=len(changed), chunks_removed=len(removed),
-        drift=round(drift, 6), full_refit=reason is not None, refit_reason=reason,
+        drift=round(drift, 6), full_refit=refit, refit_reason=reason,
         communities_kept=len(kept_ids), communities_new=len(new_ids), communities_removed=len(removed_ids),
         reports_reused=len(kg.reports) - len(counting.written), reports_redone=len(counting.written),
         kept_ids=kept_ids, new_ids=new_ids, removed_ids=removed_ids, redone_report_ids=tuple(counting.written),
