@@ -62,14 +62,21 @@ class GraphBackendError(QueryError):
     index's graph); the message is one line for the user."""
 
 
+# relations per record: the driver's cost is per record, and FalkorDB's Bolt layer sizes a
+# message with 16 bits (a record over 64 KB hangs the connection; a relation found in
+# many chunks carries a few KB of chunk ids)
+RELATIONS_PER_RECORD = {"neo4j": 1000, "falkordb": 8}
+
+
 def neighbours_cypher(limited: bool) -> str:
-    """Each entity's relations, sorted like ``KnowledgeGraph.adjacency``; ``$k`` caps them."""
+    """Each entity's relations, sorted like ``KnowledgeGraph.adjacency``; ``$k`` caps
+    them, and records carry ``$g`` of one entity's relations each."""
     top = "[..$k]" if limited else ""
     return (
         f"UNWIND $uids AS uid MATCH (n:{MARK}:{ENTITY} {{uid: uid}})-[r:{RELATES_TO}]-(:{MARK}:{ENTITY}) "
         f"WITH uid, r ORDER BY r.{WEIGHT_KEY} DESC, r.id ASC "
         f"WITH uid, collect([r.id, startNode(r).id, endNode(r).id, r.type, r.{WEIGHT_KEY}, r.chunk_ids]){top} AS top "
-        "RETURN uid, top"
+        "UNWIND range(0, size(top) - 1, $g) AS i RETURN uid, top[i..i + $g] AS part"
     )
 
 
@@ -116,12 +123,11 @@ class Neo4jGraphBackend:
         dialect = self.dialect
         out: dict[str, list[Relation]] = {}
         with _server_errors(), self.driver.session(database=self.database) as session:
-            for batch in param_batches(list(by_uid), cypher, "uids", dialect, dialect.max_rows):
-                params: dict[str, Any] = {"uids": batch}
-                if limit is not None:
-                    params["k"] = limit
-                # one record per entity: records cost the driver more than their size
-                for uid, top in session.run(cypher, encode_params(params, dialect)):
+            others: dict[str, Any] = {"g": RELATIONS_PER_RECORD[dialect.name]}
+            if limit is not None:
+                others["k"] = limit
+            for batch in param_batches(list(by_uid), cypher, "uids", dialect, dialect.max_rows, others=others):
+                for uid, top in session.run(cypher, encode_params({**others, "uids": batch}, dialect)):
                     out.setdefault(by_uid[uid], []).extend(
                         Relation(
                             id=rid, source=source, target=target, type=rtype,

@@ -663,16 +663,18 @@ def param_batches(
     sizes: Sequence[int] | None = None,
     *,
     pack: bool = False,
+    others: Mapping[str, Any] | None = None,
 ) -> Iterator[list[Any]]:
     """Runs of ``items`` that fit one statement (``sizes``: their :func:`wire_len`,
-    when already known): consecutive, or with ``pack`` (order does not matter)
-    grouped to fill statements (:func:`pack_rows`)."""
+    when already known; ``others``: the statement's other parameters): consecutive,
+    or with ``pack`` (order does not matter) grouped to fill statements
+    (:func:`pack_rows`)."""
     limit = min(batch_size, dialect.max_rows)
     if dialect.byte_budget is None:
         for i in range(0, len(items), limit):
             yield list(items[i : i + limit])
         return
-    room = dialect.byte_budget - statement_len(cypher, {param: []})
+    room = dialect.byte_budget - statement_len(cypher, {**(others or {}), param: []})
     full = [(sizes[i] if sizes is not None else wire_len(item, dialect.escape_strings)) + 2 for i, item in enumerate(items)]
     for size in full:
         if size > room:

@@ -744,3 +744,26 @@ def test_graph_backend_config_and_cli(server: FalkorServer, index_v1: Path) -> N
     assert on_server.exit_code == 0 and in_memory.exit_code == 0, on_server.output
     ids = [c["node_id"] for c in json.loads(on_server.output)["contexts"]]
     assert ids and ids == [c["node_id"] for c in json.loads(in_memory.output)["contexts"]]
+
+
+def test_a_hub_with_more_relations_than_one_bolt_message_comes_back_whole(server: FalkorServer) -> None:
+    """FalkorDB's Bolt layer sizes a message with 16 bits: an entity's relations are
+    answered a few per record, so a hub's ~80 KB of relations still arrive (Neo4j has
+    no such limit and gets them in fewer records)."""
+    chunks = [f"manual.md#{i}" for i in range(40)]
+    nodes = [X.make_node(X.ENTITY, X.entity_uid("public", e), {"id": e, "scope": "public", "name": e})
+             for e in ["hub", *(f"leaf{i:03d}" for i in range(120))]]
+    rels = [
+        X.make_rel(X.RELATES_TO, X.entity_uid("public", "hub"), X.entity_uid("public", f"leaf{i:03d}"),
+                   {"id": f"r{i:03d}", "type": "co_occurs", "weight": 1.0 + i % 7,
+                    X.WEIGHT_KEY: X.weight_key(1.0 + i % 7), "chunk_ids": chunks},
+                   discriminator=f"r{i:03d}")
+        for i in range(120)
+    ]
+    driver = server.driver()
+    X.export_records(X.GraphRecords(nodes, rels), driver)
+    found = Neo4jGraphBackend(driver).neighbours(["hub", "leaf007"], None)
+    assert len(found["hub"]) == 120 and all(r.chunk_ids == chunks for r in found["hub"])
+    assert [r.id for r in found["hub"]] == [r.id for r in sorted(found["hub"], key=lambda r: (-r.weight, r.id))]
+    assert [r.id for r in found["leaf007"]] == ["r007"]
+    assert server.alive()
