@@ -24,7 +24,9 @@ class RaptorConfig(BaseModel):
     # Soft assignment: a node joins every cluster whose probability exceeds this.
     membership_threshold: float = Field(default=0.1, gt=0.0, lt=1.0)
     max_clusters: int = Field(default=50, ge=1)
-    bic_patience: int | None = Field(default=8, ge=1)
+    # Stop the BIC sweep after this many k without improvement: BIC curves here fall
+    # to one minimum and rise; 3 instead of 8 saved about half of the mixture fits.
+    bic_patience: int | None = Field(default=3, ge=1)
     local_pass: bool = True
     # The summariser's input budget: a cluster whose text is longer is re-clustered.
     max_cluster_tokens: int = Field(default=3000, ge=16)

@@ -124,3 +124,25 @@ def test_umap_path_is_seeded() -> None:
     assert a.reducer_ == "umap"
     assert np.array_equal(a.embedding_, b.embedding_)
     assert a.clusters_ == b.clusters_
+
+
+def test_exact_cosine_neighbours_match_brute_force() -> None:
+    from sklearn.neighbors import NearestNeighbors
+
+    from raptor.cluster import exact_cosine_knn
+
+    X = np.random.default_rng(3).normal(size=(300, 24))
+    indices, distances = exact_cosine_knn(X, 7, block=64)  # several blocks
+    ref_dist, ref_idx = NearestNeighbors(n_neighbors=7, metric="cosine", algorithm="brute").fit(X).kneighbors(X)
+    assert (indices[:, 0] == np.arange(300)).all()  # each point first, at distance 0
+    assert np.array_equal(indices, ref_idx)
+    assert np.allclose(distances, ref_dist, atol=1e-5)
+
+
+def test_bic_grid_tries_every_small_k_then_grows() -> None:
+    from raptor.cluster import bic_grid
+
+    grid = bic_grid(50)
+    assert grid[:6] == [1, 2, 3, 4, 5, 6] and grid[-1] == 50
+    assert len(grid) < 20 and all(b > a for a, b in zip(grid, grid[1:]))
+    assert bic_grid(1) == [1]
