@@ -163,11 +163,14 @@ def run_tree_stage(
         leaf_vectors = chunk_vectors[part.rows] if chunk_vectors is not None else embed([c.context_text() for c in part.chunks])
         summariser = (
             LLMSummariser(chat) if chat is not None
-            # 6 candidate sentences per cluster: 32 made sentence embedding 95 % of the
-            # tree's cost on the sample manual (798 s of 837 s) for little gain
+            # No sentence embeddings: ranked by their member's vector and key terms.
+            # Embedding even 6 candidates per cluster was ~8 % of the tree's time on the
+            # sample manual (32 were 95 %), and its trees did worse on drill-down
+            # questions (tree-route recall 0.59 vs 0.67); summaries are still embedded.
             else ExtractiveSummariser(
                 embed=embed, count_tokens=count_tokens,
-                max_tokens=config.tree.summary_max_tokens, max_sentences_embedded=6,
+                max_tokens=config.tree.summary_max_tokens, max_sentences_embedded=16,
+                sentence_vectors=False,
             )
         )
         old = previous_tree(part)

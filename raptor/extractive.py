@@ -1,9 +1,12 @@
 """The default summariser: no LLM, the manual's own sentences.
 
-For each cluster it picks the sentences closest to the cluster's centroid in
-embedding space, with maximal marginal relevance (MMR) against redundancy and a bonus
-for key terms not yet covered, until a token budget is full; the chosen sentences are
-then put back in reading order. Every line of a summary is a verbatim (up to
+For each cluster it picks the sentences that best represent it, with maximal marginal
+relevance (MMR) against redundancy and a bonus for key terms not yet covered, until a
+token budget is full; the chosen sentences are then put back in reading order.
+Relevance is closeness to the cluster's centroid in embedding space: of each sentence's
+own vector, or (``sentence_vectors=False``, the cheap default of index builds) of the
+vector of the member it comes from, blended with its key-term score, which needs no
+embedding at all. Every line of a summary is a verbatim (up to
 whitespace) sentence or list item of a member, so a reader can verify it.
 """
 
@@ -28,6 +31,8 @@ EmbedFn = Callable[[Sequence[str]], np.ndarray]
 CountTokens = Callable[[str], int]
 
 _DUPLICATE_SIM = 0.97
+# Without sentence vectors: term-set overlap above this is a near-duplicate sentence.
+_DUPLICATE_JACCARD = 0.8
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,7 @@ class _Candidate:
     member: int
     unit: Unit
     lexical: float
+    tokens: int
 
 
 class ExtractiveSummariser:
@@ -49,6 +55,8 @@ class ExtractiveSummariser:
         they are preselected by key-term score, round-robin over members so every
         member is represented. Sentence vectors are memoised per instance, so the
         sentences of lower summaries are not embedded again higher up.
+    sentence_vectors : embed the candidate sentences (False: no embedding; relevance
+        from the member vectors the cluster carries and the key-term score).
     mmr_lambda : weight of centroid similarity against redundancy.
     term_bonus : weight of newly covered key terms in the MMR score.
     """
@@ -66,6 +74,7 @@ class ExtractiveSummariser:
         term_bonus: float = 0.15,
         n_key_terms: int = 12,
         n_title_terms: int = 3,
+        sentence_vectors: bool = True,
     ) -> None:
         if max_tokens < 1 or max_sentences_embedded < 1:
             raise ValueError("max_tokens and max_sentences_embedded must be positive")
@@ -77,7 +86,9 @@ class ExtractiveSummariser:
         self.term_bonus = term_bonus
         self.n_key_terms = n_key_terms
         self.n_title_terms = n_title_terms
+        self.sentence_vectors = sentence_vectors
         self._vectors: dict[str, np.ndarray] = {}
+        self._tokens: dict[str, int] = {}  # sentences recur in the summaries above
         self.sentences_embedded = 0  # for cost accounting in benchmarks
 
     def summarise(self, cluster: Cluster) -> Summary:
@@ -109,14 +120,15 @@ class ExtractiveSummariser:
             for unit in split_units(member.text):
                 if unit.text in seen or not is_summary_sentence(unit):
                     continue
-                if self.count_tokens(unit.text) > self.max_tokens:
+                tokens = self._count(unit.text)
+                if tokens > self.max_tokens:
                     continue
                 seen.add(unit.text)
                 ts = terms(unit.text)
                 score = sum(weights.get(t, 0.0) for t in set(ts)) / np.sqrt(1 + len(ts))
                 # the opening sentence of a section usually states what it is about
                 score += 0.5 if unit.position == 0 else 0.0
-                found.append(_Candidate(j, unit, float(score)))
+                found.append(_Candidate(j, unit, float(score), tokens))
             found.sort(key=lambda c: (-c.lexical, c.unit.position))
             per_member.append(found)
         # round-robin so that every member gets its best sentences considered
@@ -129,6 +141,11 @@ class ExtractiveSummariser:
             rank += 1
         return picked
 
+    def _count(self, sentence: str) -> int:
+        if sentence not in self._tokens:
+            self._tokens[sentence] = self.count_tokens(sentence)
+        return self._tokens[sentence]
+
     def _sentence_vectors(self, sentences: list[str]) -> np.ndarray:
         missing = [s for s in dict.fromkeys(sentences) if s not in self._vectors]
         if missing:
@@ -139,22 +156,34 @@ class ExtractiveSummariser:
         return np.stack([self._vectors[s] for s in sentences])
 
     def _select(self, cluster: Cluster, candidates: list[_Candidate], weights: dict[str, float]) -> list[_Candidate]:
-        vecs = self._sentence_vectors([c.unit.text for c in candidates])
         centroid = np.asarray(cluster.vectors, dtype=np.float64).mean(axis=0)
         norm = np.linalg.norm(centroid)
         centroid = centroid / norm if norm > 0 else centroid
-        relevance = vecs @ centroid
-        total_weight = sum(weights.values()) or 1.0
         cand_terms = [set(terms(c.unit.text)) & weights.keys() for c in candidates]
+        if self.sentence_vectors:
+            vecs = self._sentence_vectors([c.unit.text for c in candidates]).astype(np.float64)
+            relevance = vecs @ centroid
+            similarity = vecs @ vecs.T
+            duplicate = _DUPLICATE_SIM
+        else:
+            member_sim = np.asarray(cluster.vectors, dtype=np.float64) @ centroid
+            relevance = 0.5 * _scaled(member_sim[[c.member for c in candidates]]) + 0.5 * _scaled(
+                np.array([c.lexical for c in candidates])
+            )
+            all_terms = [set(terms(c.unit.text)) for c in candidates]
+            similarity = np.array([[_jaccard(a, b) for b in all_terms] for a in all_terms])
+            duplicate = _DUPLICATE_JACCARD
+        total_weight = sum(weights.values()) or 1.0
 
         chosen: list[int] = []
         covered: set[str] = set()
+        used = 0
         remaining = set(range(len(candidates)))
         while remaining:
             best, best_score = -1, -np.inf
             for i in sorted(remaining):
-                redundancy = float(max(vecs[i] @ vecs[j] for j in chosen)) if chosen else 0.0
-                if redundancy > _DUPLICATE_SIM:
+                redundancy = float(similarity[i, chosen].max()) if chosen else 0.0
+                if redundancy > duplicate:
                     continue
                 gain = sum(weights[t] for t in cand_terms[i] - covered) / total_weight
                 score = self.mmr_lambda * relevance[i] - (1 - self.mmr_lambda) * redundancy + self.term_bonus * gain
@@ -163,9 +192,10 @@ class ExtractiveSummariser:
             if best < 0:
                 break
             remaining.discard(best)
-            trial = [candidates[j].unit.text for j in chosen + [best]]
-            if self.count_tokens("\n".join(trial)) <= self.max_tokens:
+            # word pieces never span the newline that joins two units: counts add up
+            if used + candidates[best].tokens <= self.max_tokens:
                 chosen.append(best)
+                used += candidates[best].tokens
                 covered |= cand_terms[best]
         if not chosen:  # every candidate fits alone (filtered above); take the best one
             chosen = [int(np.argmax(relevance))]
@@ -182,3 +212,12 @@ class ExtractiveSummariser:
                 cut = max(1, cut * 3 // 4)
             return " ".join(words[:cut])
         raise ValueError("cannot summarise a cluster whose members have no text")
+
+
+def _scaled(values: np.ndarray) -> np.ndarray:
+    lo, hi = float(values.min()), float(values.max())
+    return (values - lo) / (hi - lo) if hi > lo else np.ones_like(values, dtype=np.float64)
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0

@@ -125,3 +125,23 @@ def test_heading_labels() -> None:
     mixed = [("VACUUM", "a"), ("UPSERT", "b"), ("VACUUM", "c"), ("Transaction",)]
     assert dominant_path(mixed) == ()
     assert heading_label(mixed) == "VACUUM · Transaction · UPSERT"
+
+
+def test_without_sentence_vectors_nothing_is_embedded_and_summaries_stay_verbatim() -> None:
+    c = corpus()
+
+    def no_embedding(texts: object) -> np.ndarray:
+        raise AssertionError("sentences were embedded")
+
+    summariser = ExtractiveSummariser(
+        embed=no_embedding, count_tokens=c.count_tokens, max_tokens=120, sentence_vectors=False
+    )
+    cluster = _cluster("lang_vacuum.md")
+    summary = summariser.summarise(cluster)
+    sources = [normalise_space(m.text) for m in cluster.members]
+    lines = summary.text.split("\n")
+    assert len(lines) >= 2 and len(set(lines)) == len(lines)
+    assert all(any(line in src for src in sources) for line in lines)
+    assert c.count_tokens(summary.text) <= 120
+    assert "VACUUM" in summary.text
+    assert summariser.sentences_embedded == 0
