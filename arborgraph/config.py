@@ -67,6 +67,12 @@ class TreeSearchConfig(BaseModel):
     beam: int | None = Field(
         None, ge=1, description="nodes kept per level when descending the tree (None: raptor's default)"
     )
+    focus_leaves: int = Field(
+        3, ge=0, description="the documents of this many best tree leaves are the drill-down's focus (0: off)"
+    )
+    focus_lookup_weight: float = Field(
+        0.5, ge=0, description="RRF weight of lookup hits inside the focus documents, vs 1.0 for the tree's leaves"
+    )
 
 
 class RouterConfig(BaseModel):
