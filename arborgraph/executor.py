@@ -8,6 +8,7 @@ Workers receive data and a function by reference; nothing is persisted with pick
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -198,6 +199,35 @@ def map_batched(
     return out
 
 
+def map_as_produced(executor: Executor, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """``executor.map(fn, items)``, with ``items`` produced in this thread and handed
+    over by another: producing them (loading files, say) never waits on the executor,
+    whose first submissions wait for a pool's workers to start."""
+    import queue
+    import threading
+
+    handed: queue.Queue[tuple[T] | None] = queue.Queue()
+    outcome: list[Any] = []
+
+    def consume() -> None:
+        try:
+            outcome.append(executor.map(fn, (box[0] for box in iter(handed.get, None))))
+        except BaseException as exc:  # raised again in the caller's thread
+            outcome.append(exc)
+
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    try:
+        for item in items:
+            handed.put((item,))
+    finally:
+        handed.put(None)
+        consumer.join()
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
 # -- work functions (top level, so workers can import them) ---------------------------
 #
 # Results travel back as plain tuples: pickling the slotted dataclasses of an
@@ -218,6 +248,7 @@ def _token_counter() -> Any:
 
 def _warm_worker() -> None:
     _token_counter()
+    gc.freeze()  # what the worker imported is never garbage: no collection rescans it
 
 
 def _noop() -> None:
@@ -229,20 +260,22 @@ ChunkRow = tuple[str, int, str | None, list[str], int, int, int]
 
 def chunk_batch(job: tuple[dict[str, Any], list[Any]]) -> list[list[ChunkRow]]:
     """Chunk a batch of documents; per document, its chunks as rows for :func:`decode_chunks`."""
+    from arborgraph.structures import _cyclic_gc_paused
     from ingest import ChunkingConfig, chunk_document
 
     chunking, docs = job
     config = ChunkingConfig.model_validate(chunking)
-    return [
-        [
-            (
-                c.chunk_id, c.ordinal, None if doc.text[c.start : c.end] == c.text else c.text,
-                c.heading_path, c.start, c.end, c.n_tokens,
-            )
-            for c in chunk_document(doc, config, _token_counter())
+    with _cyclic_gc_paused():
+        return [
+            [
+                (
+                    c.chunk_id, c.ordinal, None if doc.text[c.start : c.end] == c.text else c.text,
+                    c.heading_path, c.start, c.end, c.n_tokens,
+                )
+                for c in chunk_document(doc, config, _token_counter())
+            ]
+            for doc in docs
         ]
-        for doc in docs
-    ]
 
 
 def decode_chunks(doc: Any, rows: list[ChunkRow]) -> list[Any]:
@@ -268,8 +301,13 @@ def extract_on(executor: Executor, extractor: Any, chunks: Sequence[Any]) -> lis
 
 def extract_batch(job: tuple[Any, list[Any]]) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
     """Run a (fitted) extractor over a batch of chunks; rows for :func:`decode_extraction`."""
+    # the batch's records live until it returns: the cyclic collector rescanning them
+    # cost the pool's extraction ~1.8x the CPU of the serial one (paused there too)
+    from arborgraph.structures import _cyclic_gc_paused
+
     extractor, chunks = job
-    return [_encode_extraction(chunk.text, extractor.extract(chunk)) for chunk in chunks]
+    with _cyclic_gc_paused():
+        return [_encode_extraction(chunk.text, extractor.extract(chunk)) for chunk in chunks]
 
 
 def _encode_extraction(text: str, found: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

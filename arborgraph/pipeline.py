@@ -30,7 +30,7 @@ from arborgraph.embedding_cache import EmbeddingCache
 from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback, no_progress
 from arborgraph.store import GenerationWriter, cache_dir
-from arborgraph.executor import Executor, chunk_batch, decode_chunks, make_executor
+from arborgraph.executor import Executor, chunk_batch, decode_chunks, make_executor, map_as_produced
 from arborgraph.incremental import BuildStatus, DocumentStatus, fingerprint, load_graph_state, load_previous
 from arborgraph.incremental import PreviousIndex
 from arborgraph.scoped import load_scope_tree
@@ -182,7 +182,7 @@ def load_documents(
                 groups.append(group)
                 yield chunking, group
 
-        results = executor.map(chunk_batch, jobs())  # submits each job as it is made
+        results = map_as_produced(executor, chunk_batch, jobs())
         reused = len(chunks)
         for group, rows in zip(groups, results):
             chunks.update({d.doc_id: decode_chunks(d, r) for d, r in zip(group, rows)})

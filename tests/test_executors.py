@@ -21,6 +21,7 @@ from arborgraph.executor import (
     decode_extraction,
     extract_batch,
     make_executor,
+    map_as_produced,
     map_batched,
 )
 from arborgraph.pipeline import build_index, input_kilobytes, load_documents
@@ -61,6 +62,7 @@ def test_bad_executor_specs_are_clear_errors() -> None:
         make_executor("tcp://127.0.0.1:9", 10)
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")  # the warm-up thread
 def test_auto_runs_a_pool_only_for_large_inputs_on_several_cores(tmp_path: Path) -> None:
     assert make_executor("auto", AUTO_POOL_MIN_KB - 1).name == "serial"
     large = make_executor("auto", AUTO_POOL_MIN_KB)
@@ -95,6 +97,20 @@ def test_map_batched_returns_one_result_per_item_in_input_order() -> None:
     items = [f"item-{i}" * (i % 5 + 1) for i in range(23)]
     out = map_batched(SerialExecutor(), _upper_batch, "!", items, [len(x) for x in items], per_worker=4)
     assert out == [x.upper() + "!" for x in items]
+
+
+def test_map_as_produced_keeps_order_and_raises_what_either_side_raised() -> None:
+    def produce(n: int, fail: bool = False):  # type: ignore[no-untyped-def]
+        for i in range(n):
+            yield None if i == 3 else i
+        if fail:
+            raise OSError("disk gone")
+
+    assert map_as_produced(SerialExecutor(), repr, produce(6)) == ["0", "1", "2", "None", "4", "5"]
+    with pytest.raises(OSError, match="disk gone"):
+        map_as_produced(SerialExecutor(), repr, produce(6, fail=True))
+    with pytest.raises(ZeroDivisionError):
+        map_as_produced(SerialExecutor(), lambda x: 1 / x, [1, 0, 2])
 
 
 def _upper_batch(job: tuple[str, list[str]]) -> list[str]:
