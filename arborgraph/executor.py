@@ -121,9 +121,10 @@ class DaskExecutor:
 
 # "auto" runs a pool from this much input on disk, on two or more cores. From
 # benchmarks/bench_pool.py on the sample manual (2,992 KB): chunking and rule extraction
-# cost ~2.7 CPU-s per MB of input in one process and ~15 % more split over two workers,
-# and the pool's fixed cost is ~1.4 CPU-s (the fork server's imports, overlapping the
-# parent's loading); from ~2 MB the pool should build these stages >= 1.3x faster.
+# cost ~2 CPU-s per MB of input in one process and about the same split over two
+# workers; the pool's fixed cost is ~1 CPU-s (the fork server's imports, overlapping
+# the parent's loading). From ~2 MB a quiet 2-core machine should build these stages
+# >= 1.4x faster; on a machine other work keeps busy the pool gains little or nothing.
 AUTO_POOL_MIN_KB = 2_000
 
 
