@@ -6,72 +6,81 @@ communities, community reports, graph and global retrieval, exploration.
 >>> graph_search(kg, "Which pragma enables WAL?", chunk_text=chunks_by_id)  # doctest: +SKIP
 """
 
-from graphrag.build import build_graph, detect_communities, extract_all
-from graphrag.chunks import ChunkRef
-from graphrag.communities import HierarchicalLeiden
-from graphrag.config import GraphConfig
-from graphrag.explore import GraphView
-from graphrag.extract.base import CorpusAwareExtractor, Extractor
-from graphrag.extract.llm import LLMExtractor, LLMExtractorConfig
-from graphrag.extract.rules import RuleExtractor, RuleExtractorConfig
-from graphrag.global_search import GlobalSearchConfig, global_search
-from graphrag.graph import KnowledgeGraph
-from graphrag.linking import LinkedEntity, link_entities
-from graphrag.llm_reports import LLMReportWriter
-from graphrag.model import (
-    ChunkExtraction,
-    Community,
-    CommunityReport,
-    Entity,
-    Evidence,
-    ExtractedEntity,
-    ExtractedRelation,
-    Finding,
-    Mention,
-    Relation,
-)
-from graphrag.reports import ExtractiveReportWriter, ReportWriter, write_reports
-from graphrag.resolve import resolve
-from graphrag.search import GraphSearchConfig, SearchResult, graph_search
-from graphrag.tables import graph_from_tables, graph_to_tables
+from __future__ import annotations
 
-__all__ = [
-    "ChunkExtraction",
-    "ChunkRef",
-    "Community",
-    "CommunityReport",
-    "CorpusAwareExtractor",
-    "Entity",
-    "Evidence",
-    "ExtractedEntity",
-    "ExtractedRelation",
-    "ExtractiveReportWriter",
-    "Extractor",
-    "Finding",
-    "GlobalSearchConfig",
-    "GraphConfig",
-    "GraphSearchConfig",
-    "GraphView",
-    "HierarchicalLeiden",
-    "KnowledgeGraph",
-    "LLMExtractor",
-    "LLMExtractorConfig",
-    "LLMReportWriter",
-    "LinkedEntity",
-    "Mention",
-    "Relation",
-    "ReportWriter",
-    "RuleExtractor",
-    "RuleExtractorConfig",
-    "SearchResult",
-    "build_graph",
-    "detect_communities",
-    "extract_all",
-    "global_search",
-    "graph_from_tables",
-    "graph_search",
-    "graph_to_tables",
-    "link_entities",
-    "resolve",
-    "write_reports",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Public names -> the module defining them. Imported on first use so that a process
+# needing one piece (e.g. a pool worker running the rule extractor) does not pay for
+# igraph, scipy, bm25s and numba.
+_EXPORTS = {
+    "ChunkExtraction": "graphrag.model",
+    "ChunkRef": "graphrag.chunks",
+    "Community": "graphrag.model",
+    "CommunityReport": "graphrag.model",
+    "CorpusAwareExtractor": "graphrag.extract.base",
+    "Entity": "graphrag.model",
+    "Evidence": "graphrag.model",
+    "ExtractedEntity": "graphrag.model",
+    "ExtractedRelation": "graphrag.model",
+    "ExtractiveReportWriter": "graphrag.reports",
+    "Extractor": "graphrag.extract.base",
+    "Finding": "graphrag.model",
+    "GlobalSearchConfig": "graphrag.global_search",
+    "GraphConfig": "graphrag.config",
+    "GraphSearchConfig": "graphrag.search",
+    "GraphView": "graphrag.explore",
+    "HierarchicalLeiden": "graphrag.communities",
+    "KnowledgeGraph": "graphrag.graph",
+    "LLMExtractor": "graphrag.extract.llm",
+    "LLMExtractorConfig": "graphrag.extract.llm",
+    "LLMReportWriter": "graphrag.llm_reports",
+    "LinkedEntity": "graphrag.linking",
+    "Mention": "graphrag.model",
+    "Relation": "graphrag.model",
+    "ReportWriter": "graphrag.reports",
+    "RuleExtractor": "graphrag.extract.rules",
+    "RuleExtractorConfig": "graphrag.extract.rules",
+    "SearchResult": "graphrag.search",
+    "build_graph": "graphrag.build",
+    "detect_communities": "graphrag.build",
+    "extract_all": "graphrag.build",
+    "global_search": "graphrag.global_search",
+    "graph_from_tables": "graphrag.tables",
+    "graph_search": "graphrag.search",
+    "graph_to_tables": "graphrag.tables",
+    "link_entities": "graphrag.linking",
+    "resolve": "graphrag.resolve",
+    "write_reports": "graphrag.reports",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from graphrag.build import build_graph, detect_communities, extract_all
+    from graphrag.chunks import ChunkRef
+    from graphrag.communities import HierarchicalLeiden
+    from graphrag.config import GraphConfig
+    from graphrag.explore import GraphView
+    from graphrag.extract.base import CorpusAwareExtractor, Extractor
+    from graphrag.extract.llm import LLMExtractor, LLMExtractorConfig
+    from graphrag.extract.rules import RuleExtractor, RuleExtractorConfig
+    from graphrag.global_search import GlobalSearchConfig, global_search
+    from graphrag.graph import KnowledgeGraph
+    from graphrag.linking import LinkedEntity, link_entities
+    from graphrag.llm_reports import LLMReportWriter
+    from graphrag.model import ChunkExtraction, Community, CommunityReport, Entity, Evidence, ExtractedEntity, ExtractedRelation, Finding, Mention, Relation
+    from graphrag.reports import ExtractiveReportWriter, ReportWriter, write_reports
+    from graphrag.resolve import resolve
+    from graphrag.search import GraphSearchConfig, SearchResult, graph_search
+    from graphrag.tables import graph_from_tables, graph_to_tables
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'graphrag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
