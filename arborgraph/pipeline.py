@@ -160,8 +160,12 @@ def load_documents(
     chunking = config.chunking.model_dump(mode="json")
     max_bytes = int(config.ingest.max_file_mb * 2**20)
 
+    parallel = executor is not None and executor.workers > 1
+    # parsers run in local sandbox processes: as many as the pool has workers, at most a core each
+    loaders = min(executor.workers, os.cpu_count() or 1) if parallel and executor is not None else 1
+
     def to_chunk() -> Iterator[Document]:
-        for item in iter_collection(inputs, max_file_bytes=max_bytes):
+        for item in iter_collection(inputs, max_file_bytes=max_bytes, loaders=loaders):
             if isinstance(item, SkippedFile):
                 skipped.append(item)
             else:
@@ -174,7 +178,7 @@ def load_documents(
             progress("load", len(docs) + len(skipped), None)
 
     reused = 0
-    if executor is not None and executor.workers > 1:
+    if parallel and executor is not None:
         groups: list[list[Document]] = []
 
         def jobs() -> Iterator[tuple[dict[str, Any], list[Document]]]:

@@ -11,8 +11,11 @@ import glob
 import hashlib
 import json
 import os
+import queue
 import stat
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +45,7 @@ def iter_collection(
     *,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     load_timeout_s: float | None = DEFAULT_LOAD_TIMEOUT_S,
+    loaders: int = 1,
 ) -> Iterator[Document | SkippedFile]:
     """Yield a ``Document`` or a ``SkippedFile`` for every file the inputs name.
 
@@ -52,30 +56,89 @@ def iter_collection(
     are skipped without being read. Each file is parsed in a worker process that is
     killed after ``load_timeout_s`` seconds; ``None`` parses in this process with
     no time limit (faster for trusted input, but a pathological file can hang).
+    ``loaders`` worker processes parse files side by side (with a timeout only);
+    results come in the same order, with the same content, whatever their number.
     """
     seen_hashes: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
-    sandbox = LoaderSandbox(load_timeout_s) if load_timeout_s is not None else None
+    n_loaders = max(1, loaders) if load_timeout_s is not None else 1
+    sandboxes = [LoaderSandbox(load_timeout_s) for _ in range(n_loaders)] if load_timeout_s is not None else []
     try:
+        if n_loaders == 1:
+            only = sandboxes[0] if sandboxes else None
+            results: Iterator[_Loaded] = (
+                c if isinstance(c, SkippedFile) else _load_candidate(c, max_file_bytes, only, seen_hashes)
+                for item in inputs
+                for c in _expand(item)
+            )
+        else:
+            results = _load_side_by_side(inputs, max_file_bytes, sandboxes, seen_hashes)
+        for loaded in results:
+            if isinstance(loaded, SkippedFile):
+                yield loaded
+                continue
+            result, dedup_key = loaded
+            if isinstance(result, Document):
+                owner = seen_ids.get(result.doc_id)
+                if owner is not None:
+                    result = SkippedFile(
+                        path=result.path, reason=f"doc_id {result.doc_id!r} is already used by {owner}"
+                    )
+                else:
+                    seen_ids[result.doc_id] = result.path
+                    seen_hashes[dedup_key] = result.doc_id
+            yield result
+    finally:
+        for sandbox in sandboxes:
+            sandbox.close()
+
+
+_Loaded = tuple[Document | SkippedFile, str] | SkippedFile
+
+
+def _load_side_by_side(
+    inputs: Sequence[str | Path],
+    max_file_bytes: int,
+    sandboxes: list[LoaderSandbox],
+    seen_hashes: dict[str, str],
+) -> Iterator[_Loaded]:
+    """Load candidates on several sandboxes at once, yielding in input order.
+
+    ``seen_hashes`` only learns of a document when the caller takes it, so a file
+    whose bytes are still loading elsewhere is loaded again rather than called a
+    duplicate; the caller's check then decides, exactly as in a serial walk.
+    """
+    free: queue.Queue[LoaderSandbox] = queue.Queue()
+    for sandbox in sandboxes:
+        free.put(sandbox)
+
+    def load(candidate: _Candidate) -> tuple[Document | SkippedFile, str]:
+        sandbox = free.get()
+        try:
+            return _load_candidate(candidate, max_file_bytes, sandbox, seen_hashes)
+        finally:
+            free.put(sandbox)
+
+    window: deque[SkippedFile | Future[tuple[Document | SkippedFile, str]]] = deque()
+    with ThreadPoolExecutor(max_workers=len(sandboxes)) as pool:
         for item in inputs:
             for candidate in _expand(item):
-                if isinstance(candidate, SkippedFile):
-                    yield candidate
-                    continue
-                result, dedup_key = _load_candidate(candidate, max_file_bytes, sandbox, seen_hashes)
-                if isinstance(result, Document):
-                    owner = seen_ids.get(result.doc_id)
-                    if owner is not None:
-                        result = SkippedFile(
-                            path=result.path, reason=f"doc_id {result.doc_id!r} is already used by {owner}"
-                        )
-                    else:
-                        seen_ids[result.doc_id] = result.path
-                        seen_hashes[dedup_key] = result.doc_id
-                yield result
-    finally:
-        if sandbox is not None:
-            sandbox.close()
+                window.append(candidate if isinstance(candidate, SkippedFile) else pool.submit(load, candidate))
+                # a bounded window: files in flight are held in memory
+                while len(window) > 4 * len(sandboxes):
+                    yield _take(window.popleft(), seen_hashes)
+        while window:
+            yield _take(window.popleft(), seen_hashes)
+
+
+def _take(entry: SkippedFile | Future[tuple[Document | SkippedFile, str]], seen_hashes: dict[str, str]) -> _Loaded:
+    if isinstance(entry, SkippedFile):
+        return entry
+    result, dedup_key = entry.result()
+    if isinstance(result, Document) and dedup_key in seen_hashes:
+        # an identical file ahead of it finished loading after this one started
+        return SkippedFile(path=result.path, reason=f"duplicate of {seen_hashes[dedup_key]}"), ""
+    return result, dedup_key
 
 
 def _expand(item: str | Path) -> Iterator[_Candidate | SkippedFile]:

@@ -230,6 +230,26 @@ def test_sandboxed_walk_matches_in_process_walk() -> None:
     assert walk(*inputs, load_timeout_s=60) == walk(*inputs, load_timeout_s=None)
 
 
+def test_side_by_side_loaders_give_the_serial_walk(tmp_path: Path) -> None:
+    # skips, sidecars, duplicates (one right behind its twin, so both are in flight
+    # together) and a doc_id clash: the same results, in the same order
+    root = tmp_path / "docs"
+    shutil.copytree(DATA, root / "data")
+    (root / "a.md").write_text("# Twin\n\nSame text.\n")
+    (root / "b.md").write_text("# Twin\n\nSame text.\n")
+    (root / "empty.txt").write_text("")
+    (root / "tenant.txt").write_text("Refunds take five days.\n")
+    (root / "tenant.txt.meta.yaml").write_text("acl: [tenant-a]\n")
+    inputs = [root, root / "data" / "markdown" / "backup_guide.md"]
+
+    serial = walk(*inputs, load_timeout_s=60)
+    side_by_side = walk(*inputs, load_timeout_s=60, loaders=3)
+
+    assert side_by_side == serial
+    assert skip_reason(serial, "b.md") == "duplicate of a.md"
+    assert len([r for r in serial if isinstance(r, Document)]) > 10
+
+
 def test_slow_parse_is_cut_off_by_the_time_limit(tmp_path: Path) -> None:
     # 2,500 ever deeper list items: markdown-it needs seconds for this (6 MB) file
     (tmp_path / "nested.md").write_text("".join("  " * i + "- x\n" for i in range(2500)))
