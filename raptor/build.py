@@ -53,10 +53,11 @@ def build_tree(
     """Build the summary tree over ``leaves``; always returns a tree with one summary root.
 
     ``leaf_vectors`` are the leaves' unit vectors (row i for leaf i). Summaries are
-    written by ``summariser`` (called exactly once per summary node) and embedded
-    with ``embed`` from ``title + "\\n" + text``. Levels are clustered with
-    :class:`RaptorClusterer` until a level has at most ``config.stop_at`` nodes whose
-    text fits ``config.max_cluster_tokens`` (or ``config.max_levels`` is reached);
+    written by ``summariser`` (called exactly once per summary node); their vectors
+    are embedded with ``embed`` from ``title + "\\n" + text``, or are the mean of
+    their children's vectors (``config.summary_vectors``, see :func:`summary_vectors`).
+    Levels are clustered with :class:`RaptorClusterer` until a level has at most
+    ``config.stop_at`` nodes whose text fits ``config.max_cluster_tokens`` (or ``config.max_levels`` is reached);
     then one root summarises that level. Progress stages: ``raptor.cluster``,
     ``raptor.summarise`` (per summary), ``raptor.embed`` (per level), ``raptor.layout``.
     """
@@ -125,8 +126,13 @@ def build_tree(
             for c in children:
                 c.parents.append(node_id)
 
-        texts = [f"{d.title}\n{d.text}" for d in new_drafts]
-        level_vectors = _unit_rows(np.asarray(embed(texts), dtype=np.float32))
+        level_vectors = summary_vectors(
+            [f"{d.title}\n{d.text}" for d in new_drafts],
+            [current_vectors[list(members)] for members in groups],
+            mode=config.summary_vectors,
+            summariser=summariser.name,
+            embed=embed,
+        )
         if level_vectors.shape != (len(new_drafts), vectors.shape[1]):
             raise ValueError(
                 f"embed returned shape {level_vectors.shape} for {len(new_drafts)} texts; "
@@ -186,6 +192,16 @@ def _check_inputs(leaves: Sequence[Leaf], leaf_vectors: np.ndarray) -> np.ndarra
         if leaf.chunk_id.startswith("L") and ":" in leaf.chunk_id and leaf.chunk_id[1:].split(":")[0].isdigit():
             raise ValueError(f"chunk id {leaf.chunk_id!r} collides with summary node ids 'L<level>:<n>'")
     return _unit_rows(vectors)
+
+
+def summary_vectors(
+    texts: Sequence[str], children: Sequence[np.ndarray], *, mode: str, summariser: str, embed: EmbedFn
+) -> np.ndarray:
+    """Unit vectors of new summaries: ``embed(texts)``, or (mode "centroid", or "auto"
+    with the extractive summariser) the mean of each summary's children's vectors."""
+    if mode == "centroid" or (mode == "auto" and summariser == "extractive"):
+        return _unit_rows(np.stack([np.asarray(c, dtype=np.float64).mean(axis=0) for c in children]))
+    return _unit_rows(np.asarray(embed(list(texts)), dtype=np.float32))
 
 
 def _unit_rows(vectors: np.ndarray) -> np.ndarray:

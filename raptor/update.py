@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arborgraph.progress import ProgressCallback, no_progress
-from raptor.build import _check_inputs, _docs_by_coverage, _unit_rows, build_tree
+from raptor.build import _check_inputs, _docs_by_coverage, build_tree, summary_vectors
 from raptor.config import RaptorConfig
 from raptor.summary import Cluster, ClusterMember, Summariser, Summary
 from raptor.text import dominant_path
@@ -226,7 +226,13 @@ def update_tree(
             n.heading_path = dominant_path([c.heading_path for c in children])
             redone.append(n.node_id)
         if todo:
-            fresh = _unit_rows(np.asarray(embed([f"{n.title}\n{n.text}" for n in todo]), dtype=np.float32))
+            fresh = summary_vectors(
+                [f"{n.title}\n{n.text}" for n in todo],
+                [np.stack([nodes[c].vector for c in n.children]) for n in todo],
+                mode=config.summary_vectors,
+                summariser=summariser.name,
+                embed=embed,
+            )
             if fresh.shape != (len(todo), vectors.shape[1]):
                 raise ValueError(f"embed returned shape {fresh.shape} for {len(todo)} texts")
             for n, v in zip(todo, fresh, strict=True):

@@ -178,3 +178,18 @@ def test_invalid_inputs_are_rejected() -> None:
         _build([Leaf("L1:0", "a", "text")], c.vectors[:1])
     with pytest.raises(ValueError):
         RaptorConfig(max_cluster_tokens=100, summary_max_tokens=80)
+
+
+@pytest.mark.parametrize("mode", ["auto", "embed"])
+def test_summary_vectors_are_child_centroids_or_embedded_text(mode: str) -> None:
+    c = corpus()
+    leaves, vectors = c.leaves[:40], c.vectors[:40]
+    tree, _ = _build(leaves, vectors, config=CONFIG.model_copy(update={"summary_vectors": mode}))
+    for node in tree.summaries():
+        row = tree.node_vectors[tree.position(node.node_id)]
+        if mode == "auto":  # extractive summaries: the mean of the children's vectors
+            mean = np.stack([tree.node_vectors[tree.position(ch)] for ch in node.children]).mean(axis=0)
+            expected = mean / np.linalg.norm(mean)
+        else:
+            expected = c.embed([f"{node.title}\n{node.text}"])[0]
+        assert np.allclose(row, expected, atol=1e-4)
