@@ -311,7 +311,7 @@ class KnowledgeBase:
         retrieved = {f"lookup/{k}": v for k, v in hits.rankings.items()}
         scopes = readable(self.scopes, principal)
         if route == "tree":
-            contexts = self._tree(question, query_vector, mask, scopes)
+            contexts = self._tree(question, query_vector, mask, scopes, max_leaves=max(100, 3 * top_k))
         else:
             contexts, why_empty = self._graph(route, question, query_vector, mask, scopes, hits.contexts)
             if not contexts:
@@ -365,7 +365,13 @@ class KnowledgeBase:
         return lambda chunk_id: chunk_id in row_of and bool(mask[row_of[chunk_id]])
 
     def _tree(
-        self, question: str, query_vector: np.ndarray | None, mask: np.ndarray, scopes: list[Any]
+        self,
+        question: str,
+        query_vector: np.ndarray | None,
+        mask: np.ndarray,
+        scopes: list[Any],
+        *,
+        max_leaves: int | None = None,
     ) -> list[Context]:
         from raptor import collapsed_search, traverse
 
@@ -379,7 +385,7 @@ class KnowledgeBase:
                 beam = {"beam": self.config.tree_search.beam} if self.config.tree_search.beam else {}
                 found = traverse(
                     scope.tree, query_vector, scope.tree.vectors, lexical_scores=lexical,
-                    budget_tokens=budget, count_tokens=self.count_tokens, **beam,
+                    budget_tokens=budget, count_tokens=self.count_tokens, max_leaves=max_leaves, **beam,
                 )
             else:
                 found = collapsed_search(scope.tree, lexical, budget, self.count_tokens)

@@ -8,7 +8,7 @@ merged by reciprocal rank so no scope dominates by score scale alone.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -28,6 +28,7 @@ class Scope:
     generation: Generation
     tag: str
     scope: str
+    _leaf_rows: tuple[list[str], np.ndarray] | None = field(default=None, init=False, repr=False)
 
     @cached_property
     def tree(self) -> Any:
@@ -36,6 +37,14 @@ class Scope:
     @cached_property
     def tree_lexical(self) -> LexicalIndex:
         return LexicalIndex.load(self.generation.subdir(f"bm25/tree.{self.tag}"))
+
+    def leaf_rows(self, row_of: Mapping[str, int]) -> tuple[list[str], np.ndarray]:
+        """The tree's leaves that are chunks of the index, and their rows in it
+        (computed once: the generation's chunk rows do not change)."""
+        if self._leaf_rows is None:
+            ids = [leaf.node_id for leaf in self.tree.leaves() if leaf.node_id in row_of]
+            self._leaf_rows = (ids, np.array([row_of[i] for i in ids], dtype=np.int64))
+        return self._leaf_rows
 
     @cached_property
     def summary_ids(self) -> list[str]:
@@ -108,16 +117,14 @@ def fuse_contexts(
 
 
 def tree_node_lexical_scores(
-    scope: Scope, question: str, chunk_scores: np.ndarray, row_of: dict[str, int]
+    scope: Scope, question: str, chunk_scores: np.ndarray, row_of: Mapping[str, int]
 ) -> dict[str, float]:
-    """BM25 scores for every node of the scope's tree: leaves from the chunk index,
-    summaries from the scope's summary index."""
+    """Positive BM25 scores of the scope's tree nodes: leaves from the chunk index
+    (``chunk_scores[row_of[chunk id]]``), summaries from the scope's summary index."""
     tree = scope.tree
-    scores: dict[str, float] = {}
-    for leaf in tree.leaves():
-        row = row_of.get(leaf.node_id)
-        if row is not None and chunk_scores[row] > 0:
-            scores[leaf.node_id] = float(chunk_scores[row])
+    leaf_ids, rows = scope.leaf_rows(row_of)
+    values = chunk_scores[rows]
+    scores: dict[str, float] = {leaf_ids[i]: float(values[i]) for i in np.flatnonzero(values > 0).tolist()}
     summary_scores = scope.tree_lexical.scores(question)
     for node_id, value in zip(scope.summary_ids, summary_scores):
         if value > 0:

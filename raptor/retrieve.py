@@ -59,6 +59,7 @@ def traverse(
     anchors: int = 3,
     neighbours: int = 3,
     neighbour_pool: int = 80,
+    max_leaves: int | None = None,
 ) -> list[Context]:
     """Drill-down retrieval: an overview summary first, then leaf chunks.
 
@@ -77,14 +78,20 @@ def traverse(
     ``neighbours`` chunks either side, same document, best first) before the rest of
     the ranking; only neighbours among the ``neighbour_pool`` best leaves are pulled
     forward, so an unrelated neighbour does not displace a good hit. The result always ends in leaf chunks; the overview is dropped if the
-    budget cannot hold it and one leaf.
+    budget cannot hold it and one leaf. ``max_leaves`` stops after that many leaves
+    (callers that cut the list further need not pay for the tail).
     """
     if beam < 1 or anchors < 0 or neighbours < 0 or neighbour_pool < 0:
         raise ValueError("beam must be at least 1; anchors and neighbours not negative")
     vectors = np.asarray(node_vectors, dtype=np.float32)
     if vectors.shape[0] != len(tree):
         raise ValueError("node_vectors must have one row per tree node")
-    own = _own_scores(tree, vectors, np.asarray(query_vec, dtype=np.float32), lexical_scores)
+    own_rows = _own_scores(tree, vectors, np.asarray(query_vec, dtype=np.float32), lexical_scores)
+    own = {  # summaries only: leaves are scored as arrays below
+        tree.nodes[row].node_id: float(own_rows[row])
+        for level in range(1, tree.height + 1)
+        for row in tree.level_rows(level)
+    }
 
     path: dict[str, float] = {tree.root_id: 0.0}
     selected: dict[int, list[str]] = {tree.root.level: [tree.root_id]}
@@ -105,15 +112,29 @@ def traverse(
     depth = max(tree.root.level - 1, 1)
     scale = sum(path_decay**i for i in range(depth)) or 1.0
     level1 = set(selected.get(1, []))
-    leaf_rank: list[tuple[float, int, str]] = []
-    for leaf in tree.leaves():
-        parent = _best(leaf.parents, level1, path)
-        boost = path[parent] / scale if parent else 0.0
-        if parent:
-            best_parent[leaf.node_id] = parent
-        leaf_rank.append((-(own[leaf.node_id] + subtree_weight * boost), tree.position(leaf.node_id), leaf.node_id))
-    leaf_rank.sort()
+    # a leaf's boost is the path score of its best selected parent (vectorised: a tree
+    # has thousands of leaves and this runs per question)
+    leaf_rows = np.asarray(tree.level_rows(0), dtype=np.int64)
+    parent_path = np.full(len(tree), -np.inf)
+    for nid in level1:
+        parent_path[tree.position(nid)] = path[nid]
+    link_leaf, link_parent = tree.leaf_parent_rows()
+    best = np.full(len(leaf_rows), -np.inf)
+    np.maximum.at(best, link_leaf, parent_path[link_parent])
+    boost = np.where(best > -np.inf, best / scale, 0.0)
+    total = own_rows[leaf_rows] + subtree_weight * boost
+    order = np.lexsort((leaf_rows, -total))
+    if max_leaves is not None:
+        # room for leaves the budget skips; the tail is never reached
+        order = order[: max(neighbour_pool, anchors, 10 * max_leaves)]
+    leaf_rank = [(-float(total[i]), int(leaf_rows[i]), tree.nodes[leaf_rows[i]].node_id) for i in order]
     leaf_rank, neighbour_of = _expand_anchors(tree, leaf_rank, anchors, neighbours, neighbour_pool)
+
+    def leaf_parent(nid: str) -> str | None:
+        parent = _best(tree.node(nid).parents, level1, path)
+        if parent:
+            best_parent[nid] = parent
+        return parent
 
     overview = _overview(tree, selected, path, overview_level)
     out: list[Context] = []
@@ -122,23 +143,27 @@ def traverse(
         node = tree.node(overview)
         cost = count_tokens(node.text)
         first_leaf = count_tokens(tree.node(leaf_rank[0][2]).text) if leaf_rank else 0
+        # the overview's trace runs through summaries only: best_parent has them all
         if cost + first_leaf <= budget_tokens:
             used = cost
             out.append(_context(node, path[overview], [_trace(overview, best_parent, tree, "overview")]))
     leaves_added = 0
     for neg_score, _, nid in leaf_rank:
+        if max_leaves is not None and leaves_added >= max_leaves:
+            break
         node = tree.node(nid)
         cost = count_tokens(node.text)
         if used + cost > budget_tokens:
             continue
         used += cost
         leaves_added += 1
-        route = _trace(nid, best_parent, tree, "chunk") if nid in best_parent else "tree: leaf outside the beam"
+        route = _trace(nid, best_parent, tree, "chunk") if leaf_parent(nid) else "tree: leaf outside the beam"
         trace = [route] + ([f"tree: next to {neighbour_of[nid]}"] if nid in neighbour_of else [])
         out.append(_context(node, -neg_score, trace))
     if leaves_added == 0 and leaf_rank:
         # Never summaries alone: the best leaf goes in even if it overflows the budget.
         nid = leaf_rank[0][2]
+        leaf_parent(nid)
         ctx = _context(tree.node(nid), -leaf_rank[0][0], [_trace(nid, best_parent, tree, "chunk")])
         ctx.flags.append("over_budget")
         out = [ctx]
@@ -187,21 +212,25 @@ def _expand_anchors(
 
 def _own_scores(
     tree: Tree, vectors: np.ndarray, query: np.ndarray, lexical: Mapping[str, float] | None
-) -> dict[str, float]:
+) -> np.ndarray:
+    """Each node's within-level score in [0, 1], by row."""
     norm = float(np.linalg.norm(query))
     dense = vectors @ (query / norm if norm > 0 else query)
-    scores: dict[str, float] = {}
-    by_level: dict[int, list[int]] = {}
-    for i, node in enumerate(tree.nodes):
-        by_level.setdefault(node.level, []).append(i)
-    for rows in by_level.values():
-        ids = [tree.nodes[i].node_id for i in rows]
+    scores = np.zeros(len(tree))
+    lexical_rows = np.zeros(len(tree))
+    for nid, value in (lexical or {}).items():
+        if nid in tree:
+            lexical_rows[tree.position(nid)] = value
+    for level in range(tree.height + 1):
+        rows = tree.level_rows(level)
+        if not rows:
+            continue
         raw = dense[rows].astype(np.float64)
-        if lexical is not None and any(lexical.get(nid, 0.0) > 0 for nid in ids):
-            raw = _rrf(raw, np.array([lexical.get(nid, 0.0) for nid in ids]))
+        lex = lexical_rows[rows]
+        if (lex > 0).any():
+            raw = _rrf(raw, lex)
         lo, hi = float(raw.min()), float(raw.max())
-        scaled = (raw - lo) / (hi - lo) if hi > lo else np.ones_like(raw)
-        scores.update(zip(ids, scaled.tolist(), strict=True))
+        scores[rows] = (raw - lo) / (hi - lo) if hi > lo else np.ones_like(raw)
     return scores
 
 

@@ -90,6 +90,9 @@ class Tree:
     root_id: str
     vectors: np.ndarray | None = None
     _index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    # rows of each level, in node order (the tree is immutable: computed once)
+    _rows_by_level: dict[int, list[int]] = field(default_factory=dict, repr=False, compare=False)
+    _leaf_parents: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         index = {n.node_id: i for i, n in enumerate(self.nodes)}
@@ -100,6 +103,8 @@ class Tree:
         if self.vectors is not None and self.vectors.shape[0] != len(self.nodes):
             raise ValueError("vectors must have one row per node")
         self._index.update(index)
+        for row, node in enumerate(self.nodes):
+            self._rows_by_level.setdefault(node.level, []).append(row)
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -132,11 +137,29 @@ class Tree:
     def height(self) -> int:
         return self.root.level
 
+    def level_rows(self, level: int) -> list[int]:
+        """Rows (in ``nodes`` and ``vectors``) of the nodes at ``level``, in node order."""
+        return list(self._rows_by_level.get(level, []))
+
+    def leaf_parent_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every (leaf, parent) link as two arrays: the leaf's index among
+        :meth:`leaves` and the parent's row."""
+        if not self._leaf_parents:
+            pairs = [
+                (i, self._index[parent])
+                for i, row in enumerate(self._rows_by_level.get(0, []))
+                for parent in self.nodes[row].parents
+                if parent in self._index
+            ]
+            arrays = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+            self._leaf_parents.extend([arrays[:, 0].copy(), arrays[:, 1].copy()])
+        return self._leaf_parents[0], self._leaf_parents[1]
+
     def level_ids(self, level: int) -> list[str]:
-        return [n.node_id for n in self.nodes if n.level == level]
+        return [self.nodes[row].node_id for row in self._rows_by_level.get(level, [])]
 
     def leaves(self) -> list[Node]:
-        return [n for n in self.nodes if n.level == 0]
+        return [self.nodes[row] for row in self._rows_by_level.get(0, [])]
 
     def summaries(self) -> list[Node]:
         return [n for n in self.nodes if n.level > 0]

@@ -36,6 +36,15 @@ def test_traverse_returns_overview_then_leaves_of_the_right_subtree() -> None:
     assert out[1].node_id in tree.node(out[0].node_id).chunk_ids or out[1].trace[-1].startswith("tree: next to")
 
 
+def test_max_leaves_keeps_the_head_of_the_same_ranking() -> None:
+    tree, c = built_tree(), corpus()
+    full = traverse(tree, _query(), tree.node_vectors, budget_tokens=10**6, count_tokens=c.count_tokens)
+    head = traverse(tree, _query(), tree.node_vectors, budget_tokens=10**6, count_tokens=c.count_tokens, max_leaves=5)
+
+    assert len(full) > 6 and [x.kind for x in head] == ["summary"] + ["chunk"] * 5
+    assert [(x.node_id, x.score, x.trace) for x in head] == [(x.node_id, x.score, x.trace) for x in full[:6]]
+
+
 def test_best_leaves_come_with_their_reading_order_neighbours() -> None:
     tree, c = built_tree(), corpus()
     out = traverse(tree, _query(), tree.node_vectors, budget_tokens=3000, count_tokens=c.count_tokens, anchors=1, neighbours=1)
