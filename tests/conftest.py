@@ -36,6 +36,14 @@ def sample_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+def copy_pages(sample_slice: Path, target: Path, pages: list[str] | tuple[str, ...]) -> Path:
+    """A fresh folder ``target`` holding copies of some pages of the slice."""
+    target.mkdir()
+    for page in pages:
+        shutil.copy(sample_slice / page, target / page)
+    return target
+
+
 @pytest.fixture(scope="session")
 def sample_index(sample_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An index built once per session from the slice, with every structure."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from graphrag.reports import CommunityContext
 from graphrag.update import GraphState, build_graph_state, chunk_hash, state_from_tables, state_to_tables, update_graph
 from ingest import chunk_document, iter_collection, load_token_counter
 from ingest.models import Chunk, Document
+from conftest import copy_pages
 
 PAGES = ["wal.md", "lockingv3.md", "lang_transaction.md", "c3ref_busy_timeout.md", "autoinc.md", "lang_vacuum.md"]
 NEW_TEXT = (
@@ -59,11 +59,7 @@ class CountingReports(ExtractiveReportWriter):
 
 @pytest.fixture()
 def docs(tmp_path: Path, sample_slice: Path) -> Path:
-    target = tmp_path / "docs"
-    target.mkdir()
-    for page in PAGES:
-        shutil.copy(sample_slice / page, target / page)
-    return target
+    return copy_pages(sample_slice, tmp_path / "docs", PAGES)
 
 
 def chunks_of(docs: Path) -> list[Chunk]:

@@ -16,6 +16,7 @@ import pytest
 import arborgraph
 from arborgraph.config import load_config
 from arborgraph.pipeline import build_index
+from conftest import copy_pages
 
 PAGES = ["wal.md", "c3ref_busy_timeout.md", "autoinc.md"]
 
@@ -60,11 +61,7 @@ def schema_reply(body: dict[str, Any]) -> str:
 
 @pytest.fixture()
 def docs(tmp_path: Path, sample_slice: Path) -> Path:
-    target = tmp_path / "docs"
-    target.mkdir()
-    for page in PAGES:
-        shutil.copy(sample_slice / page, target / page)
-    return target
+    return copy_pages(sample_slice, tmp_path / "docs", PAGES)
 
 
 def test_llm_build_is_accounted_cached_and_labelled(tmp_path: Path, docs: Path, llm_server) -> None:  # type: ignore[no-untyped-def]
