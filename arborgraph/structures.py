@@ -12,9 +12,7 @@ unchanged: each chunk belongs to exactly one scope.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +21,7 @@ import numpy as np
 from arborgraph.config import Config
 from arborgraph.embedding_base import Embedder
 from arborgraph.embedding_cache import EmbeddingCache
+from arborgraph.executor import cyclic_gc_paused
 from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback
 from arborgraph.store import GenerationWriter
@@ -247,7 +246,7 @@ def run_graph_stage(
             "report_writer": LLMReportWriter(chat) if chat is not None else None,
             "extract_many": _extract_on(executor) if parallel else None,
         }
-        with _cyclic_gc_paused():
+        with cyclic_gc_paused():
             old = previous_graph(part)
             if old is not None:
                 state, update = update_graph(
@@ -272,20 +271,6 @@ def run_graph_stage(
             stats[key] += getattr(update, key)
     stats["extractor"] = "llm" if chat is not None else "rules"
     return stats
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: the graph stage makes millions of small
-    acyclic records, and the collector rescanning them took about half the time of a
-    graph update of the sample manual. Reference counting still frees them."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class _AlreadyFitted:

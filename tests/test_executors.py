@@ -139,3 +139,29 @@ def test_compact_worker_results_decode_to_the_in_process_objects(sample_slice: P
     decoded = [decode_extraction(c, row) for c, row in zip(chunks, found)]
     assert decoded == [extractor.extract(c) for c in chunks]
     assert sum(len(d.relations) for d in decoded) > 100
+
+
+def test_pool_work_functions_import_no_index_stack(sample_slice: Path) -> None:
+    """A pool worker chunks and extracts without importing the index-building stack
+    (numpy, pyarrow, RAPTOR, BM25): each worker would pay ~1 CPU-s of imports."""
+    import subprocess
+    import sys
+
+    script = f"""
+import sys
+from arborgraph.executor import chunk_batch, extract_batch
+from graphrag import RuleExtractor
+from ingest import ChunkingConfig, chunk_document, load_token_counter
+from ingest.loaders import load_document
+
+raw = open({str(sample_slice / PAGES[0])!r}, "rb").read()
+doc = load_document(raw, doc_id="wal.md", path="wal.md", fmt="markdown")
+chunking = ChunkingConfig()
+assert chunk_batch((chunking.model_dump(mode="json"), [doc]))[0]
+chunks = chunk_document(doc, chunking, load_token_counter())
+assert extract_batch((RuleExtractor().fit(chunks), chunks))
+heavy = ("numpy", "pyarrow", "scipy", "raptor", "bm25s", "arborgraph.structures")
+print(sorted(m for m in heavy if m in sys.modules))
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]", run.stdout + run.stderr
