@@ -312,6 +312,43 @@ def decode_chunks(doc: Any, rows: list[ChunkRow]) -> list[Any]:
     ]
 
 
+def fit_on(executor: Executor, extractor: Any, chunks: Sequence[Any]) -> None:
+    """Fit ``extractor`` on ``chunks``; a rule extractor's term statistics (most of
+    its fit) are counted on ``executor``'s workers, in parts merged here."""
+    if executor.workers <= 1 or len(chunks) <= 1 or not hasattr(extractor, "count_terms"):
+        extractor.fit(chunks)
+        return
+    from graphrag.extract.terms import TermCounts
+
+    groups = balanced_batches([len(c.text) for c in chunks], executor.workers * BATCHES_PER_WORKER)
+    parts = executor.map(count_terms_batch, [(extractor, [chunks[i].text for i in g]) for g in groups])
+    extractor.fit(chunks, counts=TermCounts.merged(parts))
+
+
+def count_terms_batch(job: tuple[Any, list[str]]) -> Any:
+    """A rule extractor's term statistics of a batch of chunk texts."""
+    extractor, texts = job
+    with cyclic_gc_paused():
+        return extractor.count_terms(texts)
+
+
+def fit_many_on(executor: Executor) -> Callable[[Any, Sequence[Any]], None]:
+    """:func:`fit_on` ``executor``, as the graph build's ``fit_many`` hook."""
+    return lambda extractor, chunks: fit_on(executor, extractor, chunks)
+
+
+def extract_many_on(executor: Executor) -> Callable[[Any, Sequence[Any]], list[Any]]:
+    """:func:`extract_on` ``executor`` (in-process for a single chunk), as the graph
+    build's ``extract_many`` hook."""
+
+    def extract_many(extractor: Any, chunks: Sequence[Any]) -> list[Any]:
+        if len(chunks) <= 1:
+            return [extractor.extract(c) for c in chunks]
+        return extract_on(executor, extractor, chunks)
+
+    return extract_many
+
+
 def extract_on(executor: Executor, extractor: Any, chunks: Sequence[Any]) -> list[Any]:
     """A fitted extractor's results for ``chunks``, computed on ``executor``'s workers,
     in the order of ``chunks``."""

@@ -21,7 +21,7 @@ import numpy as np
 from arborgraph.config import Config
 from arborgraph.embedding_base import Embedder
 from arborgraph.embedding_cache import EmbeddingCache
-from arborgraph.executor import cyclic_gc_paused
+from arborgraph.executor import cyclic_gc_paused, extract_many_on, fit_many_on
 from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback
 from arborgraph.store import GenerationWriter
@@ -224,8 +224,9 @@ def run_graph_stage(
     settings, other chunks) is updated: only new and changed chunks are extracted,
     community ids are kept where membership did not change and only changed
     communities get new reports; past ``drift_threshold`` of changed chunks the
-    extractor is refitted and everything re-extracted. Rule-based extraction runs on
-    ``executor``'s workers when it has several.
+    extractor is refitted and everything re-extracted. Rule-based extraction, and the
+    counting of its term statistics for a fit, run on ``executor``'s workers when it
+    has several.
     """
     stats: dict[str, Any] = {
         "graphs": 0, "reused": 0, "updated": 0, "entities": 0, "relations": 0, "communities": 0, "reports": 0,
@@ -244,7 +245,8 @@ def run_graph_stage(
         settings: dict[str, Any] = {
             "config": config.graph, "progress": progress,
             "report_writer": LLMReportWriter(chat) if chat is not None else None,
-            "extract_many": _extract_on(executor) if parallel else None,
+            "extract_many": extract_many_on(executor) if parallel else None,
+            "fit_many": fit_many_on(executor) if parallel else None,
         }
         with cyclic_gc_paused():
             old = previous_graph(part)
@@ -271,48 +273,3 @@ def run_graph_stage(
             stats[key] += getattr(update, key)
     stats["extractor"] = "llm" if chat is not None else "rules"
     return stats
-
-
-class _AlreadyFitted:
-    """A fitted extractor that ``_extract_in_parallel`` must not fit again (an update
-    extracts a few chunks with the statistics learnt from the whole scope)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.name = inner.name
-        self.inner = inner
-
-    def extract(self, chunk: Chunk) -> Any:
-        return self.inner.extract(chunk)
-
-
-def _extract_on(executor: Any) -> Callable[[Any, Sequence[Chunk]], list[Any]]:
-    """Runs a fitted extractor over chunks on ``executor``'s workers (serially for one)."""
-
-    def extract_many(extractor: Any, chunks: Sequence[Chunk]) -> list[Any]:
-        if len(chunks) <= 1:
-            return [extractor.extract(c) for c in chunks]
-        done = _extract_in_parallel(_AlreadyFitted(extractor), chunks, executor)
-        return [done.extract(c) for c in chunks]
-
-    return extract_many
-
-
-class _Precomputed:
-    """An extractor whose results were computed elsewhere (on an executor's workers)."""
-
-    def __init__(self, name: str, results: dict[str, Any]) -> None:
-        self.name = name
-        self._results = results
-
-    def extract(self, chunk: Chunk) -> Any:
-        return self._results[chunk.chunk_id]
-
-
-def _extract_in_parallel(extractor: Any, chunks: Sequence[Chunk], executor: Any) -> _Precomputed:
-    from arborgraph.executor import extract_on
-
-    # corpus statistics need every chunk: fit here, extract on the workers
-    if hasattr(extractor, "fit"):
-        extractor.fit(chunks)
-    found = extract_on(executor, extractor, chunks)
-    return _Precomputed(extractor.name, {c.chunk_id: f for c, f in zip(chunks, found)})

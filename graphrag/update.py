@@ -58,6 +58,8 @@ from ingest.models import Chunk
 
 # Runs a fitted extractor over chunks, in order (serially, or on an executor's workers).
 ExtractMany = Callable[[Extractor, Sequence[Chunk]], list[ChunkExtraction]]
+# Fits a corpus-aware extractor on chunks (in-process, or counting on a pool's workers).
+FitMany = Callable[[Extractor, Sequence[Chunk]], None]
 
 
 @dataclass
@@ -145,13 +147,14 @@ def build_graph_state(
     config: GraphConfig | None = None,
     report_writer: ReportWriter | None = None,
     extract_many: ExtractMany | None = None,
+    fit_many: FitMany | None = None,
     progress: ProgressCallback | None = None,
 ) -> tuple[GraphState, GraphUpdate]:
     """A full build (as :func:`graphrag.build_graph`) that keeps what an update needs."""
     empty = GraphState(KnowledgeGraph({}, {}), [], {}, extractor="")
     return update_graph(
         empty, chunks, extractor=extractor, config=config, report_writer=report_writer,
-        extract_many=extract_many, progress=progress, refit_threshold=0.0,
+        extract_many=extract_many, fit_many=fit_many, progress=progress, refit_threshold=0.0,
     )
 
 
@@ -164,6 +167,7 @@ def update_graph(
     report_writer: ReportWriter | None = None,
     refit_threshold: float = 0.25,
     extract_many: ExtractMany | None = None,
+    fit_many: FitMany | None = None,
     progress: ProgressCallback | None = None,
 ) -> tuple[GraphState, GraphUpdate]:
     """The graph of ``chunks`` (the scope's new full chunk list, in document order),
@@ -195,7 +199,9 @@ def update_graph(
     reason = _refit_reason(previous, extractor, drift, refit_threshold)
     refit = reason is not None
     if refit:
-        if learns:
+        if learns and fit_many is not None:
+            fit_many(extractor, chunks)
+        elif learns:
             extractor.fit(chunks)  # type: ignore[union-attr]
         if learns or previous.extractor != extractor.name:
             todo = list(chunks)

@@ -135,3 +135,20 @@ def test_works_without_fit_and_on_backticked_markdown() -> None:
     assert types["synchronous"] == "parameter"
     assert types["sqlite3_wal_hook()"] == "function"
     assert types["journal_mode"] == "identifier"
+
+
+def test_term_counts_of_parts_add_up_to_the_same_fit(chunks: list[Chunk], extractor: RuleExtractor) -> None:
+    """Term statistics counted in parts (as a pool's workers do) and merged fit the very
+    vocabulary one count over every chunk does."""
+    from graphrag.extract.terms import TermCounts
+
+    fresh = RuleExtractor()
+    texts = [c.text for c in chunks]
+    parts = [fresh.count_terms(texts[i::3]) for i in range(3)]
+    whole = fresh.count_terms(texts)
+    merged = TermCounts.merged(parts)
+    assert merged == whole
+    assert merged.n_texts == len(chunks) and len(merged.df_gram) > 1000
+    fitted = fresh.fit(chunks, counts=merged)
+    assert fitted.fitted_state() == extractor.fitted_state()
+    assert len(fitted.vocabulary_.terms_) > 20

@@ -11,13 +11,13 @@ mentions say so (:func:`relation_between`), weighted co-occurrence otherwise.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphrag.extract.relations import is_see_also_unit, relation_between
-from graphrag.extract.terms import TermVocabulary, heading_term
+from graphrag.extract.terms import TermCounts, TermVocabulary, heading_term
 from graphrag.model import CO_OCCURS, ChunkExtraction, ExtractedEntity, ExtractedRelation
 from graphrag.text import STOPWORDS, code_regions, entity_key, split_units
 from graphrag.vocab import (
@@ -185,8 +185,12 @@ class RuleExtractor:
 
     # -- learning ---------------------------------------------------------------
 
-    def fit(self, chunks: Sequence[Chunk]) -> RuleExtractor:
-        """Learn multi-word terms and section-heading terms from the collection."""
+    def fit(self, chunks: Sequence[Chunk], counts: TermCounts | None = None) -> RuleExtractor:
+        """Learn multi-word terms and section-heading terms from the collection.
+
+        ``counts``: the :meth:`count_terms` of the chunks' texts, when counted
+        elsewhere (in parts, on a pool's workers); the fit is the same.
+        """
         heading_docs: dict[str, set[str]] = {}
         display: dict[str, str] = {}
         for ch in chunks:
@@ -199,8 +203,15 @@ class RuleExtractor:
         generic = {k for k, docs in heading_docs.items() if len(docs) > self.config.max_generic_heading_docs}
         self.generic_headings_ = frozenset(generic)
         extra = [display[k] for k in sorted(heading_docs) if k not in generic]
-        self.vocabulary_.fit((_mask_code(ch.text) for ch in chunks), extra_terms=extra)
+        if counts is None:
+            counts = self.count_terms(ch.text for ch in chunks)
+        self.vocabulary_.fit_counts(counts, extra_terms=extra)
         return self
+
+    def count_terms(self, texts: Iterable[str]) -> TermCounts:
+        """The term statistics :meth:`fit` learns from chunk ``texts`` (code masked);
+        those of disjoint sets of chunks add up (:meth:`TermCounts.merged`)."""
+        return self.vocabulary_.count(_mask_code(text) for text in texts)
 
     def fitted_state(self) -> dict[str, dict[str, int]]:
         """What :meth:`fit` learned, as plain data (kind -> key -> count) for storage."""

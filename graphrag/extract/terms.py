@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from graphrag.text import STOPWORDS, singular
@@ -105,6 +106,32 @@ def term_key(phrase: str) -> str:
     return " ".join([_norm(t) for t in toks[:-1]] + [_norm_last(toks[-1])])
 
 
+@dataclass
+class TermCounts:
+    """What a :class:`TermVocabulary` learns from some texts: their number, the texts
+    each word and n-gram occurs in, and the words seen right after a determiner.
+    Counts of disjoint sets of texts add up (:meth:`merged`), so parts of a corpus
+    can be counted apart (on a pool's workers) and fitted as one."""
+
+    n_texts: int = 0
+    df_word: Counter[str] = field(default_factory=Counter)
+    df_gram: Counter[str] = field(default_factory=Counter)
+    # Words seen right after a determiner are nouns or adjectives: a cheap,
+    # corpus-learned stand-in for a part-of-speech tagger.
+    det_follow: set[str] = field(default_factory=set)
+
+    @staticmethod
+    def merged(parts: Iterable[TermCounts]) -> TermCounts:
+        """The counts of all the parts' texts together."""
+        total = TermCounts()
+        for part in parts:
+            total.n_texts += part.n_texts
+            total.df_word.update(part.df_word)
+            total.df_gram.update(part.df_gram)
+            total.det_follow.update(part.det_follow)
+        return total
+
+
 class TermVocabulary:
     """Learns terms from chunk texts and finds them (longest match first) in text."""
 
@@ -130,14 +157,14 @@ class TermVocabulary:
 
     def fit(self, texts: Iterable[str], extra_terms: Iterable[str] = ()) -> TermVocabulary:
         """Count n-grams per text; keep frequent, cohesive ones plus ``extra_terms``."""
-        df_word: Counter[str] = Counter()
-        # Words seen right after a determiner are nouns or adjectives: a cheap,
-        # corpus-learned stand-in for a part-of-speech tagger.
-        det_follow: set[str] = set()
-        df_gram: Counter[str] = Counter()
-        n_texts = 0
+        return self.fit_counts(self.count(texts), extra_terms)
+
+    def count(self, texts: Iterable[str]) -> TermCounts:
+        """The statistics :meth:`fit` learns from, for ``texts``."""
+        counts = TermCounts()
+        df_word, df_gram, det_follow = counts.df_word, counts.df_gram, counts.det_follow
         for text in texts:
-            n_texts += 1
+            counts.n_texts += 1
             seen_w: set[str] = set()
             seen_g: set[str] = set()
             for run in word_runs(text):
@@ -148,6 +175,11 @@ class TermVocabulary:
                 seen_g.update(_ngrams(run, self.max_words))
             df_word.update(seen_w)
             df_gram.update(seen_g)
+        return counts
+
+    def fit_counts(self, counts: TermCounts, extra_terms: Iterable[str] = ()) -> TermVocabulary:
+        """:meth:`fit` from the :meth:`count` of the texts (summed over parts of them)."""
+        df_word, df_gram, det_follow, n_texts = counts.df_word, counts.df_gram, counts.det_follow, counts.n_texts
         cap = max(self.min_df, self.max_df_share * n_texts)
         terms: dict[str, int] = {}
         for gram, df in df_gram.items():
