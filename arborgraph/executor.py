@@ -63,8 +63,11 @@ class ProcessExecutor:
 
         self.workers = workers or available_cores()
         context = multiprocessing.get_context("forkserver")
-        # imported once in the fork server, so each worker starts with them loaded
-        context.set_forkserver_preload(["ingest", "graphrag", "graphrag.extract.rules", "arborgraph.executor"])
+        # imported once in the fork server, so each worker starts with what its work
+        # functions need (chunking, token counting, the rule extractor) loaded
+        context.set_forkserver_preload(
+            ["ingest.chunking", "ingest.tokens", "graphrag.extract.rules", "arborgraph.executor"]
+        )
         self._pool = ProcessPoolExecutor(
             max_workers=self.workers, mp_context=context, initializer=_warm_worker
         )

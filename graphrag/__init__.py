@@ -8,8 +8,9 @@ communities, community reports, graph and global retrieval, exploration.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ingest.lazy import lazy_exports
 
 # Public names -> the module defining them. Imported on first use so that a process
 # needing one piece (e.g. a pool worker running the rule extractor) does not pay for
@@ -77,10 +78,4 @@ if TYPE_CHECKING:
     from graphrag.tables import graph_from_tables, graph_to_tables
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'graphrag' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -379,3 +379,17 @@ def test_detect_format(name: str, head: bytes, expected: str | None) -> None:
 def test_load_document_dispatches_by_format() -> None:
     doc = load_document(b"# Hi\n\nthere", doc_id="h", path="/h", fmt="markdown")
     assert doc.format == "markdown" and doc.title == "Hi"
+
+
+def test_loader_sandbox_imports_no_chunking_or_collection_walk() -> None:
+    """The sandbox worker imports only what parsing needs (it starts once per loader
+    process, and a pool build runs one per worker)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; import ingest._worker, ingest.loaders, ingest.safe_load, ingest.sandbox; "
+        "print(sorted(m for m in ('ingest.chunking', 'ingest.collection', 'ingest.tokens') if m in sys.modules))"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]", run.stdout + run.stderr
