@@ -573,12 +573,17 @@ def falkor_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
+def _escape_str(value: str) -> str:
+    return falkor_escape(value) if ("\\" in value or "'" in value or "\0" in value) else value
+
+
 def _escape_value(value: Any) -> Any:
     t = type(value)
     if t is str:
-        return falkor_escape(value) if ("\\" in value or "'" in value or "\0" in value) else value
+        return _escape_str(value)
     if t is list:
-        return [_escape_value(v) for v in value]
+        # rows are mostly flat lists of strings: no recursive call for those
+        return [_escape_str(v) if type(v) is str else _escape_value(v) for v in value]
     if t is dict:
         return {k: _escape_value(v) for k, v in value.items()}
     return value
@@ -599,20 +604,35 @@ def _packstream_int_len(value: int) -> int:
     return 5 if -(2**31) <= value < 2**31 else 9
 
 
+def _str_len(value: str, escape: bool) -> int:
+    n = (len(value) if value.isascii() else len(value.encode())) + 2
+    if escape and ("\\" in value or "'" in value):
+        n += value.count("\\") + value.count("'")
+    return n
+
+
 def wire_len(value: Any, escape: bool = True) -> int:
     """Bytes ``value`` takes where FalkorDB renders parameters as query text, and an
     upper bound of its Packstream size too (the whole message must also fit the
     server's 4 KB read chunk)."""
     t = type(value)
     if t is str:
-        n = len(value.encode()) + 2
-        if escape and ("\\" in value or "'" in value):
-            n += value.count("\\") + value.count("'")
+        return _str_len(value, escape)
+    if t is list or t is tuple:
+        if not value:
+            return 2
+        # loops rather than sum() over generators: sizing every row is most of planning
+        n = 2 * len(value)
+        for v in value:
+            n += _str_len(v, escape) if type(v) is str else wire_len(v, escape)
         return n
     if t is dict:
-        return sum(len(k) + 4 + wire_len(v, escape) for k, v in value.items()) if value else 2
-    if t is list or t is tuple:
-        return sum(wire_len(v, escape) + 2 for v in value) if value else 2
+        if not value:
+            return 2
+        n = 4 * len(value)
+        for k, v in value.items():
+            n += len(k) + wire_len(v, escape)
+        return n
     if value is None:
         return 4
     if t is bool:
@@ -750,6 +770,32 @@ def _pieces(value: Any, room: int, escape: bool) -> list[Any]:
     return out
 
 
+def _encoded_row(row: Any, escape: bool) -> tuple[Any, int]:
+    """``row`` as the server must receive it (escaped if ``escape``, see
+    :func:`encode_params`) and its :func:`wire_len`."""
+    if not escape:
+        return row, wire_len(row, False)
+    if type(row) is not list:
+        row = _escape_value(row)
+        return row, wire_len(row, False)
+    out = []
+    n = 2 * len(row) if row else 2
+    for v in row:  # a positional row: mostly strings, escaped and measured in one step
+        t = type(v)
+        if t is str:
+            v = _escape_str(v)
+            n += _str_len(v, False)
+        elif v is None:
+            n += 4
+        elif t is int or t is float:
+            n += wire_len(v, False)
+        else:
+            v = _escape_value(v)
+            n += wire_len(v, False)
+        out.append(v)
+    return out, n
+
+
 def _row_encoder(kind: str, dialect: Dialect) -> Callable[["Node | Rel", dict[str, Any]], Any]:
     """How a record (with ``props`` in place of its own) travels: a map, or with
     ``dialect.positional`` a list in :func:`row_fields` order."""
@@ -800,25 +846,26 @@ def upsert_statements(
         else:
             cypher = node_upsert_cypher(kind) if is_node else rel_upsert_cypher(kind)
         room = (budget or 0) - statement_len(cypher, {"rows": []}) - 4
+        # rows are escaped (when the server needs it) and measured in one pass, once each
         rows: list[Any] = []
         sizes: list[int] = []
         for rec in group:
             props = rec.props
-            row = encode(rec, props)
-            if budget is not None:
-                size = wire_len(row, esc)
-                if size > room:
-                    key_row = {"uid": rec.uid} if is_node else {"s": rec.start, "uid": rec.uid}  # type: ignore[union-attr]
-                    head, tails = _fit(props, room, esc, lambda p, rec=rec: wire_len(encode(rec, p), esc))
-                    row = encode(rec, head)
-                    size = wire_len(row, esc)
-                    hashes.append({**key_row, "h": props[HASH]})
-                    for prop, (rest,) in tails.items():
-                        rests[prop].append((key_row, rest))
-                sizes.append(size)
+            if budget is None and not esc:
+                rows.append(encode(rec, props))
+                continue
+            row, size = _encoded_row(encode(rec, props), esc)
+            if budget is not None and size > room:
+                key_row = {"uid": rec.uid} if is_node else {"s": rec.start, "uid": rec.uid}  # type: ignore[union-attr]
+                head, tails = _fit(props, room, esc, lambda p, rec=rec: wire_len(encode(rec, p), esc))
+                row, size = _encoded_row(encode(rec, head), esc)
+                hashes.append({**key_row, "h": props[HASH]})
+                for prop, (rest,) in tails.items():
+                    rests[prop].append((key_row, rest))
+            sizes.append(size)
             rows.append(row)
         out += [
-            Statement(cypher, encode_params({"rows": batch}, dialect), len(batch))
+            Statement(cypher, {"rows": batch}, len(batch))
             for batch in param_batches(
                 rows, cypher, "rows", dialect, batch_size, sizes if budget is not None else None, pack=True
             )
@@ -930,21 +977,29 @@ def plan_export(records: GraphRecords, node_state: NodeState, rel_state: RelStat
 STAGE_NODES, STAGE_RELATIONSHIPS, STAGE_DELETIONS = "neo4j nodes", "neo4j relationships", "neo4j deletions"
 
 
-def plan_stages(plan: ExportPlan, dialect: Dialect, batch_size: int = DEFAULT_BATCH) -> list[tuple[str, list[Statement]]]:
+def iter_stages(plan: ExportPlan, dialect: Dialect, batch_size: int = DEFAULT_BATCH) -> Iterator[tuple[str, list[Statement]]]:
     """The statements in order, by stage: nodes first (relationships need both ends),
-    then relationships, then deletions."""
+    then relationships, then deletions. Each stage is planned when it is asked for, so
+    an export starts writing nodes before it has encoded every relationship."""
     nodes: list[Statement] = []
-    rels: list[Statement] = []
-    deletions: list[Statement] = []
     for label in NODE_LABELS:
         nodes += upsert_statements(label, plan.node_upserts.get(label, []), dialect, batch_size, plan.new)
+    yield STAGE_NODES, nodes
+    rels: list[Statement] = []
     for t in REL_TYPES:
         rels += upsert_statements(t, plan.rel_upserts.get(t, []), dialect, batch_size, plan.new)
+    yield STAGE_RELATIONSHIPS, rels
+    deletions: list[Statement] = []
     for t in REL_TYPES:
         deletions += delete_statements(t, plan.rel_deletes.get(t, []), dialect, batch_size)
     for label in NODE_LABELS:
         deletions += delete_statements(label, plan.node_deletes.get(label, []), dialect, batch_size)
-    return [(STAGE_NODES, nodes), (STAGE_RELATIONSHIPS, rels), (STAGE_DELETIONS, deletions)]
+    yield STAGE_DELETIONS, deletions
+
+
+def plan_stages(plan: ExportPlan, dialect: Dialect, batch_size: int = DEFAULT_BATCH) -> list[tuple[str, list[Statement]]]:
+    """Every stage of :func:`iter_stages`, planned at once."""
+    return list(iter_stages(plan, dialect, batch_size))
 
 
 def plan_statements(plan: ExportPlan, dialect: Dialect, batch_size: int = DEFAULT_BATCH) -> list[Statement]:
@@ -1227,10 +1282,11 @@ def export_records(
                 session.run(st.cypher).consume()
             node_state, rel_state = read_state(session, FALKOR_STATE_GROUP if dialect.name == "falkordb" else None)
             plan = plan_export(records, node_state, rel_state)
-            stages = plan_stages(plan, dialect, batch_size)
         parallel = workers if dialect.name == "neo4j" else 1
-        for stage, statements in stages:
+        written = 0
+        for stage, statements in iter_stages(plan, dialect, batch_size):
             run_stage(driver, statements, dialect, database=database, workers=parallel, progress=progress, stage=stage)
+            written += len(statements)
     except neo4j.exceptions.Neo4jError as exc:
         raise ExportError(f"the server rejected a statement ({exc.code}): {_one_line(exc)}") from None
     except neo4j.exceptions.DriverError as exc:
@@ -1240,7 +1296,7 @@ def export_records(
         nodes=plan.nodes,
         relationships=plan.relationships,
         dropped_relationships=records.dropped_rels,
-        statements=len(schema) + sum(len(st) for _, st in stages),
+        statements=len(schema) + written,
         seconds=time.perf_counter() - t0,
     )
 
@@ -1441,7 +1497,7 @@ def export_neo4j_command(
 __all__ = [
     "Dialect", "ExportError", "ExportReport", "CsvReport", "GraphRecords", "Node", "Rel", "Statement",
     "NEO4J", "falkordb", "connect", "verify", "detect_dialect", "index_records", "records_from_tables",
-    "plan_export", "plan_stages", "plan_statements", "run_stage", "run_statements", "upsert_statements", "delete_statements", "schema_statements",
+    "plan_export", "iter_stages", "plan_stages", "plan_statements", "run_stage", "run_statements", "upsert_statements", "delete_statements", "schema_statements",
     "export_records", "export_index", "write_csv", "export_neo4j_command", "weight_key", "weight_from_key",
     "entity_uid", "chunk_uid", "document_uid", "tree_uid", "community_uid", "encode_params", "statement_len",
     "row_fields", "node_write_cypher", "rel_write_cypher",

@@ -341,6 +341,19 @@ def test_falkordb_rows_are_positional_and_new_records_are_created(records_v1: X.
     assert dict(zip(X.row_fields(X.ENTITY), row)) == {f: entity.props.get(f) for f in X.row_fields(X.ENTITY)}
 
 
+def test_stages_are_planned_one_at_a_time() -> None:
+    """The node stage is ready (and can be written) before any relationship is
+    encoded: here a relationship that cannot be sent only fails the stage after it."""
+    a = X.make_node(X.ENTITY, X.entity_uid("public", "a"), {"id": "a", "scope": "public", "name": "a"})
+    b = X.make_node(X.ENTITY, X.entity_uid("public", "b"), {"id": "b", "scope": "public", "name": "b"})
+    rel = X.make_rel(X.RELATES_TO, a.uid, b.uid, {"id": "r", "type": "uses", "chunk_ids": ["x" * 5000]}, "r")
+    stages = X.iter_stages(X.plan_export(X.GraphRecords([a, b], [rel]), {}, {}), X.falkordb())
+    stage, nodes = next(stages)
+    assert stage == X.STAGE_NODES and sum(st.rows for st in nodes) == 2
+    with pytest.raises(X.ExportError, match="too long"):
+        next(stages)
+
+
 def test_pack_rows_fills_groups_within_the_room_and_row_limit() -> None:
     rng = random.Random(5)
     sizes = [rng.randint(50, 900) for _ in range(700)]
