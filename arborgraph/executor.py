@@ -32,6 +32,11 @@ class Executor(Protocol):
         iterator yields it."""
         ...
 
+    def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        """:meth:`map`, each result yielded as soon as it and those before it are done
+        (the caller uses the first results while workers compute the last)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -41,6 +46,9 @@ class SerialExecutor:
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         return [fn(item) for item in items]
+
+    def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        return (fn(item) for item in items)
 
     def close(self) -> None:
         pass
@@ -83,6 +91,9 @@ class ProcessExecutor:
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         return list(self._pool.map(fn, items))
 
+    def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        return self._pool.map(fn, items)
+
     def close(self) -> None:
         self._starting.join()
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -116,6 +127,10 @@ class DaskExecutor:
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         futures = self._client.map(fn, list(items), pure=False)
         return list(self._client.gather(futures))
+
+    def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        futures = self._client.map(fn, list(items), pure=False)
+        return (future.result() for future in futures)
 
     def close(self) -> None:
         self._client.close()
@@ -192,15 +207,18 @@ def map_batched(
     items: Sequence[T],
     weights: Sequence[float],
     per_worker: int = BATCHES_PER_WORKER,
-) -> list[R]:
+    decode: Callable[[T, R], Any] | None = None,
+) -> list[Any]:
     """``fn`` over ``items`` in weight-balanced batches sent as ``(context, batch)``;
-    one result per item, in input order whatever the batching."""
+    one result per item, in input order whatever the batching. ``decode(item,
+    result)``, if given, turns each batch's results as soon as that batch is back,
+    while the workers still compute the others."""
     groups = balanced_batches(weights, executor.workers * per_worker)
     jobs = [(context, [items[i] for i in group]) for group in groups]
     out: list[Any] = [None] * len(items)
-    for group, results in zip(groups, executor.map(fn, jobs)):
+    for group, results in zip(groups, executor.imap(fn, jobs)):
         for i, result in zip(group, results):
-            out[i] = result
+            out[i] = result if decode is None else decode(items[i], result)
     return out
 
 
@@ -324,8 +342,8 @@ def fit_on(executor: Executor, extractor: Any, chunks: Sequence[Any]) -> None:
     from graphrag.extract.terms import TermCounts
 
     groups = balanced_batches([len(c.text) for c in chunks], executor.workers * BATCHES_PER_WORKER)
-    parts = executor.map(count_terms_batch, [(extractor, [chunks[i].text for i in g]) for g in groups])
-    extractor.fit(chunks, counts=TermCounts.merged(parts))
+    parts = executor.imap(count_terms_batch, [(extractor, [chunks[i].text for i in g]) for g in groups])
+    extractor.fit(chunks, counts=TermCounts.merged(parts))  # merging as the parts come back
 
 
 def count_terms_batch(job: tuple[Any, list[str]]) -> Any:
@@ -355,8 +373,9 @@ def extract_many_on(executor: Executor) -> Callable[[Any, Sequence[Any]], list[A
 def extract_on(executor: Executor, extractor: Any, chunks: Sequence[Any]) -> list[Any]:
     """A fitted extractor's results for ``chunks``, computed on ``executor``'s workers,
     in the order of ``chunks``."""
-    rows = map_batched(executor, extract_batch, extractor, chunks, [len(c.text) for c in chunks])
-    return [decode_extraction(chunk, row) for chunk, row in zip(chunks, rows)]
+    return map_batched(
+        executor, extract_batch, extractor, chunks, [len(c.text) for c in chunks], decode=decode_extraction
+    )
 
 
 def extract_batch(job: tuple[Any, list[Any]]) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:

@@ -97,6 +97,11 @@ def test_map_batched_returns_one_result_per_item_in_input_order() -> None:
     items = [f"item-{i}" * (i % 5 + 1) for i in range(23)]
     out = map_batched(SerialExecutor(), _upper_batch, "!", items, [len(x) for x in items], per_worker=4)
     assert out == [x.upper() + "!" for x in items]
+    decoded = map_batched(
+        SerialExecutor(), _upper_batch, "!", items, [len(x) for x in items], per_worker=4,
+        decode=lambda item, result: (len(item), result),
+    )
+    assert decoded == [(len(x), x.upper() + "!") for x in items]
 
 
 def test_map_as_produced_keeps_order_and_raises_what_either_side_raised() -> None:
