@@ -1269,7 +1269,8 @@ def export_records(
     measured here, hence opt-in). FalkorDB always gets one session: under concurrent
     Bolt connections its server has left statements unanswered for good and has
     crashed (SIGSEGV in its Bolt RUN handler with 8 sessions); its Bolt layer is not
-    safe for concurrent clients."""
+    safe for concurrent clients, and it runs writes one at a time anyway (two
+    sessions wrote the sample manual's nodes slower than one)."""
     neo4j = _neo4j()
     t0 = time.perf_counter()
     verify(driver)
