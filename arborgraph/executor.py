@@ -139,11 +139,12 @@ class DaskExecutor:
 
 
 # "auto" runs a pool from this much input on disk, on two or more cores. From
-# benchmarks/bench_pool.py on the sample manual (2,992 KB): chunking and rule extraction
-# cost ~2 CPU-s per MB of input in one process and about the same split over two
-# workers; the pool's fixed cost is ~1 CPU-s (the fork server's imports, overlapping
-# the parent's loading). From ~2 MB a quiet 2-core machine should build these stages
-# >= 1.4x faster; on a machine other work keeps busy the pool gains little or nothing.
+# benchmarks/bench_pool.py on the sample manual (2,992 KB): loading, chunking, fitting
+# and rule extraction cost ~2 CPU-s per MB of input in one process and 1.1-1.2x that
+# split over two workers; the pool's fixed cost is under 1 CPU-s (the fork server's
+# imports, a second loader sandbox, each worker's tokenizer), overlapping the parent's
+# loading. From ~2 MB a quiet 2-core machine builds these stages ~1.6x faster; on a
+# machine other work keeps busy the pool gains little or nothing.
 AUTO_POOL_MIN_KB = 2_000
 
 
@@ -285,7 +286,7 @@ def cyclic_gc_paused() -> Iterator[None]:
     time of a graph update of the sample manual. Reference counting still frees them.
 
     Here, not in :mod:`arborgraph.structures`, so a pool worker using it does not import
-    that module's dependencies (numpy, pyarrow, the RAPTOR and BM25 stacks: ~1 CPU-s
+    that module's dependencies (numpy, pyarrow, the RAPTOR and BM25 stacks: 0.6-1 CPU-s
     per worker).
     """
     was_enabled = gc.isenabled()
