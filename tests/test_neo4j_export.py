@@ -267,9 +267,9 @@ def test_deletions_and_identifier_guard() -> None:
     ]
     assert stmts[0].params == {"rows": [{"s": "chunk:a", "uid": "mentions:1"}]}
     assert stmts[1].params == {"uids": ["chunk:a", "chunk:b"]}
-    assert X.node_state_cypher("Chunk") == "MATCH (n:Arborgraph:Chunk) RETURN [n.uid, n.ag_hash] AS row"
-    assert X.rel_state_cypher("MENTIONS") == (
-        "MATCH (a:Arborgraph)-[r:MENTIONS]->(:Arborgraph) RETURN [r.uid, r.ag_hash, a.uid] AS row"
+    assert X.node_state_cypher() == "MATCH (n:Arborgraph) RETURN [labels(n), n.uid, n.ag_hash] AS row"
+    assert X.rel_state_cypher() == (
+        "MATCH (a:Arborgraph)-[r]->(:Arborgraph) RETURN [type(r), r.uid, r.ag_hash, a.uid] AS row"
     )
     with pytest.raises(ValueError):
         X.node_upsert_cypher("Chunk) DETACH DELETE (m")
@@ -434,10 +434,14 @@ def test_export_writes_the_index_and_a_second_export_changes_nothing(
     assert first.nodes.created == len(records_v1.nodes) and first.relationships.created == len(records_v1.rels)
     _assert_server_holds(server, records_v1)
     with driver.session() as session:
+        # another application's relationship between our nodes: not read, never touched
+        session.run("MATCH (a:Arborgraph:Document), (b:Arborgraph:Chunk) WITH a, b LIMIT 1 "
+                    "CREATE (a)-[:NOTE {uid: 'note:1'}]->(b)").consume()
         # FalkorDB's state comes in records of several rows (Neo4j's streams one per record)
         state = X.read_state(session)
         assert X.read_state(session, group=7) == state == X.read_state(session, group=X.FALKOR_STATE_GROUP)
     assert {u for by_label in state[0].values() for u in by_label} == {n.uid for n in records_v1.nodes}
+    assert {u for by_type in state[1].values() for u in by_type} == {r.uid for r in records_v1.rels}
     before = _dump(server)
     second = X.export_index(index_v1, driver)
     assert second.statements == 0
