@@ -534,8 +534,8 @@ def _state_cypher(match: str, values: str, group: int | None) -> str:
 
 def node_state_cypher(group: int | None = None) -> str:
     """Rows ``[labels, uid, ag_hash]`` of every Arborgraph node: one per record, or
-    ``group`` per record. One query for all labels: FalkorDB answers a reply of more
-    than a few KB with a pause of about 40 ms (as Nagle's algorithm meeting a delayed ACK
+    ``group`` per record. One query for all labels: FalkorDB delivers a reply of more
+    than a few KB after a pause of about 40 ms (as Nagle's algorithm meeting a delayed ACK
     would), paid about once per query, which made a query per label most of the
     cost of an export that changes nothing."""
     return _state_cypher(f"MATCH (n:{MARK})", f"labels(n), n.{UID}, n.{HASH}", group)
