@@ -7,12 +7,14 @@ returns ``self``, learned attributes end in ``_``, randomness through
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
+import sklearn
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.decomposition import PCA
 from sklearn.exceptions import ConvergenceWarning
@@ -53,12 +55,15 @@ def reduce_dims(
     n_neighbors: int,
     metric: str,
     random_state: int,
+    n_epochs: int = _UMAP_EPOCHS,
 ) -> tuple[np.ndarray, str]:
-    """Reduce ``X`` to at most ``n_components`` dimensions; return (embedding, method)."""
+    """Reduce ``X`` to at most ``n_components`` dimensions; return (embedding, method).
+
+    ``n_epochs`` is UMAP's optimisation length (ignored by PCA)."""
     n = X.shape[0]
     use_umap = reducer == "umap" or (reducer == "auto" and n >= umap_min_points)
     if use_umap and n >= max(_UMAP_HARD_MIN, n_components + 2):
-        return _umap(X, n_components, n_neighbors, metric, random_state), "umap"
+        return _umap(X, n_components, n_neighbors, metric, random_state, n_epochs), "umap"
     return _pca(X, n_components, random_state), "pca"
 
 
@@ -73,9 +78,10 @@ def _pca(X: np.ndarray, n_components: int, random_state: int) -> np.ndarray:
     return np.asarray(pca.fit_transform(X), dtype=np.float64)
 
 
-def _umap(X: np.ndarray, n_components: int, n_neighbors: int, metric: str, seed: int) -> np.ndarray:
+def _umap(X: np.ndarray, n_components: int, n_neighbors: int, metric: str, seed: int, n_epochs: int) -> np.ndarray:
     import umap  # deferred: importing umap pulls in numba
 
+    _cache_umap_kernels()
     n = X.shape[0]
     k = max(2, min(n_neighbors, n - 1))
     extra: dict[str, object] = {}
@@ -87,7 +93,7 @@ def _umap(X: np.ndarray, n_components: int, n_neighbors: int, metric: str, seed:
         metric=metric,
         min_dist=0.0,
         random_state=seed,
-        n_epochs=_UMAP_EPOCHS,
+        n_epochs=n_epochs,
         # a seeded UMAP runs single-threaded anyway; saying so avoids its warning
         n_jobs=1,
         **extra,
@@ -95,6 +101,28 @@ def _umap(X: np.ndarray, n_components: int, n_neighbors: int, metric: str, seed:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return np.asarray(model.fit_transform(X), dtype=np.float64)
+
+
+@functools.cache
+def _cache_umap_kernels() -> None:
+    """Let numba cache the UMAP kernels that umap-learn compiles without ``cache=True``.
+
+    umap-learn 0.5.12 jit-compiles its neighbour-graph kernels (parallel) and the
+    euclidean layout epoch in every new process: 12-14 s of each tree build, even with
+    a warm numba cache. Cached, a later process loads them in well under a second. The
+    names are umap-learn's (pinned); a missing one is skipped.
+    """
+    import umap.layouts
+    import umap.umap_
+
+    for module, name in (
+        (umap.umap_, "smooth_knn_dist"),
+        (umap.umap_, "compute_membership_strengths"),
+        (umap.layouts, "_nb_optimize_layout_euclidean_single_epoch"),
+    ):
+        kernel = getattr(module, name, None)
+        if kernel is not None and hasattr(kernel, "enable_caching"):
+            kernel.enable_caching()
 
 
 def exact_cosine_knn(X: np.ndarray, k: int, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
@@ -260,7 +288,9 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
             raise ValueError("sizes must have one entry per row of X")
 
         # Many small mixture fits: thread start-up in BLAS/OpenMP costs ~10x the work.
-        with threadpool_limits(limits=1):
+        # Their inputs are checked once above, so scikit-learn's per-fit validation
+        # (finite checks, parameter checks) is skipped: same results, less overhead.
+        with threadpool_limits(limits=1), sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
             clusters = self._cluster(X, size)
 
         unique = sorted({tuple(sorted(c)) for c in clusters}, key=lambda c: (c[0], len(c), c))

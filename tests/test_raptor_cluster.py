@@ -124,6 +124,13 @@ def test_umap_path_is_seeded() -> None:
     assert a.reducer_ == "umap"
     assert np.array_equal(a.embedding_, b.embedding_)
     assert a.clusters_ == b.clusters_
+    # the kernels umap-learn compiles in every process are cached by numba from now on
+    import umap.layouts
+    import umap.umap_
+
+    for kernel in (umap.umap_.smooth_knn_dist, umap.umap_.compute_membership_strengths,
+                   umap.layouts._nb_optimize_layout_euclidean_single_epoch):
+        assert type(kernel._cache).__name__ != "NullCache"
 
 
 def test_exact_cosine_neighbours_match_brute_force() -> None:
