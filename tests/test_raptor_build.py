@@ -97,6 +97,16 @@ def test_same_seed_same_tree_and_summariser_called_once_per_summary() -> None:
     assert_valid_tree(other, c.leaves)
 
 
+def test_summaries_are_drawn_among_their_children() -> None:
+    tree = built_tree()
+    leaves = tree.leaves()
+    assert len({(n.umap_x, n.umap_y) for n in leaves}) > len(leaves) // 2  # the leaves are spread out
+    for node in tree.summaries():
+        kids = [tree.node(c) for c in node.children]
+        assert node.umap_x == pytest.approx(np.mean([k.umap_x for k in kids]))
+        assert node.umap_y == pytest.approx(np.mean([k.umap_y for k in kids]))
+
+
 def test_progress_is_reported() -> None:
     c = corpus()
     seen: list[tuple[str, int, int | None]] = []
