@@ -155,7 +155,7 @@ def run_tree_stage(
         leaves = [
             Leaf(
                 chunk_id=c.chunk_id, doc_id=c.doc_id, text=c.text, heading_path=list(c.heading_path),
-                start=c.start, end=c.end,
+                start=c.start, end=c.end, tokens=c.n_tokens,
             )
             for c in part.chunks
         ]

@@ -10,7 +10,11 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Leaf:
-    """A chunk as the tree sees it. ``text`` is what users read (no heading prefix)."""
+    """A chunk as the tree sees it. ``text`` is what users read (no heading prefix).
+
+    ``tokens`` is the token count of ``text`` when the caller knows it (the chunker
+    counted it already); ``None`` lets the build count it.
+    """
 
     chunk_id: str
     doc_id: str
@@ -18,6 +22,7 @@ class Leaf:
     heading_path: tuple[str, ...] = ()
     start: int | None = None
     end: int | None = None
+    tokens: int | None = None
 
     @classmethod
     def from_chunk(cls, chunk: object) -> Leaf:
@@ -29,6 +34,7 @@ class Leaf:
             heading_path=tuple(chunk.heading_path),  # type: ignore[attr-defined]
             start=getattr(chunk, "start", None),
             end=getattr(chunk, "end", None),
+            tokens=getattr(chunk, "n_tokens", None),
         )
 
 

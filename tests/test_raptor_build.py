@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -105,6 +106,28 @@ def test_summaries_are_drawn_among_their_children() -> None:
         kids = [tree.node(c) for c in node.children]
         assert node.umap_x == pytest.approx(np.mean([k.umap_x for k in kids]))
         assert node.umap_y == pytest.approx(np.mean([k.umap_y for k in kids]))
+
+
+def test_known_leaf_token_counts_are_not_counted_again() -> None:
+    c = corpus()
+    leaves, vectors = c.leaves[:40], c.vectors[:40]
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return c.count_tokens(text)
+
+    def build(given: Sequence[Leaf]) -> Tree:
+        summariser = ExtractiveSummariser(embed=c.embed, count_tokens=c.count_tokens, max_tokens=120)
+        return build_tree(given, vectors, embed=c.embed, count_tokens=count, summariser=summariser, config=CONFIG)
+
+    counting = build([replace(leaf, tokens=None) for leaf in leaves])
+    assert {leaf.text for leaf in leaves} <= set(counted)
+    counted.clear()
+    known = [replace(leaf, tokens=c.count_tokens(leaf.text)) for leaf in leaves]
+    assert known == leaves  # Leaf.from_chunk takes the chunker's count
+    assert build(known).nodes == counting.nodes
+    assert not {leaf.text for leaf in leaves} & set(counted)
 
 
 def test_progress_is_reported() -> None:
