@@ -255,10 +255,19 @@ def main() -> None:
         "process": process,
         "wall_speedup": speedup,
         "cpu_ratio_process_over_serial": cpu_ratio,
+        # CPU seconds per wall second of the pool's rounds: near 2 when the pool had both
+        # cores; near 1 means other work held one and the walls say little
+        "process_cores_busy": round(
+            _sum(process, "cpu_total_s", STAGES) / max(_sum(process, "wall_s", STAGES), 1e-9), 2
+        ),
         "raw_rounds": rounds,
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: result[k] for k in ("documents", "chunks", "wall_speedup", "cpu_ratio_process_over_serial", "load_avg_at_start", "load_avg_at_end")}))
+    keys = (
+        "documents", "chunks", "wall_speedup", "cpu_ratio_process_over_serial", "process_cores_busy",
+        "load_avg_at_start", "load_avg_at_end",
+    )
+    print(json.dumps({k: result[k] for k in keys}))
 
 
 if __name__ == "__main__":
