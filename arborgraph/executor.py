@@ -194,9 +194,11 @@ def balanced_batches(weights: Sequence[float], n_batches: int) -> list[list[int]
     return [sorted(groups[b]) for b in order if groups[b]]
 
 
-# Few large jobs: each one costs a round trip and a result message, and with two per
-# worker the parent unpacks the first results while the last ones still run.
-BATCHES_PER_WORKER = 2
+# Few large jobs: each one costs a round trip and a result message. Four per worker
+# rather than two: a worker whose batch ran long leaves the other less of a tail to wait
+# out alone, and the parent decodes more of the results while the last batches run
+# (rule extraction on the sample manual: 1.58x -> 1.68x the serial wall, one run each).
+BATCHES_PER_WORKER = 4
 
 C = TypeVar("C")
 
