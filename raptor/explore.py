@@ -161,8 +161,9 @@ class TreeView:
         return g
 
     def plot_layout(self, highlight: Iterable[str] = (), *, show_leaves: bool = True) -> go.Figure:
-        """2-D layout of the nodes (UMAP or PCA, as built): colour = cluster, symbol and
-        size = level; ``highlight`` node ids (e.g. a drill-down path) are ringed."""
+        """2-D layout of the nodes (leaves by UMAP or PCA, as built; each summary at the
+        mean of its children): colour = cluster, symbol and size = level; ``highlight``
+        node ids (e.g. a drill-down path) are ringed."""
         go = _plotly()
         marks = set(highlight)
         fig = go.Figure()
