@@ -334,6 +334,16 @@ def eval_cmd(
         print(format_report(report))
 
 
+@app.command()
+def warmup() -> None:
+    """Compile UMAP's numba kernels into numba's cache now (25-30 s once per install),
+    so the first tree build does not pay for it; e.g. when building a container image."""
+    from raptor.warmup import warm_umap_cache
+
+    seconds = warm_umap_cache()
+    print(f"UMAP kernels compiled and cached in {seconds:.1f} s")
+
+
 def _register_exporters() -> None:
     from arborgraph.neo4j_export import export_neo4j_command
 

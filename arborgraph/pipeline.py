@@ -12,6 +12,7 @@ import datetime as dt
 import glob
 import json
 import os
+import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -297,6 +298,7 @@ def build_index(
     except BaseException:
         executor.close()
         raise
+    warmup: subprocess.Popen[bytes] | None = None
     try:
         report.stages["executor"] = {"name": executor.name, "workers": executor.workers}
         with timer("chunk"):  # what a pool has not chunked while loading
@@ -306,6 +308,7 @@ def build_index(
                 status.documents[doc.doc_id].status = "processing"
             status.save(index_dir)
         report.documents, report.chunks = len(docs), len(chunks)
+        warmup = _start_umap_warmup(config, len(chunks), fresh=previous is None)
         report.stages["documents"] = _document_changes(docs, previous, reused_docs)
         with timer("contradictions"):
             report.contradictions = find_contradictions(chunks)
@@ -400,6 +403,11 @@ def build_index(
 
         if config.build_tree:
             with timer("tree"):
+                if warmup is not None:
+                    try:
+                        warmup.wait(timeout=300)
+                    except subprocess.TimeoutExpired:  # a stuck warm-up must not stall the build
+                        warmup.kill()
                 cache = EmbeddingCache(cache_dir(index_dir) / "embeddings.sqlite") if embedder else None
                 try:
                     report.stages["tree"] = run_tree_stage(
@@ -449,6 +457,8 @@ def build_index(
     except BaseException as exc:
         writer.abort()
         executor.close()
+        if warmup is not None and warmup.poll() is None:
+            warmup.kill()
         status.state = "failed"
         for record in status.documents.values():
             if record.status in ("pending", "processing"):
@@ -461,6 +471,23 @@ def build_index(
     if usage is not None:
         report.stages["llm"] = usage.to_dict()
     return report
+
+
+def _start_umap_warmup(config: Config, n_chunks: int, *, fresh: bool) -> subprocess.Popen[bytes] | None:
+    """A background process filling numba's cache with UMAP's kernels while the build
+    embeds, when this build's tree will run UMAP (None otherwise).
+
+    In an empty cache (the first tree build after an install) UMAP's compile is
+    25-30 s of the tree stage; run beside embedding it mostly overlaps. Updates of an
+    existing index seldom re-cluster, and small inputs take the PCA path: no warm-up.
+    """
+    tree = config.tree
+    uses_umap = tree.reducer == "umap" or (tree.reducer == "auto" and n_chunks >= tree.umap_min_points)
+    if not (config.build_tree and fresh and uses_umap):
+        return None
+    from raptor.warmup import start_background_warmup
+
+    return start_background_warmup()
 
 
 def _contextual_prefixes(
