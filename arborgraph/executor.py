@@ -142,9 +142,10 @@ class DaskExecutor:
 # benchmarks/bench_pool.py on the sample manual (2,992 KB): loading, chunking, fitting
 # and rule extraction cost ~2 CPU-s per MB of input in one process and 1.1-1.2x that
 # split over two workers; the pool's fixed cost is under 1 CPU-s (the fork server's
-# imports, a second loader sandbox, each worker's tokenizer), overlapping the parent's
-# loading. From ~2 MB a quiet 2-core machine builds these stages ~1.6x faster; on a
-# machine other work keeps busy the pool gains little or nothing.
+# imports, each worker's tokenizer), overlapping the parent's loading. From ~2 MB a
+# 2-core machine builds these stages about 1.5-1.6x faster (runs vary by +-0.15 on
+# this shared machine); on a machine other work keeps busy the pool gains little or
+# nothing.
 AUTO_POOL_MIN_KB = 2_000
 
 

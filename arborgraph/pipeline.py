@@ -162,8 +162,13 @@ def load_documents(
     max_bytes = int(config.ingest.max_file_mb * 2**20)
 
     parallel = executor is not None and executor.workers > 1
-    # parsers run in local sandbox processes: as many as the pool has workers, at most a core each
-    loaders = min(executor.workers, os.cpu_count() or 1) if parallel and executor is not None else 1
+    # Parsers run in local sandbox processes, competing for the same cores as the pool's
+    # workers that chunk what they parse; parsing and chunking cost about the same, so
+    # one sandbox per two busy cores. On 2 cores a second sandbox measured slower
+    # (bench_pool.py, 8 alternating runs: load + chunk 1.46-1.69x the serial wall with
+    # one sandbox, 1.22-1.40x with two, the sample manual and 300 Python doc pages).
+    busy_cores = min(executor.workers, os.cpu_count() or 1) if parallel and executor is not None else 1
+    loaders = max(1, busy_cores // 2)
 
     def to_chunk() -> Iterator[Document]:
         for item in iter_collection(inputs, max_file_bytes=max_bytes, loaders=loaders):
