@@ -332,6 +332,8 @@ class KnowledgeBase:
         cfg = self.config.retrieval
         if route == "tree" and self.config.tree_search.focus_leaves > 0:
             return self._focus_tree(found, lookup_hits)
+        if route == "graph" and cfg.compose.get(route, "flat-first") == "flat-first":
+            return self._compose_graph(found, lookup_hits)
         if cfg.compose.get(route, "flat-first") == "structure":
             return found
         header = [c for c in found if c.kind != "chunk"][: cfg.structure_header]
@@ -340,6 +342,20 @@ class KnowledgeBase:
             {"lookup": lookup_hits, route: chunks}, {"lookup": 1.0, route: cfg.structure_weight}
         )
         return header + body
+
+    def _compose_graph(self, found: list[Context], lookup_hits: list[Context]) -> list[Context]:
+        """The relation chain, then graph search's chunks in its own order, then the
+        lookup hits it did not keep.
+
+        Graph search was given the lookup hits and already leads with them (see
+        :func:`graphrag.search.graph_search`); it only inserts the second-hop sections
+        it is confident of, in place of the weakest flat chunks of the window. Fusing
+        with the lookup ranking again would undo exactly those insertions.
+        """
+        header = [c for c in found if c.kind != "chunk"][: self.config.retrieval.structure_header]
+        chunks = [c for c in found if c.kind == "chunk"]
+        seen = {c.node_id for c in chunks}
+        return header + chunks + [c for c in lookup_hits if c.node_id not in seen]
 
     def _focus_tree(self, found: list[Context], lookup_hits: list[Context]) -> list[Context]:
         """The tree's overview, then its leaves fused by RRF with the lookup hits that

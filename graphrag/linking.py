@@ -64,11 +64,15 @@ def link_entities(
             words = tokens[i : i + n]
             surface = question[words[0][1] : words[-1][2]]
             low = [w.lower() for w, _, _ in words]
-            if low[0] in STOPWORDS or low[-1] in STOPWORDS or all(w in QUESTION_WORDS for w in low):
-                continue  # "an immediate" is "immediate": try it as one word
-            if n == 1 and (len(low[0]) < 2 or low[0].isdigit()):
+            if all(w in QUESTION_WORDS for w in low) or (n == 1 and (len(low[0]) < 2 or low[0].isdigit())):
                 continue
             key = entity_key(surface)
+            if n > 2 and any(w in _ARTICLES for w in low[1:-1]) and not kg.name_index.get(key):
+                # "a table without a rowid" names WITHOUT ROWID: prose puts articles
+                # inside a name that never has them
+                key = entity_key(" ".join(w for w, _, _ in words if w.lower() not in _ARTICLES))
+            if (_edge_stopword(words[0][0]) or _edge_stopword(words[-1][0])) and " " not in key:
+                continue  # "an immediate" is "immediate": try it as one word
             ids = kg.name_index.get(key, [])
             if " " not in key:
                 ids = [eid for eid in ids if _single_word_ok(surface, kg.entities[eid])]
@@ -105,6 +109,15 @@ def link_entities(
                 _keep(found, LinkedEntity(eid, kg.entities[eid].name, sim * specificity(kg, eid), "embedding", "<embedding>"))
 
     return sorted(found.values(), key=lambda le: (-le.score, le.entity_id))[:max_entities]
+
+
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def _edge_stopword(word: str) -> bool:
+    """A stopword cannot start or end a name, unless written in capitals: "LIKE",
+    "IN" and "ALL" in a question about a query language are its keywords."""
+    return word.lower() in STOPWORDS and not (len(word) > 1 and word.isupper())
 
 
 def _identifier_like(word: str) -> bool:

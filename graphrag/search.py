@@ -11,11 +11,11 @@
    entity to its strongest neighbour), in path order, then the supporting chunks.
 
 With a flat ranking (``candidate_chunks``, e.g. hybrid lookup's hits) the chunks are
-composed instead: its first ``first_hop`` chunks (the question's own facts), then the
-home section of the best bridging entity (the page a relational question's second
-hop lands on, see :func:`bridge_homes`), then the rest of the flat ranking, then the
-graph's candidates. On the bundled SQLite questions this order measured better than
-any mixed score we tried (see benchmarks/results/graphrag.json).
+composed instead: the flat ranking leads (the question's own facts; it measured better
+than any mixed score we tried, see benchmarks/results/graphrag.json), and the best
+second-hop home section (one whose heading names an entity the first hop leads to,
+and which the window does not quote yet, see :func:`second_hop`) takes the place of
+the weakest flat chunk of the answer's window; then the graph's own candidates.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from graphrag.model import CO_OCCURS, Relation
 from graphrag.neighbours import GraphBackend, MemoryGraphBackend
 from graphrag.reports import RELATION_VERBS
 from graphrag.search_index import mention_index, path_index
+from graphrag.text import entity_key, singular
 
 # chunk ids -> their scores for the question (e.g. BM25 from a full-text index), in order
 ChunkScores = Callable[[Sequence[str]], np.ndarray]
@@ -78,7 +79,8 @@ class GraphSearchConfig(BaseModel):
     dense_weight: float = 1.0
     prior_weight: float = 1.0
     first_hop: int = Field(6, description="with candidate_chunks: how many of them lead the answer")
-    bridge_chunks: int = Field(1, description="home chunks of bridging entities placed after the first hop")
+    bridge_chunks: int = Field(1, description="second-hop home sections put into the answer's window")
+    min_bridge_score: float = Field(0.5, description="a second-hop section scoring below this is left out")
     max_quote_words: int = Field(40, description="relation contexts quote at most this much")
     time_limit_s: float = Field(2.0, description="the walk stops expanding after this long")
 
@@ -366,88 +368,38 @@ def _with_first_hop(
     *,
     lexical: ChunkScores | None = None,
 ) -> list[_Scored]:
-    """The flat retriever's best chunks first (they hold the question's own facts),
-    then the home sections of the entities that bridge to a second page, then the
-    rest of the flat ranking (better ordered than our mixed score, as measured), then
-    the graph's own candidates."""
+    """The flat retriever's ranking (it holds the question's own facts, better ordered
+    than our mixed score, as measured), with the best second-hop home sections (see
+    :func:`second_hop`) in place of the weakest flat chunks of the answer's window
+    (``budget_words``), then the graph's own candidates."""
     by_id = {s.chunk_id: s for s in chunks}
     ordered = sorted(prior, key=lambda c: -prior[c]) if isinstance(prior, Mapping) else list(prior)
     in_prior = [by_id[c] for c in ordered if c in by_id]
-    first = in_prior[: cfg.first_hop]
-    taken = {s.chunk_id for s in first}
-    added = 0
-    for cid, score in bridge_homes(kg, question, linked, [s.chunk_id for s in first], fetch, dense, lexical=lexical):
-        if added >= cfg.bridge_chunks:
+    window: list[_Scored] = []
+    used = 0
+    for sc in in_prior:
+        if used >= cfg.budget_words:
             break
-        if cid in taken:
-            continue
-        ref = fetch.get(cid)
-        assert ref is not None  # bridge_homes only offers visible chunks
-        base = by_id.get(cid)
-        first.append(
-            _Scored(cid, ref, score, {**(base.parts if base else {}), "bridge": score})
-        )
-        taken.add(cid)
-        added += 1
-    rest = [s for s in in_prior if s.chunk_id not in taken]
-    taken.update(s.chunk_id for s in rest)
-    return first + rest + [s for s in chunks if s.chunk_id not in taken]
-
-
-def bridge_homes(
-    kg: KnowledgeGraph,
-    question: str,
-    linked: Sequence[LinkedEntity],
-    first_hop: Sequence[str],
-    fetch: ChunkFetcher,
-    dense: _DenseScorer | None = None,
-    *,
-    neighbours: int = 60,
-    lexical: ChunkScores | None = None,
-) -> list[tuple[str, float]]:
-    """Home chunks (see :meth:`KnowledgeGraph.home_chunks`) of the entities that link
-    the question's entities to other pages, best first.
-
-    An entity bridges when it is a strong neighbour of a linked entity, or when it is
-    mentioned beside one in the first-hop chunks; its home chunk then scores by that
-    strength plus its similarity with the question (dense if available, else
-    ``lexical`` or BM25 over the home chunks).
-    """
-    seeds = {le.entity_id: le.score for le in linked}
-    strength: dict[str, float] = defaultdict(float)
-    for eid, s in seeds.items():
-        strength[eid] += 2.0 * s
-        for rel in kg.adjacency.get(eid, [])[:neighbours]:
-            other = rel.target if rel.source == eid else rel.source
-            strength[other] += s * float(np.log1p(rel.weight)) * specificity(kg, other)
-    for rank, cid in enumerate(first_hop):
-        present = kg.chunk_entities.get(cid, [])
-        if seeds.keys() & set(present):
-            for eid in present:
-                strength[eid] += specificity(kg, eid) / (1.0 + 0.5 * rank)
-    homes: dict[str, float] = {}
-    index = mention_index(kg)
-    for eid, s in strength.items():
-        home = kg.home_chunks(eid)[:3]
-        if not home:
-            continue
-        # the home page's other chunks that mention the entity compete too: the
-        # answer is often a few paragraphs into the entity's own page
-        on_page = index.on_pages(eid, {doc_of(c) for c in home}, 8)
-        for cid in dict.fromkeys([*home, *on_page]):
-            if fetch.visible(cid):
-                homes[cid] = max(homes.get(cid, 0.0), s)
-    if not homes:
-        return []
-    ids = sorted(homes)
-    sim = dense(ids) if dense is not None and dense.available else None
-    if sim is None and lexical is not None:
-        sim = normalise(lexical(ids), len(ids))
-    if sim is None:
-        texts = [ref.text for c in ids if (ref := fetch.get(c)) is not None]
-        sim = normalise(bm25(question, texts), len(ids))
-    total = {c: homes[c] + 3.0 * max(float(sim[i]), 0.0) for i, c in enumerate(ids)}
-    return sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))
+        window.append(sc)
+        used += n_words(sc.ref.text)
+    additions: list[_Scored] = []
+    if len(window) > cfg.first_hop:
+        hops = second_hop(kg, question, linked, [s.chunk_id for s in window], fetch, dense, lexical=lexical)
+        for cid, score in hops[: cfg.bridge_chunks]:
+            if score < cfg.min_bridge_score:
+                break
+            ref = fetch.get(cid)
+            assert ref is not None  # second_hop only offers visible chunks
+            base = by_id.get(cid)
+            additions.append(_Scored(cid, ref, score, {**(base.parts if base else {}), "bridge": score}))
+    # the additions go before the window's weakest chunks, which they push out
+    at = max(cfg.first_hop, len(window) - len(additions))
+    taken = {s.chunk_id for s in additions}
+    head = [s for s in in_prior[:at] if s.chunk_id not in taken]
+    rest = [s for s in in_prior[at:] if s.chunk_id not in taken]
+    out = head + additions + rest
+    seen = {s.chunk_id for s in out}
+    return out + [s for s in chunks if s.chunk_id not in seen]
 
 
 def chain_contexts(
@@ -545,3 +497,127 @@ def _visible_quote(rel: Relation, fetch: ChunkFetcher) -> tuple[str, str | None]
         if fetch.visible(cid):
             return "", cid
     return "", None
+
+
+def _chunk_order(chunk_id: str) -> tuple[str, int, str]:
+    """Document, then position: chunk ids are ``doc#n``."""
+    doc, _, n = chunk_id.rpartition("#")
+    return (doc, int(n), "") if n.isdigit() else (chunk_id, 0, chunk_id)
+
+
+def _name_words(name: str) -> tuple[str, ...]:
+    """A name's words as a heading would spell them: lower case, ``_``/``-`` and a
+    trailing call ``()`` ignored, every word singular."""
+    return tuple(singular(w) for w in entity_key(name).split())
+
+
+def _names_in(words: Sequence[str], names: Sequence[tuple[str, ...]]) -> bool:
+    for name in names:
+        n = len(name)
+        if n and any(tuple(words[i : i + n]) == name for i in range(len(words) - n + 1)):
+            return True
+    return False
+
+
+def heading_homes(
+    kg: KnowledgeGraph, entity_id: str, fetch: ChunkFetcher, *, max_mentions: int = 150
+) -> dict[str, float]:
+    """Chunks whose headings name the entity: 1.0 when the chunk's own section heading
+    does (or the graph marked it as the entity's home), 0.5 when only an enclosing
+    heading does (the page title: "Clustered Indexes and the WITHOUT ROWID
+    Optimization" is about WITHOUT ROWID in every section)."""
+    ent = kg.entities[entity_id]
+    names = [w for w in {_name_words(n) for n in [ent.name, *ent.aliases]} if w]
+    out = {c: 1.0 for c in kg.home_chunks(entity_id) if fetch.visible(c)}
+    if not names or len(ent.mentions) > max_mentions:
+        return out
+    for m in ent.mentions:
+        if m.chunk_id in out:
+            continue
+        ref = fetch.get(m.chunk_id)
+        if ref is None or not ref.heading_path:
+            continue
+        *outer, own = ref.heading_path
+        if _names_in(_name_words(own), names):
+            out[m.chunk_id] = 1.0
+        elif any(_names_in(_name_words(h), names) for h in outer):
+            out[m.chunk_id] = 0.5
+    return out
+
+
+def second_hop(
+    kg: KnowledgeGraph,
+    question: str,
+    linked: Sequence[LinkedEntity],
+    window: Sequence[str],
+    fetch: ChunkFetcher,
+    dense: _DenseScorer | None = None,
+    *,
+    lexical: ChunkScores | None = None,
+    neighbours: int = 40,
+    max_entities: int = 40,
+    min_specificity: float = 0.3,
+) -> list[tuple[str, float]]:
+    """Home sections (see :func:`heading_homes`) the question's answer may continue
+    on, best first, leaving out the chunks already in ``window``.
+
+    Candidate entities: the linked ones, those mentioned beside a linked entity in a
+    window chunk (the first hop names the bridge: "... foreign key constraints must
+    be enabled"), and the linked ones' typed neighbours. A home section scores by its
+    entity's weight times how squarely its heading names the entity, times its match
+    with the question (dense cosine if available, plus BM25 scaled over the
+    candidates); ubiquitous entities (below ``min_specificity``) bridge nowhere.
+    """
+    weight: dict[str, float] = defaultdict(float)
+    seeds = {le.entity_id: le.score for le in linked}
+    for eid, s in seeds.items():
+        weight[eid] = max(weight[eid], s)
+        for rel in kg.adjacency.get(eid, [])[:neighbours]:
+            if rel.type == CO_OCCURS:
+                continue
+            other = rel.target if rel.source == eid else rel.source
+            weight[other] += 0.5 * s * specificity(kg, other)
+    for rank, cid in enumerate(window):
+        present = kg.chunk_entities.get(cid, [])
+        if not seeds.keys() & set(present):
+            continue
+        for eid in present:
+            if eid not in seeds:
+                weight[eid] += specificity(kg, eid) / (1.0 + 0.5 * rank)
+    top = sorted(
+        (e for e in weight if e in kg.entities and specificity(kg, e) >= min_specificity),
+        key=lambda e: (-weight[e], e),
+    )[:max_entities]
+    taken = set(window)
+    # the flat ranking finds the pages of the entities the question names; a named
+    # entity's home counts only on a page the window has not reached
+    window_docs = {doc_of(c) for c in window}
+    # nor does a section the window already quotes from lead anywhere new
+    window_sections = {(r.doc_id, tuple(r.heading_path)) for c in window if (r := fetch.get(c)) is not None}
+    structural: dict[str, float] = {}
+    for eid in top:
+        w = min(weight[eid], 1.0)
+        for cid, how in heading_homes(kg, eid, fetch).items():
+            ref = fetch.get(cid)
+            if ref is None or cid in taken or (ref.doc_id, tuple(ref.heading_path)) in window_sections:
+                continue
+            if not (eid in seeds and doc_of(cid) in window_docs):
+                structural[cid] = max(structural.get(cid, 0.0), w * how)
+    if not structural:
+        return []
+    # a section's first chunk starts with the heading that names the entity: it
+    # defines the entity, the later ones go on about it
+    first_of: dict[tuple[str, tuple[str, ...]], str] = {}
+    for cid in sorted(structural, key=_chunk_order):
+        ref = fetch.get(cid)
+        assert ref is not None
+        first_of.setdefault((ref.doc_id, tuple(ref.heading_path)), cid)
+    leads = set(first_of.values())
+    structural = {c: v if c in leads else 0.8 * v for c, v in structural.items()}
+    ids = sorted(structural)
+    lex_raw = lexical(ids) if lexical is not None else bm25(question, [fetch.get(c).text for c in ids])  # type: ignore[union-attr]
+    lex = normalise(lex_raw, len(ids))
+    sim = dense(ids) if dense is not None and dense.available else None
+    match = lex if sim is None else 0.5 * lex + np.maximum(np.asarray(sim, dtype=np.float32), 0.0)
+    total = {c: structural[c] * float(match[i]) for i, c in enumerate(ids)}
+    return sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))

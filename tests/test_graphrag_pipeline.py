@@ -239,21 +239,44 @@ def test_stages_match_build_graph(chunks: list[Chunk], kg: KnowledgeGraph, confi
     assert ents == kg.entities and rels == kg.relations
 
 
-def test_graph_search_with_a_flat_ranking_adds_a_bridging_page(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+def test_graph_search_puts_a_second_hop_section_in_place_of_the_weakest_flat_chunk(
+    kg: KnowledgeGraph, by_id: dict[str, Chunk]
+) -> None:
     from arborgraph.lexical import LexicalIndex
+    from graphrag.chunks import ChunkFetcher, n_words
+    from graphrag.search import GraphSearchConfig, heading_homes
 
     ids = list(by_id)
-    q = "What mechanism does sqlite3_busy_timeout install, and can a deadlock still make it return SQLITE_BUSY?"
+    q = "Can AUTOINCREMENT be used on a table without a rowid?"
     scores = LexicalIndex.build([by_id[c].context_text() for c in ids]).scores(q)
     flat = [ids[i] for i in scores.argsort()[::-1][:30]]
-    res = graph_search(kg, q, chunk_text=by_id, candidate_chunks=flat)
-    chunks = [c for c in res if c.kind == "chunk"]
-    first_hop = 6  # GraphSearchConfig().first_hop
-    assert [c.node_id for c in chunks[:first_hop]] == flat[:first_hop]
-    bridge = chunks[first_hop]
-    assert any(t.startswith("bridge=") for t in bridge.trace)
-    # a bridge is the home section of an entity of the question's neighbourhood
-    assert any(bridge.node_id in kg.home_chunks(e) for e in kg.chunk_entities[bridge.node_id])
+    cfg = GraphSearchConfig()
+    chunks = [c for c in graph_search(kg, q, chunk_text=by_id, candidate_chunks=flat, config=cfg) if c.kind == "chunk"]
+    at = next(i for i, c in enumerate(chunks) if any(t.startswith("bridge=") for t in c.trace))
+    window, words = [], 0
+    for c in flat:
+        if words >= cfg.budget_words:
+            break
+        window.append(c)
+        words += n_words(by_id[c].text)
+    # the flat ranking leads; the addition pushes out only the window's last chunk
+    assert at == max(cfg.first_hop, len(window) - 1)
+    assert [c.node_id for c in chunks[:at]] == flat[:at]
+    bridge = chunks[at].node_id
+    assert bridge not in window
+    # it is a section whose heading names an entity of the question's neighbourhood
+    assert any(bridge in heading_homes(kg, e, ChunkFetcher(by_id)) for e in kg.chunk_entities[bridge])
+
+
+def test_linking_reads_names_through_articles_and_capitalised_keywords(kg: KnowledgeGraph) -> None:
+    from graphrag.linking import link_entities
+
+    names = {le.name for le in link_entities(kg, "Can AUTOINCREMENT be used on a table declared without a rowid?")}
+    assert {"AUTOINCREMENT", "WITHOUT ROWID"} <= names
+    like = [e.name for e in kg.find("LIKE")]
+    assert like and set(like) <= {le.name for le in link_entities(kg, "Which index does a LIKE filter use?")}
+    # in lower case the stopword stays prose
+    assert not set(like) & {le.name for le in link_entities(kg, "Which index would you like to use?")}
 
 
 def test_global_search_with_a_flat_ranking_keeps_it_first(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
