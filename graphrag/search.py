@@ -79,7 +79,7 @@ class GraphSearchConfig(BaseModel):
     dense_weight: float = 1.0
     prior_weight: float = 1.0
     first_hop: int = Field(6, description="with candidate_chunks: how many of them lead the answer")
-    bridge_chunks: int = Field(1, description="second-hop home sections put into the answer's window")
+    bridge_chunks: int = Field(2, description="second-hop home sections put into the answer's window")
     min_bridge_score: float = Field(0.5, description="a second-hop section scoring below this is left out")
     max_quote_words: int = Field(40, description="relation contexts quote at most this much")
     time_limit_s: float = Field(2.0, description="the walk stops expanding after this long")
@@ -151,16 +151,16 @@ def graph_search(
     chunks = score_chunks(
         kg, question, scores, fetch, cfg, dense=dense, prior=candidate_chunks, lexical=chunk_lexical
     )
+    contexts: list[Context] = list(chain_contexts(kg, linked, scores, fetch, cfg))
+    used = sum(n_words(c.text) for c in contexts)
     if candidate_chunks:
         chunks = _with_first_hop(
-            kg, question, linked, chunks, fetch, cfg, dense, candidate_chunks, lexical=chunk_lexical
+            kg, question, linked, chunks, fetch, cfg, dense, candidate_chunks, lexical=chunk_lexical, reserved=used
         )
     trace = [
         "linked: " + ", ".join(f"{le.name} ({le.how}, {le.score:.2f})" for le in linked),
         "expanded: " + ", ".join(kg.entities[e].name for e in list(scores)[:8]),
     ]
-    contexts: list[Context] = list(chain_contexts(kg, linked, scores, fetch, cfg))
-    used = sum(n_words(c.text) for c in contexts)
     for sc in chunks:
         if used >= cfg.budget_words:
             break
@@ -367,18 +367,21 @@ def _with_first_hop(
     prior: Sequence[str] | Mapping[str, float],
     *,
     lexical: ChunkScores | None = None,
+    reserved: int = 0,
 ) -> list[_Scored]:
     """The flat retriever's ranking (it holds the question's own facts, better ordered
     than our mixed score, as measured), with the best second-hop home sections (see
     :func:`second_hop`) in place of the weakest flat chunks of the answer's window
-    (``budget_words``), then the graph's own candidates."""
+    (``budget_words`` less the ``reserved`` words before it), then the graph's own
+    candidates."""
+    budget = cfg.budget_words - reserved
     by_id = {s.chunk_id: s for s in chunks}
     ordered = sorted(prior, key=lambda c: -prior[c]) if isinstance(prior, Mapping) else list(prior)
     in_prior = [by_id[c] for c in ordered if c in by_id]
     window: list[_Scored] = []
     used = 0
     for sc in in_prior:
-        if used >= cfg.budget_words:
+        if used >= budget:
             break
         window.append(sc)
         used += n_words(sc.ref.text)
@@ -577,13 +580,18 @@ def second_hop(
                 continue
             other = rel.target if rel.source == eid else rel.source
             weight[other] += 0.5 * s * specificity(kg, other)
+    # an entity beside a linked one in the window: as strong as its best place there,
+    # a little more for each further chunk, and only as strong as it is specific
+    beside: dict[str, list[float]] = defaultdict(list)
     for rank, cid in enumerate(window):
         present = kg.chunk_entities.get(cid, [])
         if not seeds.keys() & set(present):
             continue
         for eid in present:
             if eid not in seeds:
-                weight[eid] += specificity(kg, eid) / (1.0 + 0.5 * rank)
+                beside[eid].append(1.0 / (1.0 + 0.3 * rank))
+    for eid, places in beside.items():
+        weight[eid] += specificity(kg, eid) * max(places) * min(1.0 + 0.1 * (len(places) - 1), 1.3)
     top = sorted(
         (e for e in weight if e in kg.entities and specificity(kg, e) >= min_specificity),
         key=lambda e: (-weight[e], e),

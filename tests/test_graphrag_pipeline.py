@@ -247,21 +247,25 @@ def test_graph_search_puts_a_second_hop_section_in_place_of_the_weakest_flat_chu
     from graphrag.search import GraphSearchConfig, heading_homes
 
     ids = list(by_id)
-    q = "Can AUTOINCREMENT be used on a table without a rowid?"
+    q = "Which pragma enables foreign key constraints, and why can enabling it inside a transaction fail?"
     scores = LexicalIndex.build([by_id[c].context_text() for c in ids]).scores(q)
     flat = [ids[i] for i in scores.argsort()[::-1][:30]]
     cfg = GraphSearchConfig()
     chunks = [c for c in graph_search(kg, q, chunk_text=by_id, candidate_chunks=flat, config=cfg) if c.kind == "chunk"]
-    at = next(i for i, c in enumerate(chunks) if any(t.startswith("bridge=") for t in c.trace))
+    added = [i for i, c in enumerate(chunks) if any(t.startswith("bridge=") for t in c.trace)]
+    assert added and added == list(range(added[0], added[0] + len(added)))
+    at = added[0]
     window, words = [], 0
     for c in flat:
         if words >= cfg.budget_words:
             break
         window.append(c)
         words += n_words(by_id[c].text)
-    # the flat ranking leads; the addition pushes out only the window's last chunk
-    assert at == max(cfg.first_hop, len(window) - 1)
+    # the flat ranking leads; the additions push out only the window's last chunks
+    assert cfg.first_hop <= at and at + len(added) <= len(window)
     assert [c.node_id for c in chunks[:at]] == flat[:at]
+    after = [c.node_id for c in chunks[at + len(added) :]]
+    assert after == [c for c in flat[at:] if c not in {chunks[i].node_id for i in added}][: len(after)]
     bridge = chunks[at].node_id
     assert bridge not in window
     # it is a section whose heading names an entity of the question's neighbourhood
