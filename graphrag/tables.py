@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from graphrag import schema as S
 from graphrag.graph import KnowledgeGraph
@@ -199,52 +201,94 @@ def graph_from_tables(tables: Mapping[str, pa.Table]) -> KnowledgeGraph:
     raw_meta = (tables[S.ENTITIES].schema.metadata or {}).get(S.META_GRAPH)
     meta = json.loads(raw_meta) if raw_meta else {}
 
+    # decoded column by column: row dicts (Table.to_pylist) cost several times more
     mentions: dict[str, list[Mention]] = defaultdict(list)
-    for row in tables[S.ENTITY_CHUNKS].to_pylist():
-        mentions[row[S.ENTITY_ID]].append(Mention(row[S.CHUNK_ID], row[S.START], row[S.END], row[S.COUNT]))
+    for entity, chunk, start, end, count in zip(
+        *_columns(tables[S.ENTITY_CHUNKS], S.ENTITY_ID, S.CHUNK_ID, S.START, S.END, S.COUNT)
+    ):
+        mentions[entity].append(Mention(chunk, start, end, count))
     entities: dict[str, Entity] = {}
-    for row in tables[S.ENTITIES].to_pylist():
-        entities[row[S.ID]] = Entity(
-            id=row[S.ID],
-            name=row[S.NAME],
-            type=row[S.TYPE],
-            aliases=list(row[S.ALIASES] or []),
-            description=row[S.DESCRIPTION] or "",
-            mentions=mentions.get(row[S.ID], []),
-            description_chunk=row[S.DESCRIPTION_CHUNK],
+    for eid, name, etype, aliases, description, description_chunk in zip(
+        *_columns(tables[S.ENTITIES], S.ID, S.NAME, S.TYPE, S.ALIASES, S.DESCRIPTION, S.DESCRIPTION_CHUNK)
+    ):
+        entities[eid] = Entity(
+            id=eid,
+            name=name,
+            type=etype,
+            aliases=list(aliases or []),
+            description=description or "",
+            mentions=mentions.get(eid, []),
+            description_chunk=description_chunk,
         )
+    rels = tables[S.RELATIONSHIPS]
+    evidence = _split(*_list_parts(rels.column(S.EVIDENCE), lambda flat: [
+        Evidence(c, s, e) for c, s, e in zip(*_fields(flat, S.CHUNK_ID, S.START, S.END))
+    ]))
     relations: dict[str, Relation] = {}
-    for row in tables[S.RELATIONSHIPS].to_pylist():
-        relations[row[S.ID]] = Relation(
-            id=row[S.ID],
-            source=row[S.SOURCE],
-            target=row[S.TARGET],
-            type=row[S.TYPE],
-            weight=row[S.WEIGHT],
-            description=row[S.DESCRIPTION] or "",
-            chunk_ids=list(row[S.CHUNK_IDS] or []),
-            evidence=[Evidence(ev[S.CHUNK_ID], ev[S.START], ev[S.END]) for ev in row[S.EVIDENCE] or []],
+    for rid, source, target, rtype, weight, description, chunk_ids, found in zip(
+        *_columns(rels, S.ID, S.SOURCE, S.TARGET, S.TYPE, S.WEIGHT, S.DESCRIPTION, S.CHUNK_IDS), evidence
+    ):
+        relations[rid] = Relation(
+            id=rid,
+            source=source,
+            target=target,
+            type=rtype,
+            weight=weight,
+            description=description or "",
+            chunk_ids=list(chunk_ids or []),
+            evidence=found,
         )
     communities: dict[int, Community] = {}
-    for row in tables[S.COMMUNITIES].to_pylist():
-        communities[row[S.ID]] = Community(
-            id=row[S.ID],
-            level=row[S.LEVEL],
-            members=list(row[S.MEMBERS] or []),
-            parent=None if row[S.PARENT] < 0 else row[S.PARENT],
-            children=list(row[S.CHILDREN] or []),
+    for cid, level, members, parent, children in zip(
+        *_columns(tables[S.COMMUNITIES], S.ID, S.LEVEL, S.MEMBERS, S.PARENT, S.CHILDREN)
+    ):
+        communities[cid] = Community(
+            id=cid,
+            level=level,
+            members=list(members or []),
+            parent=None if parent < 0 else parent,
+            children=list(children or []),
         )
     reports: dict[int, CommunityReport] = {}
-    for row in tables[S.COMMUNITY_REPORTS].to_pylist():
-        reports[row[S.COMMUNITY_ID]] = CommunityReport(
-            community_id=row[S.COMMUNITY_ID],
-            level=row[S.LEVEL],
-            title=row[S.TITLE],
-            summary=row[S.SUMMARY],
-            findings=[Finding(f[S.FINDING_TEXT], list(f[S.CHUNK_IDS] or [])) for f in row[S.FINDINGS] or []],
-            rank=row[S.RANK],
+    for cid, level, title, summary, findings, rank in zip(
+        *_columns(tables[S.COMMUNITY_REPORTS], S.COMMUNITY_ID, S.LEVEL, S.TITLE, S.SUMMARY, S.FINDINGS, S.RANK)
+    ):
+        reports[cid] = CommunityReport(
+            community_id=cid,
+            level=level,
+            title=title,
+            summary=summary,
+            findings=[Finding(f[S.FINDING_TEXT], list(f[S.CHUNK_IDS] or [])) for f in findings or []],
+            rank=rank,
         )
     return KnowledgeGraph(entities, relations, communities, reports, meta=meta)
+
+
+def _columns(table: pa.Table, *names: str) -> list[list[Any]]:
+    """The named columns as Python lists."""
+    return [table.column(name).to_pylist() for name in names]
+
+
+def _fields(struct: pa.Array, *names: str) -> list[list[Any]]:
+    """The named fields of a struct array as Python lists (null where the struct is)."""
+    by_name = dict(zip((f.name for f in struct.type), struct.flatten()))
+    return [by_name[name].to_pylist() for name in names]
+
+
+def _list_parts(column: pa.ChunkedArray | pa.Array, decode: Callable[[pa.Array], list[Any]]) -> tuple[list[int], list[Any]]:
+    """(length of each row's list, a null list counting as empty; ``decode`` of all
+    the rows' items, one flat list)."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    lengths = pc.fill_null(pc.list_value_length(array), 0).to_pylist()
+    return lengths, decode(array.flatten())
+
+
+def _split(lengths: Sequence[int], items: Sequence[Any]) -> Iterator[list[Any]]:
+    """``items`` cut into consecutive lists of ``lengths``."""
+    pos = 0
+    for n in lengths:
+        yield list(items[pos : pos + n])
+        pos += n
 
 
 def extractions_to_table(
@@ -286,31 +330,38 @@ def extractions_to_table(
 def extractions_from_table(table: pa.Table) -> tuple[list[ChunkExtraction], dict[str, str], str]:
     """(extractions in stored order, chunk id -> hash, extractor name)."""
     extractor = (table.schema.metadata or {}).get(S.META_EXTRACTOR, b"").decode()
-    extractions: list[ChunkExtraction] = []
-    hashes: dict[str, str] = {}
-    for row in table.to_pylist():
-        hashes[row[S.CHUNK_ID]] = row[S.CHUNK_HASH]
-        extractions.append(
-            ChunkExtraction(
-                chunk_id=row[S.CHUNK_ID],
-                entities=[
-                    ExtractedEntity(
-                        name=e[S.NAME], type=e[S.TYPE],
-                        spans=[(sp[S.START], sp[S.END]) for sp in e[S.SPANS] or []],
-                        description=e[S.DESCRIPTION] or "", aliases=list(e[S.ALIASES] or []),
-                    )
-                    for e in row[S.ENTITIES] or []
-                ],
-                relations=[
-                    ExtractedRelation(
-                        r[S.SOURCE], r[S.TARGET], r[S.TYPE], r[S.WEIGHT], r[S.DESCRIPTION] or "",
-                        None if r[S.SPAN] is None else (r[S.SPAN][S.START], r[S.SPAN][S.END]),
-                    )
-                    for r in row[S.RELATIONS] or []
-                ],
-            )
+    chunk_ids, chunk_hashes = _columns(table, S.CHUNK_ID, S.CHUNK_HASH)
+
+    def entities(flat: pa.Array) -> list[ExtractedEntity]:
+        names, types, descriptions, aliases = _fields(flat, S.NAME, S.TYPE, S.DESCRIPTION, S.ALIASES)
+        spans = _split(*_list_parts(
+            dict(zip((f.name for f in flat.type), flat.flatten()))[S.SPANS],
+            lambda sp: list(zip(*_fields(sp, S.START, S.END))),
+        ))
+        return [
+            ExtractedEntity(name=n, type=t, spans=sp, description=d or "", aliases=list(a or []))
+            for n, t, sp, d, a in zip(names, types, spans, descriptions, aliases)
+        ]
+
+    def relations(flat: pa.Array) -> list[ExtractedRelation]:
+        sources, targets, types, weights, descriptions = _fields(
+            flat, S.SOURCE, S.TARGET, S.TYPE, S.WEIGHT, S.DESCRIPTION
         )
-    return extractions, hashes, extractor
+        span = dict(zip((f.name for f in flat.type), flat.flatten()))[S.SPAN]
+        valid = span.is_valid().to_pylist()
+        starts, ends = _fields(span, S.START, S.END)
+        return [
+            ExtractedRelation(s, t, ty, w, d or "", (a, b) if ok else None)
+            for s, t, ty, w, d, ok, a, b in zip(sources, targets, types, weights, descriptions, valid, starts, ends)
+        ]
+
+    found_entities = _split(*_list_parts(table.column(S.ENTITIES), entities))
+    found_relations = _split(*_list_parts(table.column(S.RELATIONS), relations))
+    extractions = [
+        ChunkExtraction(chunk_id=cid, entities=ents, relations=rels)
+        for cid, ents, rels in zip(chunk_ids, found_entities, found_relations)
+    ]
+    return extractions, dict(zip(chunk_ids, chunk_hashes)), extractor
 
 
 def extractor_state_to_table(state: Mapping[str, Mapping[str, int]], extractor: str) -> pa.Table:
