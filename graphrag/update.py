@@ -43,7 +43,7 @@ from graphrag.build import default_report_writer, detect_communities, extract_ea
 from graphrag.config import GraphConfig
 from graphrag.extract.base import CorpusAwareExtractor, Extractor
 from graphrag.graph import KnowledgeGraph
-from graphrag.model import ChunkExtraction, Community, CommunityReport
+from graphrag.model import ChunkExtraction, Community, CommunityReport, Entity, Relation
 from graphrag.reports import CommunityContext, ReportWriter, community_context, write_reports
 from graphrag.resolve import resolve
 from graphrag.tables import (
@@ -237,7 +237,8 @@ def update_graph(
         fit_chunks=len(chunks) if refit else fitted_on, changed_since_fit=0 if refit else changes,
     )
     kg = KnowledgeGraph(entities, relations, communities, meta=meta)
-    reuse = _report_reuse(old_graph, old, hashes, writer)
+    touched = {cid for cid, h in hashes.items() if old.get(cid) != h} | set(removed)
+    reuse = _report_reuse(old_graph, old, hashes, writer, _dirty_entities(old_graph, entities, relations, touched))
     counting = _CountingWriter(writer)
     write_reports(kg, counting, min_size=cfg.min_report_size, progress=prog, reuse=reuse)
 
@@ -346,20 +347,58 @@ def context_signature(ctx: CommunityContext, hashes: Mapping[str, str]) -> str:
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
 
 
+def _dirty_entities(
+    old: KnowledgeGraph, entities: Mapping[str, Entity], relations: Mapping[str, Relation], touched: set[str]
+) -> set[str]:
+    """Entities whose part of a report's input may differ from ``old``: changed, added
+    or removed entities, the ends of changed, added or removed relations, and entities
+    or relation ends citing a chunk in ``touched`` (added, changed or removed)."""
+    dirty = {eid for eid in old.entities.keys() | entities.keys() if old.entities.get(eid) != entities.get(eid)}
+    for rid in old.relations.keys() | relations.keys():
+        before, after = old.relations.get(rid), relations.get(rid)
+        if before != after:
+            rel = after or before
+            dirty.update((rel.source, rel.target))  # type: ignore[union-attr]
+    dirty.update(e.id for e in entities.values() if e.description_chunk in touched)
+    for rel in relations.values():
+        if any(c in touched for c in rel.chunk_ids) or any(ev.chunk_id in touched for ev in rel.evidence):
+            dirty.update((rel.source, rel.target))
+    return dirty
+
+
 def _report_reuse(
-    old: KnowledgeGraph, old_hashes: Mapping[str, str], hashes: Mapping[str, str], writer: ReportWriter
+    old: KnowledgeGraph,
+    old_hashes: Mapping[str, str],
+    hashes: Mapping[str, str],
+    writer: ReportWriter,
+    dirty: set[str],
 ) -> Callable[[CommunityContext], CommunityReport | None]:
-    """The previous report of a kept community whose report input did not change."""
-    signatures: dict[int, str] = {}
-    if old.meta.get("report_writer") == writer.name:
-        for cid in old.reports:
-            signatures[cid] = context_signature(community_context(old, old.communities[cid]), old_hashes)
+    """The previous report of a kept community whose report input did not change.
+
+    The input is unchanged when the community has the same level and members as
+    before, no member is in ``dirty`` (see :func:`_dirty_entities`) and its child
+    reports have the same titles: then its context is the previous one, and comparing
+    :func:`context_signature` is skipped. Otherwise the signatures decide.
+    """
+    same_writer = old.meta.get("report_writer") == writer.name
     rerank = getattr(writer, "rank_from_weight", False)
+
+    def unchanged(ctx: CommunityContext, before: Community) -> bool:
+        com = ctx.community
+        if com.level != before.level or set(com.members) != set(before.members) or dirty.intersection(com.members):
+            return False
+        titles = [old.reports[ch].title for ch in before.children if ch in old.reports]
+        return titles == [r.title for r in ctx.child_reports]
 
     def reuse(ctx: CommunityContext) -> CommunityReport | None:
         cid = ctx.community.id
-        if cid not in signatures or signatures[cid] != context_signature(ctx, hashes):
+        if not same_writer or cid not in old.reports:
             return None
+        before = old.communities[cid]
+        if not unchanged(ctx, before):
+            signature = context_signature(community_context(old, before), old_hashes)
+            if signature != context_signature(ctx, hashes):
+                return None
         report = old.reports[cid]
         return dataclasses.replace(report, rank=ctx.rank) if rerank and report.rank != ctx.rank else report
 
