@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
+import hashlib
 import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,6 +39,7 @@ from arborgraph.scoped import load_scope_tree
 from arborgraph.structures import partition_by_scope, run_graph_stage, run_tree_stage, scope_files
 from ingest import chunk_document, iter_collection, load_token_counter
 from ingest.models import Chunk, Document, SkippedFile
+from ingest.parse_cache import ParseCache
 
 
 class BuildError(Exception):
@@ -148,11 +150,13 @@ def load_documents(
     *,
     executor: Executor | None = None,
     previous: PreviousIndex | None = None,
+    parsed: ParseCache | None = None,
 ) -> Loaded:
     """Load every document of ``inputs``, in order.
 
     A document unchanged since ``previous`` (same content, same chunking settings)
-    keeps its chunks. On an ``executor`` with several workers every other document is
+    keeps its chunks; with a ``parsed`` cache, a file parsed before from the same bytes
+    is not parsed again. On an ``executor`` with several workers every other document is
     chunked there while later files still load; otherwise the caller chunks them.
     """
     docs: list[Document] = []
@@ -171,7 +175,7 @@ def load_documents(
     loaders = max(1, busy_cores // 2)
 
     def to_chunk() -> Iterator[Document]:
-        for item in iter_collection(inputs, max_file_bytes=max_bytes, loaders=loaders):
+        for item in iter_collection(inputs, max_file_bytes=max_bytes, loaders=loaders, parsed=parsed):
             if isinstance(item, SkippedFile):
                 skipped.append(item)
             else:
@@ -233,9 +237,12 @@ def _by_size(docs: Iterable[Document], chars: int) -> Iterator[list[Document]]:
         yield group
 
 
-def input_kilobytes(inputs: Sequence[str | Path]) -> int:
+def input_kilobytes(inputs: Sequence[str | Path], unchanged: Collection[str] = ()) -> int:
     """Kilobytes on disk under ``inputs`` (files, folders, glob patterns): the size an
-    ``auto`` executor is chosen by, before anything is loaded."""
+    ``auto`` executor is chosen by, before anything is loaded. Files whose bytes hash
+    (SHA-256) to one of ``unchanged`` (the live index's documents) are not counted: an
+    update reuses their chunks and extractions, and a pool's start-up would cost more
+    than the little work left."""
     total = 0
     for item in inputs:
         text = os.fspath(item)
@@ -244,11 +251,20 @@ def input_kilobytes(inputs: Sequence[str | Path]) -> int:
             walk = os.walk(path) if os.path.isdir(path) else [("", [], [path])]
             for folder, _, files in walk:
                 for name in files:
+                    file = os.path.join(folder, name)
                     try:
-                        total += os.stat(os.path.join(folder, name)).st_size
+                        size = os.stat(file).st_size
+                        if unchanged and _sha256(file) in unchanged:
+                            continue
                     except OSError:
-                        pass
+                        continue
+                    total += size
     return total // 1000
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def try_load_embedder(config: Config) -> tuple[Embedder | None, str | None]:
@@ -280,12 +296,17 @@ def build_index(
 
     previous = load_previous(index_dir)
     # made first: a pool's workers start, and chunk documents, while later files load
-    executor = make_executor(config.executor, input_kilobytes(inputs))
+    unchanged = set(previous.doc_hashes.values()) if previous is not None else set()
+    executor = make_executor(config.executor, input_kilobytes(inputs, unchanged))
     try:
         with timer("load"):
-            docs, skipped, chunked, reused_docs = load_documents(
-                inputs, config, progress, executor=executor, previous=previous
-            )
+            parsed = ParseCache(cache_dir(index_dir) / "parsed.sqlite")
+            try:
+                docs, skipped, chunked, reused_docs = load_documents(
+                    inputs, config, progress, executor=executor, previous=previous, parsed=parsed
+                )
+            finally:
+                parsed.close()
         report.skipped = skipped
         report.warnings = [f"{d.doc_id}: {w}" for d in docs for w in d.warnings]
         if not docs:

@@ -22,6 +22,7 @@ from pathlib import Path
 from ingest.errors import SkipFile
 from ingest.metadata import SIDECAR_SUFFIX, merge_metadata, parse_metadata_yaml
 from ingest.models import Document, DocumentMetadata, SkippedFile
+from ingest.parse_cache import ParseCache, parse_key
 from ingest.safe_load import load_or_skip
 from ingest.sandbox import LoaderSandbox
 from ingest.sniff import SNIFF_BYTES, binary_kind, detect_format
@@ -46,6 +47,7 @@ def iter_collection(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     load_timeout_s: float | None = DEFAULT_LOAD_TIMEOUT_S,
     loaders: int = 1,
+    parsed: ParseCache | None = None,
 ) -> Iterator[Document | SkippedFile]:
     """Yield a ``Document`` or a ``SkippedFile`` for every file the inputs name.
 
@@ -58,6 +60,8 @@ def iter_collection(
     no time limit (faster for trusted input, but a pathological file can hang).
     ``loaders`` worker processes parse files side by side (with a timeout only);
     results come in the same order, with the same content, whatever their number.
+    With a ``parsed`` cache, a file parsed before from the same bytes (same doc id,
+    path, format and loader code) is not parsed again.
     """
     seen_hashes: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
@@ -67,12 +71,12 @@ def iter_collection(
         if n_loaders == 1:
             only = sandboxes[0] if sandboxes else None
             results: Iterator[_Loaded] = (
-                c if isinstance(c, SkippedFile) else _load_candidate(c, max_file_bytes, only, seen_hashes)
+                c if isinstance(c, SkippedFile) else _load_candidate(c, max_file_bytes, only, seen_hashes, parsed)
                 for item in inputs
                 for c in _expand(item)
             )
         else:
-            results = _load_side_by_side(inputs, max_file_bytes, sandboxes, seen_hashes)
+            results = _load_side_by_side(inputs, max_file_bytes, sandboxes, seen_hashes, parsed)
         for loaded in results:
             if isinstance(loaded, SkippedFile):
                 yield loaded
@@ -101,6 +105,7 @@ def _load_side_by_side(
     max_file_bytes: int,
     sandboxes: list[LoaderSandbox],
     seen_hashes: dict[str, str],
+    parsed: ParseCache | None = None,
 ) -> Iterator[_Loaded]:
     """Load candidates on several sandboxes at once, yielding in input order.
 
@@ -115,7 +120,7 @@ def _load_side_by_side(
     def load(candidate: _Candidate) -> tuple[Document | SkippedFile, str]:
         sandbox = free.get()
         try:
-            return _load_candidate(candidate, max_file_bytes, sandbox, seen_hashes)
+            return _load_candidate(candidate, max_file_bytes, sandbox, seen_hashes, parsed)
         finally:
             free.put(sandbox)
 
@@ -230,7 +235,11 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _load_candidate(
-    candidate: _Candidate, max_file_bytes: int, sandbox: LoaderSandbox | None, seen_hashes: dict[str, str]
+    candidate: _Candidate,
+    max_file_bytes: int,
+    sandbox: LoaderSandbox | None,
+    seen_hashes: dict[str, str],
+    parsed: ParseCache | None = None,
 ) -> tuple[Document | SkippedFile, str]:
     """Check, read, sniff and load one file; also return the key that detects its duplicates."""
     path = candidate.path
@@ -278,13 +287,19 @@ def _load_candidate(
         return skip(exc.reason)
     # Identical bytes under a different sidecar (another tenant's ACL, say) are not a duplicate.
     sidecar_json = json.dumps(sidecar[1].model_dump(mode="json"), sort_keys=True) if sidecar else "none"
-    dedup_key = f"{hashlib.sha256(raw).hexdigest()}:{sidecar_json}"
+    raw_sha256 = hashlib.sha256(raw).hexdigest()
+    dedup_key = f"{raw_sha256}:{sidecar_json}"
     if dedup_key in seen_hashes:
         return skip(f"duplicate of {seen_hashes[dedup_key]}")
-    if sandbox is not None:
-        result = sandbox.load(raw, doc_id=candidate.doc_id, path=where, fmt=fmt)
-    else:
-        result = load_or_skip(raw, doc_id=candidate.doc_id, path=where, fmt=fmt)
+    key = parse_key(raw_sha256, doc_id=candidate.doc_id, path=where, fmt=fmt) if parsed is not None else ""
+    result = parsed.get(key) if parsed is not None else None
+    if result is None:
+        if sandbox is not None:
+            result = sandbox.load(raw, doc_id=candidate.doc_id, path=where, fmt=fmt)
+        else:
+            result = load_or_skip(raw, doc_id=candidate.doc_id, path=where, fmt=fmt)
+        if parsed is not None and isinstance(result, Document):
+            parsed.put(key, result)
     if isinstance(result, Document) and sidecar is not None:
         result = _apply_sidecar(result, *sidecar)
     return result, dedup_key
