@@ -73,6 +73,10 @@ class GraphState:
     hashes: dict[str, str]
     extractor: str
     extractor_state: dict[str, dict[str, int]] = field(default_factory=dict)
+    # stored extraction rows still valid for this state (the table they were read from,
+    # and the chunk ids whose rows hold this state's extraction and hash): writing the
+    # state takes them instead of encoding every extraction again
+    stored_rows: tuple[pa.Table, frozenset[str]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ def chunk_hash(chunk: Chunk) -> str:
 def state_to_tables(state: GraphState) -> dict[str, pa.Table]:
     """The graph tables plus the extraction and extractor-state tables."""
     tables = graph_to_tables(state.graph)
-    tables[S.EXTRACTIONS] = extractions_to_table(state.extractions, state.hashes, state.extractor)
+    tables[S.EXTRACTIONS] = _extractions_table(state)
     tables[S.EXTRACTOR_STATE] = extractor_state_to_table(state.extractor_state, state.extractor)
     return tables
 
@@ -127,7 +131,24 @@ def state_from_tables(tables: Mapping[str, pa.Table]) -> GraphState:
         raise ValueError(f"graph update tables missing: {', '.join(missing)}")
     extractions, hashes, extractor = extractions_from_table(tables[S.EXTRACTIONS])
     state, _ = extractor_state_from_table(tables[S.EXTRACTOR_STATE])
-    return GraphState(graph_from_tables(tables), extractions, hashes, extractor, state)
+    stored = (tables[S.EXTRACTIONS], frozenset(hashes))
+    return GraphState(graph_from_tables(tables), extractions, hashes, extractor, state, stored_rows=stored)
+
+
+def _extractions_table(state: GraphState) -> pa.Table:
+    """:func:`extractions_to_table` of the state, with the rows of ``stored_rows`` taken
+    as they are and only the other extractions encoded."""
+    if state.stored_rows is None:
+        return extractions_to_table(state.extractions, state.hashes, state.extractor)
+    stored, valid = state.stored_rows
+    row_of = {cid: i for i, cid in enumerate(stored.column(S.CHUNK_ID).to_pylist()) if cid in valid}
+    fresh = [ex for ex in state.extractions if ex.chunk_id not in row_of]
+    encoded = extractions_to_table(fresh, state.hashes, state.extractor)
+    fresh_row = {ex.chunk_id: stored.num_rows + i for i, ex in enumerate(fresh)}
+    both = pa.concat_tables([stored.select(encoded.column_names).cast(encoded.schema), encoded])
+    rows = [row_of[ex.chunk_id] if ex.chunk_id in row_of else fresh_row[ex.chunk_id] for ex in state.extractions]
+    taken = both.take(pa.array(rows, pa.int64()))
+    return pa.Table.from_arrays(taken.columns, schema=encoded.schema)
 
 
 def _serial(progress: ProgressCallback) -> ExtractMany:
@@ -245,7 +266,11 @@ def update_graph(
     kept_ids = tuple(c for c in communities if c in old_graph.communities)
     new_ids = tuple(c for c in communities if c not in old_graph.communities)
     removed_ids = tuple(c for c in old_graph.communities if c not in communities)
-    state = GraphState(kg, extractions, hashes, extractor.name, _fitted_state(extractor))
+    stored = None
+    if previous.stored_rows is not None:
+        table, valid = previous.stored_rows
+        stored = (table, frozenset(c.chunk_id for c in chunks if c.chunk_id not in fresh and c.chunk_id in valid))
+    state = GraphState(kg, extractions, hashes, extractor.name, _fitted_state(extractor), stored_rows=stored)
     return state, GraphUpdate(
         chunks_extracted=len(todo), chunks_reused=len(chunks) - len(todo),
         chunks_added=len(added), chunks_changed=len(changed), chunks_removed=len(removed),

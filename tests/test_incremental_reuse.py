@@ -20,6 +20,8 @@ from arborgraph.config import Config
 from arborgraph.pipeline import build_index, input_kilobytes
 from arborgraph.store import open_generation
 from graphrag import RuleExtractor
+from graphrag.schema import EXTRACTIONS
+from graphrag.tables import extractions_to_table
 from graphrag.update import build_graph_state, state_from_tables, state_to_tables, update_graph
 from ingest import chunk_document, iter_collection, load_token_counter
 from ingest.models import Chunk, Document
@@ -127,8 +129,8 @@ def _chunks_of(docs: Path) -> list[Chunk]:
     return [c for d in iter_collection([docs]) if isinstance(d, Document) for c in chunk_document(d, cfg.chunking, count)]
 
 
-@pytest.mark.parametrize("edit", ["append", "delete"])
-def test_reports_kept_without_comparing_signatures_are_those_the_signatures_keep(
+@pytest.mark.parametrize("edit", ["append", "change", "delete"])
+def test_an_update_keeps_reports_and_extraction_rows_exactly_as_a_full_comparison_would(
     tmp_path: Path, sample_slice: Path, monkeypatch: pytest.MonkeyPatch, edit: str
 ) -> None:
     docs = copy_pages(sample_slice, tmp_path / "docs", [*PAGES, "lang_transaction.md", "lang_vacuum.md"])
@@ -137,6 +139,9 @@ def test_reports_kept_without_comparing_signatures_are_those_the_signatures_keep
     if edit == "append":
         with (docs / "wal.md").open("a", encoding="utf-8") as handle:
             handle.write("\n\nThe `wal_autocheckpoint` pragma also limits how large the WAL file grows.\n")
+    elif edit == "change":
+        page = docs / "lockingv3.md"
+        page.write_text(page.read_text(encoding="utf-8").replace("PENDING", "WAITING", 3), encoding="utf-8")
     else:
         (docs / "autoinc.md").unlink()
     after = _chunks_of(docs)
@@ -151,3 +156,7 @@ def test_reports_kept_without_comparing_signatures_are_those_the_signatures_keep
     assert update.redone_report_ids == reference_update.redone_report_ids
     tables, expected = state_to_tables(new), state_to_tables(reference)
     assert all(tables[name].equals(expected[name]) for name in expected)
+    # the stored rows of unchanged chunks, taken as they were, are what encoding gives
+    assert new.stored_rows is not None and len(new.stored_rows[1]) == update.chunks_reused
+    encoded = extractions_to_table(new.extractions, new.hashes, new.extractor)
+    assert tables[EXTRACTIONS].equals(encoded, check_metadata=True)
