@@ -335,7 +335,10 @@ def build_index(
             status.save(index_dir)
         report.documents, report.chunks = len(docs), len(chunks)
         warmup = _start_umap_warmup(config, len(chunks), fresh=previous is None)
-        report.stages["documents"] = _document_changes(docs, previous, reused_docs)
+        report.stages["documents"] = {
+            **_document_changes(docs, previous, reused_docs),
+            "parsed": parsed.misses, "parses_reused": parsed.hits,
+        }
         with timer("contradictions"):
             report.contradictions = find_contradictions(chunks)
         context_texts = [c.context_text() for c in chunks]

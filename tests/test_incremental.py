@@ -34,6 +34,7 @@ def test_change_and_delete_pages_in_place(tmp_path: Path, sample_slice: Path) ->
     changes = second.stages["documents"]
     assert (changes["changed"], changes["removed"], changes["unchanged"]) == (1, 1, 18)
     assert changes["chunks_reused_from"] == 18
+    assert (changes["parsed"], changes["parses_reused"]) == (1, 18)  # only the edited page is parsed
     assert second.embeddings_computed < 10  # only the changed page's chunks
     assert second.stages["tree"]["updated"] == 1 and second.stages["tree"]["trees"] == 1
     assert second.stages["tree"]["summaries_redone"] < first.stages["tree"]["summaries_redone"] / 2
@@ -65,3 +66,4 @@ def test_unchanged_rebuild_reuses_everything(tmp_path: Path, sample_slice: Path)
     assert again.embeddings_computed == 0
     assert again.stages["tree"]["reused"] == 1 and again.stages["graph"]["reused"] == 1
     assert again.stages["documents"]["unchanged"] == 3
+    assert (again.stages["documents"]["parsed"], again.stages["documents"]["parses_reused"]) == (0, 3)
