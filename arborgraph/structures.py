@@ -151,6 +151,7 @@ def run_tree_stage(
             continue
         # imported here: UMAP and scikit-learn cost seconds to import, a reuse needs neither
         from raptor import ExtractiveSummariser, Leaf, LLMSummariser, build_tree, tree_to_tables
+        from raptor.build import tree_workers
 
         leaves = [
             Leaf(
@@ -197,6 +198,8 @@ def run_tree_stage(
             writer.dir_for(f"bm25/tree.{part.tag}")
         )
         stats["trees"] += 1
+        # processes a full build of this tree runs on (helpers refine clusters side by side)
+        stats["workers"] = max(stats.get("workers", 1), tree_workers(config.tree, len(leaves)))
         stats["summaries"] += len(summaries)
         stats["levels"] = max(stats["levels"], tree.height)
     stats["summariser"] = "llm" if chat is not None else "extractive"

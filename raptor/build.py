@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from arborgraph.executor import available_cores
 from arborgraph.progress import ProgressCallback, no_progress
 from raptor.cluster import RaptorClusterer, reduce_dims
 from raptor.config import RaptorConfig
+from raptor.pool import TreePool
 from raptor.summary import Cluster, ClusterMember, Summariser
 from raptor.text import dominant_path
 from raptor.tree import Leaf, Node, Tree, ordered_union
@@ -64,9 +67,72 @@ def build_tree(
     ``config.stop_at`` nodes whose text fits ``config.max_cluster_tokens`` (or ``config.max_levels`` is reached);
     then one root summarises that level. Progress stages: ``raptor.cluster``,
     ``raptor.summarise`` (per summary), ``raptor.embed`` (per level), ``raptor.layout``.
+    With :func:`tree_workers` above one, helper processes refine global clusters and
+    lay out the leaves beside the build; the tree is the same.
     """
     report = progress or no_progress
     vectors = _check_inputs(leaves, leaf_vectors)
+    with _pool(tree_workers(config, len(leaves))) as pool:
+        # the layout needs only the leaves: a helper draws it while the levels are built
+        layout_job = pool.defer(_leaf_layout, vectors, config) if pool is not None else None
+        drafts, root, all_vectors = _build_levels(
+            leaves, vectors, embed=embed, count_tokens=count_tokens, summariser=summariser,
+            config=config, report=report, pool=pool,
+        )
+        leaf_coords = layout_job.result() if layout_job is not None else _leaf_layout(vectors, config)
+    layout = _place(leaf_coords, drafts)
+    report("raptor.layout", 1, 1)
+    nodes = tuple(
+        Node(
+            node_id=d.node_id,
+            level=d.level,
+            title=d.title,
+            text=d.text,
+            children=d.children,
+            parents=tuple(d.parents),
+            chunk_ids=d.chunk_ids,
+            doc_ids=d.doc_ids,
+            heading_path=d.heading_path,
+            summariser=d.summariser,
+            cluster=d.cluster if d.parents else -1,
+            umap_x=float(layout[i, 0]),
+            umap_y=float(layout[i, 1]),
+            start=d.start,
+            end=d.end,
+        )
+        for i, d in enumerate(drafts)
+    )
+    return Tree(nodes=nodes, root_id=root.node_id, vectors=np.vstack(all_vectors))
+
+
+def tree_workers(config: RaptorConfig, n_leaves: int) -> int:
+    """Processes a build over ``n_leaves`` leaves runs on (``config.workers``, see there)."""
+    if config.workers is not None:
+        return config.workers
+    return available_cores() if n_leaves >= config.umap_min_points else 1
+
+
+@contextlib.contextmanager
+def _pool(workers: int) -> Iterator[TreePool | None]:
+    if workers < 2:
+        yield None
+        return
+    with TreePool(workers) as pool:
+        yield pool
+
+
+def _build_levels(
+    leaves: Sequence[Leaf],
+    vectors: np.ndarray,
+    *,
+    embed: EmbedFn,
+    count_tokens: CountTokens,
+    summariser: Summariser,
+    config: RaptorConfig,
+    report: ProgressCallback,
+    pool: TreePool | None,
+) -> tuple[list[_Draft], _Draft, list[np.ndarray]]:
+    """Every node of the tree level by level (leaves first), its root and every level's vectors."""
     order = {leaf.chunk_id: i for i, leaf in enumerate(leaves)}
     doc_rank = {leaf.doc_id: i for i, leaf in reversed(list(enumerate(leaves)))}
 
@@ -94,7 +160,7 @@ def build_tree(
         if len(current) == 1 and level > 1:
             break  # the last level has one node: it is the root
         groups, labels = _group_level(
-            [drafts[i] for i in current], current_vectors, config=config, level=level, report=report
+            [drafts[i] for i in current], current_vectors, config=config, level=level, report=report, pool=pool
         )
         for pos, label in enumerate(labels):
             drafts[current[pos]].cluster = int(label)
@@ -152,31 +218,7 @@ def build_tree(
             break
         level += 1
 
-    root = drafts[current[0]]
-    stacked = np.vstack(all_vectors)
-    layout = _layout(vectors, drafts, config)
-    report("raptor.layout", 1, 1)
-    nodes = tuple(
-        Node(
-            node_id=d.node_id,
-            level=d.level,
-            title=d.title,
-            text=d.text,
-            children=d.children,
-            parents=tuple(d.parents),
-            chunk_ids=d.chunk_ids,
-            doc_ids=d.doc_ids,
-            heading_path=d.heading_path,
-            summariser=d.summariser,
-            cluster=d.cluster if d.parents else -1,
-            umap_x=float(layout[i, 0]),
-            umap_y=float(layout[i, 1]),
-            start=d.start,
-            end=d.end,
-        )
-        for i, d in enumerate(drafts)
-    )
-    return Tree(nodes=nodes, root_id=root.node_id, vectors=stacked)
+    return drafts, drafts[current[0]], all_vectors
 
 
 def _check_inputs(leaves: Sequence[Leaf], leaf_vectors: np.ndarray) -> np.ndarray:
@@ -218,7 +260,13 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def _group_level(
-    nodes: list[_Draft], vectors: np.ndarray, *, config: RaptorConfig, level: int, report: ProgressCallback
+    nodes: list[_Draft],
+    vectors: np.ndarray,
+    *,
+    config: RaptorConfig,
+    level: int,
+    report: ProgressCallback,
+    pool: TreePool | None = None,
 ) -> tuple[list[tuple[int, ...]], np.ndarray]:
     """Clusters of one level (member positions) and each node's primary cluster."""
     n = len(nodes)
@@ -237,7 +285,7 @@ def _group_level(
         local_pass=config.local_pass,
         max_cluster_size=config.max_cluster_tokens,
         random_state=config.seed + 1000 * level,
-    ).fit(vectors, sizes=tokens)
+    ).fit(vectors, sizes=tokens, runner=pool)
     report("raptor.cluster", level, None)
     groups = list(clusterer.clusters_)
     labels = clusterer.labels_
@@ -271,16 +319,12 @@ def _docs_by_coverage(
     return tuple(sorted(counts, key=lambda d: (-counts[d], doc_rank[d])))
 
 
-def _layout(leaf_vectors: np.ndarray, drafts: Sequence[_Draft], config: RaptorConfig) -> np.ndarray:
-    """2-D coordinates of every node (for the layout plot), seeded like the clustering.
-
-    The leaves are laid out (UMAP or PCA, as the clustering would choose) and every
-    summary sits at the mean of its children, so it is drawn among what it covers (as
-    :func:`raptor.update.update_tree` places them). Laying out the summaries as points
-    of their own, at UMAP's full epoch count, cost 15-20 % of the tree build for a plot.
-    """
+def _leaf_layout(leaf_vectors: np.ndarray, config: RaptorConfig) -> np.ndarray:
+    """2-D coordinates of the leaves (for the layout plot), seeded like the clustering:
+    UMAP or PCA, as the clustering would choose. Laying out the summaries as points of
+    their own, at UMAP's full epoch count, cost 15-20 % of the tree build for a plot."""
     n = leaf_vectors.shape[0]
-    coords = np.zeros((len(drafts), 2))
+    coords = np.zeros((n, 2))
     if n >= 3:
         # one BLAS thread, as in the clustering: the same bits whatever the core count
         with threadpool_limits(limits=1):
@@ -294,7 +338,17 @@ def _layout(leaf_vectors: np.ndarray, drafts: Sequence[_Draft], config: RaptorCo
                 random_state=config.seed,
                 n_epochs=_LAYOUT_EPOCHS,
             )
-        coords[:n, : leaf_coords.shape[1]] = leaf_coords
+        coords[:, : leaf_coords.shape[1]] = leaf_coords
+    return coords
+
+
+def _place(leaf_coords: np.ndarray, drafts: Sequence[_Draft]) -> np.ndarray:
+    """2-D coordinates of every node: leaves as laid out, every summary at the mean of
+    its children, so it is drawn among what it covers (as
+    :func:`raptor.update.update_tree` places them)."""
+    n = leaf_coords.shape[0]
+    coords = np.zeros((len(drafts), 2))
+    coords[:n] = leaf_coords
     position = {d.node_id: i for i, d in enumerate(drafts)}
     for i in range(n, len(drafts)):  # drafts come level by level: children first
         coords[i] = coords[[position[c] for c in drafts[i].children]].mean(axis=0)

@@ -7,11 +7,12 @@ returns ``self``, learned attributes end in ``_``, randomness through
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import warnings
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import sklearn
@@ -22,6 +23,13 @@ from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
 
 ReducerChoice = Literal["auto", "umap", "pca"]
+
+
+class JobRunner(Protocol):
+    """Runs ``fn(*job)`` for every job and returns the results in job order."""
+
+    def run_all(self, fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]], cost: Sequence[float]) -> list[Any]: ...
+
 
 # UMAP needs a few more points than output dimensions (spectral init); below this a
 # seeded PCA is used whatever the setting.
@@ -270,9 +278,17 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(
-        self, X: np.ndarray, y: None = None, *, sizes: Sequence[float] | np.ndarray | None = None
+        self,
+        X: np.ndarray,
+        y: None = None,
+        *,
+        sizes: Sequence[float] | np.ndarray | None = None,
+        runner: JobRunner | None = None,
     ) -> RaptorClusterer:
-        """Cluster the rows of ``X``; ``sizes`` (e.g. token counts) drive the budget split."""
+        """Cluster the rows of ``X``; ``sizes`` (e.g. token counts) drive the budget split.
+
+        With a ``runner`` (e.g. :class:`raptor.pool.TreePool`) the global clusters are
+        refined side by side; the clusters are the same as without one."""
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] == 0:
             raise ValueError("X must be a non-empty 2-D array")
@@ -287,11 +303,8 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
         if size.shape != (n,):
             raise ValueError("sizes must have one entry per row of X")
 
-        # Many small mixture fits: thread start-up in BLAS/OpenMP costs ~10x the work.
-        # Their inputs are checked once above, so scikit-learn's per-fit validation
-        # (finite checks, parameter checks) is skipped: same results, less overhead.
-        with threadpool_limits(limits=1), sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
-            clusters = self._cluster(X, size)
+        with _one_thread_unchecked():
+            clusters = self._cluster(X, size, runner)
 
         unique = sorted({tuple(sorted(c)) for c in clusters}, key=lambda c: (c[0], len(c), c))
         self.clusters_ = [tuple(int(i) for i in c) for c in unique]
@@ -307,14 +320,33 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
 
     # -- passes -----------------------------------------------------------------
 
-    def _cluster(self, X: np.ndarray, size: np.ndarray) -> list[list[int]]:
+    def _cluster(self, X: np.ndarray, size: np.ndarray, runner: JobRunner | None) -> list[list[int]]:
         global_groups, self.embedding_, self.reducer_, self.bic_, self.global_labels_ = self._global(X)
-        clusters: list[list[int]] = []
-        for g_index, group in enumerate(global_groups):
-            local = self._local(X, group, seed=self.random_state + 1 + g_index) if self.local_pass else [group]
-            for members in local:
-                clusters.extend(self._fit_budget(X, members, size))
-        return clusters
+        # The global clusters are refined independently of one another, so a runner may
+        # do them side by side; results come back in group order, hence the same clusters.
+        jobs = [
+            (X[group], size[group], np.asarray(group), self.random_state + 1 + g_index)
+            for g_index, group in enumerate(global_groups)
+        ]
+        if runner is None:
+            refined = [self._refine(*job) for job in jobs]
+        else:
+            params = self.get_params()
+            refined = runner.run_all(
+                _refine_group, [(params, *job) for job in jobs], cost=[len(g) for g in global_groups]
+            )
+        return [members for parts in refined for members in parts]
+
+    def _refine(self, X: np.ndarray, size: np.ndarray, ids: np.ndarray, seed: int) -> list[list[int]]:
+        """Local pass and budget splits of one global cluster (``X``: its rows; ``ids``:
+        their rows in the whole input, ascending). Returns clusters of ``ids``."""
+        everyone = list(range(X.shape[0]))
+        local = self._local(X, everyone, seed) if self.local_pass else [everyone]
+        return [
+            [int(ids[i]) for i in part]
+            for members in local
+            for part in self._fit_budget(X, members, size, ids)
+        ]
 
     def _reduce(self, X: np.ndarray, n_neighbors: int, seed: int) -> tuple[np.ndarray, str]:
         return reduce_dims(
@@ -350,16 +382,21 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
         groups, _, _ = self._mixture_groups(Z, seed)
         return [[members[i] for i in g] for g in groups]
 
-    def _fit_budget(self, X: np.ndarray, members: list[int], size: np.ndarray, depth: int = 0) -> list[list[int]]:
-        """Split ``members`` until every part fits ``max_cluster_size`` (or is one point)."""
+    def _fit_budget(
+        self, X: np.ndarray, members: list[int], size: np.ndarray, ids: np.ndarray, depth: int = 0
+    ) -> list[list[int]]:
+        """Split ``members`` until every part fits ``max_cluster_size`` (or is one point).
+
+        ``ids`` are the rows' indices in the whole input: a split's seed comes from its
+        first member's, so it does not depend on how the input was cut up."""
         budget = self.max_cluster_size
         if budget is None or len(members) <= 1 or size[members].sum() <= budget:
             return [members]
-        seed = self.random_state + 7919 * (depth + 1) + members[0]
+        seed = self.random_state + 7919 * (depth + 1) + int(ids[members[0]])
         parts = self._split(X, members, size, seed)
         out: list[list[int]] = []
         for part in parts:
-            out.extend(self._fit_budget(X, part, size, depth + 1))
+            out.extend(self._fit_budget(X, part, size, ids, depth + 1))
         return out
 
     def _split(self, X: np.ndarray, members: list[int], size: np.ndarray, seed: int) -> list[list[int]]:
@@ -386,6 +423,23 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
         dist[~self.membership_] = np.inf
         labels: np.ndarray = dist.argmin(axis=1)
         return labels
+
+
+def _refine_group(
+    params: dict[str, object], X: np.ndarray, size: np.ndarray, ids: np.ndarray, seed: int
+) -> list[list[int]]:
+    """:meth:`RaptorClusterer._refine` as a job another process can run."""
+    with _one_thread_unchecked():
+        return RaptorClusterer(**params)._refine(X, size, ids, seed)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def _one_thread_unchecked() -> Iterator[None]:
+    # Many small mixture fits: thread start-up in BLAS/OpenMP costs ~10x the work, and
+    # one thread gives the same bits on any machine. Inputs are checked once in fit, so
+    # scikit-learn's per-fit validation (finite and parameter checks) is skipped.
+    with threadpool_limits(limits=1), sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
+        yield
 
 
 def _split_in_order(members: list[int], size: np.ndarray, parts: int) -> list[list[int]]:

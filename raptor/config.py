@@ -42,6 +42,12 @@ class RaptorConfig(BaseModel):
     # A level with at most this many nodes gets a single root above it.
     stop_at: int = Field(default=5, ge=1)
     max_levels: int = Field(default=8, ge=1)
+    # Processes the build runs on (its own and helpers): independent parts (the
+    # refinement of each global cluster, the layout) run side by side, and the tree is
+    # the same for any value. None: every available core, from umap_min_points leaves
+    # on (smaller trees are built in one process, helpers' start-up costs more than
+    # they save). Not a setting of the tree, so left out of dumps (and fingerprints).
+    workers: int | None = Field(default=None, ge=1, exclude=True)
 
     @model_validator(mode="after")
     def _budgets_allow_progress(self) -> RaptorConfig:

@@ -18,6 +18,8 @@ from raptor import (
     Tree,
     build_tree,
 )
+from arborgraph.executor import available_cores
+from raptor.build import tree_workers
 from raptor.text import split_units
 
 
@@ -226,3 +228,22 @@ def test_summary_vectors_are_child_centroids_or_embedded_text(mode: str) -> None
         else:
             expected = c.embed([f"{node.title}\n{node.text}"])[0]
         assert np.allclose(row, expected, atol=1e-4)
+
+
+def test_helper_processes_build_the_same_tree() -> None:
+    c = corpus()
+    # UMAP forced on: the helper runs the same numba kernels the build's process does
+    config = CONFIG.model_copy(update={"reducer": "umap", "workers": 1})
+    serial, _ = _build(c.leaves, c.vectors, config=config)
+    parallel, summariser = _build(c.leaves, c.vectors, config=config.model_copy(update={"workers": 2}))
+    assert parallel.nodes == serial.nodes  # ids, children, titles, texts, layout
+    assert np.array_equal(parallel.node_vectors, serial.node_vectors)
+    assert len(summariser.asked) == len(parallel.summaries())
+
+
+def test_small_trees_are_built_in_one_process() -> None:
+    assert tree_workers(CONFIG, CONFIG.umap_min_points - 1) == 1
+    assert tree_workers(CONFIG, CONFIG.umap_min_points) == available_cores()
+    assert tree_workers(CONFIG.model_copy(update={"workers": 3}), 10) == 3
+    # a resource setting, not part of the tree's settings (nor of index fingerprints)
+    assert "workers" not in CONFIG.model_copy(update={"workers": 3}).model_dump()
