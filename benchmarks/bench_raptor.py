@@ -4,12 +4,14 @@ Usage::
 
     python benchmarks/bench_raptor.py                      # numba/UMAP + clustering only
     python benchmarks/bench_raptor.py --index IDX/gen-000001 --build [--save DIR]
+    python benchmarks/bench_raptor.py --skip-numba --skip-cluster --index IDX/gen-000001 --build --workers 1,2 --rounds 3
     python benchmarks/bench_raptor.py --skip-numba --eval-index IDX --tree DIR
 
 
 ``--index`` points at an index generation (``tables/chunks.parquet`` and
 ``vectors/chunks.npy``) whose chunks are reused; ``--build`` then builds the whole
-tree with the extractive summariser and the index's own embedding pipeline.
+tree with the extractive summariser and the index's own embedding pipeline, once per
+``--workers`` setting per round (alternating), and checks every build gave the same tree.
 ``--update-index`` (a generation with a saved tree, ``raptor_nodes.s0.parquet`` and
 ``tree.s0.npy``) rewrites one page (a sentence appended to each of its chunks) and
 times ``update_tree`` against the saved tree, and with ``--compare-build`` also a
@@ -100,8 +102,10 @@ def load_index(gen: Path, limit: int | None) -> tuple[list[Leaf], np.ndarray]:
     vectors = np.load(gen / "vectors" / "chunks.npy")
     if limit:
         table, vectors = table[:limit], vectors[:limit]
+    # with the chunker's token counts, as the index's tree stage passes them
     leaves = [
-        Leaf(r["chunk_id"], r["doc_id"], r["text"], tuple(r["heading_path"]), r["start"], r["end"]) for r in table
+        Leaf(r["chunk_id"], r["doc_id"], r["text"], tuple(r["heading_path"]), r["start"], r["end"], r.get("n_tokens"))
+        for r in table
     ]
     return leaves, vectors
 
@@ -117,59 +121,105 @@ def bench_cluster(vectors: np.ndarray) -> dict[str, object]:
     return out
 
 
-def bench_build(gen: Path, limit: int | None, save: Path | None) -> dict[str, object]:
+def bench_build(
+    gen: Path, limit: int | None, save: Path | None, workers: list[int | None], rounds: int
+) -> dict[str, object]:
+    """Full tree builds, ``rounds`` x every ``workers`` setting alternating (None: the
+    default, sized to the machine); every build must give the same tree."""
     from arborgraph.embedding import EmbeddingConfig, load_embedder
     from ingest import load_token_counter
     from raptor import ExtractiveSummariser, TreeView, build_tree, tree_to_tables
+    from raptor.build import tree_workers
+    from raptor.pool import TreePool
 
     leaves, vectors = load_index(gen, limit)
     manifest = json.loads((gen / "manifest.json").read_text())
     onnx = "onnx-int8" in (manifest["mode"].get("embedding") or "")
     embedder = load_embedder(EmbeddingConfig(backend="onnx-int8" if onnx else "sentence-transformers"))
     count = load_token_counter()
-    config = RaptorConfig()
-    # as the index builds it (arborgraph.structures.run_tree_stage)
-    summariser = ExtractiveSummariser(
-        embed=embedder.encode, count_tokens=count, max_tokens=config.summary_max_tokens,
-        max_sentences_embedded=16, sentence_vectors=False,
-    )
-    stage_time: dict[str, float] = {}
-    last = [time.perf_counter()]
+    # CPU seconds of the helper processes (not children of this one, so not in its rusage)
+    helper_cpu = [0.0]
+    close = TreePool.close
 
-    def progress(stage: str, done: int, total: int | None) -> None:
-        now = time.perf_counter()
-        stage_time[stage] = stage_time.get(stage, 0.0) + now - last[0]
-        last[0] = now
+    def counting_close(pool: TreePool) -> None:
+        close(pool)
+        helper_cpu[0] += pool.helper_cpu_s
 
-    t, cpu = time.perf_counter(), time.process_time()
-    tree = build_tree(
-        leaves, vectors, embed=embedder.encode, count_tokens=count, summariser=summariser, config=config,
-        progress=progress,
-    )
-    total, cpu = time.perf_counter() - t, time.process_time() - cpu
+    TreePool.close = counting_close  # type: ignore[method-assign]
+
+    def build_once(config: RaptorConfig) -> tuple[Tree, dict[str, object], ExtractiveSummariser]:
+        # as the index builds it (arborgraph.structures.run_tree_stage)
+        summariser = ExtractiveSummariser(
+            embed=embedder.encode, count_tokens=count, max_tokens=config.summary_max_tokens,
+            max_sentences_embedded=16, sentence_vectors=False,
+        )
+        stage_time: dict[str, float] = {}
+        last = [time.perf_counter()]
+
+        def progress(stage: str, done: int, total: int | None) -> None:
+            now = time.perf_counter()
+            stage_time[stage] = stage_time.get(stage, 0.0) + now - last[0]
+            last[0] = now
+
+        helper_cpu[0] = 0.0
+        t, cpu = time.perf_counter(), time.process_time()
+        tree = build_tree(
+            leaves, vectors, embed=embedder.encode, count_tokens=count, summariser=summariser, config=config,
+            progress=progress,
+        )
+        total, cpu = time.perf_counter() - t, time.process_time() - cpu
+        return tree, {
+            "workers": tree_workers(config, len(leaves)),
+            "total_s": round(total, 1),
+            # CPU seconds of this process and of the helpers' jobs (the machine is shared:
+            # wall time includes waiting)
+            "cpu_s": round(cpu, 1),
+            "helper_cpu_s": round(helper_cpu[0], 1),
+            # time spent before each progress report of that stage, summed
+            "stage_s": {k: round(v, 1) for k, v in stage_time.items()},
+        }, summariser
+
+    runs: list[dict[str, object]] = []
+    first: Tree | None = None
+    identical = True
+    for _ in range(rounds):
+        for w in workers:
+            config = RaptorConfig(workers=w)
+            tree, run, summariser = build_once(config)
+            runs.append(run)
+            if first is None:
+                first = tree
+                stats = TreeView(tree).stats()
+            else:
+                identical = identical and tree.nodes == first.nodes and np.array_equal(tree.node_vectors, first.node_vectors)
+    assert first is not None
     if save is not None:
         import pyarrow.parquet as pq
 
         save.mkdir(parents=True, exist_ok=True)
-        for name, table in tree_to_tables(tree).items():
+        for name, table in tree_to_tables(first).items():
             pq.write_table(table, save / f"{name}.parquet")
-        np.save(save / "raptor_vectors.npy", tree.node_vectors)
-    stats = TreeView(tree).stats()
-    return {
+        np.save(save / "raptor_vectors.npy", first.node_vectors)
+    by_workers: dict[str, list[float]] = {}
+    for run in runs:
+        by_workers.setdefault(str(run["workers"]), []).append(float(run["total_s"]))  # type: ignore[arg-type]
+    medians = {w: round(float(np.median(v)), 1) for w, v in by_workers.items()}
+    out: dict[str, object] = {
         "leaves": len(leaves),
         "embedding": embedder.name,
-        "config": config.model_dump(),
-        "total_s": round(total, 1),
-        # CPU seconds of this process (the machine is shared: wall time includes waiting)
-        "cpu_s": round(cpu, 1),
-        # time spent before each progress report of that stage, summed
-        "stage_s": {k: round(v, 1) for k, v in stage_time.items()},
-        "summary_nodes": len(tree.summaries()),
-        "summariser_calls": len(tree.summaries()),
-        "sentences_embedded": summariser.sentences_embedded,
+        "config": RaptorConfig().model_dump(),
+        "rounds": rounds,
+        "runs": runs,
+        "median_total_s": medians,
+        # every build (any workers setting) gave the same nodes (ids, children, texts, layout) and vectors
+        "identical_trees": identical,
+        "summary_nodes": len(first.summaries()),
         "per_level": stats["per_level"],
         "nodes_with_several_parents": stats["nodes_with_several_parents"],
     }
+    if "1" in medians and len(medians) > 1:
+        out["speedup_vs_one_process"] = {w: round(medians["1"] / m, 2) for w, m in medians.items() if w != "1"}
+    return out
 
 
 def bench_update(gen: Path, page: str | None, compare_build: bool) -> dict[str, object]:
@@ -306,6 +356,9 @@ def main() -> None:
     ap.add_argument("--build", action="store_true", help="build the full tree over the index's chunks")
     ap.add_argument("--limit", type=int, help="use only the first N chunks")
     ap.add_argument("--save", type=Path, help="write the built tree (parquet + npy) here")
+    ap.add_argument("--workers", default="auto", help="with --build: comma-separated process counts to compare ('auto': sized to the machine)")
+    ap.add_argument("--rounds", type=int, default=1, help="with --build: builds per --workers setting (alternating)")
+    ap.add_argument("--skip-cluster", action="store_true", help="with --index: skip the level-0 clustering timings")
     ap.add_argument("--skip-numba", action="store_true")
     ap.add_argument("--eval-index", type=Path, help="index directory for the retrieval comparison")
     ap.add_argument("--update-index", type=Path, help="a generation with a saved tree: time update_tree after one page changed")
@@ -329,10 +382,12 @@ def main() -> None:
         results["umap_numba"] = bench_numba(300)
         results["pca_path"] = bench_pca_path(300)
     if args.index is not None:
-        _, vectors = load_index(args.index, args.limit)
-        results["cluster_level0"] = bench_cluster(vectors)
+        if not args.skip_cluster:
+            _, vectors = load_index(args.index, args.limit)
+            results["cluster_level0"] = bench_cluster(vectors)
         if args.build:
-            results["build"] = bench_build(args.index, args.limit, args.save)
+            workers = [None if w == "auto" else int(w) for w in args.workers.split(",")]
+            results["build"] = bench_build(args.index, args.limit, args.save, workers, args.rounds)
     if args.update_index is not None:
         results["update"] = bench_update(args.update_index, args.page, args.compare_build)
     if args.eval_index is not None:
