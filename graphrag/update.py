@@ -378,16 +378,16 @@ def _dirty_entities(
     """Entities whose part of a report's input may differ from ``old``: changed, added
     or removed entities, the ends of changed, added or removed relations, and entities
     or relation ends citing a chunk in ``touched`` (added, changed or removed)."""
-    dirty = {eid for eid in old.entities.keys() | entities.keys() if old.entities.get(eid) != entities.get(eid)}
-    for rid in old.relations.keys() | relations.keys():
-        before, after = old.relations.get(rid), relations.get(rid)
-        if before != after:
-            rel = after or before
-            dirty.update((rel.source, rel.target))  # type: ignore[union-attr]
-    dirty.update(e.id for e in entities.values() if e.description_chunk in touched)
-    for rel in relations.values():
-        if any(c in touched for c in rel.chunk_ids) or any(ev.chunk_id in touched for ev in rel.evidence):
+    dirty = {eid for eid, ent in entities.items() if old.entities.get(eid) != ent}
+    dirty.update(old.entities.keys() - entities.keys())
+    for rid in old.relations.keys() ^ relations.keys():
+        rel = relations.get(rid) or old.relations[rid]
+        dirty.update((rel.source, rel.target))
+    for rid, rel in relations.items():
+        # a relation's evidence comes from its chunks: checking chunk_ids covers both
+        if not touched.isdisjoint(rel.chunk_ids) or old.relations.get(rid, rel) != rel:
             dirty.update((rel.source, rel.target))
+    dirty.update(e.id for e in entities.values() if e.description_chunk in touched)
     return dirty
 
 
