@@ -7,7 +7,9 @@ summary and the findings that match the question best), then chunks taken in tur
 from each chosen community (the chunks grounding its findings and the chunks of its
 central members, best match first), so that the evidence spans many parts of the
 manual rather than the one place a flat search would find. With a flat ranking
-(``candidate_chunks``) its first chunks lead.
+(``candidate_chunks``) its first chunks lead, and the first chunks of a few pages it
+misses (see :func:`page_leads`) take the place of the last chunks of the answer's
+window when they match the question better than those chunks do.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class GlobalSearchConfig(BaseModel):
     dense_weight: float = 1.0
     prior_weight: float = 1.0
     min_report_size: int = 3
+    lead_chunks: int = Field(3, description="with candidate_chunks: page leads put into the answer's window")
+    max_lead_rank: int = Field(4, description="a page lead ranked below this among all page leads is left out")
 
 
 def global_search(
@@ -112,12 +116,22 @@ def global_search(
         return SearchResult(reason="no community report matches the question")
     trace = [f"level {chosen_level} of {all_levels}", "reports: " + ", ".join(f"{r.community_id}:{s:.2f}" for r, s in top)]
 
+    reports = [_report_context(r, s, cfg.max_findings, question) for r, s in top]
     prior_refs = _visible_prior(candidate_chunks, fetch)
+    leads: list[str] = []
+    if prior_refs and cfg.lead_chunks > 0:
+        # the flat chunks this answer's window shows beside its reports
+        window_words = cfg.budget_words - sum(n_words(r.text) for r in reports)
+        prior_refs, leads = _with_page_leads(
+            kg, question, prior_refs, window_words, fetch, cfg, qvec, chunk_vectors, chunk_lexical
+        )
+        if leads:
+            trace.append("page leads: " + ", ".join(leads))
     contexts = [chunk_context(cid, ref, 0.0, ["global_search", "flat retrieval"]) for cid, ref in prior_refs[: cfg.first_hop]]
-    contexts += [_report_context(r, s, cfg.max_findings, question) for r, s in top]
+    contexts += reports
     taken = {c.node_id for c in contexts if c.kind == "chunk"}
     rest = [
-        chunk_context(cid, ref, 0.0, ["global_search", "flat retrieval"])
+        chunk_context(cid, ref, 0.0, ["global_search", "page lead" if cid in leads else "flat retrieval"])
         for cid, ref in prior_refs[cfg.first_hop :]
         if cid not in taken
     ]
@@ -140,6 +154,98 @@ def global_search(
         contexts.append(ctx)
         used += n_words(ctx.text)
     return SearchResult(contexts, trace=trace)
+
+
+def page_leads(
+    kg: KnowledgeGraph,
+    question: str,
+    fetch: ChunkFetcher,
+    qvec: np.ndarray | None = None,
+    chunk_vectors: ChunkVectors | None = None,
+    chunk_lexical: ChunkScores | None = None,
+) -> list[str]:
+    """The first chunk of every visible page the graph knows, best match with the
+    question first.
+
+    A page's first chunk says what the page is about ("The dbhash utility is a
+    command-line program that computes ..."), and an overview question is answered
+    by such defining sentences of several pages, which a flat ranking buries under
+    the later sections of the one or two pages it matches best. Leads are ranked
+    among themselves as the flat lookup ranks chunks: reciprocal rank fusion of BM25
+    (``chunk_lexical``, else computed over the leads) and, with vectors, dense
+    similarity.
+    """
+    first: dict[str, tuple[int, str]] = {}
+    for cid in mention_index(kg).chunk_ids:
+        doc, _, n = cid.rpartition("#")
+        pos = int(n) if n.isdigit() else 0
+        if doc not in first or pos < first[doc][0]:
+            first[doc] = (pos, cid)
+    ids = sorted(c for _, c in first.values() if fetch.visible(c))
+    if not ids:
+        return []
+    fused = np.zeros(len(ids))
+    for scores in (_lexical(question, ids, fetch, chunk_lexical), cosines(qvec, ids, chunk_vectors)):
+        if scores is not None:
+            order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+            fused[order] += 1.0 / (60 + np.arange(1, len(ids) + 1))
+    return [ids[i] for i in np.argsort(-fused, kind="stable")]
+
+
+def _with_page_leads(
+    kg: KnowledgeGraph,
+    question: str,
+    prior: list[tuple[str, ChunkRef]],
+    window_words: int,
+    fetch: ChunkFetcher,
+    cfg: GlobalSearchConfig,
+    qvec: np.ndarray | None,
+    chunk_vectors: ChunkVectors | None,
+    chunk_lexical: ChunkScores | None,
+) -> tuple[list[tuple[str, ChunkRef]], list[str]]:
+    """The flat ranking with the best page leads of pages its window (the chunks
+    that fill ``window_words``) does not quote, in place of the window's last chunks,
+    and the leads put in.
+
+    A lead goes in only if it is among the best ``max_lead_rank`` leads and matches
+    the question (dense if available, else BM25) better than the weakest of the
+    chunks it may push out of the window: a page the window already quotes is one
+    the flat ranking found, and a lead that matches worse than the flat chunks
+    would only cost evidence.
+    """
+    window: list[str] = []
+    used = 0
+    for cid, ref in prior:
+        if used >= window_words:
+            break
+        window.append(cid)
+        used += n_words(ref.text)
+    if len(window) <= cfg.first_hop:
+        return prior, []
+    quoted = {doc_of(c) for c in window}
+    best = page_leads(kg, question, fetch, qvec, chunk_vectors, chunk_lexical)[: cfg.max_lead_rank]
+    fresh = [c for c in best if doc_of(c) not in quoted][: cfg.lead_chunks]
+    if not fresh:
+        return prior, []
+    displaced = window[max(cfg.first_hop, len(window) - len(fresh)) :]
+    ids = fresh + displaced
+    match = cosines(qvec, ids, chunk_vectors)
+    if match is None:
+        match = _lexical(question, ids, fetch, chunk_lexical)
+    floor = float(np.min(match[len(fresh) :]))
+    leads = [c for c, m in zip(fresh, match) if float(m) > floor]
+    if not leads:
+        return prior, []
+    at = max(cfg.first_hop, len(window) - len(leads))
+    added = [(c, ref) for c in leads if (ref := fetch.get(c)) is not None]
+    put = {c for c, _ in added}
+    return prior[:at] + added + [p for p in prior[at:] if p[0] not in put], [c for c, _ in added]
+
+
+def _lexical(question: str, ids: Sequence[str], fetch: ChunkFetcher, chunk_lexical: ChunkScores | None) -> np.ndarray:
+    if chunk_lexical is not None:
+        return np.asarray(chunk_lexical(ids), dtype=np.float64)
+    return bm25(question, [ref.text if (ref := fetch.get(c)) is not None else "" for c in ids])
 
 
 def _question_vector(question: str, embedder: Embedder | None, given: np.ndarray | None) -> np.ndarray | None:

@@ -385,3 +385,54 @@ def test_report_context_shows_the_findings_that_match_the_question(kg: Knowledge
     two = _report_context(report, 1.0, 2, last.text)
     shown = [f for f in report.findings if f.text in two.text]
     assert len(shown) == 2 and shown[-1] is last  # in the report's own order
+
+
+def _window_ids(contexts: list, budget_words: int) -> list[str]:  # type: ignore[type-arg]
+    out, used = [], 0
+    for c in contexts:
+        if used >= budget_words:
+            break
+        out.append(c.node_id)
+        used += len(c.text.split())
+    return out
+
+
+def test_global_search_puts_leads_of_pages_its_flat_window_misses_into_the_window(
+    kg: KnowledgeGraph, by_id: dict[str, Chunk]
+) -> None:
+    from graphrag.global_search import GlobalSearchConfig
+
+    q = "How do the write-ahead log, file locking and transaction isolation work together?"
+    flat = [c for c in by_id if c.startswith("pragma.md#")]  # one page fills the window
+    cfg = GlobalSearchConfig()
+    res = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, config=cfg)
+    leads = [c for c in res if "page lead" in c.trace]
+    assert 0 < len(leads) <= cfg.lead_chunks
+    # each is the first chunk of a page the flat window does not quote
+    assert all(c.node_id.endswith("#0") and c.source != "pragma.md" for c in leads)
+    assert {c.source for c in leads} & {"wal.md", "lockingv3.md", "isolation.md"}
+    window = _window_ids(list(res), cfg.budget_words)
+    assert {c.node_id for c in leads} <= set(window)
+    # the flat ranking still leads, and only the window's last flat chunks were pushed back
+    chunks = [c.node_id for c in res if c.kind == "chunk"]
+    assert chunks[: cfg.first_hop] == flat[: cfg.first_hop]
+    assert [c for c in chunks if c in flat] == flat[: len([c for c in chunks if c in flat])]
+    plain = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, config=GlobalSearchConfig(lead_chunks=0))
+    assert not any("page lead" in c.trace for c in plain)
+
+
+def test_global_search_leaves_out_page_leads_that_match_worse_than_the_window(
+    kg: KnowledgeGraph, by_id: dict[str, Chunk]
+) -> None:
+    import numpy as np
+
+    q = "How do the write-ahead log, file locking and transaction isolation work together?"
+    flat = [c for c in by_id if c.startswith("pragma.md#")]
+    # a question vector that only likes the flat page: every lead matches worse
+    vectors = {c: np.array([1.0, 0.0] if c.startswith("pragma.md#") else [0.0, 1.0], dtype=np.float32) for c in by_id}
+    qvec = np.array([1.0, 0.0], dtype=np.float32)
+    res = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, chunk_vectors=vectors, query_vector=qvec)
+    assert not any("page lead" in c.trace for c in res)
+    # one that likes another page: its lead goes in
+    res = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, chunk_vectors=vectors, query_vector=np.array([0.0, 1.0], dtype=np.float32))
+    assert any("page lead" in c.trace for c in res)
