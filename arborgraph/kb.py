@@ -332,7 +332,7 @@ class KnowledgeBase:
         cfg = self.config.retrieval
         if route == "tree" and self.config.tree_search.focus_leaves > 0:
             return self._focus_tree(found, lookup_hits)
-        if route == "graph" and cfg.compose.get(route, "flat-first") == "flat-first":
+        if route in ("graph", "global") and cfg.compose.get(route, "flat-first") == "flat-first":
             return self._compose_graph(found, lookup_hits)
         if cfg.compose.get(route, "flat-first") == "structure":
             return found
@@ -344,13 +344,15 @@ class KnowledgeBase:
         return header + body
 
     def _compose_graph(self, found: list[Context], lookup_hits: list[Context]) -> list[Context]:
-        """The relation chain, then graph search's chunks in its own order, then the
-        lookup hits it did not keep.
+        """The relation chain (or community report), then the search's chunks in its
+        own order, then the lookup hits it did not keep.
 
-        Graph search was given the lookup hits and already leads with them (see
-        :func:`graphrag.search.graph_search`); it only inserts the second-hop sections
-        it is confident of, in place of the weakest flat chunks of the window. Fusing
-        with the lookup ranking again would undo exactly those insertions.
+        Graph and global search were given the lookup hits and already lead with them
+        (see :func:`graphrag.search.graph_search` and
+        :func:`graphrag.global_search.global_search`); they only insert the
+        second-hop sections or page leads they are confident of, in place of the
+        weakest flat chunks of the window. Fusing with the lookup ranking again would
+        undo exactly those insertions.
         """
         header = [c for c in found if c.kind != "chunk"][: self.config.retrieval.structure_header]
         chunks = [c for c in found if c.kind == "chunk"]

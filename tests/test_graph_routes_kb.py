@@ -37,3 +37,18 @@ def test_budget_counts_the_same_tokens_as_the_tokenizer(sample_kb: Any, route: s
     # stored counts stand in for the tokenizer on whole chunks only, and agree with it
     assert all(kb._tokens(c) == kb.count_tokens(c.text) for c in res.contexts)
     assert sum(kb.count_tokens(c.text) for c in res.contexts) <= 900
+
+
+def test_global_route_keeps_the_page_leads_global_search_put_into_the_window(sample_kb: Any) -> None:
+    kb = sample_kb
+    q = "What are the different ways SQLite stores and types the values in a table?"
+    res = kb.query(q, route="global", top_k=100, budget_tokens=6000)
+    chunks = [c for c in res.contexts if c.kind == "chunk"]
+    leads = [i for i, c in enumerate(chunks) if "page lead" in c.trace]
+    assert leads
+    # the lookup ranking leads and the page lead follows it inside the 1,500-word
+    # window: fusing with the lookup ranking again would push the lead out
+    flat = [c.node_id for c in kb.lookup(q, top_k=100)]
+    before = [c.node_id for c in chunks[: leads[0]]]
+    assert before == flat[: len(before)]
+    assert sum(len(c.text.split()) for c in res.contexts[: res.contexts.index(chunks[leads[0]])]) < 1500
