@@ -1,11 +1,13 @@
 """What a rebuild can take from the live index instead of recomputing.
 
-A build over an existing index compares each document's content hash with the
-manifest: unchanged documents keep their chunks, every chunk's vector comes from the
-embedding cache, and a scope whose chunks are all unchanged keeps its tree and graph
-as they were; a scope whose chunks changed updates its previous tree
-(:func:`arborgraph.scoped.load_scope_tree`) and graph (:func:`load_graph_state`). Per-document status is persisted while the build runs, so an
-interrupted batch can be told apart from a finished one and resumed.
+A build over an existing index parses only files it has not parsed before (the parse
+cache, :mod:`ingest.parse_cache`, keyed by the file's bytes and the loader code) and
+compares each document's content hash with the manifest: unchanged documents keep
+their chunks, every chunk's vector comes from the embedding cache, and a scope whose
+chunks are all unchanged keeps its tree and graph as they were; a scope whose chunks
+changed updates its previous tree (:func:`arborgraph.scoped.load_scope_tree`) and
+graph (:func:`load_graph_state`). Per-document status is persisted while the build
+runs, so an interrupted batch can be told apart from a finished one and resumed.
 """
 
 from __future__ import annotations
