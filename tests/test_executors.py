@@ -15,7 +15,6 @@ from arborgraph.executor import (
     ExecutorError,
     SerialExecutor,
     available_cores,
-    balanced_batches,
     chunk_batch,
     decode_chunks,
     decode_extraction,
@@ -23,6 +22,7 @@ from arborgraph.executor import (
     make_executor,
     map_as_produced,
     map_batched,
+    tapering_batches,
 )
 from arborgraph.pipeline import build_index, input_kilobytes, load_documents
 from arborgraph.progress import no_progress
@@ -82,23 +82,42 @@ def test_input_size_counts_files_folders_and_patterns(tmp_path: Path) -> None:
     assert input_kilobytes([tmp_path]) == 10 and input_kilobytes([tmp_path / "missing"]) == 0
 
 
-def test_balanced_batches_cover_every_item_once_and_even_out_the_weight() -> None:
-    weights = [50, 1, 1, 1, 30, 20, 2, 2, 9, 8]
-    groups = balanced_batches(weights, 3)
-    assert sorted(i for g in groups for i in g) == list(range(len(weights)))
-    assert all(g == sorted(g) for g in groups)
-    totals = [sum(weights[i] for i in g) for g in groups]
-    assert totals == sorted(totals, reverse=True)  # the heaviest job is sent first
-    assert max(totals) == 50  # the heaviest item alone; the rest shares out to 42 and 32
-    assert balanced_batches([], 3) == [] and balanced_batches([1.0], 8) == [[0]]
+def test_tapering_batches_cover_every_item_once_and_shrink_as_the_work_runs_out() -> None:
+    weights = [float(1 + (i * 37) % 50) for i in range(1000)]
+    total = sum(weights)
+    batches = tapering_batches(weights, 2)
+    assert [i for b in batches for i in b] == list(range(len(weights)))  # in order, each once
+    shares = [sum(weights[i] for i in b) / total for b in batches]
+    assert 0.24 < shares[0] < 0.27  # a quarter of the work per batch on 2 workers at first...
+    assert shares[-2] < 0.02 and shares[-1] < 0.02  # ...the last ones about 1/64 of it
+    assert all(a >= b - 1e-9 for a, b in zip(shares[:4], shares[1:5]))
+    assert tapering_batches([], 2) == [] and tapering_batches([3.0], 8) == [range(0, 1)]
+    assert [len(b) for b in tapering_batches([100.0, 0.0, 0.0, 1.0], 2)] == [1, 3]  # heavy item alone
+    assert sum(len(b) for b in tapering_batches([0.0] * 5, 2)) == 5
+
+
+def test_a_batch_context_is_unpickled_once_for_the_batches_sharing_it() -> None:
+    import pickle
+
+    from arborgraph.executor import _run_batch
+
+    first, same = pickle.dumps({"k": 1}), pickle.dumps({"k": 1})
+    a = _run_batch((_context_of, first, [1]))
+    assert _run_batch((_context_of, same, [2])) is a  # equal bytes: the object already made
+    b = _run_batch((_context_of, pickle.dumps({"k": 2}), [3]))
+    assert b == {"k": 2} and a == {"k": 1}
+
+
+def _context_of(job: tuple[object, list[int]]) -> object:
+    return job[0]
 
 
 def test_map_batched_returns_one_result_per_item_in_input_order() -> None:
     items = [f"item-{i}" * (i % 5 + 1) for i in range(23)]
-    out = map_batched(SerialExecutor(), _upper_batch, "!", items, [len(x) for x in items], per_worker=4)
+    out = map_batched(SerialExecutor(), _upper_batch, "!", items, [len(x) for x in items])
     assert out == [x.upper() + "!" for x in items]
     decoded = map_batched(
-        SerialExecutor(), _upper_batch, "!", items, [len(x) for x in items], per_worker=4,
+        SerialExecutor(), _upper_batch, "!", items, [len(x) for x in items],
         decode=lambda item, result: (len(item), result),
     )
     assert decoded == [(len(x), x.upper() + "!") for x in items]

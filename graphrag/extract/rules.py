@@ -185,11 +185,15 @@ class RuleExtractor:
 
     # -- learning ---------------------------------------------------------------
 
-    def fit(self, chunks: Sequence[Chunk], counts: TermCounts | None = None) -> RuleExtractor:
+    def fit(
+        self, chunks: Sequence[Chunk], counts: TermCounts | Iterable[TermCounts] | None = None
+    ) -> RuleExtractor:
         """Learn multi-word terms and section-heading terms from the collection.
 
-        ``counts``: the :meth:`count_terms` of the chunks' texts, when counted
-        elsewhere (in parts, on a pool's workers); the fit is the same.
+        ``counts``: the :meth:`count_terms` of the chunks' texts when counted
+        elsewhere, or of disjoint parts of them (say, on a pool's workers: an iterator
+        is read after the heading terms are learned, so the two overlap); the fit is
+        the same.
         """
         heading_docs: dict[str, set[str]] = {}
         display: dict[str, str] = {}
@@ -205,6 +209,8 @@ class RuleExtractor:
         extra = [display[k] for k in sorted(heading_docs) if k not in generic]
         if counts is None:
             counts = self.count_terms(ch.text for ch in chunks)
+        elif not isinstance(counts, TermCounts):
+            counts = TermCounts.merged(counts)
         self.vocabulary_.fit_counts(counts, extra_terms=extra)
         return self
 
