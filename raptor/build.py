@@ -14,7 +14,7 @@ from arborgraph.executor import available_cores
 from arborgraph.progress import ProgressCallback, no_progress
 from raptor.cluster import RaptorClusterer, reduce_dims
 from raptor.config import RaptorConfig
-from raptor.pool import TreePool
+from raptor.pool import Deferred, TreePool
 from raptor.summary import Cluster, ClusterMember, Summariser
 from raptor.text import dominant_path
 from raptor.tree import Leaf, Node, Tree, ordered_union
@@ -72,10 +72,8 @@ def build_tree(
     """
     report = progress or no_progress
     vectors = _check_inputs(leaves, leaf_vectors)
-    with _pool(tree_workers(config, len(leaves))) as pool:
-        # the layout needs only the leaves: a helper draws it while the levels are built
-        layout_job = pool.defer(_leaf_layout, vectors, config) if pool is not None else None
-        drafts, root, all_vectors = _build_levels(
+    with _pool(tree_workers(config, len(leaves)), _uses_umap(config, len(leaves))) as pool:
+        drafts, root, all_vectors, layout_job = _build_levels(
             leaves, vectors, embed=embed, count_tokens=count_tokens, summariser=summariser,
             config=config, report=report, pool=pool,
         )
@@ -112,12 +110,18 @@ def tree_workers(config: RaptorConfig, n_leaves: int) -> int:
     return available_cores() if n_leaves >= config.umap_min_points else 1
 
 
+def _uses_umap(config: RaptorConfig, n_leaves: int) -> bool:
+    return config.reducer == "umap" or (config.reducer == "auto" and n_leaves >= config.umap_min_points)
+
+
 @contextlib.contextmanager
-def _pool(workers: int) -> Iterator[TreePool | None]:
+def _pool(workers: int, umap: bool) -> Iterator[TreePool | None]:
     if workers < 2:
         yield None
         return
-    with TreePool(workers) as pool:
+    # Helpers import UMAP (~4 s) as they start, while this process runs the first
+    # global UMAP pass, so they are ready to fit mixtures when it is done.
+    with TreePool(workers, imports=("raptor.cluster", "umap.umap_") if umap else ("raptor.cluster",)) as pool:
         yield pool
 
 
@@ -131,8 +135,9 @@ def _build_levels(
     config: RaptorConfig,
     report: ProgressCallback,
     pool: TreePool | None,
-) -> tuple[list[_Draft], _Draft, list[np.ndarray]]:
-    """Every node of the tree level by level (leaves first), its root and every level's vectors."""
+) -> tuple[list[_Draft], _Draft, list[np.ndarray], Deferred | None]:
+    """Every node of the tree level by level (leaves first), its root, every level's
+    vectors, and the leaves' layout if a helper was given it (None: not computed)."""
     order = {leaf.chunk_id: i for i, leaf in enumerate(leaves)}
     doc_rank = {leaf.doc_id: i for i, leaf in reversed(list(enumerate(leaves)))}
 
@@ -155,6 +160,7 @@ def _build_levels(
     all_vectors = [vectors]
     current = list(range(len(drafts)))  # indices into drafts of the level being grouped
     current_vectors = vectors
+    layout_job: Deferred | None = None
     level = 1
     while True:
         if len(current) == 1 and level > 1:
@@ -164,6 +170,11 @@ def _build_levels(
         )
         for pos, label in enumerate(labels):
             drafts[current[pos]].cluster = int(label)
+        if pool is not None and layout_job is None:
+            # The layout needs only the leaves. Handed to a helper now, after the first
+            # clustering (which the helpers speed up), it is drawn while this process
+            # writes the first level's summaries.
+            layout_job = pool.defer(_leaf_layout, vectors, config)
 
         new_drafts: list[_Draft] = []
         for n, members in enumerate(groups):
@@ -218,7 +229,7 @@ def _build_levels(
             break
         level += 1
 
-    return drafts, drafts[current[0]], all_vectors
+    return drafts, drafts[current[0]], all_vectors, layout_job
 
 
 def _check_inputs(leaves: Sequence[Leaf], leaf_vectors: np.ndarray) -> np.ndarray:

@@ -30,6 +30,9 @@ class JobRunner(Protocol):
 
     def run_all(self, fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]], cost: Sequence[float]) -> list[Any]: ...
 
+    def imap(self, fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
+        """``fn(*job)`` for each job in order, some computed ahead; stopping drops the rest."""
+
 
 # UMAP needs a few more points than output dimensions (spectral init); below this a
 # seeded PCA is used whatever the setting.
@@ -159,7 +162,7 @@ def exact_cosine_knn(X: np.ndarray, k: int, block: int = 1024) -> tuple[np.ndarr
 
 
 def fit_gmm_bic(
-    Z: np.ndarray, *, max_k: int, patience: int | None, random_state: int
+    Z: np.ndarray, *, max_k: int, patience: int | None, random_state: int, runner: JobRunner | None = None
 ) -> tuple[GaussianMixture, list[float]]:
     """Fit mixtures with 1..max_k components; keep the one with the lowest BIC.
 
@@ -169,6 +172,7 @@ def fit_gmm_bic(
     tried grow by a quarter each step (a fit costs about k times one of k=1, and BIC
     near its minimum is flat: 1..50 takes 16 fits instead of 50). With ``patience``,
     the sweep stops once that many successive k fail to improve the best BIC.
+    With a ``runner`` the next k are fitted ahead, side by side (same result).
     Returns the chosen model and the BIC of every k tried.
     """
     n, d = Z.shape
@@ -177,9 +181,9 @@ def fit_gmm_bic(
     best_bic = math.inf
     bics: list[float] = []
     since_best = 0
-    for k in bic_grid(max_k):
-        gm = _gmm(Z, k, random_state)
-        bic = float(gm.bic(Z))
+    jobs = [(Z, k, random_state) for k in bic_grid(max_k)]
+    fits = runner.imap(_gmm_with_bic_job, jobs) if runner is not None else (_gmm_with_bic(*job) for job in jobs)
+    for gm, bic in fits:
         bics.append(bic)
         if bic < best_bic - 1e-9:
             best, best_bic, since_best = gm, bic, 0
@@ -189,6 +193,17 @@ def fit_gmm_bic(
                 break
     assert best is not None
     return best, bics
+
+
+def _gmm_with_bic(Z: np.ndarray, k: int, random_state: int) -> tuple[GaussianMixture, float]:
+    gm = _gmm(Z, k, random_state)
+    return gm, float(gm.bic(Z))
+
+
+def _gmm_with_bic_job(Z: np.ndarray, k: int, random_state: int) -> tuple[GaussianMixture, float]:
+    """:func:`_gmm_with_bic` as a job another process can run."""
+    with _one_thread_unchecked():
+        return _gmm_with_bic(Z, k, random_state)
 
 
 def bic_grid(max_k: int) -> list[int]:
@@ -287,8 +302,9 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
     ) -> RaptorClusterer:
         """Cluster the rows of ``X``; ``sizes`` (e.g. token counts) drive the budget split.
 
-        With a ``runner`` (e.g. :class:`raptor.pool.TreePool`) the global clusters are
-        refined side by side; the clusters are the same as without one."""
+        With a ``runner`` (e.g. :class:`raptor.pool.TreePool`) the global pass fits
+        mixtures for several k at once and the global clusters are refined side by
+        side; the clusters are the same as without one."""
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] == 0:
             raise ValueError("X must be a non-empty 2-D array")
@@ -321,7 +337,7 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
     # -- passes -----------------------------------------------------------------
 
     def _cluster(self, X: np.ndarray, size: np.ndarray, runner: JobRunner | None) -> list[list[int]]:
-        global_groups, self.embedding_, self.reducer_, self.bic_, self.global_labels_ = self._global(X)
+        global_groups, self.embedding_, self.reducer_, self.bic_, self.global_labels_ = self._global(X, runner)
         # The global clusters are refined independently of one another, so a runner may
         # do them side by side; results come back in group order, hence the same clusters.
         jobs = [
@@ -359,18 +375,22 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
             random_state=seed,
         )
 
-    def _mixture_groups(self, Z: np.ndarray, seed: int) -> tuple[list[list[int]], np.ndarray, list[float]]:
-        gm, bics = fit_gmm_bic(Z, max_k=self.max_clusters, patience=self.bic_patience, random_state=seed)
+    def _mixture_groups(
+        self, Z: np.ndarray, seed: int, runner: JobRunner | None = None
+    ) -> tuple[list[list[int]], np.ndarray, list[float]]:
+        gm, bics = fit_gmm_bic(Z, max_k=self.max_clusters, patience=self.bic_patience, random_state=seed, runner=runner)
         proba = gm.predict_proba(Z)
         return soft_assign(proba, self.threshold), proba.argmax(axis=1), bics
 
-    def _global(self, X: np.ndarray) -> tuple[list[list[int]], np.ndarray, str, list[float], np.ndarray]:
+    def _global(
+        self, X: np.ndarray, runner: JobRunner | None = None
+    ) -> tuple[list[list[int]], np.ndarray, str, list[float], np.ndarray]:
         n = X.shape[0]
         if n <= 2:
             return [list(range(n))], np.zeros((n, 1)), "none", [], np.zeros(n, dtype=int)
         nn = self.n_neighbors or max(2, math.isqrt(n - 1))
         Z, method = self._reduce(X, nn, self.random_state)
-        groups, hard, bics = self._mixture_groups(Z, self.random_state)
+        groups, hard, bics = self._mixture_groups(Z, self.random_state, runner)
         return groups, Z, method, bics, hard
 
     def _local(self, X: np.ndarray, members: list[int], seed: int) -> list[list[int]]:

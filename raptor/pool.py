@@ -5,19 +5,20 @@ The heavy parts of a tree build (UMAP's numba kernels, scikit-learn's many small
 mixture fits) hold the GIL, so threads would not run them side by side: the helpers
 are processes. They come from a fork server, as :class:`arborgraph.executor.ProcessExecutor`'s
 do: forking the build's process itself is unsafe once ONNX Runtime, torch or numba's
-parallel kernels have started their threads. Helpers start (and import
-scikit-learn) when the pool is made, while the build's process is still busy with
-its first global pass; with ``NUMBA_CACHE_DIR`` set, helpers inherit it (they get
-the environment) and load UMAP's compiled kernels from the same cache.
+parallel kernels have started their threads. Helpers start (and import what their
+jobs need) when the pool is made, while the build's process is still busy with its
+first global pass; with ``NUMBA_CACHE_DIR`` set, helpers inherit it (they get the
+environment) and load UMAP's compiled kernels from the same cache.
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -29,20 +30,23 @@ class TreePool:
     where a job ran: jobs are pure functions of their arguments, single-threaded.
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, imports: Sequence[str] = ("raptor.cluster",)) -> None:
+        """``imports``: modules every helper imports as it starts, before any job."""
         if workers < 2:
             raise ValueError("a TreePool needs at least 2 workers (the build's process and a helper)")
         self.workers = workers
-        # CPU seconds the helpers spent on jobs (their start-up not included)
+        # CPU seconds the helpers spent on jobs (their start-up not included), and
+        # seconds this process waited for a helper's result with nothing else to do
         self.helper_cpu_s = 0.0
+        self.waited_s = 0.0
         self._lock = threading.Lock()
         self._busy = 0  # jobs on helpers, started or queued
         context = multiprocessing.get_context("forkserver")
-        self._pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=context, initializer=_warm_helper)
+        self._pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=context, initializer=_import_all, initargs=(tuple(imports),))
         # Jobs go to helpers only once they are up: until then (a second or more: the
         # fork server, imports) this process does them itself rather than wait.
         self._ready = threading.Event()
-        self._deferred: list[_Deferred] = []
+        self._deferred: list[Deferred] = []
         # Start the helpers now, so their imports overlap the build's first global pass;
         # from a thread, because starting one waits for the fork server to come up.
         self._starting = threading.Thread(target=self._start_helpers, daemon=True)
@@ -60,10 +64,10 @@ class TreePool:
         """Wait until the helpers are up (jobs then go to them); False on timeout."""
         return self._ready.wait(timeout)
 
-    def defer(self, fn: Callable[..., Any], *args: Any) -> _Deferred:
+    def defer(self, fn: Callable[..., Any], *args: Any) -> Deferred:
         """``fn(*args)`` on a helper once one is up; ``result()`` runs it here if none
         has taken it by then."""
-        job = _Deferred(fn, args)
+        job = Deferred(fn, args)
         with self._lock:
             if not self._ready.is_set():
                 self._deferred.append(job)
@@ -99,9 +103,10 @@ class TreePool:
         results: dict[int, Any] = {}
         running: dict[Future[Any], int] = {}
         while order or running:
-            # A job goes to a helper only when one is idle: a job queued behind another
-            # (e.g. the layout) could leave this process waiting with nothing to do.
-            while self._ready.is_set() and order and self._busy < self.workers - 1:
+            # Each helper gets one job to run and one queued (so it is not idle while this
+            # process finishes a job of its own), never more: this process could end up
+            # waiting for a job queued behind a long one.
+            while self._ready.is_set() and order and self._busy < 2 * (self.workers - 1):
                 i = order.popleft()
                 running[self.submit(fn, *jobs[i])] = i
             if order:
@@ -110,10 +115,44 @@ class TreePool:
                 results[i] = fn(*jobs[i])
                 done = [f for f in running if f.done()]
             else:
+                start = time.perf_counter()
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
+                self.waited_s += time.perf_counter() - start
             for future in done:
                 results[running.pop(future)] = future.result()
         return [results[i] for i in range(len(jobs))]
+
+    def imap(self, fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
+        """``fn(*job)`` for each job, in order, with up to ``workers`` jobs computed ahead
+        (by idle helpers, or by this process while it waits for a helper's). Stop
+        iterating to drop the rest: jobs already started finish unused."""
+        results: dict[int, Any] = {}
+        ahead: dict[int, Future[Any]] = {}
+        started = 0  # jobs [0, started) are done or under way somewhere
+        for i in range(len(jobs)):
+            while i not in results:
+                if started == i:  # nobody has it: this process does it, helpers the next ones
+                    started += 1
+                    started = self._hand_out(fn, jobs, ahead, started, limit=i + self.workers)
+                    results[i] = fn(*jobs[i])
+                elif ahead[i].done() or started >= min(len(jobs), i + self.workers):
+                    start = time.perf_counter()
+                    results[i] = ahead.pop(i).result()
+                    self.waited_s += time.perf_counter() - start
+                else:  # rather than wait for the helper's job, do a later one
+                    started += 1
+                    results[started - 1] = fn(*jobs[started - 1])
+            yield results.pop(i)
+            started = self._hand_out(fn, jobs, ahead, started, limit=i + 1 + self.workers)
+
+    def _hand_out(
+        self, fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]], ahead: dict[int, Future[Any]], started: int, limit: int
+    ) -> int:
+        """Give idle helpers the next jobs below ``limit``; return the new ``started``."""
+        while self._ready.is_set() and self._busy < self.workers - 1 and started < min(len(jobs), limit):
+            ahead[started] = self.submit(fn, *jobs[started])
+            started += 1
+        return started
 
     def close(self) -> None:
         self._starting.join()
@@ -126,7 +165,7 @@ class TreePool:
         self.close()
 
 
-class _Deferred:
+class Deferred:
     """A job for a helper that this process takes back if no helper has started it."""
 
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
@@ -136,6 +175,7 @@ class _Deferred:
         self._claimed = False
 
     def hand_over(self, pool: TreePool) -> None:
+        self._owner = pool
         with self._lock:
             if not self._claimed:
                 self._claimed = True
@@ -145,13 +185,18 @@ class _Deferred:
         with self._lock:
             mine = not self._claimed
             self._claimed = True
-        return self._fn(*self._args) if mine else self._future.result()  # type: ignore[union-attr]
+        if mine:
+            return self._fn(*self._args)
+        start = time.perf_counter()
+        try:
+            return self._future.result()  # type: ignore[union-attr]
+        finally:
+            self._owner.waited_s += time.perf_counter() - start
 
 
-def _warm_helper() -> None:
-    # what every clustering job needs (scikit-learn), loaded as the helper starts; UMAP
-    # (~4 s to import) is loaded by the first job that runs it
-    import raptor.cluster  # noqa: F401
+def _import_all(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        importlib.import_module(name)
 
 
 def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
