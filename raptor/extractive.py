@@ -122,7 +122,9 @@ class ExtractiveSummariser:
                     continue
                 seen.add(unit.text)
                 ts = terms(unit.text)
-                score = sum(weights.get(t, 0.0) for t in set(ts)) / np.sqrt(1 + len(ts))
+                # floats summed in a fixed order: set order follows the per-process
+                # string hash seed, and near-ties then broke differently between builds
+                score = sum(weights.get(t, 0.0) for t in dict.fromkeys(ts)) / np.sqrt(1 + len(ts))
                 # the opening sentence of a section usually states what it is about
                 score += 0.5 if unit.position == 0 else 0.0
                 found.append(_Candidate(j, unit, float(score), 0))
@@ -186,7 +188,7 @@ class ExtractiveSummariser:
                 redundancy = float(similarity[i, chosen].max()) if chosen else 0.0
                 if redundancy > duplicate:
                     continue
-                gain = sum(weights[t] for t in cand_terms[i] - covered) / total_weight
+                gain = sum(weights[t] for t in sorted(cand_terms[i] - covered)) / total_weight
                 score = self.mmr_lambda * relevance[i] - (1 - self.mmr_lambda) * redundancy + self.term_bonus * gain
                 if score > best_score:
                     best, best_score = i, score
