@@ -12,7 +12,6 @@ from threadpoolctl import threadpool_limits
 
 from arborgraph.executor import available_cores
 from arborgraph.progress import ProgressCallback, no_progress
-from raptor.cluster import RaptorClusterer, reduce_dims
 from raptor.config import RaptorConfig
 from raptor.pool import Deferred, TreePool
 from raptor.summary import Cluster, ClusterMember, Summariser
@@ -286,6 +285,10 @@ def _group_level(
     if (n <= config.stop_at and fits) or level >= config.max_levels or n == 1:
         report("raptor.cluster", level, None)
         return [tuple(range(n))], np.zeros(n, dtype=int)
+    # imported here: scikit-learn's import (about 1.5 s) is paid only by builds that
+    # cluster, not by tree updates that place new leaves in existing clusters
+    from raptor.cluster import RaptorClusterer
+
     clusterer = RaptorClusterer(
         n_components=config.reduce_dims,
         reducer=config.reducer,
@@ -337,6 +340,8 @@ def _leaf_layout(leaf_vectors: np.ndarray, config: RaptorConfig) -> np.ndarray:
     n = leaf_vectors.shape[0]
     coords = np.zeros((n, 2))
     if n >= 3:
+        from raptor.cluster import reduce_dims
+
         # one BLAS thread, as in the clustering: the same bits whatever the core count
         with threadpool_limits(limits=1):
             leaf_coords, _ = reduce_dims(
