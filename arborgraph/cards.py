@@ -8,6 +8,19 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from graphrag.model import Community, CommunityReport
+
+# A root summary's title joins its sections' titles (2,700 characters on the sample
+# manual): a card's title line shows the start, the body and the record have the rest.
+TITLE_CHARS = 120
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def card(title: str, subtitle: str, rows: Sequence[tuple[str, str]], body: str = "", limit: int = 700) -> str:
@@ -21,7 +34,7 @@ def card(title: str, subtitle: str, rows: Sequence[tuple[str, str]], body: str =
     )
     return (
         "<div style='border:1px solid #ccc;border-radius:6px;padding:8px 12px;margin:4px 0;max-width:900px'>"
-        f"<div><b>{html.escape(title)}</b> <span style='color:#777'>{html.escape(subtitle)}</span></div>"
+        f"<div><b>{html.escape(shorten(title, TITLE_CHARS))}</b> <span style='color:#777'>{html.escape(subtitle)}</span></div>"
         f"<table style='font-size:90%'>{cells}</table>"
         + (f"<div style='white-space:pre-wrap;margin-top:4px'>{html.escape(text)}</div>" if text else "")
         + "</div>"
@@ -31,3 +44,18 @@ def card(title: str, subtitle: str, rows: Sequence[tuple[str, str]], body: str =
 def short_list(items: Sequence[str], n: int = 8) -> str:
     shown = ", ".join(items[:n])
     return shown + (f" … (+{len(items) - n})" if len(items) > n else "")
+
+
+def community_card(
+    community: Community, members: Sequence[str], report: CommunityReport | None, *, members_label: str = "members"
+) -> str:
+    """A community: its report's title and summary when it has one, ``members`` listed."""
+    title = f"community {community.id}" + (f": {report.title}" if report else "")
+    subtitle = f"level {community.level} · {len(community.members)} members"
+    if report:
+        subtitle += f" · rank {report.rank:.1f}"
+    return card(title, subtitle, [
+        ("parent", "(top level)" if community.parent is None else str(community.parent)),
+        ("children", short_list([str(c) for c in community.children])),
+        (members_label, short_list(list(members), 12)),
+    ], report.summary if report else "")

@@ -19,6 +19,7 @@ _EXPORTS = {
     "ChunkExtraction": "graphrag.model",
     "ChunkRef": "graphrag.chunks",
     "Community": "graphrag.model",
+    "CommunityDetail": "graphrag.explore",
     "CommunityReport": "graphrag.model",
     "CorpusAwareExtractor": "graphrag.extract.base",
     "Entity": "graphrag.model",
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
     from graphrag.chunks import ChunkRef
     from graphrag.communities import HierarchicalLeiden
     from graphrag.config import GraphConfig
-    from graphrag.explore import GraphView
+    from graphrag.explore import CommunityDetail, GraphView
     from graphrag.extract.base import CorpusAwareExtractor, Extractor
     from graphrag.extract.llm import LLMExtractor, LLMExtractorConfig
     from graphrag.extract.rules import RuleExtractor, RuleExtractorConfig

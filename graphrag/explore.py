@@ -2,7 +2,7 @@
 
 >>> view = GraphView(kg, chunk_text=chunks_by_id)        # doctest: +SKIP
 >>> view.neighbours("journal_mode")[:3]                   # doctest: +SKIP
->>> view.community(view.community_of("WAL").id)["report"] # doctest: +SKIP
+>>> view.community(view.community_of("WAL").id).report   # doctest: +SKIP
 
 Plots need the ``viz`` extra (plotly); they are written as self-contained HTML
 (plotly's JavaScript inlined), so they open offline.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,43 @@ import pyarrow as pa
 
 from graphrag.chunks import ChunkFetcher, ChunkSource
 from graphrag.graph import KnowledgeGraph
-from graphrag.model import Community, Entity
+from graphrag.model import Community, CommunityReport, Entity, Finding
 from graphrag.reports import RELATION_VERBS
+
+
+@dataclass(frozen=True, slots=True)
+class CommunityDetail:
+    """A community as :meth:`GraphView.community` returns it: the record, its members
+    by name (most connected first) and its report (None when it has none)."""
+
+    community: Community
+    members: list[str]
+    report: CommunityReport | None
+
+    @property
+    def id(self) -> int:
+        return self.community.id
+
+    @property
+    def level(self) -> int:
+        return self.community.level
+
+    @property
+    def parent(self) -> int | None:
+        return self.community.parent
+
+    @property
+    def children(self) -> list[int]:
+        return list(self.community.children)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return list(self.report.findings) if self.report else []
+
+    def _repr_html_(self) -> str:
+        from arborgraph.cards import community_card
+
+        return community_card(self.community, self.members, self.report)
 
 
 class GraphView:
@@ -135,19 +171,22 @@ class GraphView:
             }
         )
 
-    def community(self, community_id: int) -> dict[str, Any]:
-        """Members (most central first when reported), parent, children and report."""
-        com = self.kg.communities[community_id]
-        rep = self.kg.reports.get(community_id)
-        return {
-            "id": com.id,
-            "level": com.level,
-            "parent": com.parent,
-            "children": list(com.children),
-            "members": [self.kg.entities[m].name for m in com.members],
-            "report": rep.text() if rep else None,
-            "findings": [{"text": f.text, "chunk_ids": f.chunk_ids} for f in rep.findings] if rep else [],
-        }
+    def community(self, community_id: int) -> CommunityDetail:
+        """A community with its members' names and its report (an HTML card in Jupyter)."""
+        kg = self.kg
+        com = self._community(community_id)
+        ranked = sorted(com.members, key=lambda m: (-kg.degree(m), m))
+        return CommunityDetail(com, [kg.entities[m].name for m in ranked], kg.reports.get(community_id))
+
+    def _community(self, community_id: int) -> Community:
+        com = self.kg.communities.get(community_id)
+        if com is None:
+            by_level: dict[int, list[int]] = {}
+            for c in self.kg.communities.values():
+                by_level.setdefault(c.level, []).append(c.id)
+            held = ", ".join(f"level {lv}: {min(ids)}-{max(ids)}" for lv, ids in sorted(by_level.items()))
+            raise KeyError(f"no community {community_id!r} (ids by level: {held or 'the graph has none'})")
+        return com
 
     def community_of(self, name: str, level: int | None = None) -> Community | None:
         """The entity's community at ``level`` (default: the deepest one)."""
@@ -205,7 +244,7 @@ class GraphView:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("plotting needs the 'viz' extra: pip install 'arborgraph[viz]'") from exc
         kg = self.kg
-        com = kg.communities[community_id]
+        com = self._community(community_id)
         members = sorted(com.members, key=lambda m: (-kg.degree(m), m))[:max_nodes]
         sub_of = {m: -1 for m in members}
         for i, child in enumerate(com.children):

@@ -137,13 +137,10 @@ class Community:
     children: list[int] = field(default_factory=list)
 
     def _repr_html_(self) -> str:
-        from arborgraph.cards import card, short_list
+        from arborgraph.cards import community_card
 
-        return card(f"community {self.id}", f"level {self.level} · {len(self.members)} members", [
-            ("parent", "" if self.parent is None else str(self.parent)),
-            ("children", short_list([str(c) for c in self.children])),
-            ("members", short_list(self.members, 12)),
-        ])
+        # the record knows its members by id only; GraphView.community(id) names them
+        return community_card(self, self.members, None, members_label="member ids")
 
 
 @dataclass(slots=True)

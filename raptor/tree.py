@@ -129,7 +129,13 @@ class Tree:
         return self.vectors
 
     def node(self, node_id: str) -> Node:
-        return self.nodes[self._index[node_id]]
+        try:
+            return self.nodes[self._index[node_id]]
+        except KeyError:
+            raise KeyError(
+                f"no tree node {node_id!r}: summaries are named like {self.root_id!r} (level:index), "
+                f"leaves by chunk id like {self.nodes[0].node_id!r}"
+            ) from None
 
     def position(self, node_id: str) -> int:
         """Row of ``node_id`` in ``nodes`` and ``vectors``."""

@@ -3,6 +3,11 @@ reports render as HTML cards that carry their content (escaped)."""
 
 from __future__ import annotations
 
+import html
+import re
+
+import pytest
+
 
 def test_html_cards_show_content(sample_kb) -> None:  # type: ignore[no-untyped-def]
     kb_html = sample_kb._repr_html_()
@@ -25,6 +30,38 @@ def test_html_cards_show_content(sample_kb) -> None:  # type: ignore[no-untyped-
     assert f"community {community.id}" in community._repr_html_()
     report = next(iter(kg.reports.values()))
     assert "grounded in" in report._repr_html_()
+
+
+def test_community_detail_card_names_members_and_titles_its_report(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    graph = sample_kb.graph
+    kg = graph.kg
+    com = graph.community_of("WAL", level=0)
+    detail = graph.community(com.id)
+    report = kg.reports[com.id]
+    card = detail._repr_html_()
+    assert f"community {com.id}: {html.escape(report.title)}" in card
+    first = kg.entities[max(com.members, key=lambda m: (kg.degree(m), m))]
+    assert detail.members[0] == first.name and html.escape(first.name) in card  # names, most connected first
+    assert detail.findings == report.findings and detail.level == com.level == 0
+
+
+def test_unknown_ids_say_what_exists(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    graph, tree = sample_kb.graph, sample_kb.tree
+    top = max(c.level for c in graph.kg.communities.values())
+    for call in (graph.community, graph.plot_community):
+        with pytest.raises(KeyError, match=rf"no community 99999 \(ids by level: level 0: 0-\d+, .*level {top}: "):
+            call(99999)
+    with pytest.raises(KeyError, match=rf"no tree node 'L9:99': summaries are named like '{tree.tree.root_id}'"):
+        tree.node("L9:99")
+
+
+def test_long_titles_are_shortened_on_the_card() -> None:
+    from arborgraph.cards import TITLE_CHARS, card
+
+    title = " · ".join(f"Section {i} of a long manual" for i in range(20))
+    page = card(title, "summary", [], "body")
+    shown = re.search(r"<b>(.*?)</b>", page).group(1)  # type: ignore[union-attr]
+    assert len(shown) == TITLE_CHARS and shown.endswith("…") and title.startswith(shown[:-1])
 
 
 def test_cards_escape_markup() -> None:

@@ -207,7 +207,7 @@ def test_graph_view_api(kg: KnowledgeGraph, by_id: dict[str, Chunk], tmp_path: P
     com = view.community_of("WAL")
     assert com is not None and kg.entities[view.entity("WAL").id].id in com.members
     info = view.community(com.id)
-    assert "WAL" in info["members"]
+    assert "WAL" in info.members and info.id == com.id and info.report is kg.reports.get(com.id)
     assert view.communities(0).num_rows == len(kg.community_cut(0))
     assert view.text(nb[0]["chunk_ids"][0]) == by_id[nb[0]["chunk_ids"][0]].text
     assert "<table>" in view._repr_html_()
