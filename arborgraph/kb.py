@@ -247,8 +247,17 @@ class KnowledgeBase:
         except ImportError as exc:
             raise QueryError(str(exc)) from None
         if self._chat is None or self._chat.model != name:
+            import os
+
+            from arborgraph.llm.config import resolve_endpoint
+
+            llm = self.config.llm.model_copy(update={"model": name})
+            try:  # before the cache is opened: a missing key is the user's to fix
+                resolve_endpoint(llm, os.environ)
+            except ValueError as exc:
+                raise QueryError(str(exc)) from None
             cache = LLMCache(self.index_dir / "cache" / "llm.sqlite")
-            self._chat = OpenAIChatModel(self.config.llm.model_copy(update={"model": name}), cache, LLMUsage())
+            self._chat = OpenAIChatModel(llm, cache, LLMUsage())
         return self._chat
 
     def _second_route(self, decision: RoutingDecision) -> Route | None:

@@ -318,9 +318,10 @@ def build_index(
                 **{d.doc_id: DocumentStatus(status="pending", content_hash=d.content_hash) for d in docs},
             }
         )
+        # before anything is written: a misconfigured endpoint leaves no generation behind
+        chat, usage, llm_cache = _llm_for_build(config, index_dir)
         writer = GenerationWriter(index_dir)
         status.save(index_dir)
-        chat, usage, llm_cache = _llm_for_build(config, index_dir)
     except BaseException:
         executor.close()
         raise
@@ -566,15 +567,27 @@ def _llm_for_build(config: Config, index_dir: Path) -> tuple[Any, Any, Any]:
 
     Every call is cached in the index's ``cache/llm.sqlite``, so a rebuild over
     unchanged input makes no call and an interrupted build resumes where it stopped.
+    Raises ``BuildError`` before opening the cache when the endpoint cannot be used
+    (no ``openai`` package, no API key for the official endpoint).
     """
     if not config.llm.model and not config.llm.embedding_model:
         return None, None, None
+    import os
+
     from arborgraph.llm import LLMCache, LLMUsage
+    from arborgraph.llm.config import resolve_endpoint
 
     try:
         from arborgraph.llm.provider import OpenAIChatModel
     except ImportError as exc:
         raise BuildError(str(exc)) from None
+    try:
+        if config.llm.model:
+            resolve_endpoint(config.llm, os.environ)
+        if config.llm.embedding_model:
+            resolve_endpoint(config.llm, os.environ, embeddings=True)
+    except ValueError as exc:
+        raise BuildError(f"LLM mode: {exc}") from None
     cache = LLMCache(cache_dir(index_dir) / "llm.sqlite")
     usage = LLMUsage()
     chat = OpenAIChatModel(config.llm, cache, usage) if config.llm.model else None
