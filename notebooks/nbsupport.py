@@ -1,11 +1,11 @@
-"""What the example notebooks share: the slice of the SQLite manual they index, where
-that index lives, and offline display of plotly figures and of records that have no
-HTML view of their own.
+"""What the example notebooks share: which index they explore, offline display of
+plotly figures, tables, and the tree path named in a query's traces.
 
-The notebooks build one index over :data:`SUBSET` (a few minutes for the whole manual
-is too slow for a tour) into the directory named by ``ARBORGRAPH_NB_INDEX``, or a
-fixed folder under the system temp directory. The first notebook to run builds it;
-the others open it, or build it when it is missing, so each one runs on its own.
+The notebooks explore the index at ``$ARBORGRAPH_NB_INDEX``, or ``.demo-index`` in the
+repository (what ``scripts/demo`` builds). An index already there is opened as it is,
+never rebuilt; when there is none, the first notebook to run builds the whole sample
+manual there. ``ARBORGRAPH_NB_SUBSET=1`` builds :data:`SUBSET` (28 pages) instead: the
+test suite runs the notebooks on that slice to stay within its time budget.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from __future__ import annotations
 import html
 import json
 import os
-import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,15 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 import arborgraph  # noqa: E402
 from arborgraph.config import Config  # noqa: E402
 from arborgraph.kb import KnowledgeBase  # noqa: E402
-from arborgraph.store import IndexError_  # noqa: E402
+from arborgraph.store import CURRENT_FILE  # noqa: E402
 from raptor import RaptorConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MANUAL = ROOT / "examples" / "sqlite"
 QUESTIONS = ROOT / "benchmarks" / "questions" / "sqlite.jsonl"
 INDEX_ENV = "ARBORGRAPH_NB_INDEX"
+SUBSET_ENV = "ARBORGRAPH_NB_SUBSET"
+DEMO_INDEX = ROOT / ".demo-index"
 
 # Cross-linked pages about WAL, locking, transactions, busy handling, limits and table
 # definitions: enough for every route to have something to find, and the pages the
@@ -51,75 +52,97 @@ SUBSET: tuple[str, ...] = (
 
 
 def index_dir() -> Path:
-    """Where the notebooks' index lives: ``$ARBORGRAPH_NB_INDEX`` or a temp folder."""
+    """Where the notebooks' index lives: ``$ARBORGRAPH_NB_INDEX`` or ``.demo-index``."""
     chosen = os.environ.get(INDEX_ENV)
-    if chosen:
-        return Path(chosen)
-    return Path(tempfile.gettempdir()) / "arborgraph-notebooks" / "index"
+    return Path(chosen) if chosen else DEMO_INDEX
 
 
-def subset_paths() -> list[Path]:
-    """The manual pages the notebooks index."""
-    return [MANUAL / name for name in SUBSET]
+def subset_only() -> bool:
+    """True when ``$ARBORGRAPH_NB_SUBSET`` asks for the 28-page slice (the tests do)."""
+    return os.environ.get(SUBSET_ENV, "") not in ("", "0")
+
+
+def pages() -> list[Path]:
+    """The manual pages a build indexes: the slice, or every page of the sample manual."""
+    if subset_only():
+        return [MANUAL / name for name in SUBSET]
+    return sorted(MANUAL.glob("*.md"))
 
 
 def build_config() -> Config:
-    """Default settings, except that the tree uses UMAP from 200 points on.
+    """Default settings; on the slice the tree uses UMAP from 200 points on.
 
     By default UMAP starts at 500 points (below that a seeded PCA is cheaper than
     numba's compile); the slice has about 300 chunks and the notebooks want the UMAP
-    layout, so the threshold is lowered. Small local clusters still use PCA.
+    layout, so there the threshold is lowered. Small local clusters still use PCA.
     """
-    return Config(tree=RaptorConfig(umap_min_points=200))
+    return Config(tree=RaptorConfig(umap_min_points=200)) if subset_only() else Config()
 
 
-def index_ready(path: Path | None = None) -> bool:
-    """True when ``path`` holds a usable index of exactly the subset."""
-    try:
-        kb = arborgraph.open(path or index_dir())
-    except IndexError_:
-        return False
-    return set(kb.store.docs) == set(SUBSET)
+def has_index(path: Path) -> bool:
+    """True when a build has completed at ``path`` (it names a live generation).
+
+    Such an index is only ever opened: if it cannot be, the error says why, rather
+    than a build replacing it with another one.
+    """
+    return (path / CURRENT_FILE).is_file()
 
 
 def open_or_build(path: Path | None = None) -> KnowledgeBase:
-    """Open the notebooks' index, building it first when it is missing or stale."""
+    """Open the index at ``path`` (default :func:`index_dir`), building it when there is none."""
     path = path or index_dir()
-    if index_ready(path):
-        print(f"opened the index at {path}")
-        return arborgraph.open(path)
-    print(f"building the index at {path} from {len(SUBSET)} pages (about a minute) ...")
+    if has_index(path):
+        kb = arborgraph.open(path)
+        print(f"opened the index at {path} ({len(kb.store.docs)} pages)")
+        return kb
+    chosen = pages()
+    print(f"no index at {path}: building {len(chosen)} pages of the sample manual ...")
     started = time.perf_counter()
-    kb = arborgraph.build(subset_paths(), path, build_config())
+    kb = arborgraph.build(chosen, path, build_config())
     print(f"built in {time.perf_counter() - started:.0f} s")
     return kb
 
 
 # -- display ---------------------------------------------------------------------
 
-_plotlyjs_shown = False
+
+def init_offline() -> None:
+    """Display plotly.js itself, inlined: call it once in a notebook's first code cell.
+
+    Every :func:`show` after it relies on this output for the notebook's HTML view and
+    its export, so re-running any figure cell keeps the script in the saved notebook;
+    re-running this cell replaces its own output, still once. JupyterLab and VS Code
+    draw the plotly JSON view of each figure instead and need no script.
+    """
+    from IPython.display import HTML, display
+    from plotly.offline import get_plotlyjs
+
+    display(
+        HTML(
+            "<script type='text/javascript'>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>"
+            f"<script type='text/javascript'>{get_plotlyjs()}</script>"
+        ),
+        metadata={"arborgraph": "plotly.js"},
+    )
 
 
 def show(fig: Any, *, height: int | None = None) -> None:
-    """Display a plotly figure so that it also renders offline once exported to HTML.
+    """Display a plotly figure that also draws offline once exported to HTML.
 
-    The HTML view carries plotly.js inline with the first figure a kernel shows (later
-    figures reuse it) and no CDN or MathJax link; JupyterLab and VS Code draw the
-    plotly JSON view instead, which needs no script at all.
+    The HTML view links no CDN and no MathJax and carries no plotly.js: the bundle is
+    the output of :func:`init_offline`, earlier in the page.
     """
     from IPython.display import display
 
-    global _plotlyjs_shown
     if height is not None:
         fig.update_layout(height=height)
     page = fig.to_html(
-        include_plotlyjs=not _plotlyjs_shown,
+        include_plotlyjs=False,
         include_mathjax=False,
         full_html=False,
         default_width="100%",
         default_height=height or 500,
     )
-    _plotlyjs_shown = True
     display({"application/vnd.plotly.v1+json": json.loads(fig.to_json()), "text/html": page}, raw=True)
 
 
@@ -158,65 +181,6 @@ def _cell(value: Any, width: int) -> str:
         value = ", ".join(str(v) for v in value)
     text = " ".join(str("" if value is None else value).split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _card(title: str, fields: Mapping[str, Any], text: str = "") -> Any:
-    from IPython.display import HTML
-
-    rows = "".join(
-        f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
-        f"<td style='text-align:left'>{html.escape(_cell(v, 200))}</td></tr>"
-        for k, v in fields.items()
-    )
-    body = f"<div style='white-space:pre-wrap;margin-top:6px'>{html.escape(text)}</div>" if text else ""
-    return HTML(
-        "<div style='border:1px solid #ccc;border-radius:6px;padding:8px;max-width:760px'>"
-        f"<b>{html.escape(title)}</b><table>{rows}</table>{body}</div>"
-    )
-
-
-def node_card(node: Any, *, text_chars: int = 600) -> Any:
-    """HTML view of a tree node (``raptor.Node`` has no ``_repr_html_``)."""
-    text = node.text if len(node.text) <= text_chars else node.text[:text_chars] + " …"
-    return _card(
-        f"{node.node_id}: {node.title}",
-        {
-            "level": node.level,
-            "cluster": node.cluster,
-            "children": len(node.children),
-            "parents": node.parents,
-            "chunks covered": len(node.chunk_ids),
-            "documents": node.doc_ids,
-            "summariser": node.summariser or "(leaf chunk)",
-        },
-        text,
-    )
-
-
-def entity_card(entity: Any, degree: int | None = None) -> Any:
-    """HTML view of a graph entity (``graphrag.Entity`` has no ``_repr_html_``)."""
-    fields: dict[str, Any] = {"id": entity.id, "type": entity.type, "aliases": entity.aliases}
-    if degree is not None:
-        fields["degree"] = degree
-    fields["mentioned in"] = f"{len(entity.mentions)} chunks"
-    return _card(entity.name, fields, entity.description)
-
-
-def community_card(info: Mapping[str, Any], *, members: int = 25, report_chars: int = 400) -> Any:
-    """HTML view of ``GraphView.community(id)`` (communities have no ``_repr_html_``)."""
-    shown = list(info["members"])[:members]
-    more = len(info["members"]) - len(shown)
-    report = info["report"] or "(no report)"
-    return _card(
-        f"community {info['id']} (level {info['level']})",
-        {
-            "parent": "(top level)" if info["parent"] is None else info["parent"],
-            "children": info["children"] or "(none)",
-            "members": ", ".join(shown) + (f" … and {more} more" if more > 0 else ""),
-            "findings": len(info["findings"]),
-        },
-        report if len(report) <= report_chars else report[:report_chars] + " …",
-    )
 
 
 def ids_on_path(traces: Iterable[str]) -> list[str]:

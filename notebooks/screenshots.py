@@ -80,7 +80,7 @@ def main() -> int:
     highlight = nbsupport.ids_on_path(step for c in res.contexts for step in c.trace)
     highlight += [c.node_id for c in res.contexts if c.kind == "chunk"]
     sunburst = tree.plot_sunburst(highlight=highlight)
-    sunburst.update_layout(title=f"RAPTOR tree of the SQLite slice; red: the path of “{QUESTION}”")
+    sunburst.update_layout(title=f"RAPTOR tree of {len(kb.store.docs)} pages of the SQLite manual; red: the path of “{QUESTION}”")
 
     graph = kb.graph
     community = graph.community_of("WAL", level=0)
