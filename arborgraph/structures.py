@@ -31,14 +31,22 @@ PUBLIC = "public"
 
 
 def scope_of(acl: list[str] | None) -> str:
-    """The scope key of a document: 'public' or 'acl:a,b' (principals sorted)."""
+    """The scope key of a document: 'public' or 'acl:a,b' (principals sorted; 'acl:'
+    for an empty list, which nobody may read). Principal names cannot hold a comma
+    (see ``DocumentMetadata``), so two different lists never share a key."""
     return PUBLIC if acl is None else "acl:" + ",".join(sorted(set(acl)))
+
+
+def scope_principals(scope: str) -> list[str]:
+    """The principals who may read a restricted scope (empty for 'public')."""
+    members = scope[len("acl:") :] if scope.startswith("acl:") else ""
+    return members.split(",") if members else []
 
 
 def scope_readable(scope: str, principal: str | None) -> bool:
     if scope == PUBLIC:
         return True
-    return principal is not None and principal in scope[len("acl:") :].split(",")
+    return principal is not None and principal in scope_principals(scope)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.errors import SkipFile
-from ingest.metadata import SIDECAR_SUFFIX, merge_metadata, parse_metadata_yaml
+from ingest.metadata import (
+    MAX_METADATA_CHARS,
+    SIDECAR_SUFFIX,
+    GivenMetadata,
+    merge_metadata,
+    names_metadata_key,
+    parse_metadata_yaml,
+    split_frontmatter,
+)
 from ingest.models import Document, DocumentMetadata, SkippedFile
 from ingest.parse_cache import ParseCache, parse_key
 from ingest.safe_load import load_or_skip
@@ -48,6 +56,7 @@ def iter_collection(
     load_timeout_s: float | None = DEFAULT_LOAD_TIMEOUT_S,
     loaders: int = 1,
     parsed: ParseCache | None = None,
+    metadata: GivenMetadata | None = None,
 ) -> Iterator[Document | SkippedFile]:
     """Yield a ``Document`` or a ``SkippedFile`` for every file the inputs name.
 
@@ -61,7 +70,8 @@ def iter_collection(
     ``loaders`` worker processes parse files side by side (with a timeout only);
     results come in the same order, with the same content, whatever their number.
     With a ``parsed`` cache, a file parsed before from the same bytes (same doc id,
-    path, format and loader code) is not parsed again.
+    path, format and loader code) is not parsed again. ``metadata`` (given through the
+    API) overrides a file's frontmatter and sidecar.
     """
     seen_hashes: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
@@ -71,12 +81,13 @@ def iter_collection(
         if n_loaders == 1:
             only = sandboxes[0] if sandboxes else None
             results: Iterator[_Loaded] = (
-                c if isinstance(c, SkippedFile) else _load_candidate(c, max_file_bytes, only, seen_hashes, parsed)
+                c if isinstance(c, SkippedFile)
+                else _load_candidate(c, max_file_bytes, only, seen_hashes, parsed, metadata)
                 for item in inputs
                 for c in _expand(item)
             )
         else:
-            results = _load_side_by_side(inputs, max_file_bytes, sandboxes, seen_hashes, parsed)
+            results = _load_side_by_side(inputs, max_file_bytes, sandboxes, seen_hashes, parsed, metadata)
         for loaded in results:
             if isinstance(loaded, SkippedFile):
                 yield loaded
@@ -106,6 +117,7 @@ def _load_side_by_side(
     sandboxes: list[LoaderSandbox],
     seen_hashes: dict[str, str],
     parsed: ParseCache | None = None,
+    metadata: GivenMetadata | None = None,
 ) -> Iterator[_Loaded]:
     """Load candidates on several sandboxes at once, yielding in input order.
 
@@ -120,7 +132,7 @@ def _load_side_by_side(
     def load(candidate: _Candidate) -> tuple[Document | SkippedFile, str]:
         sandbox = free.get()
         try:
-            return _load_candidate(candidate, max_file_bytes, sandbox, seen_hashes, parsed)
+            return _load_candidate(candidate, max_file_bytes, sandbox, seen_hashes, parsed, metadata)
         finally:
             free.put(sandbox)
 
@@ -240,6 +252,7 @@ def _load_candidate(
     sandbox: LoaderSandbox | None,
     seen_hashes: dict[str, str],
     parsed: ParseCache | None = None,
+    metadata: GivenMetadata | None = None,
 ) -> tuple[Document | SkippedFile, str]:
     """Check, read, sniff and load one file; also return the key that detects its duplicates."""
     path = candidate.path
@@ -283,12 +296,15 @@ def _load_candidate(
         return skip(f"unsupported file type {path.suffix.lower() or '(no extension)'!r}")
     try:
         sidecar = _read_sidecar(path, candidate.root)
+        given = metadata.for_doc(candidate.doc_id) if metadata else None
     except SkipFile as exc:
         return skip(exc.reason)
-    # Identical bytes under a different sidecar (another tenant's ACL, say) are not a duplicate.
-    sidecar_json = json.dumps(sidecar[1].model_dump(mode="json"), sort_keys=True) if sidecar else "none"
+    # Identical bytes under other metadata (another tenant's ACL, say) are not a duplicate.
+    meta_json = json.dumps(
+        [m[1].model_dump(mode="json") if m else None for m in (sidecar, given)], sort_keys=True
+    )
     raw_sha256 = hashlib.sha256(raw).hexdigest()
-    dedup_key = f"{raw_sha256}:{sidecar_json}"
+    dedup_key = f"{raw_sha256}:{meta_json}"
     if dedup_key in seen_hashes:
         return skip(f"duplicate of {seen_hashes[dedup_key]}")
     key = parse_key(raw_sha256, doc_id=candidate.doc_id, path=where, fmt=fmt) if parsed is not None else ""
@@ -301,8 +317,26 @@ def _load_candidate(
         if parsed is not None and isinstance(result, Document):
             parsed.put(key, result)
     if isinstance(result, Document) and sidecar is not None:
-        result = _apply_sidecar(result, *sidecar)
+        result = _apply_metadata(result, *sidecar, origin="sidecar", over="the frontmatter")
+    if isinstance(result, Document) and given is not None:
+        result = _apply_metadata(result, *given, origin="build metadata", over="the file's own metadata")
+    if isinstance(result, Document) and fmt != "markdown" and _frontmatter_like(raw):
+        result = result.model_copy(update={"warnings": [*result.warnings, _UNREAD_FRONTMATTER]})
     return result, dedup_key
+
+
+_UNREAD_FRONTMATTER = (
+    "starts with a '---' metadata block, but frontmatter is only read from Markdown: its "
+    "keys (acl, version, ...) were NOT applied and the block was indexed as text; put them "
+    f"in a <file>{SIDECAR_SUFFIX} sidecar or pass them to the build"
+)
+
+
+def _frontmatter_like(raw: bytes) -> bool:
+    if not raw.startswith(b"---"):
+        return False
+    yaml_text, _ = split_frontmatter(raw[: MAX_METADATA_CHARS + 8].decode("utf-8", errors="replace"))
+    return yaml_text is not None and names_metadata_key(yaml_text)
 
 
 def read_bytes(path: Path, limit: int) -> bytes:
@@ -341,11 +375,11 @@ def _read_sidecar(path: Path, root: Path) -> tuple[str | None, DocumentMetadata,
     return parse_metadata_yaml(text, origin=origin)
 
 
-def _apply_sidecar(
-    doc: Document, title: str | None, metadata: DocumentMetadata, warnings: list[str]
+def _apply_metadata(
+    doc: Document, title: str | None, metadata: DocumentMetadata, warnings: list[str], *, origin: str, over: str
 ) -> Document:
-    """Sidecar keys override the document's own (frontmatter) metadata and title."""
-    merged, conflicts = merge_metadata(doc.metadata, metadata, origin="sidecar")
+    """Keys from ``origin`` override the document's metadata so far and its title."""
+    merged, conflicts = merge_metadata(doc.metadata, metadata, origin=origin, over=over)
     return doc.model_copy(
         update={
             "metadata": merged,

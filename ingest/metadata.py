@@ -1,4 +1,4 @@
-"""Document metadata from YAML frontmatter or a ``<file>.meta.yaml`` sidecar.
+"""Document metadata from YAML frontmatter, a ``<file>.meta.yaml`` sidecar, or the API.
 
 Only the values are used: no key is ever treated as a path or URL to follow, so
 metadata cannot make ingestion read anything outside the collection.
@@ -7,7 +7,10 @@ metadata cannot make ingestion read anything outside the collection.
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -24,6 +27,7 @@ MAX_METADATA_CHARS = 64 * 1024
 _MAX_EXTRA_NODES = 10_000
 
 _FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+_METADATA_KEY = re.compile(rf"^\s*(?:title|{'|'.join(KNOWN_KEYS)})\s*:", re.MULTILINE | re.IGNORECASE)
 
 
 class _SafeLoaderNoAliases(yaml.SafeLoader):
@@ -59,6 +63,12 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     yaml_text = text[4 : end.start()]
     body = text[end.end() :]
     return yaml_text, body.lstrip("\n")
+
+
+def names_metadata_key(yaml_text: str) -> bool:
+    """True when a ``---`` block names a metadata key (in any letter case): then it was
+    meant as frontmatter, and must not be taken for ordinary text."""
+    return _METADATA_KEY.search(yaml_text) is not None
 
 
 def parse_metadata_yaml(yaml_text: str, *, origin: str) -> tuple[str | None, DocumentMetadata, list[str]]:
@@ -110,10 +120,16 @@ def metadata_from_mapping(
             else:
                 warnings.append(f"{origin}: ignored non-text title")
         elif key in KNOWN_KEYS:
-            if key == "acl" and isinstance(value, str):
-                value = [value]  # a single principal written without list syntax
+            if key == "acl":
+                value = _acl_value(value, origin)
             known[key] = value
         else:
+            meant = key.strip().lower()
+            if meant == "acl":
+                # as an extra it would leave the document public: fail closed
+                raise SkipFile(f"invalid acl in {origin}: key {key!r} is not 'acl' (keys are case-sensitive)")
+            if meant in (*KNOWN_KEYS, "title"):
+                warnings.append(f"{origin}: key {key!r} is not {meant!r} (keys are case-sensitive); kept as an extra field")
             extras[key] = _plain(value, budget)
     if budget[0] < 0:
         warnings.append(f"{origin}: extra metadata truncated (too large)")
@@ -131,15 +147,29 @@ def metadata_from_mapping(
     return title, DocumentMetadata.model_validate({**extras, **known}), warnings
 
 
+def _acl_value(value: Any, origin: str) -> Any:
+    if isinstance(value, str) and value.strip():
+        return [value]  # a single principal written without list syntax
+    if value is None or (isinstance(value, str) and not value.strip()):
+        # "acl:" with nothing after it: meant public, or meant nobody? Neither is safe
+        # to guess; absent means public and [] means nobody.
+        raise SkipFile(
+            f"invalid acl in {origin}: the value is empty (remove the key for a public "
+            "document, or write [] for one nobody may read)"
+        )
+    return value
+
+
 def merge_metadata(
-    base: DocumentMetadata, override: DocumentMetadata, *, origin: str
+    base: DocumentMetadata, override: DocumentMetadata, *, origin: str, over: str = "the frontmatter"
 ) -> tuple[DocumentMetadata, list[str]]:
-    """Overlay ``override``'s explicitly set keys on ``base``; warn about conflicts."""
+    """Overlay ``override``'s explicitly set keys on ``base``; warn about conflicts
+    (``origin`` overrides ``over``)."""
     merged = base.model_dump()
     warnings: list[str] = []
     for key, value in override.model_dump(exclude_unset=True).items():
         if key in merged and merged[key] is not None and merged[key] != value:
-            warnings.append(f"{origin} overrides {key!r} from the frontmatter")
+            warnings.append(f"{origin} overrides {key!r} from {over}")
         merged[key] = value
     return DocumentMetadata.model_validate(merged), warnings
 
@@ -158,3 +188,73 @@ def _plain(value: Any, budget: list[int]) -> Any:
     if isinstance(value, (list, tuple, set)):
         return [_plain(v, budget) for v in value]
     return str(value)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    pattern: str
+    title: str | None
+    fields: dict[str, Any]  # the keys it sets, validated
+    warnings: tuple[str, ...]
+    error: str | None  # why files it matches are skipped (an unreadable acl)
+
+
+class GivenMetadata:
+    """Metadata passed to a build through the API: doc id or pattern -> metadata.
+
+    Each entry is validated like a sidecar (an unreadable ``acl`` skips every file it
+    matches, with the reason). A key is an exact doc id or a shell-style pattern over
+    doc ids (``fnmatch``: ``*`` also matches ``/``); every matching entry applies, in
+    the mapping's order, later ones overriding earlier ones. The result overrides the
+    file's frontmatter and sidecar.
+    """
+
+    def __init__(self, mapping: Mapping[str, Mapping[str, Any]] | None) -> None:
+        self.rules: list[_Rule] = []
+        if mapping is None:
+            return
+        if not isinstance(mapping, Mapping):
+            raise TypeError("metadata must map doc ids or patterns to metadata mappings")
+        for pattern, data in mapping.items():
+            if not isinstance(pattern, str) or not pattern:
+                raise TypeError(f"metadata key {pattern!r} is not a doc id or pattern")
+            if not isinstance(data, Mapping):
+                raise TypeError(f"metadata for {pattern!r} is not a mapping")
+            origin = f"metadata for {pattern!r}"
+            try:
+                title, meta, warnings = metadata_from_mapping(dict(data), origin=origin)
+            except SkipFile as exc:
+                self.rules.append(_Rule(pattern, None, {}, (), exc.reason))
+                continue
+            fields = meta.model_dump(exclude_unset=True)
+            self.rules.append(_Rule(pattern, title, fields, tuple(warnings), None))
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def matches(self, pattern: str, doc_id: str) -> bool:
+        return pattern == doc_id or (any(c in pattern for c in "*?[") and fnmatch.fnmatchcase(doc_id, pattern))
+
+    def for_doc(self, doc_id: str) -> tuple[str | None, DocumentMetadata, list[str]] | None:
+        """The given metadata of ``doc_id`` (None: no entry matches); raises ``SkipFile``
+        when a matching entry's acl could not be read."""
+        found = [rule for rule in self.rules if self.matches(rule.pattern, doc_id)]
+        if not found:
+            return None
+        for rule in found:
+            if rule.error is not None:
+                raise SkipFile(rule.error)
+        fields: dict[str, Any] = {}
+        title: str | None = None
+        warnings: list[str] = []
+        for rule in found:
+            fields.update(rule.fields)
+            title = rule.title or title
+            warnings.extend(rule.warnings)
+        return title, DocumentMetadata.model_validate(fields), warnings
+
+    def unmatched(self, doc_ids: Iterable[str]) -> list[str]:
+        """Entries that match none of ``doc_ids`` (a misspelt id would leave its
+        document without the metadata meant for it)."""
+        ids = list(doc_ids)
+        return [r.pattern for r in self.rules if not any(self.matches(r.pattern, d) for d in ids)]

@@ -10,9 +10,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 BlockKind = Literal["heading", "paragraph", "code", "list", "table"]
+# characters a principal name may not contain (scope keys join names with commas)
+PRINCIPAL_FORBIDDEN = (",", "\n", "\r")
 
 
 class Block(BaseModel):
@@ -36,8 +38,20 @@ class DocumentMetadata(BaseModel):
     version: str | None = None
     valid_from: dt.date | None = None
     valid_to: dt.date | None = None
-    acl: list[str] | None = None  # principals allowed to read; None = public
+    acl: list[str] | None = None  # principals allowed to read; None = public, [] = nobody
     importance: float | None = None
+
+    @field_validator("acl")
+    @classmethod
+    def _principal_names(cls, acl: list[str] | None) -> list[str] | None:
+        # An access scope is keyed by its principals joined with commas: a comma in a
+        # name would make two different lists one scope.
+        for name in acl or []:
+            if not name.strip():
+                raise ValueError("a principal name is empty")
+            if any(c in name for c in PRINCIPAL_FORBIDDEN):
+                raise ValueError(f"principal name {name!r} contains ',' or a line break")
+        return acl
 
 
 class Document(BaseModel):

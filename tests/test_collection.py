@@ -88,6 +88,72 @@ def test_invalid_sidecar_acl_skips_the_file(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("meta", "reason"),
+    [
+        ("ACL: [team-c]", "key 'ACL' is not 'acl' (keys are case-sensitive)"),
+        ("Acl: team-a", "key 'Acl' is not 'acl' (keys are case-sensitive)"),
+        ("acl:", "the value is empty"),
+        ("acl: null", "the value is empty"),
+        ("acl: ''", "the value is empty"),
+        ("acl: [team-a, '']", "a principal name is empty"),
+        ("acl: ['team-a,team-c']", "contains ','"),
+    ],
+)
+def test_acl_that_would_fail_open_skips_the_file(tmp_path: Path, meta: str, reason: str) -> None:
+    # as an unknown key (or a null) the document would silently become public
+    (tmp_path / "fm.md").write_text(f"---\n{meta}\n---\n# Secret\n\nRestricted text.\n")
+    (tmp_path / "side.txt").write_text("Restricted text.\n")
+    (tmp_path / "side.txt.meta.yaml").write_text(meta + "\n")
+    results = walk(tmp_path)
+    assert reason in skip_reason(results, "fm.md") and "invalid acl in frontmatter" in skip_reason(results, "fm.md")
+    assert reason in skip_reason(results, "side.txt")
+
+
+def test_empty_acl_list_means_nobody_and_other_case_variants_warn(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("---\nacl: []\nVersion: '2'\n---\n# A\n\nBody text.\n")
+    (doc,) = walk(tmp_path)
+    assert isinstance(doc, Document) and doc.metadata.acl == [] and doc.metadata.version is None
+    assert doc.warnings == ["frontmatter: key 'Version' is not 'version' (keys are case-sensitive); kept as an extra field"]
+
+
+def test_frontmatter_in_a_non_markdown_file_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("---\nacl: [team-a]\n---\nRestricted text.\n")
+    (tmp_path / "plain.txt").write_text("---\nA divider, then text.\n---\nMore.\n")
+    docs = by_name(walk(tmp_path))
+    notes, plain = docs["notes.txt"], docs["plain.txt"]
+    assert isinstance(notes, Document) and notes.metadata.acl is None
+    assert any("frontmatter is only read from Markdown" in w and ".meta.yaml" in w for w in notes.warnings)
+    assert isinstance(plain, Document) and not plain.warnings
+
+
+def test_metadata_given_through_the_api(tmp_path: Path) -> None:
+    from ingest.metadata import GivenMetadata
+
+    (tmp_path / "tenants").mkdir()
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / "tenants" / name).write_text("Refunds take five days.\n")  # same bytes
+    (tmp_path / "tenants" / "b.txt.meta.yaml").write_text("acl: [sidecar-team]\nsource: kb\n")
+    (tmp_path / "bad.txt").write_text("Other text.\n")
+    (tmp_path / "open.txt").write_text("Public text.\n")
+    given = GivenMetadata({
+        "tenants/*": {"acl": ["team-x"], "version": "2"},
+        "tenants/b.txt": {"acl": "team-b"},
+        "bad.txt": {"acl": {"not": "a list"}},
+    })
+    docs = by_name(walk(tmp_path, metadata=given))
+    a, b = docs["a.txt"], docs["b.txt"]
+    assert isinstance(a, Document) and a.metadata.acl == ["team-x"] and a.metadata.version == "2"
+    # later entries override earlier ones, and the API overrides the sidecar (with a warning)
+    assert isinstance(b, Document) and b.metadata.acl == ["team-b"] and b.metadata.source == "kb"
+    assert b.warnings == ["build metadata overrides 'acl' from the file's own metadata"]
+    assert skip_reason(list(docs.values()), "bad.txt") == "invalid acl in metadata for 'bad.txt': Input should be a valid list"
+    assert isinstance(docs["open.txt"], Document) and docs["open.txt"].metadata.acl is None
+    assert GivenMetadata({"tenant/*": {"acl": ["x"]}}).unmatched(["tenants/a.txt"]) == ["tenant/*"]
+    with pytest.raises(TypeError):
+        GivenMetadata({"a.txt": ["team-a"]})  # type: ignore[dict-item]
+
+
 def test_sidecar_outside_the_collection_is_refused(tmp_path: Path) -> None:
     outside = tmp_path / "outside.yaml"
     outside.write_text("acl: [x]\n")

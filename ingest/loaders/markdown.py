@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import re
-
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from ingest.errors import SkipFile
 from ingest.loaders._common import BlockSpec, build_document, clean_code, clean_inline, decode_text
 from ingest.loaders.html import html_fragment_text
-from ingest.metadata import KNOWN_KEYS, parse_metadata_yaml, split_frontmatter
+from ingest.metadata import names_metadata_key, parse_metadata_yaml, split_frontmatter
 from ingest.models import Document
 
 # markdown-it-py's block and inline parsers are linear in the input except for
 # nesting, which maxNesting bounds.
 _MAX_NESTING = 20
-_METADATA_KEY = re.compile(rf"^\s*(?:title|{'|'.join(KNOWN_KEYS)})\s*:", re.MULTILINE)
 
 
 def _parser() -> MarkdownIt:
@@ -36,7 +33,7 @@ def load_markdown(raw: bytes, *, doc_id: str, path: str) -> Document:
         except SkipFile:
             # Metadata that cannot be read fails closed; a "---" block naming no
             # metadata key is two thematic breaks around ordinary text.
-            if _METADATA_KEY.search(yaml_text):
+            if names_metadata_key(yaml_text):
                 raise
             warnings.append("leading '---' block is not YAML frontmatter; kept as text")
             body = text
