@@ -9,12 +9,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from arborgraph.config import Config
     from arborgraph.kb import KnowledgeBase
@@ -28,16 +28,22 @@ def build(
     index_dir: str | Path,
     config: "Config | None" = None,
     *,
+    metadata: "Mapping[str, Mapping[str, Any]] | None" = None,
     progress: "ProgressCallback | None" = None,
 ) -> "KnowledgeBase":
-    """Build (or update) the index at ``index_dir`` from files, directories or globs."""
+    """Build (or update) the index at ``index_dir`` from files, directories or globs.
+
+    ``metadata`` gives documents metadata without touching the files: doc id (or an
+    ``fnmatch`` pattern over doc ids) -> ``{"acl": [...], "version": ..., ...}``,
+    validated like a sidecar and overriding frontmatter and sidecars.
+    """
     from arborgraph.pipeline import build_index
     from arborgraph.kb import KnowledgeBase
     from arborgraph.progress import no_progress
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    build_index(list(paths), index_dir, config, progress=progress or no_progress)
+    build_index(list(paths), index_dir, config, metadata=metadata, progress=progress or no_progress)
     return KnowledgeBase.open(index_dir)
 
 

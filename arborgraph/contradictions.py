@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -50,6 +50,9 @@ class Contradiction(BaseModel):
     key: str
     first: Claim
     second: Claim
+    # both documents are versions of one ``source``: the newer supersedes the older at
+    # query time, so differing is expected (reported for review all the same)
+    between_versions: bool = False
 
 
 def _norm_key(key: str) -> str:
@@ -92,24 +95,40 @@ def extract_claims(chunks: Sequence[Chunk]) -> list[Claim]:
     return claims
 
 
-def find_contradictions(chunks: Sequence[Chunk], limit: int = 200) -> list[Contradiction]:
-    """Keys stated with different values by two different documents (one pair per key/value pair)."""
+def find_contradictions(
+    chunks: Sequence[Chunk],
+    limit: int = 200,
+    versions: Mapping[str, tuple[str, str]] | None = None,
+) -> list[Contradiction]:
+    """Keys stated with different values by two different documents.
+
+    One pair per key and value pair, and one per document pair and value pair (the
+    same disagreement matched under two spellings of its key is one). ``versions``
+    maps doc ids to their ``(source, version)``: a pair of different versions of one
+    source is marked ``between_versions``.
+    """
+    versions = versions or {}
     by_key: dict[str, list[Claim]] = defaultdict(list)
     for claim in extract_claims(chunks):
         by_key[claim.key].append(claim)
     found: list[Contradiction] = []
+    reported: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
     for key in sorted(by_key):
         claims = by_key[key]
-        seen: set[tuple[str, str]] = set()
+        seen: set[tuple[str, ...]] = set()
         for i, a in enumerate(claims):
             for b in claims[i + 1 :]:
                 if a.doc_id == b.doc_id or a.value == b.value:
                     continue
                 pair = tuple(sorted((a.value, b.value)))
-                if pair in seen:
+                across = (tuple(sorted((a.doc_id, b.doc_id))), pair)
+                if pair in seen or across in reported:
                     continue
-                seen.add(pair)  # type: ignore[arg-type]
-                found.append(Contradiction(key=key, first=a, second=b))
+                seen.add(pair)
+                reported.add(across)
+                va, vb = versions.get(a.doc_id), versions.get(b.doc_id)
+                same_source = va is not None and vb is not None and va[0] == vb[0] and va[1] != vb[1]
+                found.append(Contradiction(key=key, first=a, second=b, between_versions=same_source))
                 if len(found) >= limit:
                     return found
     return found

@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,6 +38,7 @@ from arborgraph.incremental import PreviousIndex
 from arborgraph.scoped import load_scope_tree
 from arborgraph.structures import partition_by_scope, run_graph_stage, run_tree_stage, scope_files
 from ingest import chunk_document, iter_collection, load_token_counter
+from ingest.metadata import GivenMetadata
 from ingest.models import Chunk, Document, SkippedFile
 from ingest.parse_cache import ParseCache
 
@@ -151,6 +152,7 @@ def load_documents(
     executor: Executor | None = None,
     previous: PreviousIndex | None = None,
     parsed: ParseCache | None = None,
+    metadata: GivenMetadata | None = None,
 ) -> Loaded:
     """Load every document of ``inputs``, in order.
 
@@ -175,7 +177,9 @@ def load_documents(
     loaders = max(1, busy_cores // 2)
 
     def to_chunk() -> Iterator[Document]:
-        for item in iter_collection(inputs, max_file_bytes=max_bytes, loaders=loaders, parsed=parsed):
+        for item in iter_collection(
+            inputs, max_file_bytes=max_bytes, loaders=loaders, parsed=parsed, metadata=metadata
+        ):
             if isinstance(item, SkippedFile):
                 skipped.append(item)
             else:
@@ -280,16 +284,24 @@ def build_index(
     index_dir: str | Path,
     config: Config | None = None,
     *,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
     progress: ProgressCallback = no_progress,
     embedder_factory: Callable[[Config], tuple[Embedder | None, str | None]] = try_load_embedder,
 ) -> BuildReport:
     """Build (or rebuild) the index at ``index_dir`` from ``inputs``.
+
+    ``metadata`` maps doc ids (or ``fnmatch`` patterns over them) to document metadata
+    (``acl``, ``version``, ``valid_from``, ``valid_to``, ``source``, ``title``, ...),
+    validated like a sidecar and overriding the files' own; it is stored with each
+    document, so a rebuild with the same mapping reuses all it can, and a changed
+    ``acl`` moves the document to its new access scope.
 
     Raises :class:`NoUsableDocuments` when nothing in ``inputs`` can be indexed; the
     previous index, if any, is left untouched in that case and on any other failure.
     """
     config = config or Config()
     index_dir = Path(index_dir)
+    given = GivenMetadata(metadata)
     report = BuildReport(index_dir=str(index_dir))
     timer = _Timer(report)
     started = time.perf_counter()
@@ -303,12 +315,16 @@ def build_index(
             parsed = ParseCache(cache_dir(index_dir) / "parsed.sqlite")
             try:
                 docs, skipped, chunked, reused_docs = load_documents(
-                    inputs, config, progress, executor=executor, previous=previous, parsed=parsed
+                    inputs, config, progress, executor=executor, previous=previous, parsed=parsed,
+                    metadata=given,
                 )
             finally:
                 parsed.close()
         report.skipped = skipped
         report.warnings = [f"{d.doc_id}: {w}" for d in docs for w in d.warnings]
+        report.warnings += [
+            f"build metadata for {p!r} matched no loaded document" for p in given.unmatched(d.doc_id for d in docs)
+        ]
         if not docs:
             reasons = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:5]) or "no files found"
             raise NoUsableDocuments(f"no usable document in the inputs ({reasons})")
@@ -341,7 +357,12 @@ def build_index(
             "parsed": parsed.misses, "parses_reused": parsed.hits,
         }
         with timer("contradictions"):
-            report.contradictions = find_contradictions(chunks)
+            versions = {
+                d.doc_id: (d.metadata.source, d.metadata.version)
+                for d in docs
+                if d.metadata.source and d.metadata.version
+            }
+            report.contradictions = find_contradictions(chunks, versions=versions)
         context_texts = [c.context_text() for c in chunks]
         prefixes: list[str] | None = None
         if config.contextual_prefixes:
