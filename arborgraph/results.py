@@ -127,6 +127,8 @@ class QueryResult(BaseModel):
         for i, ctx in enumerate(self.contexts, start=1):
             where = " > ".join(ctx.heading_path) or ctx.source
             lines.append(f"  [{i}] {ctx.kind} {ctx.node_id} score={ctx.score:.4f} — {where}")
+            for flag in ctx.flags:
+                lines.append(f"      ⚠ {flag}")
             for step in ctx.trace:
                 lines.append(f"      {step}")
         if self.budget_cut:

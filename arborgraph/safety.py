@@ -8,8 +8,13 @@ callers (and the answer prompt) can treat them with suspicion.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from arborgraph.results import Context
 
 INJECTION_FLAG = "possible_injection"
+
 
 _PATTERNS = [
     r"\b(ignore|disregard|forget|override)\b.{0,40}\b(previous|prior|above|earlier|all|any|your)\b.{0,40}\b(instructions?|prompts?|rules|directions|guidelines)\b",
@@ -39,3 +44,11 @@ def looks_like_injection(text: str) -> bool:
     if not any(trigger in lowered for trigger in _TRIGGERS):
         return False
     return _INJECTION_RE.search(text) is not None
+
+
+def context_looks_injected(ctx: "Context") -> bool:
+    """True when a retrieved context's headings or text read like injected instructions.
+
+    Headings are document text too, and reach the answer prompt beside the passage.
+    """
+    return looks_like_injection("\n".join([*ctx.heading_path, ctx.text]))
