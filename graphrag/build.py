@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from arborgraph.llm.concurrency import run_ordered, workers_for
 from arborgraph.progress import ProgressCallback, no_progress
 from graphrag import schema
 from graphrag.communities import HierarchicalLeiden, aggregate_edges
@@ -34,14 +35,20 @@ def extract_all(
 def extract_each(
     chunks: Sequence[Chunk], extractor: Extractor, progress: ProgressCallback = no_progress
 ) -> list[ChunkExtraction]:
-    """Run an (already fitted) ``extractor`` over ``chunks``, in order."""
-    out: list[ChunkExtraction] = []
+    """Run an (already fitted) ``extractor`` over ``chunks``; results in chunk order.
+
+    An extractor with a ``concurrency`` above 1 (the LLM one: its provider's limit)
+    extracts that many chunks at once; each chunk's result depends on that chunk alone,
+    so the output is the same as one at a time. The first failure stops the stage
+    (calls already sent finish and are cached for the next run).
+    """
     n = len(chunks)
-    for i, ch in enumerate(chunks):
-        out.append(extractor.extract(ch))
-        if (i + 1) % _PROGRESS_EVERY == 0 or i + 1 == n:
-            progress("graphrag.extract", i + 1, n)
-    return out
+
+    def done(finished: int) -> None:
+        if finished % _PROGRESS_EVERY == 0 or finished == n:
+            progress("graphrag.extract", finished, n)
+
+    return run_ordered(extractor.extract, chunks, workers_for(extractor), stop_on_error=True, done=done)
 
 
 def leiden_edges(relations: dict[str, Relation], config: GraphConfig) -> list[tuple[str, str, float]]:

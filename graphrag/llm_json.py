@@ -16,6 +16,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from arborgraph.llm.base import ChatModel, LLMError
+from arborgraph.llm.errors import naming_item
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -66,13 +67,15 @@ def ask_json(
 
     ``check`` may reject a schema-valid reply with a message (e.g. an unknown chunk
     id); the message is sent back like a validation error. ``what`` names the item
-    in the error raised after the last attempt.
+    (e.g. "chunk <id>") in every ``LLMError`` raised: a call that failed for good, or
+    no usable reply after the last attempt.
     """
     schema = model.model_json_schema()
     convo = list(messages)
     last_error = ""
     for _attempt in range(retries + 1):
-        reply = chat.chat(convo, stage=stage, json_schema=schema, temperature=0.0, max_tokens=max_tokens)
+        with naming_item(what):  # the provider's own error names only the request hash
+            reply = chat.chat(convo, stage=stage, json_schema=schema, temperature=0.0, max_tokens=max_tokens)
         try:
             parsed = parse_reply(reply, model)
             problem = check(parsed) if check else None

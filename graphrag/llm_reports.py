@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from arborgraph.llm.base import ChatModel
+from arborgraph.llm.concurrency import chat_concurrency
 from graphrag.llm_json import ask_json
 from graphrag.model import CommunityReport, Finding
 from graphrag.reports import CommunityContext
@@ -69,10 +70,15 @@ def build_prompt(ctx: CommunityContext, *, max_entities: int = 20, max_relations
 
 
 class LLMReportWriter:
-    """Report writer backed by a :class:`ChatModel`; raises LLMError when no usable reply."""
+    """Report writer backed by a :class:`ChatModel`; raises LLMError naming the
+    community ("community <id>") when no usable reply."""
 
-    def __init__(self, chat: ChatModel, *, retries: int = 2, max_tokens: int | None = 1500) -> None:
+    def __init__(
+        self, chat: ChatModel, *, retries: int = 2, max_tokens: int | None = 1500, concurrency: int | None = None
+    ) -> None:
         self.chat = chat
+        # communities of one level the graph build may report on at once
+        self.concurrency = concurrency if concurrency is not None else chat_concurrency(chat)
         self.retries = retries
         self.max_tokens = max_tokens
         self.name = f"llm-report-v1:{getattr(chat, 'model', 'unknown')}"

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from arborgraph.llm.concurrency import run_ordered, workers_for
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
 
@@ -167,13 +168,32 @@ def write_reports(
     for c in todo:
         top[c.level] = max(top.get(c.level, 0.0), weight[c.id])
     kg.reports = {}
-    for i, c in enumerate(todo):
-        ctx = contexts[c.id]
-        ctx.child_reports = [kg.reports[ch] for ch in c.children if ch in kg.reports]
-        ctx.rank = round(10.0 * weight[c.id] / top[c.level], 3) if top[c.level] else 0.0
-        kept = reuse(ctx) if reuse is not None else None
-        kg.reports[c.id] = kept if kept is not None else writer.write(ctx)
-        if progress:
-            progress("graphrag.reports", i + 1, len(todo))
+    finished = 0
+    # A report reads only its children's (one level deeper), so the communities of one
+    # level are written together: at once, up to the writer's ``concurrency`` (LLM).
+    for level in sorted({c.level for c in todo}, reverse=True):
+        level_todo = [c for c in todo if c.level == level]
+        to_write: list[CommunityContext] = []
+        for c in level_todo:
+            ctx = contexts[c.id]
+            ctx.child_reports = [kg.reports[ch] for ch in c.children if ch in kg.reports]
+            ctx.rank = round(10.0 * weight[c.id] / top[c.level], 3) if top[c.level] else 0.0
+            kept = reuse(ctx) if reuse is not None else None
+            if kept is not None:
+                kg.reports[c.id] = kept
+            else:
+                to_write.append(ctx)
+        base = finished + len(level_todo) - len(to_write)
+
+        def done(n: int, base: int = base) -> None:
+            if progress:
+                progress("graphrag.reports", base + n, len(todo))
+
+        written = run_ordered(writer.write, to_write, workers_for(writer), stop_on_error=True, done=done)
+        for ctx, report in zip(to_write, written, strict=True):
+            kg.reports[ctx.community.id] = report
+        finished += len(level_todo)
+        if progress and not to_write:
+            progress("graphrag.reports", finished, len(todo))
     kg.reports = dict(sorted(kg.reports.items()))
     return kg.reports

@@ -277,7 +277,7 @@ def update_graph(
         drift=round(drift, 6), full_refit=refit, refit_reason=reason,
         communities_kept=len(kept_ids), communities_new=len(new_ids), communities_removed=len(removed_ids),
         reports_reused=len(kg.reports) - len(counting.written), reports_redone=len(counting.written),
-        kept_ids=kept_ids, new_ids=new_ids, removed_ids=removed_ids, redone_report_ids=tuple(counting.written),
+        kept_ids=kept_ids, new_ids=new_ids, removed_ids=removed_ids, redone_report_ids=tuple(sorted(counting.written)),
     )
 
 
@@ -436,7 +436,9 @@ class _CountingWriter:
     def __init__(self, inner: ReportWriter) -> None:
         self.inner = inner
         self.name = inner.name
-        self.written: list[int] = []
+        # passed on: write_reports runs an LLM writer's calls of one level at once
+        self.concurrency: int = getattr(inner, "concurrency", 1)
+        self.written: list[int] = []  # appended from worker threads; list.append is atomic
 
     def write(self, context: CommunityContext) -> CommunityReport:
         self.written.append(context.community.id)

@@ -11,6 +11,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from arborgraph.executor import available_cores
+from arborgraph.llm.concurrency import run_ordered, workers_for
 from arborgraph.progress import ProgressCallback, no_progress
 from raptor.config import RaptorConfig
 from raptor.pool import Deferred, TreePool
@@ -175,20 +176,27 @@ def _build_levels(
             # writes the first level's summaries.
             layout_job = pool.defer(_leaf_layout, vectors, config)
 
-        new_drafts: list[_Draft] = []
-        for n, members in enumerate(groups):
-            node_id = f"L{level}:{n}"
-            children = [drafts[current[m]] for m in members]
-            cluster = Cluster(
-                node_id=node_id,
+        children_of = [[drafts[current[m]] for m in members] for members in groups]
+        clusters = [
+            Cluster(
+                node_id=f"L{level}:{n}",
                 level=level,
                 members=tuple(
                     ClusterMember(c.node_id, c.text, c.heading_path, c.title if c.level > 0 else "") for c in children
                 ),
                 vectors=current_vectors[list(members)],
             )
-            summary = summariser.summarise(cluster)
-            report("raptor.summarise", n + 1, len(groups))
+            for n, (members, children) in enumerate(zip(groups, children_of, strict=True))
+        ]
+        # A level's summaries depend only on the level below: an LLM summariser
+        # (``concurrency`` > 1) writes them at once; others run in order, one by one.
+        summaries = run_ordered(
+            summariser.summarise, clusters, workers_for(summariser), stop_on_error=True,
+            done=lambda n: report("raptor.summarise", n, len(groups)),
+        )
+        new_drafts: list[_Draft] = []
+        for cluster, children, summary in zip(clusters, children_of, summaries, strict=True):
+            node_id = cluster.node_id
             chunk_ids = ordered_union([c.chunk_ids for c in children], order)
             new_drafts.append(
                 _Draft(

@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from arborgraph.llm.base import ChatModel, LLMError
+from arborgraph.llm.concurrency import chat_concurrency
+from arborgraph.llm.errors import naming_item
 from raptor.summary import Cluster, Summary
 
 CountTokens = Callable[[str], int]
@@ -78,6 +80,10 @@ class LLMSummariser:
     max_input_tokens, count_tokens : when both are given, excerpts are shortened
         proportionally so the prompt's excerpts fit (the tree build already re-clusters
         clusters over budget; this guards single huge chunks).
+    concurrency : clusters of one level the tree build may summarise at once; by
+        default the provider's ``config.concurrency`` (1 for a model without one).
+
+    A call that fails for good raises ``LLMError`` starting "summary for <node id>".
     """
 
     def __init__(
@@ -88,8 +94,10 @@ class LLMSummariser:
         max_input_tokens: int | None = None,
         count_tokens: CountTokens | None = None,
         max_tokens: int | None = 600,
+        concurrency: int | None = None,
     ) -> None:
         self.chat = chat
+        self.concurrency = concurrency if concurrency is not None else chat_concurrency(chat)
         self.max_words = max_words
         self.max_input_tokens = max_input_tokens
         self.count_tokens = count_tokens
@@ -101,7 +109,8 @@ class LLMSummariser:
             cluster, max_words=self.max_words, max_input_tokens=self.max_input_tokens, count_tokens=self.count_tokens
         )
         schema = summary_schema()
-        reply = self._ask(messages, schema)
+        label = f"summary for {cluster.node_id}"
+        reply = self._ask(messages, schema, label)
         try:
             return parse_summary(reply)
         except ValueError as first:
@@ -115,16 +124,17 @@ class LLMSummariser:
                     ),
                 },
             ]
-            second = self._ask(repair, schema)
+            second = self._ask(repair, schema, f"{label} (repair)")
             try:
                 return parse_summary(second)
             except ValueError as again:
-                raise LLMError(
-                    f"summary for {cluster.node_id}: malformed reply after one repair ({_short(again)})"
-                ) from again
+                raise LLMError(f"{label}: malformed reply after one repair ({_short(again)})") from again
 
-    def _ask(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
-        return self.chat.chat(messages, stage=STAGE, json_schema=schema, temperature=0.0, max_tokens=self.max_tokens)
+    def _ask(self, messages: list[dict[str, str]], schema: dict[str, Any], label: str) -> str:
+        with naming_item(label):
+            return self.chat.chat(
+                messages, stage=STAGE, json_schema=schema, temperature=0.0, max_tokens=self.max_tokens
+            )
 
 
 def _short(exc: Exception) -> str:

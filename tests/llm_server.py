@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import struct
 import threading
 from collections.abc import Callable, Iterator
@@ -57,6 +58,8 @@ class RecordedRequest:
     path: str
     body: dict[str, Any]
     authorization: str | None
+    in_flight: int = 1
+    """Requests the server was handling when this one arrived, this one included."""
 
 
 def last_user_message(body: dict[str, Any]) -> str:
@@ -68,6 +71,50 @@ def last_user_message(body: dict[str, Any]) -> str:
 def echo_reply(body: dict[str, Any]) -> str:
     """The default chat reply: "echo: " and the last user message."""
     return f"echo: {last_user_message(body)}"
+
+
+def _schema_properties(body: dict[str, Any]) -> set[str]:
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or {}
+    return set(schema.get("properties", {}))
+
+
+def manual_reply(body: dict[str, Any]) -> str:
+    """Canned replies to Arborgraph's summary, extraction and report requests, made from
+    words of the prompt, so that a build grows a connected graph with communities.
+
+    Extraction: the passage's first five distinct long words as entities, chained by
+    relations; gleaning finds nothing more. Reports cite the chunk ids the prompt lists.
+    Summaries take their words from the excerpts. Anything else: ``echo_reply``.
+    Deterministic: the reply depends on the request body only.
+    """
+    fields = _schema_properties(body)
+    users = [str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user"]
+    first = users[0] if users else ""
+    if {"entities", "relations"} <= fields:
+        if len(users) > 1:  # the gleaning turn
+            return json.dumps({"entities": [], "relations": []})
+        passage = first.split("<passage>", 1)[-1]
+        names = list(dict.fromkeys(w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]{5,}", passage)))[:5]
+        return json.dumps({
+            "entities": [{"name": n, "type": "term", "description": f"{n} as the passage uses it"} for n in names],
+            "relations": [
+                {"source": a, "target": b, "type": "related_to", "description": f"{a} is used with {b}", "strength": 5}
+                for a, b in zip(names, names[1:])
+            ],
+        })
+    if "findings" in fields:
+        cited = list(dict.fromkeys(re.findall(r"\[([^\[\]\s]+#\d+)\]", first)))[:3] or ["unknown#0"]
+        return json.dumps({
+            "title": "Community of " + " ".join(re.findall(r"^- (\S+)", first, re.MULTILINE)[:3]),
+            "summary": "Entities that the manual mentions together.",
+            "findings": [{"text": f"Stated in {c}.", "chunk_ids": [c]} for c in cited],
+            "rating": 5,
+        })
+    if {"title", "text"} <= fields:
+        words = re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", first.split("\n\n", 1)[-1])
+        return json.dumps({"title": " ".join(words[:6]) or "Summary", "text": " ".join(words[:60]) or "Summary."})
+    return echo_reply(body)
 
 
 def fake_embedding(text: str, dim: int) -> list[float]:
@@ -180,7 +227,9 @@ class FakeOpenAIServer:
         self, path: str, body: dict[str, Any], authorization: str | None
     ) -> tuple[int, dict[str, str], dict[str, Any]]:
         with self._lock:
-            self._state.requests.append(RecordedRequest(path, body, authorization))
+            self._state.requests.append(
+                RecordedRequest(path, body, authorization, in_flight=self._state.in_flight)
+            )
             state = self._state
             delay, reply, reject, dim = (
                 state.delay_s,

@@ -1,9 +1,16 @@
-"""Prompt and parse logic of the LLM extractor and report writer.
+"""Prompts, reply parsing and failures of the LLM extractor and report writer.
 
-CannedChat below is a STAND-IN for a real chat model: it replays prepared replies (or
-computes them from the prompt) and records every call. These tests check our prompts,
-JSON validation, gleaning, repair and retries, not a model; they are to move to the
-loopback OpenAI-compatible server once the provider is wired in.
+Two kinds of test live here, and each says which it is:
+
+- Unit tests of prompt building and reply parsing use ``CannedChat``, a STAND-IN
+  ``ChatModel`` (not a model, no HTTP): it replays prepared replies and records the
+  messages, so they check exactly what we send and how we validate, repair and retry
+  what comes back. They stay unit tests on purpose: they test our parsing, not a
+  transport.
+- Contract tests (marked so in their docstrings) go through the real ``openai`` client
+  and ``OpenAIChatModel`` to the loopback stand-in of the OpenAI API
+  (tests/llm_server.py): a whole graph build, and calls that fail for good, whose
+  errors must name the chunk (and the gleaning turn) or the community.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ from typing import Any
 
 import pytest
 
+from arborgraph.llm import LLMCache, LLMConfig, LLMUsage
 from arborgraph.llm.base import LLMError
+from arborgraph.llm.provider import OpenAIChatModel
 from graphrag import (
     GraphConfig,
     LLMExtractor,
@@ -29,6 +38,7 @@ from graphrag.llm_json import parse_reply, repair_json
 from graphrag.reports import community_context
 from ingest import ChunkingConfig, chunk_document, iter_collection, load_token_counter
 from ingest.models import Chunk
+from llm_server import Fault, FakeOpenAIServer
 
 MANUAL = Path(__file__).resolve().parents[1] / "examples" / "sqlite"
 TEXT = (
@@ -148,22 +158,46 @@ def _rule_backed_reply(messages: list[dict[str, str]]) -> str:
     )
 
 
-def test_build_graph_with_llm_extractor_and_report_writer() -> None:
+def _stand_in_chat(server: FakeOpenAIServer, tmp_path: Path) -> OpenAIChatModel:
+    """The real provider, pointed at the loopback stand-in; no retries, so a scripted
+    failure fails the call for good."""
+    config = LLMConfig(model="stand-in", base_url=server.base_url, api_key="k", max_retries=0, timeout_s=10)
+    return OpenAIChatModel(config, LLMCache(tmp_path / "llm.sqlite"), LLMUsage(), environ={})
+
+
+def test_build_graph_with_llm_extractor_and_report_writer(llm_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """Contract test: extraction and reports over HTTP to the loopback stand-in."""
     count = load_token_counter()
     chunks = [
         c
         for doc in iter_collection([MANUAL / "c3ref_busy_timeout.md", MANUAL / "c3ref_busy_handler.md"])
         for c in chunk_document(doc, ChunkingConfig(), count)
     ]
-    chat = CannedChat(_rule_backed_reply)
+    llm_server.set_reply(lambda body: _rule_backed_reply(body["messages"]))
+    chat = _stand_in_chat(llm_server, tmp_path)
     kg = build_graph(chunks, extractor=LLMExtractor(chat), config=GraphConfig(max_cluster_size=5), report_writer=LLMReportWriter(chat))
-    assert kg.meta["extractor"] == "llm-v1:canned" and kg.meta["report_writer"] == "llm-report-v1:canned"
+    assert kg.meta["extractor"] == "llm-v1:stand-in" and kg.meta["report_writer"] == "llm-report-v1:stand-in"
     assert kg.find("sqlite3_busy_timeout()") and kg.find("SQLITE_BUSY")
     assert kg.reports and all(r.rank == 7 for r in kg.reports.values())
     by_id = {c.chunk_id for c in chunks}
     assert all(set(f.chunk_ids) <= by_id for r in kg.reports.values() for f in r.findings)
-    stages = {c["stage"] for c in chat.calls}
-    assert stages == {"graphrag.extract", "graphrag.report"}
+    assert set(chat.usage.by_stage) == {"graphrag.extract", "graphrag.report"}
+    assert chat.usage.by_stage["graphrag.extract"].calls == 2 * len(chunks)  # ask + glean
+    assert chat.usage.by_stage["graphrag.report"].calls == len(kg.reports)
+
+
+def test_failed_extraction_call_names_the_chunk(llm_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """Contract test: a call that fails for good names its chunk, not a request hash."""
+    llm_server.add_faults(Fault(status=500))
+    with pytest.raises(LLMError, match=r"^chunk c3ref_busy_timeout\.md#0: .*HTTP 500"):
+        LLMExtractor(_stand_in_chat(llm_server, tmp_path)).extract(CHUNK)
+
+
+def test_failed_gleaning_call_names_the_chunk_and_the_gleaning(llm_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """Contract test: the first turn succeeds, the gleaning turn fails for good."""
+    llm_server.add_faults(Fault(content=FIRST), Fault(status=503))
+    with pytest.raises(LLMError, match=r"^chunk c3ref_busy_timeout\.md#0 \(gleaning\): .*HTTP 503"):
+        LLMExtractor(_stand_in_chat(llm_server, tmp_path)).extract(CHUNK)
 
 
 def test_report_writer_rejects_unknown_chunk_ids() -> None:
@@ -181,5 +215,16 @@ def test_report_writer_rejects_unknown_chunk_ids() -> None:
     assert "made-up#9" in chat.calls[1]["messages"][-1]["content"]
     prompt = chat.calls[0]["messages"][-1]["content"]
     assert f"[{good_id}]" in prompt
-    with pytest.raises(LLMError):
+    with pytest.raises(LLMError, match=f"community {com.id} after 3 attempts"):
         LLMReportWriter(CannedChat([invented] * 3)).write(ctx)
+
+
+def test_failed_report_call_names_the_community(llm_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """Contract test: a report call that fails for good names its community."""
+    count = load_token_counter()
+    chunks = [c for doc in iter_collection([MANUAL / "wal.md"]) for c in chunk_document(doc, ChunkingConfig(), count)]
+    kg = build_graph(chunks, extractor=RuleExtractor(), config=GraphConfig(max_cluster_size=8))
+    com = max(kg.communities.values(), key=lambda c: len(c.members))
+    llm_server.add_faults(Fault(status=500))
+    with pytest.raises(LLMError, match=rf"^community {com.id}: .*HTTP 500"):
+        LLMReportWriter(_stand_in_chat(llm_server, tmp_path)).write(community_context(kg, com))

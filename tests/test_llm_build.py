@@ -17,6 +17,7 @@ import arborgraph
 from arborgraph.config import load_config
 from arborgraph.pipeline import build_index
 from conftest import copy_pages
+from llm_server import manual_reply
 
 PAGES = ["wal.md", "c3ref_busy_timeout.md", "autoinc.md"]
 
@@ -136,3 +137,53 @@ def test_contextual_prefixes_are_indexed_but_not_shown(tmp_path: Path, docs: Pat
     assert res.contexts and all("ZQXJ" not in c.text for c in res.contexts)
     with pytest.raises(Exception, match="needs an LLM"):
         build_index([docs], tmp_path / "idx3", load_config(overrides={"contextual_prefixes": True}))
+
+
+SYSTEM_PROMPTS = {
+    "raptor.summary": "You write summaries for a navigable summary tree",
+    "graphrag.extract": "You extract a knowledge graph",
+    "graphrag.report": "You write a short report about one community",
+}
+
+
+def _stage_of(body: dict[str, Any]) -> str:
+    system = str(body["messages"][0]["content"])
+    return next(stage for stage, start in SYSTEM_PROMPTS.items() if system.startswith(start))
+
+
+def _tables(index: Path) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    gen = index / (index / "CURRENT").read_text().strip() / "tables"
+    names = ("raptor_nodes.s0", "entities.s0", "relationships.s0", "communities.s0", "community_reports.s0",
+             "graph_extractions.s0")
+    return {name: pq.read_table(gen / f"{name}.parquet").to_pylist() for name in names}
+
+
+def test_llm_build_stages_call_concurrently_with_serial_results(tmp_path: Path, docs: Path, llm_server) -> None:  # type: ignore[no-untyped-def]
+    """Extraction, each tree level's summaries and each community level's reports are
+    sent up to ``llm.concurrency`` at once; the index equals a one-at-a-time build's."""
+    llm_server.set_reply(manual_reply)
+    llm_server.set_delay(0.03)  # a slow model, so that calls sent together overlap
+
+    def config(concurrency: int) -> Any:
+        return load_config(overrides={
+            "llm": {"model": "stand-in-model", "base_url": llm_server.base_url, "api_key": "k",
+                    "concurrency": concurrency}})
+
+    build_index([docs], tmp_path / "wide", config(4))
+    wide_requests = llm_server.requests
+    peak: dict[str, int] = {}
+    for request in wide_requests:
+        stage = _stage_of(request.body)
+        peak[stage] = max(peak.get(stage, 0), request.in_flight)
+    assert llm_server.max_in_flight <= 4
+    assert peak["graphrag.extract"] > 1 and peak["raptor.summary"] > 1, peak
+    assert peak["graphrag.report"] > 1, peak
+
+    llm_server.set_delay(0.0)
+    build_index([docs], tmp_path / "serial", config(1))
+    serial_requests = llm_server.requests[len(wide_requests):]
+    assert max(r.in_flight for r in serial_requests) == 1
+    assert len(serial_requests) == len(wide_requests)
+    assert _tables(tmp_path / "wide") == _tables(tmp_path / "serial")

@@ -275,6 +275,28 @@ def test_run_ordered_keeps_order_and_runs_everything_before_raising() -> None:
         run_ordered(flaky, [1, 3], workers=1)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_run_ordered_stop_on_error_starts_nothing_after_a_failure(workers: int) -> None:
+    started: list[int] = []
+    release = threading.Event()
+
+    def fail_first(x: int) -> int:
+        started.append(x)
+        if x == 0:
+            raise LLMError("item-0 failed")
+        release.wait(5)  # item 1 is running when item 0 fails; nothing else may start
+        return x
+
+    finished: list[int] = []
+    with pytest.raises(LLMError, match="^item-0 failed$"):
+        run_ordered(fail_first, list(range(12)), workers, stop_on_error=True,
+                    done=lambda n: (finished.append(n), release.set()))
+    assert sorted(started) == ([0] if workers == 1 else [0, 1])
+    assert finished == ([] if workers == 1 else [1, 2])
+    seen: list[int] = []
+    assert run_ordered(lambda x: -x, [1, 2, 3], 2, done=seen.append) == [-1, -2, -3] and seen[-1] == 3
+
+
 # --- structured_chat over any ChatModel ------------------------------------------------------
 
 

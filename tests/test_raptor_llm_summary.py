@@ -1,20 +1,26 @@
-"""Prompt and parse logic of the LLM summariser.
+"""Prompt and parse logic of the LLM summariser, and its errors.
 
 NOTE: ``ScriptedChat`` below is a stand-in, not a model: a tiny class implementing the
-``ChatModel`` protocol that returns canned replies, so these tests check only what
-the summariser sends and how it handles replies. Contract tests against the real
-OpenAI-compatible provider (on the loopback server) are to replace it.
+``ChatModel`` protocol that returns canned replies. The tests using it are unit tests
+of what the summariser sends and how it parses, repairs and rejects replies; they stay
+unit tests on purpose (no transport is involved in parsing). The tests marked
+"contract test" go through the real ``openai`` client and ``OpenAIChatModel`` to the
+loopback stand-in of the OpenAI API (tests/llm_server.py).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from arborgraph.llm import LLMCache, LLMConfig, LLMUsage
 from arborgraph.llm.base import ChatModel, LLMError
+from arborgraph.llm.provider import OpenAIChatModel
+from llm_server import FakeOpenAIServer, Fault
 from raptor import Cluster, ClusterMember, LLMSummariser
 from raptor.llm_summary import STAGE, parse_summary
 
@@ -105,8 +111,22 @@ def test_provider_errors_propagate() -> None:
         def chat(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
             raise LLMError("timeout after 3 retries")
 
-    with pytest.raises(LLMError, match="timeout"):
+    with pytest.raises(LLMError, match=r"^summary for L1:5: timeout after 3 retries$"):
         LLMSummariser(Failing()).summarise(_cluster())
+
+
+def test_failed_call_names_the_node_through_the_provider(llm_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """Contract test: over HTTP to the loopback stand-in, a call that still fails after
+    its retries raises an error naming the summary node, not a request hash."""
+    llm_server.add_faults(Fault(status=500), Fault(status=502))
+    config = LLMConfig(model="stand-in", base_url=llm_server.base_url, api_key="k", max_retries=1,
+                       backoff_initial_s=0.0)
+    chat = OpenAIChatModel(config, LLMCache(tmp_path / "llm.sqlite"), LLMUsage(), environ={})
+    with pytest.raises(LLMError, match=r"^summary for L1:5: .*HTTP 502.*\(2 attempts\)"):
+        LLMSummariser(chat).summarise(_cluster())
+    llm_server.set_reply(lambda body: GOOD)
+    assert LLMSummariser(chat).summarise(_cluster()).title == "WAL and checkpoints"
+    assert chat.usage.by_stage[STAGE].failures == 1 and chat.usage.by_stage[STAGE].calls == 1
 
 
 def test_long_excerpts_are_shortened_to_the_input_budget() -> None:

@@ -14,6 +14,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from arborgraph.llm.base import ChatModel
+from arborgraph.llm.concurrency import chat_concurrency
 from graphrag.llm_json import ask_json
 from graphrag.model import RELATION_TYPES, ChunkExtraction, ExtractedEntity, ExtractedRelation
 from graphrag.text import split_units
@@ -89,13 +90,18 @@ GLEANING_PROMPT = (
 class LLMExtractor:
     """Extractor backed by a :class:`ChatModel` (stage ``graphrag.extract``)."""
 
-    def __init__(self, chat: ChatModel, config: LLMExtractorConfig | None = None) -> None:
+    def __init__(
+        self, chat: ChatModel, config: LLMExtractorConfig | None = None, *, concurrency: int | None = None
+    ) -> None:
         self.chat = chat
         self.config = config or LLMExtractorConfig()
+        # chunks the graph build may extract at once (default: the provider's limit)
+        self.concurrency = concurrency if concurrency is not None else chat_concurrency(chat)
         self.name = f"llm-v1:{getattr(chat, 'model', 'unknown')}"
 
     def extract(self, chunk: Chunk) -> ChunkExtraction:
-        """Ask, glean, merge and locate mentions; raises LLMError when no usable reply."""
+        """Ask, glean, merge and locate mentions; raises LLMError naming the chunk
+        ("chunk <id>", or "chunk <id> (gleaning)") when no usable reply."""
         cfg = self.config
         what = f"chunk {chunk.chunk_id}"
         reply, convo = ask_json(
