@@ -137,7 +137,7 @@ def metadata_from_mapping(
         try:
             DocumentMetadata.model_validate({key: value})
         except ValidationError as exc:
-            message = exc.errors()[0]["msg"]
+            message = exc.errors()[0]["msg"].removeprefix("Value error, ")
             if key == "acl":
                 raise SkipFile(f"invalid acl in {origin}: {message}") from None
             warnings.append(f"{origin}: ignored invalid {key!r} ({message})")
