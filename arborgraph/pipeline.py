@@ -13,6 +13,7 @@ import glob
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -279,6 +280,18 @@ def try_load_embedder(config: Config) -> tuple[Embedder | None, str | None]:
         return None, str(exc)
 
 
+def check_index_target(index_dir: Path) -> None:
+    """Raise :class:`BuildError` unless ``index_dir`` is, or can be made, a writable directory."""
+    for path in (index_dir, *index_dir.parents):
+        if not path.exists():
+            continue
+        if not path.is_dir():
+            raise BuildError(f"cannot build an index at {index_dir}: {path} is a file, not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise BuildError(f"cannot build an index at {index_dir}: {path} is not writable")
+        return
+
+
 def build_index(
     inputs: Sequence[str | Path],
     index_dir: str | Path,
@@ -301,6 +314,10 @@ def build_index(
     """
     config = config or Config()
     index_dir = Path(index_dir)
+    check_index_target(index_dir)
+    # what this build creates before it knows there is anything to index
+    created = index_dir if not index_dir.exists() else cache_dir(index_dir)
+    created_now = not created.exists()
     given = GivenMetadata(metadata)
     report = BuildReport(index_dir=str(index_dir))
     timer = _Timer(report)
@@ -326,6 +343,8 @@ def build_index(
             f"build metadata for {p!r} matched no loaded document" for p in given.unmatched(d.doc_id for d in docs)
         ]
         if not docs:
+            if created_now:  # a first build that found nothing leaves nothing behind
+                shutil.rmtree(created, ignore_errors=True)
             reasons = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:5]) or "no files found"
             raise NoUsableDocuments(f"no usable document in the inputs ({reasons})")
         status = BuildStatus(

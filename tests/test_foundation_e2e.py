@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import arborgraph
-from arborgraph.pipeline import build_index
+from arborgraph.pipeline import NoUsableDocuments, build_index
 from arborgraph.config import load_config
 from arborgraph.store import open_generation
 
@@ -83,7 +83,7 @@ def test_not_an_index_and_missing_index(tmp_path: Path) -> None:
         assert len(run.stderr.strip().splitlines()) == 1
 
 
-def test_collection_without_usable_documents_exits_2(tmp_path: Path) -> None:
+def test_collection_without_usable_documents_exits_2(tmp_path: Path, sample_slice: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "empty.md").write_text("")
@@ -91,7 +91,31 @@ def test_collection_without_usable_documents_exits_2(tmp_path: Path) -> None:
     run = cli("build", str(docs), "--index", str(tmp_path / "idx"), "--quiet")
     assert run.returncode == 2
     assert "no usable document" in run.stderr
-    assert not (tmp_path / "idx" / "CURRENT").exists()
+    # a first build that found nothing leaves no directory (nor cache) behind
+    assert not (tmp_path / "idx").exists()
+    (tmp_path / "made").mkdir()
+    with pytest.raises(NoUsableDocuments):
+        build_index([docs], tmp_path / "made")
+    assert list((tmp_path / "made").iterdir()) == []
+    # an existing index keeps its cache (and everything else) through a failed build
+    build_index([sample_slice / "wal.md"], tmp_path / "made", load_config(overrides={"build_tree": False, "build_graph": False}))
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "made").rglob("*"))
+    with pytest.raises(NoUsableDocuments):
+        build_index([docs], tmp_path / "made")
+    assert (tmp_path / "made" / "cache" / "embeddings.sqlite").exists()
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "made").rglob("*")) == before
+
+
+def test_index_path_that_is_a_file_is_a_clear_error(tmp_path: Path, sample_slice: Path) -> None:
+    target = tmp_path / "afile"
+    target.write_text("not a directory")
+    for index in (target, target / "sub"):
+        run = cli("build", str(sample_slice / "wal.md"), "--index", str(index), "--quiet")
+        assert run.returncode == 2, run.stderr
+        assert "is a file, not a directory" in run.stderr and "Traceback" not in run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1
+    assert target.read_text() == "not a directory"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
 def test_build_report_lists_skipped_files(tmp_path: Path, sample_slice: Path) -> None:
