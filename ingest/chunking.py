@@ -10,10 +10,10 @@ with an overlap: the last sentences of the chunk before it. Offsets are exact:
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ingest.models import Block, Chunk, Document
@@ -25,6 +25,11 @@ SpanCount = Callable[[int, int], int]  # tokens in doc.text[start:end]
 # Below this a chunk could not hold a sentence; a heading path so long that it
 # leaves less room is truncated by the model whatever chunking does.
 _MIN_BUDGET = 32
+# Characters tokenised at a time when counting a document's tokens (then up to the
+# next whitespace): large enough that per-call overhead vanishes, small enough that a
+# 200 MB file's tokenisation does not hold gigabytes of offsets at once.
+_TOKEN_WINDOW_CHARS = 1 << 16
+_WHITESPACE = re.compile(r"\s")
 _SECTION_NUMBER = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.)\s+")
 
 
@@ -152,16 +157,35 @@ def _budgets(heading_path: list[str], config: ChunkingConfig, count: CountTokens
 def _span_counter(text: str, count: CountTokens) -> SpanCount:
     """Token counts of spans of ``text``, from one tokenisation of the whole text if possible.
 
-    A counter with ``token_starts`` (the model tokenizer) tokenises the text once; a
-    span's count is then the number of tokens starting inside it, which equals
+    A counter with ``token_starts`` (the model tokenizer) tokenises the text once, in
+    windows cut at whitespace (no word piece crosses whitespace, so the windows give
+    the same tokens as the whole text, while the tokenizer's working memory stays that
+    of one window however large the document); the starts are kept in one int array.
+    A span's count is then the number of tokens starting inside it, which equals
     counting the span alone whenever it starts and ends at whitespace, as all spans
     here do (only a word cut into characters may differ by a token).
     """
     token_starts = getattr(count, "token_starts", None)
-    starts = token_starts(text) if token_starts is not None else None
+    starts = _window_starts(text, token_starts) if token_starts is not None else None
     if starts is None:
         return lambda s, e: count(text[s:e])
-    return lambda s, e: bisect_left(starts, e) - bisect_left(starts, s)
+    return lambda s, e: int(np.searchsorted(starts, e) - np.searchsorted(starts, s))
+
+
+def _window_starts(text: str, token_starts: Callable[[str], list[int] | None]) -> np.ndarray | None:
+    parts: list[np.ndarray] = []
+    begin = 0
+    while begin < len(text):
+        end = min(begin + _TOKEN_WINDOW_CHARS, len(text))
+        if end < len(text):
+            space = _WHITESPACE.search(text, end)
+            end = space.start() if space is not None else len(text)
+        found = token_starts(text[begin:end])
+        if found is None:
+            return None
+        parts.append(np.asarray(found, dtype=np.int64) + begin)
+        begin = end
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _block_pieces(text: str, block: Block, limit: int, span: SpanCount, count: CountTokens) -> list[_Piece]:
