@@ -229,6 +229,14 @@ def _describe(feature: str) -> str | None:
     return None
 
 
+_LABELS = {
+    "lookup": "a single fact",
+    "tree": "a drill-down",
+    "graph": "a relational / multi-hop question",
+    "global": "an overview question",
+}
+
+
 def route_question(
     question: str,
     *,
@@ -241,26 +249,41 @@ def route_question(
     ``hits`` — (document id, heading path) of the question's top flat hits, best
     first — lets the model weigh how spread they are. Routes the index has not built
     are removed and the remaining probabilities renormalised, so an index without a
-    graph never routes to it.
+    graph never routes to it; the reason then names the route the question looked
+    like when that one is not built. An index with one route answers with it at
+    confidence 1.0, and the reason says it had no choice.
     """
     model = model or default_model()
     spread = spread_features(hits) if hits is not None else None
     probs_by_type = model.probabilities(question, spread)
-    by_route: dict[str, float] = {}
+    every_route: dict[str, float] = {}
     for qtype, p in probs_by_type.items():
         route = QUESTION_TYPE_TO_ROUTE[qtype]
-        if route in available:
-            by_route[route] = by_route.get(route, 0.0) + p
-    if not by_route:
-        return RoutingDecision(route="lookup", confidence=1.0, reason="only lookup is built")
+        every_route[route] = every_route.get(route, 0.0) + p
+    by_route = {r: p for r, p in every_route.items() if r in available}
+    if len(by_route) <= 1:
+        only = next(iter(by_route), "lookup")
+        built = " (built with --no-tree --no-graph)" if only == "lookup" else ""
+        # no choice was made: a classifier confidence here would only mislead
+        return RoutingDecision(
+            route=only, confidence=1.0,  # type: ignore[arg-type]
+            reason=f"this index has only the {only} route{built}",
+            scores={only: 1.0},
+        )
     total = sum(by_route.values())
     by_route = {r: p / total for r, p in by_route.items()}
     ranked = sorted(by_route.items(), key=lambda kv: -kv[1])
     route, confidence = ranked[0]
     qtype = next(t for t, r in QUESTION_TYPE_TO_ROUTE.items() if r == route)
     cues = [d for f in model.top_features(question, qtype, n=8) if (d := _describe(f))][:3]
-    label = {"lookup": "a single fact", "tree": "a drill-down", "graph": "a relational / multi-hop question", "global": "an overview question"}[route]
-    reason = f"looks like {label}" + (f" ({', '.join(cues)})" if cues else "")
+    reason = f"looks like {_LABELS[route]}" + (f" ({', '.join(cues)})" if cues else "")
+    top = max(every_route, key=lambda r: every_route[r])
+    if top != route:
+        # the renormalised confidence is among the built routes only: say what was missing
+        reason = (
+            f"{top} not built (the question looks like {_LABELS[top]}, "
+            f"probability {every_route[top]:.2f}); best available: {route}"
+        )
     if spread is not None and model.spread_stage is not None:
         reason += f"; top hits span {round(spread['docs_at_10'] * 10)} of 10 pages"
     return RoutingDecision(

@@ -56,7 +56,18 @@ def test_routes_the_index_lacks_are_never_chosen() -> None:
 
     assert decision.route in ("lookup", "tree")
     assert set(decision.scores) == {"lookup", "tree"}
+    # the overview it looked like is not built: the reason says so, not "looks like a fact"
+    assert decision.reason.startswith("global not built (the question looks like an overview question")
+    assert f"best available: {decision.route}" in decision.reason
     assert route_question(question, available=()).route == "lookup"
+
+
+def test_an_index_with_one_route_says_it_had_no_choice() -> None:
+    decision = route_question("Give an overview of all the ways SQLite can be extended.", available=("lookup",))
+
+    assert decision.route == "lookup" and decision.confidence == 1.0
+    assert decision.reason == "this index has only the lookup route (built with --no-tree --no-graph)"
+    assert "looks like" not in decision.reason
 
 
 def _with_stage(model: RouterModel, spread_weight: float) -> RouterModel:
