@@ -166,8 +166,11 @@ def _check_offline_figures(nb: Any, figures: int) -> list[str]:
 
 
 @pytest.mark.slow
-def test_rerunning_a_figure_cell_keeps_plotlyjs(executed: dict[str, Any]) -> None:
-    nb = executed["01_quickstart.ipynb"]
+def test_rerunning_a_figure_cell_keeps_plotlyjs(executed: dict[str, Any], tmp_path: Path) -> None:
+    """The quickstart as saved after its figure cell ran again still carries plotly.js
+    (test_quickstart_html_export_draws_its_figure_offline draws it in a browser)."""
+    nbformat.write(executed["01_quickstart.ipynb"], tmp_path / "saved.ipynb")
+    nb = nbformat.read(tmp_path / "saved.ipynb", as_version=4)
     (figure,) = _figure_cells(nb)
     counts = [cell.execution_count for cell in nb.cells if cell.cell_type == "code"]
     assert nb.cells[figure].execution_count == max(counts) > len(counts)  # it ran last, a second time
