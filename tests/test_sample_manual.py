@@ -122,6 +122,17 @@ def test_normalize() -> None:
     assert vq.normalize("sqlite3_busy_timeout()") == "sqlite3 busy timeout"
 
 
+def test_verifier_command_line_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        vq.main([str(tmp_path / "missing.jsonl")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "missing.jsonl" in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as exit_:
+        vq.main(["--help"])
+    assert exit_.value.code == 0 and "questions JSONL" in capsys.readouterr().out
+
+
 def test_evaluation_questions_verify() -> None:
     assert vq.verify(QUESTIONS / "sqlite.jsonl") == []
     records = [json.loads(line) for line in (QUESTIONS / "sqlite.jsonl").read_text().splitlines()]

@@ -15,12 +15,13 @@ Matches are whole-word: "wal" does not match inside "walk".
 The router training files (``*_router.jsonl`` in the same folder) get a
 schema check, and must not contain any question of the evaluation set.
 
-Run ``python benchmarks/questions/verify_questions.py [FILE]``; it exits
-non-zero and lists the failures if there are any.
+Run ``python benchmarks/questions/verify_questions.py [FILE]``; it exits 1 and
+lists the failures if there are any (2 when FILE cannot be read).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -248,8 +249,17 @@ def verify_router(path: str | Path, min_per_type: int = 10,
 
 def main(argv: list[str] | None = None) -> int:
     """Verify the evaluation set (or the file given) and every ``*_router.jsonl`` beside it."""
-    args = sys.argv[1:] if argv is None else argv
-    path = Path(args[0]) if args else DEFAULT_QUESTIONS
+    parser = argparse.ArgumentParser(
+        description="Check an evaluation question file against the sample manual, and the "
+        "*_router.jsonl files beside it; exits 1 and lists the failures if there are any.",
+    )
+    parser.add_argument("file", nargs="?", type=Path, default=DEFAULT_QUESTIONS,
+                        help=f"questions JSONL (default: {DEFAULT_QUESTIONS.relative_to(REPO_ROOT)})")
+    path = parser.parse_args(argv).file
+    try:
+        path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        parser.error(f"cannot read {path}: {exc}")
     report: list[tuple[Path, list[str]]] = [(path, verify(path))]
     exclude = frozenset(normalize(q) for q in questions(path))
     for router in sorted(path.parent.glob("*_router.jsonl")):
