@@ -34,7 +34,14 @@ class ConfigError(ValueError):
 class IngestConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_file_mb: float = Field(50.0, gt=0, description="files larger than this are skipped")
+    max_file_mb: float = Field(256.0, gt=0, description="files larger than this are skipped")
+    part_mb: float = Field(
+        8.0, gt=0,
+        description=(
+            "text and Markdown files larger than this are parsed a part at a time (memory of "
+            "one part); other files this large get the load time limit once per part_mb"
+        ),
+    )
 
 
 class RetrievalConfig(BaseModel):

@@ -179,7 +179,8 @@ def load_documents(
 
     def to_chunk() -> Iterator[Document]:
         for item in iter_collection(
-            inputs, max_file_bytes=max_bytes, loaders=loaders, parsed=parsed, metadata=metadata
+            inputs, max_file_bytes=max_bytes, loaders=loaders, parsed=parsed, metadata=metadata,
+            part_bytes=max(1, int(config.ingest.part_mb * 2**20)),
         ):
             if isinstance(item, SkippedFile):
                 skipped.append(item)

@@ -31,14 +31,19 @@ from ingest.metadata import (
 )
 from ingest.models import Document, DocumentMetadata, SkippedFile
 from ingest.parse_cache import ParseCache, parse_key
+from ingest.parts import can_cut, iter_parts, load_in_parts
 from ingest.safe_load import load_or_skip
 from ingest.sandbox import LoaderSandbox
 from ingest.sniff import SNIFF_BYTES, binary_kind, detect_format
 
-DEFAULT_MAX_FILE_BYTES = 50 * 2**20
+DEFAULT_MAX_FILE_BYTES = 256 * 2**20
+# Text and Markdown files above this are read and parsed a part at a time (see
+# ingest.parts); other files above it get a proportionally longer time limit.
+DEFAULT_PART_BYTES = 8 * 2**20
 DEFAULT_LOAD_TIMEOUT_S = 60.0
 MAX_SIDECAR_BYTES = 1 * 2**20
 _READ_BLOCK = 1 * 2**20
+_HEAD_BYTES = max(SNIFF_BYTES, MAX_METADATA_CHARS + 8)  # what a big file's checks read
 _WILDCARDS = frozenset("*?[")
 
 
@@ -57,6 +62,7 @@ def iter_collection(
     loaders: int = 1,
     parsed: ParseCache | None = None,
     metadata: GivenMetadata | None = None,
+    part_bytes: int = DEFAULT_PART_BYTES,
 ) -> Iterator[Document | SkippedFile]:
     """Yield a ``Document`` or a ``SkippedFile`` for every file the inputs name.
 
@@ -71,7 +77,10 @@ def iter_collection(
     results come in the same order, with the same content, whatever their number.
     With a ``parsed`` cache, a file parsed before from the same bytes (same doc id,
     path, format and loader code) is not parsed again. ``metadata`` (given through the
-    API) overrides a file's frontmatter and sidecar.
+    API) overrides a file's frontmatter and sidecar. Text and Markdown files larger
+    than ``part_bytes`` are parsed in parts of about that size (each within the time
+    limit, cached on its own) and joined, so a parser never holds more than a part;
+    other files larger than that get the time limit once per ``part_bytes``.
     """
     seen_hashes: dict[str, str] = {}
     seen_ids: dict[str, str] = {}
@@ -82,12 +91,14 @@ def iter_collection(
             only = sandboxes[0] if sandboxes else None
             results: Iterator[_Loaded] = (
                 c if isinstance(c, SkippedFile)
-                else _load_candidate(c, max_file_bytes, only, seen_hashes, parsed, metadata)
+                else _load_candidate(c, max_file_bytes, only, seen_hashes, parsed, metadata, part_bytes)
                 for item in inputs
                 for c in _expand(item)
             )
         else:
-            results = _load_side_by_side(inputs, max_file_bytes, sandboxes, seen_hashes, parsed, metadata)
+            results = _load_side_by_side(
+                inputs, max_file_bytes, sandboxes, seen_hashes, parsed, metadata, part_bytes
+            )
         for loaded in results:
             if isinstance(loaded, SkippedFile):
                 yield loaded
@@ -118,6 +129,7 @@ def _load_side_by_side(
     seen_hashes: dict[str, str],
     parsed: ParseCache | None = None,
     metadata: GivenMetadata | None = None,
+    part_bytes: int = DEFAULT_PART_BYTES,
 ) -> Iterator[_Loaded]:
     """Load candidates on several sandboxes at once, yielding in input order.
 
@@ -132,7 +144,7 @@ def _load_side_by_side(
     def load(candidate: _Candidate) -> tuple[Document | SkippedFile, str]:
         sandbox = free.get()
         try:
-            return _load_candidate(candidate, max_file_bytes, sandbox, seen_hashes, parsed, metadata)
+            return _load_candidate(candidate, max_file_bytes, sandbox, seen_hashes, parsed, metadata, part_bytes)
         finally:
             free.put(sandbox)
 
@@ -253,6 +265,7 @@ def _load_candidate(
     seen_hashes: dict[str, str],
     parsed: ParseCache | None = None,
     metadata: GivenMetadata | None = None,
+    part_bytes: int = DEFAULT_PART_BYTES,
 ) -> tuple[Document | SkippedFile, str]:
     """Check, read, sniff and load one file; also return the key that detects its duplicates."""
     path = candidate.path
@@ -277,15 +290,17 @@ def _load_candidate(
         return skip("empty file")
     if info.st_size > max_file_bytes:
         return skip(f"file too large ({_size(info.st_size)}; limit {_size(max_file_bytes)})")
+    big = info.st_size > part_bytes
     try:
-        raw = read_bytes(path, max_file_bytes + 1)
+        # a big file is only sniffed here: it is hashed and parsed without being held whole
+        raw = read_bytes(path, _HEAD_BYTES if big else max_file_bytes + 1)
     except PermissionError:
         return skip("unreadable: permission denied")
     except OSError as exc:
         return skip(f"unreadable: {exc.strerror or exc}")
     if len(raw) > max_file_bytes:  # it grew after stat()
         return skip(f"file too large (more than the {_size(max_file_bytes)} limit)")
-    if not raw.strip():
+    if not big and not raw.strip():
         return skip("empty file (only whitespace)")
     head = raw[:SNIFF_BYTES]
     kind = binary_kind(head)
@@ -303,19 +318,45 @@ def _load_candidate(
     meta_json = json.dumps(
         [m[1].model_dump(mode="json") if m else None for m in (sidecar, given)], sort_keys=True
     )
-    raw_sha256 = hashlib.sha256(raw).hexdigest()
+    try:
+        raw_sha256 = _file_sha256(path, max_file_bytes) if big else hashlib.sha256(raw).hexdigest()
+    except OSError as exc:
+        return skip(f"unreadable: {exc.strerror or exc}")
     dedup_key = f"{raw_sha256}:{meta_json}"
     if dedup_key in seen_hashes:
         return skip(f"duplicate of {seen_hashes[dedup_key]}")
-    key = parse_key(raw_sha256, doc_id=candidate.doc_id, path=where, fmt=fmt) if parsed is not None else ""
-    result = parsed.get(key) if parsed is not None else None
-    if result is None:
-        if sandbox is not None:
-            result = sandbox.load(raw, doc_id=candidate.doc_id, path=where, fmt=fmt)
-        else:
-            result = load_or_skip(raw, doc_id=candidate.doc_id, path=where, fmt=fmt)
-        if parsed is not None and isinstance(result, Document):
-            parsed.put(key, result)
+
+    def load(data: bytes, part: str = "", timeout_s: float | None = None) -> Document | SkippedFile:
+        digest = raw_sha256 if not part else hashlib.sha256(data).hexdigest()
+        key = parse_key(digest, doc_id=candidate.doc_id, path=where + part, fmt=fmt) if parsed is not None else ""
+        loaded = parsed.get(key) if parsed is not None else None
+        if loaded is None:
+            if sandbox is not None:
+                loaded = sandbox.load(data, doc_id=candidate.doc_id, path=where, fmt=fmt, timeout_s=timeout_s)
+            else:
+                loaded = load_or_skip(data, doc_id=candidate.doc_id, path=where, fmt=fmt)
+            if parsed is not None and isinstance(loaded, Document):
+                parsed.put(key, loaded)
+        return loaded
+
+    if big and can_cut(fmt, head):
+        try:
+            result = load_in_parts(
+                iter_parts(path, fmt, part_bytes), lambda data, i: load(data, f"#part{i}"),
+                path=where, content_hash=raw_sha256,
+            )
+        except OSError as exc:
+            return skip(f"unreadable: {exc.strerror or exc}")
+    else:
+        if big:
+            try:
+                raw = read_bytes(path, max_file_bytes + 1)
+            except OSError as exc:
+                return skip(f"unreadable: {exc.strerror or exc}")
+            if not raw.strip():
+                return skip("empty file (only whitespace)")
+        scale = max(1.0, len(raw) / part_bytes)
+        result = load(raw, timeout_s=sandbox.timeout_s * scale if sandbox is not None else None)
     if isinstance(result, Document) and sidecar is not None:
         result = _apply_metadata(result, *sidecar, origin="sidecar", over="the frontmatter")
     if isinstance(result, Document) and given is not None:
@@ -337,6 +378,20 @@ def _frontmatter_like(raw: bytes) -> bool:
         return False
     yaml_text, _ = split_frontmatter(raw[: MAX_METADATA_CHARS + 8].decode("utf-8", errors="replace"))
     return yaml_text is not None and names_metadata_key(yaml_text)
+
+
+def _file_sha256(path: Path, limit: int) -> str:
+    """The sha256 of a file's first ``limit`` bytes, read a block at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        total = 0
+        while total < limit:
+            block = handle.read(min(_READ_BLOCK, limit - total))
+            if not block:
+                break
+            digest.update(block)
+            total += len(block)
+    return digest.hexdigest()
 
 
 def read_bytes(path: Path, limit: int) -> bytes:

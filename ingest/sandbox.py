@@ -89,8 +89,14 @@ class LoaderSandbox:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def load(self, raw: bytes, *, doc_id: str, path: str, fmt: str) -> Document | SkippedFile:
-        """Load one file in the worker; a timeout or crash becomes a ``SkippedFile``."""
+    def load(
+        self, raw: bytes, *, doc_id: str, path: str, fmt: str, timeout_s: float | None = None
+    ) -> Document | SkippedFile:
+        """Load one file in the worker; a timeout or crash becomes a ``SkippedFile``.
+
+        ``timeout_s`` replaces the sandbox's limit for this file (a very large file may
+        take longer than the limit meant for one ordinary file).
+        """
         try:
             proc = self._ensure_started()
             request = json.dumps({"doc_id": doc_id, "path": path, "fmt": fmt}).encode()
@@ -100,7 +106,7 @@ class LoaderSandbox:
                 write_frame(proc.stdin, raw)
             except (BrokenPipeError, OSError):
                 raise WorkerFailed(self._death_reason(proc)) from None
-            reply = self._read_reply(proc, self.timeout_s, what="loader")
+            reply = self._read_reply(proc, timeout_s or self.timeout_s, what="loader")
         except WorkerFailed as exc:
             self.close()
             return SkippedFile(path=path, reason=exc.reason)

@@ -213,7 +213,7 @@ def test_non_utf8_file_is_loaded_with_a_warning(tmp_path: Path) -> None:
 
 def test_huge_sparse_file_is_skipped_without_being_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     big = tmp_path / "huge.txt"
-    subprocess.run(["truncate", "-s", "200M", str(big)], check=True)
+    subprocess.run(["truncate", "-s", "300M", str(big)], check=True)
     (tmp_path / "small.txt").write_text("Small file.\n")
     reads: list[Path] = []
     real_read = collection.read_bytes
@@ -224,9 +224,22 @@ def test_huge_sparse_file_is_skipped_without_being_read(tmp_path: Path, monkeypa
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert skip_reason(results, "huge.txt") == "file too large (200.0 MB; limit 50.0 MB)"
+    assert skip_reason(results, "huge.txt") == "file too large (300.0 MB; limit 256.0 MB)"
     assert reads == [tmp_path / "small.txt"]
-    assert peak < 20 * 2**20  # nothing near 200 MB (or 50 MB) was ever allocated
+    assert peak < 20 * 2**20  # nothing near 300 MB (or the limit) was ever allocated
+
+
+def test_big_binary_file_is_sniffed_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = tmp_path / "big.txt"
+    subprocess.run(["truncate", "-s", "200M", str(big)], check=True)  # NUL bytes
+    tracemalloc.start()
+    try:
+        results = walk(tmp_path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert skip_reason(results, "big.txt").startswith("binary file")
+    assert peak < 20 * 2**20
 
 
 def test_max_file_bytes_is_configurable(tmp_path: Path) -> None:
