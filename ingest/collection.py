@@ -383,14 +383,8 @@ def _frontmatter_like(raw: bytes) -> bool:
 def _file_sha256(path: Path, limit: int) -> str:
     """The sha256 of a file's first ``limit`` bytes, read a block at a time."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        total = 0
-        while total < limit:
-            block = handle.read(min(_READ_BLOCK, limit - total))
-            if not block:
-                break
-            digest.update(block)
-            total += len(block)
+    for block in _blocks(path, limit):
+        digest.update(block)
     return digest.hexdigest()
 
 
@@ -399,16 +393,18 @@ def read_bytes(path: Path, limit: int) -> bytes:
 
     Reads in blocks: ``read(limit)`` would allocate ``limit`` bytes even for a small file.
     """
-    blocks: list[bytes] = []
+    return b"".join(_blocks(path, limit))
+
+
+def _blocks(path: Path, limit: int) -> Iterator[bytes]:
     total = 0
     with open(path, "rb") as handle:
         while total < limit:
             block = handle.read(min(_READ_BLOCK, limit - total))
             if not block:
-                break
-            blocks.append(block)
+                return
             total += len(block)
-    return b"".join(blocks)
+            yield block
 
 
 def _read_sidecar(path: Path, root: Path) -> tuple[str | None, DocumentMetadata, list[str]] | None:

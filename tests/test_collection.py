@@ -211,6 +211,16 @@ def test_non_utf8_file_is_loaded_with_a_warning(tmp_path: Path) -> None:
     assert doc.warnings == ["not valid UTF-8 (byte 0xef at offset 2); decoded as cp1252 (fallback)"]
 
 
+def walk_with_peak(path: Path) -> tuple[list[Document | SkippedFile], int]:
+    """The walk's results and the most memory Python allocated during it."""
+    tracemalloc.start()
+    try:
+        results = walk(path)
+        return results, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_huge_sparse_file_is_skipped_without_being_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     big = tmp_path / "huge.txt"
     subprocess.run(["truncate", "-s", "300M", str(big)], check=True)
@@ -218,26 +228,16 @@ def test_huge_sparse_file_is_skipped_without_being_read(tmp_path: Path, monkeypa
     reads: list[Path] = []
     real_read = collection.read_bytes
     monkeypatch.setattr(collection, "read_bytes", lambda path, limit: reads.append(path) or real_read(path, limit))
-    tracemalloc.start()
-    try:
-        results = walk(tmp_path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    results, peak = walk_with_peak(tmp_path)
     assert skip_reason(results, "huge.txt") == "file too large (300.0 MB; limit 256.0 MB)"
     assert reads == [tmp_path / "small.txt"]
     assert peak < 20 * 2**20  # nothing near 300 MB (or the limit) was ever allocated
 
 
-def test_big_binary_file_is_sniffed_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_big_binary_file_is_sniffed_not_read(tmp_path: Path) -> None:
     big = tmp_path / "big.txt"
     subprocess.run(["truncate", "-s", "200M", str(big)], check=True)  # NUL bytes
-    tracemalloc.start()
-    try:
-        results = walk(tmp_path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    results, peak = walk_with_peak(tmp_path)
     assert skip_reason(results, "big.txt").startswith("binary file")
     assert peak < 20 * 2**20
 
