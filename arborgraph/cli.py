@@ -301,6 +301,11 @@ def inspect(
         return
     out.print(f"[bold]{info['index_dir']}[/] generation {info['generation']} (schema {info['schema_version']}, built {info['built_at']})")
     out.print(f"mode: {info['mode']['label']}")
+    if "llm_calls" in info:  # built in LLM mode
+        out.print(
+            f"llm: {info['llm_calls']} calls, {info['llm_cache_hits']} cache hits, "
+            f"{info['llm_tokens_in']} tokens in, {info['llm_tokens_out']} tokens out (--json: per stage)"
+        )
     out.print(f"routes: {', '.join(info['routes'])}")
     out.print("counts: " + ", ".join(f"{k}={v}" for k, v in info["counts"].items()))
     out.print(f"size: {info['bytes_total'] / 2**20:.1f} MiB")

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 import arborgraph
+from arborgraph.cli import app
 from arborgraph.config import load_config
 from arborgraph.pipeline import build_index
 from conftest import copy_pages
@@ -82,6 +84,9 @@ def test_llm_build_is_accounted_cached_and_labelled(tmp_path: Path, docs: Path, 
     assert report.stages["tree"]["summariser"] == "llm" and report.stages["graph"]["extractor"] == "llm"
     res = kb.query("How does a checkpoint work?", route="tree")
     assert res.mode.llm_model == "stand-in-model"
+    shown = CliRunner().invoke(app, ["inspect", "--index", str(tmp_path / "idx")])
+    assert shown.exit_code == 0
+    assert f"llm: {usage['llm_calls']} calls, 0 cache hits, {info['llm_tokens_in']} tokens in" in shown.stdout
 
     # a rebuild over unchanged input, from the cache alone (a fresh index given the
     # cache) and in place, makes no call

@@ -1,5 +1,9 @@
 """Contextual chunk prefixes and pydantic-validated structured output, through the real
-provider against the loopback OpenAI stand-in (tests/llm_server.py)."""
+provider against the loopback OpenAI stand-in (tests/llm_server.py).
+
+These are contract tests: the real ``openai`` client speaks HTTP to a server on
+loopback that plays the OpenAI API with deterministic canned replies, not to a model.
+They check what Arborgraph sends and how it handles what comes back."""
 
 from __future__ import annotations
 
