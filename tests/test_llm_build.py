@@ -1,7 +1,9 @@
 """LLM-mode builds end to end, through the real ``openai`` client against the loopback
 stand-in of the OpenAI API (tests/llm_server.py). These are contract tests: the
-stand-in answers every JSON-schema request with a small valid instance built from the
-schema (and quotes words of the prompt), so the whole pipeline runs as with a model."""
+stand-in answers every JSON-schema request either with a small valid instance built
+from the schema (``schema_reply``, quoting words of the prompt) or with
+``llm_server.manual_reply`` (entities, relations and reports made from the prompt, so
+the graph has communities), so the whole pipeline runs as with a model."""
 
 from __future__ import annotations
 
@@ -192,3 +194,20 @@ def test_llm_build_stages_call_concurrently_with_serial_results(tmp_path: Path, 
     assert max(r.in_flight for r in serial_requests) == 1
     assert len(serial_requests) == len(wide_requests)
     assert _tables(tmp_path / "wide") == _tables(tmp_path / "serial")
+
+
+def test_failed_call_stops_the_build_naming_the_item(tmp_path: Path, docs: Path, llm_server) -> None:  # type: ignore[no-untyped-def]
+    """A call that fails for good (no retries left) stops the build with an error naming
+    its item; no generation is published, and the next run completes from the cache."""
+    from arborgraph.llm.base import LLMError
+    from llm_server import Fault
+
+    llm_server.set_reply(manual_reply)
+    llm_server.add_faults(Fault(status=500))  # the build's first chat call
+    cfg = load_config(overrides={"llm": {"model": "stand-in-model", "base_url": llm_server.base_url,
+                                         "api_key": "k", "max_retries": 0, "concurrency": 2}})
+    with pytest.raises(LLMError, match=r"^(summary for L\d+:\d+|chunk \S+#\d+): .*HTTP 500"):
+        build_index([docs], tmp_path / "idx", cfg)
+    assert not (tmp_path / "idx" / "CURRENT").exists()
+    report = build_index([docs], tmp_path / "idx", cfg)
+    assert report.stages["llm"]["llm_failures"] == 0 and (tmp_path / "idx" / "CURRENT").exists()
