@@ -15,6 +15,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 app = typer.Typer(
@@ -153,15 +154,16 @@ def _print_build_report(report: Any) -> None:
     if report.skipped:
         out.print(f"[yellow]skipped {len(report.skipped)} file(s):[/]")
         for item in report.skipped:
-            out.print(f"  {item.path}: {item.reason}", highlight=False)
+            out.print(f"  {item.path}: {item.reason}", highlight=False, markup=False)
     if report.contradictions:
         out.print(
             f"[yellow]{len(report.contradictions)} candidate contradiction(s)[/] "
             "(documents stating different defaults; nothing was overwritten):"
         )
         for c in report.contradictions[:10]:
+            versions = " (versions of one source: expected)" if c.between_versions else ""
             out.print(
-                f"  {c.key}: '{c.first.value}' in {c.first.doc_id} vs '{c.second.value}' in {c.second.doc_id}",
+                f"  {c.key}: '{c.first.value}' in {c.first.doc_id} vs '{c.second.value}' in {c.second.doc_id}{versions}",
                 highlight=False, markup=False,
             )
         if len(report.contradictions) > 10:
@@ -169,7 +171,7 @@ def _print_build_report(report: Any) -> None:
     if report.warnings:
         out.print(f"[yellow]{len(report.warnings)} warning(s):[/]")
         for warning in report.warnings:
-            out.print(f"  {warning}", highlight=False)
+            out.print(f"  {warning}", highlight=False, markup=False)
 
 
 def _result_json(res: Any, qid: Any = None) -> dict[str, Any]:
@@ -277,9 +279,14 @@ def _print_result(res: Any, explain: bool) -> None:
     if res.answer:
         out.print(f"\n[bold]answer:[/] {res.answer}\n", highlight=False)
     for i, ctx in enumerate(res.contexts, start=1):
-        where = " > ".join(ctx.heading_path) or ctx.source
+        where = escape(" > ".join(ctx.heading_path) or ctx.source)
         level = f" L{ctx.level}" if ctx.level is not None else ""
-        out.print(f"\n[bold cyan][{i}][/] {ctx.kind}{level} · {where} · {ctx.source} · score {ctx.score:.4f}", highlight=False)
+        # stale and suspicious passages must not read like current, plain ones
+        flags = "".join(f" · [bold yellow]⚠ {escape(flag)}[/]" for flag in ctx.flags)
+        out.print(
+            f"\n[bold cyan][{i}][/] {ctx.kind}{level} · {where} · {escape(ctx.source)} · score {ctx.score:.4f}{flags}",
+            highlight=False,
+        )
         text = ctx.text if len(ctx.text) <= 900 else ctx.text[:900] + " …"
         out.print(text, highlight=False, markup=False)
     if explain:

@@ -20,8 +20,9 @@ from arborgraph.lexical import LexicalIndex
 from arborgraph.lookup import LookupHits, LookupIndex, LookupMode, lookup_search
 from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision
 from arborgraph.scoped import fuse_contexts, load_scopes, merge_by_rank, readable, tree_node_lexical_scores
-from arborgraph.safety import INJECTION_FLAG, looks_like_injection
+from arborgraph.safety import INJECTION_FLAG, context_looks_injected
 from arborgraph.store import Generation, IndexError_, open_generation
+from arborgraph.structures import PUBLIC, scope_principals
 
 if TYPE_CHECKING:
     from arborgraph.llm.base import ChatModel
@@ -540,8 +541,6 @@ class KnowledgeBase:
             if used + cost > budget_tokens and kept:
                 cut.append(ctx.node_id)
                 continue
-            if INJECTION_FLAG not in ctx.flags and looks_like_injection(ctx.text):
-                ctx.flags.append(INJECTION_FLAG)
             kept.append(ctx)
             used += cost
         first_chunk = next((c for c in contexts if c.kind == "chunk"), None)
@@ -554,31 +553,67 @@ class KnowledgeBase:
                 cut.append(dropped.node_id)
             kept.append(first_chunk)
             cut = [c for c in cut if c != first_chunk.node_id]
+        # over what is finally kept, whichever way it got in
+        for ctx in kept:
+            if INJECTION_FLAG not in ctx.flags and context_looks_injected(ctx):
+                ctx.flags.append(INJECTION_FLAG)
         return kept, cut
 
     # -- exploration ------------------------------------------------------------------
 
-    def tree_view(self, principal: str | None = None) -> Any:
-        """A :class:`raptor.TreeView` of the first tree ``principal`` may read."""
+    def readable_scopes(self, principal: str | None = None) -> list[str]:
+        """The access scopes ``principal`` may read: 'public' and 'acl:a,b' keys, each
+        with its own tree and graph; the most specific (fewest principals) first."""
+        return [s.scope for s in self._scopes_for(principal)]
+
+    def _scopes_for(self, principal: str | None) -> list[Any]:
+        return sorted(
+            readable(self.scopes, principal),
+            key=lambda s: (s.scope == PUBLIC, len(scope_principals(s.scope)), s.scope),
+        )
+
+    def _pick_scope(self, principal: str | None, scope: str | None, what: str) -> Any:
+        scopes = self._scopes_for(principal)
+        if not scopes:
+            raise QueryError(f"no {what} readable by this principal")
+        if scope is None:
+            return scopes[0]
+        for candidate in scopes:
+            if candidate.scope == scope:
+                return candidate
+        raise QueryError(
+            f"no {what} of scope {scope!r} readable by this principal "
+            f"(readable: {', '.join(s.scope for s in scopes)})"
+        )
+
+    def tree_view(self, principal: str | None = None, *, scope: str | None = None) -> Any:
+        """A :class:`raptor.TreeView` of one tree ``principal`` may read: ``scope`` (one
+        of :meth:`readable_scopes`), by default the most specific one (the public tree
+        when there is no principal)."""
         if "tree" not in self.routes:
             raise QueryError("this index has no tree (built with --no-tree)")
-        scopes = readable(self.scopes, principal)
-        if not scopes:
-            raise QueryError("no tree readable by this principal")
         from raptor import TreeView
 
-        return TreeView(scopes[0].tree)
+        return TreeView(self._pick_scope(principal, scope, "tree").tree)
 
-    def graph_view(self, principal: str | None = None) -> Any:
-        """A :class:`graphrag.GraphView` of the first graph ``principal`` may read."""
+    def graph_view(
+        self,
+        principal: str | None = None,
+        *,
+        scope: str | None = None,
+        as_of: dt.date | None | Literal["today"] = "today",
+    ) -> Any:
+        """A :class:`graphrag.GraphView` of one graph ``principal`` may read: ``scope``
+        (one of :meth:`readable_scopes`), by default the most specific one (the public
+        graph when there is no principal). Its passages are those current on ``as_of``
+        (default today; None: no date check), as in :meth:`query`."""
         if "graph" not in self.routes:
             raise QueryError("this index has no graph (built with --no-graph)")
-        scopes = readable(self.scopes, principal)
-        if not scopes:
-            raise QueryError("no graph readable by this principal")
+        chosen = self._pick_scope(principal, scope, "graph")
         from graphrag import GraphView
 
-        return GraphView(scopes[0].graph, chunk_text=self._chunk_ref(self.chunk_mask(principal, None)))
+        when = dt.date.today() if as_of == "today" else as_of
+        return GraphView(chosen.graph, chunk_text=self._chunk_ref(self.chunk_mask(principal, when)))
 
     @cached_property
     def tree(self) -> Any:
