@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from arborgraph.llm.concurrency import run_ordered, workers_for
+
 from arborgraph.progress import ProgressCallback, no_progress
 from raptor.build import _check_inputs, _docs_by_coverage, build_tree, summary_vectors
 from raptor.config import RaptorConfig
@@ -205,25 +207,29 @@ def update_tree(
     calls = 0
     for lv in levels[1:]:
         todo = [n for n in by_level[lv] if n.node_id in dirty or any(c in text_changed for c in n.children)]
-        for k, n in enumerate(todo):
-            children = [nodes[c] for c in n.children]
-            summary = summariser.summarise(
-                Cluster(
-                    node_id=n.node_id,
-                    level=lv,
-                    members=tuple(
-                        ClusterMember(c.node_id, c.text, c.heading_path, c.title if c.level > 0 else "")
-                        for c in children
-                    ),
-                    vectors=np.stack([c.vector for c in children]),
-                )
+        clusters = [
+            Cluster(
+                node_id=n.node_id,
+                level=lv,
+                members=tuple(
+                    ClusterMember(c.node_id, c.text, c.heading_path, c.title if c.level > 0 else "")
+                    for c in (nodes[cid] for cid in n.children)
+                ),
+                vectors=np.stack([nodes[cid].vector for cid in n.children]),
             )
-            calls += 1
-            report("raptor.summarise", k + 1, len(todo))
+            for n in todo
+        ]
+        # as in a full build: one level's summaries at once with an LLM summariser
+        summaries = run_ordered(
+            summariser.summarise, clusters, workers_for(summariser), stop_on_error=True,
+            done=lambda k, total=len(todo): report("raptor.summarise", k, total),
+        )
+        calls += len(todo)
+        for n, summary in zip(todo, summaries, strict=True):
             if (summary.title, summary.text) != (n.title, n.text):
                 text_changed.add(n.node_id)
             n.title, n.text, n.summariser = summary.title, summary.text, summariser.name
-            n.heading_path = dominant_path([c.heading_path for c in children])
+            n.heading_path = dominant_path([nodes[c].heading_path for c in n.children])
             redone.append(n.node_id)
         if todo:
             fresh = summary_vectors(
