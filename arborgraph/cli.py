@@ -175,10 +175,9 @@ def _print_build_report(report: Any) -> None:
 
 
 def _result_json(res: Any, qid: Any = None) -> dict[str, Any]:
-    data = res.to_dict()
-    if qid is not None:
-        data = {"id": qid, **data}
-    return data
+    # the contract's shape is fixed: "id" is always there, null when the input's was
+    # (or for a single question)
+    return {"id": qid, **res.to_dict()}
 
 
 @app.command()
@@ -262,6 +261,9 @@ def _read_questions(path: Path) -> list[tuple[Any, str]]:
             raise QueryError(f"{path}:{number}: not JSON ({exc.msg})") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("question"), str):
             raise QueryError(f'{path}:{number}: expected {{"id": ..., "question": "..."}}')
+        # checked here, before any answer is written, so a bad line cannot cut the output short
+        if not obj["question"].strip():
+            raise QueryError(f"{path}:{number}: the question is empty")
         items.append((obj.get("id", number), obj["question"]))
     if not items:
         raise QueryError(f"{path}: no questions")

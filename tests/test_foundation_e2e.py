@@ -32,6 +32,7 @@ def test_query_json_contract(sample_index: Path) -> None:
               "--top-k", "5", "What is the default busy timeout behaviour?")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
+    assert data["id"] is None  # the batch lines' shape, id included
     assert data["route"] == "lookup"
     assert 1 <= len(data["contexts"]) <= 5
     for ctx in data["contexts"]:
@@ -46,11 +47,13 @@ def test_batch_jsonl_contract(sample_index: Path, tmp_path: Path) -> None:
     questions.write_text(
         json.dumps({"id": "a", "question": "How does a checkpoint move WAL frames into the database?"}) + "\n"
         + json.dumps({"id": 7, "question": "What does AUTOINCREMENT guarantee about rowids?"}) + "\n"
+        + json.dumps({"id": None, "question": "How does a checkpoint move WAL frames into the database?"}) + "\n"
     )
     run = cli("query", "--index", str(sample_index), "--batch", str(questions), "--json", "--route", "lookup")
     assert run.returncode == 0, run.stderr
     lines = [json.loads(line) for line in run.stdout.splitlines()]
-    assert [line["id"] for line in lines] == ["a", 7]
+    assert [line["id"] for line in lines] == ["a", 7, None]
+    assert all(list(line)[:1] == ["id"] for line in lines)
     assert lines[0]["contexts"][0]["source"] == "wal.md"
     assert lines[1]["contexts"][0]["source"] == "autoinc.md"
 
@@ -61,6 +64,11 @@ def test_bad_batch_file_is_a_clear_error(sample_index: Path, tmp_path: Path) -> 
     run = cli("query", "--index", str(sample_index), "--batch", str(bad), "--json")
     assert run.returncode == 2
     assert "bad.jsonl:2" in run.stderr and "Traceback" not in run.stderr
+    # a question that cannot be asked is found before any answer is written
+    bad.write_text('{"id": 1, "question": "What is WAL?"}\n{"id": 2, "question": "  "}\n')
+    run = cli("query", "--index", str(sample_index), "--batch", str(bad), "--json")
+    assert run.returncode == 2 and run.stdout == ""
+    assert "bad.jsonl:2" in run.stderr and "empty" in run.stderr and "Traceback" not in run.stderr
 
 
 def test_inspect_reports_manifest_and_counts(sample_index: Path) -> None:
