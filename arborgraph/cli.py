@@ -317,6 +317,12 @@ def inspect(
         )
     out.print(f"routes: {', '.join(info['routes'])}")
     out.print("counts: " + ", ".join(f"{k}={v}" for k, v in info["counts"].items()))
+    out.print(
+        f"build report: {len(info['skipped'])} file(s) skipped, {len(info['warnings'])} warning(s)"
+        " (--json lists them)"
+    )
+    scopes = ", ".join(f"{s.get('scope')} ({s.get('chunks')} chunks)" for s in info["scopes"])
+    out.print(f"scopes: {scopes or 'public'}", highlight=False, markup=False)
     out.print(f"size: {info['bytes_total'] / 2**20:.1f} MiB")
     for name, t in info["tables"].items():
         out.print(f"  {name}: {t['rows']} rows, {t['bytes'] / 1024:.0f} KiB")

@@ -648,8 +648,11 @@ class KnowledgeBase:
     # -- inspection -------------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:
-        """What the index holds: manifest essentials, counts and on-disk sizes."""
+        """What the index holds: the manifest (config, per-document content hashes with
+        format and title, the build's skipped files and warnings, access scopes), counts
+        and on-disk sizes."""
         files = self.manifest.get("files", {})
+        report = self.manifest.get("report", {})
         return {
             "index_dir": str(self.index_dir),
             "generation": self.manifest.get("generation"),
@@ -667,4 +670,20 @@ class KnowledgeBase:
                 if "rows" in info
             },
             **{k: v for k, v in self.manifest.items() if k.startswith("llm")},
+            "config": self.manifest.get("config", {}),
+            "documents": self._document_info(),
+            "skipped": report.get("skipped", []),
+            "warnings": report.get("warnings", []),
+            "scopes": self.manifest.get("scopes", []),
+        }
+
+    def _document_info(self) -> dict[str, dict[str, Any]]:
+        """doc id -> content hash, format and title (the hash from the manifest, the
+        rest from the documents table)."""
+        hashes: dict[str, str] = self.manifest.get("documents", {})
+        rows = self.generation.table(S.DOCUMENTS, columns=[S.DOC_ID, S.DOC_FORMAT, S.DOC_TITLE]).to_pylist()
+        described = {r[S.DOC_ID]: {"format": r[S.DOC_FORMAT], "title": r[S.DOC_TITLE]} for r in rows}
+        return {
+            doc_id: {"content_hash": hashes.get(doc_id), **described.get(doc_id, {})}
+            for doc_id in sorted(set(hashes) | set(described))
         }

@@ -199,8 +199,8 @@ class Generation:
     path: Path
     manifest: dict[str, Any]
 
-    def table(self, name: str) -> pa.Table:
-        return pq.read_table(self.path / "tables" / f"{name}.parquet")
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        return pq.read_table(self.path / "tables" / f"{name}.parquet", columns=columns)
 
     def has_table(self, name: str) -> bool:
         return f"tables/{name}.parquet" in self.manifest["files"]

@@ -80,6 +80,14 @@ def test_inspect_reports_manifest_and_counts(sample_index: Path) -> None:
     assert info["mode"]["llm_model"] is None
     assert info["mode"]["embedding"].startswith("all-MiniLM-L6-v2")
     assert "tables/chunks.parquet" in info["tables"]
+    # the manifest's substance, not only its counts
+    assert info["config"]["chunking"]["target_tokens"] > 0 and "embedding" in info["config"]
+    assert len(info["documents"]) == 20
+    wal = info["documents"]["wal.md"]
+    assert wal["format"] == "markdown" and wal["title"]
+    assert len(wal["content_hash"]) == 64
+    assert info["skipped"] == [] and isinstance(info["warnings"], list)
+    assert [s["scope"] for s in info["scopes"]] == ["public"]
 
 
 def test_not_an_index_and_missing_index(tmp_path: Path) -> None:
@@ -139,6 +147,14 @@ def test_build_report_lists_skipped_files(tmp_path: Path, sample_slice: Path) ->
     assert "empty.txt" in reasons
     assert any("duplicate" in r for r in reasons.values())
     assert report["documents"] == 1
+    # inspect shows the same report from the manifest, later
+    run = cli("inspect", "--index", str(tmp_path / "idx"), "--json")
+    info = json.loads(run.stdout)
+    assert {Path(s["path"]).name for s in info["skipped"]} == set(reasons)
+    assert len(info["documents"]) == 1 and not set(info["documents"]) & set(reasons)
+    run = cli("inspect", "--index", str(tmp_path / "idx"))
+    assert run.returncode == 0, run.stderr
+    assert f"{len(reasons)} file(s) skipped" in run.stdout and "scopes: public" in run.stdout
 
 
 def test_unbuilt_route_is_an_error_not_a_fallback(tmp_path: Path, sample_slice: Path) -> None:
