@@ -210,9 +210,12 @@ class KnowledgeBase:
             )
             contexts = merge_by_rank([contexts, other])
             retrieved.update({f"{second}:{k}": v for k, v in other_retrieved.items()})
+        mode = self.mode
         if query_vector is None:
             for ctx in contexts:
                 ctx.flags.append("lexical_fallback")
+            # also when the index has vectors but the model failed to load for this query
+            mode = mode.model_copy(update={"lexical_fallback": True})
         if include_stale:
             self._flag_stale(contexts, when)
         kept, cut = self._assemble(contexts, budget_tokens)
@@ -226,7 +229,7 @@ class KnowledgeBase:
             route=decision.route,
             routing=decision,
             contexts=kept,
-            mode=self.mode,
+            mode=mode,
             answer=text,
             notes=notes,
             retrieved=retrieved,

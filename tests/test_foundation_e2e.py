@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 import arborgraph
 from arborgraph.pipeline import NoUsableDocuments, build_index
 from arborgraph.config import load_config
+from arborgraph.embedding import local_model_dir
 from arborgraph.store import open_generation
 
 
@@ -220,3 +222,28 @@ def test_lexical_fallback_when_model_is_missing(tmp_path: Path, sample_slice: Pa
     assert res.contexts and res.contexts[0].source == "autoinc.md"
     assert any("lexical fallback" in n for n in res.notes)
     assert all("lexical_fallback" in c.flags for c in res.contexts)
+
+
+def test_lexical_fallback_when_model_fails_at_query_time(tmp_path: Path, sample_slice: Path) -> None:
+    # the packaged model's files under a directory of the same name: the same vectors and
+    # the same cached ONNX export, but a model directory this test can empty after the build
+    model = tmp_path / "all-MiniLM-L6-v2"
+    shutil.copytree(local_model_dir(), model, copy_function=os.symlink)
+    cfg = load_config(overrides={
+        "build_tree": False, "build_graph": False, "embedding": {"model": str(model)},
+    })
+    index = tmp_path / "idx"
+    report = build_index([sample_slice / "wal.md", sample_slice / "autoinc.md"], index, cfg)
+    assert report.embedding is not None and report.embedding_fallback is None
+    question = "How does AUTOINCREMENT choose a new rowid?"
+    working = arborgraph.open(index).query(question, route="lookup")
+    assert working.mode.lexical_fallback is False
+    shutil.rmtree(model)
+    model.mkdir()
+    kb = arborgraph.open(index)
+    res = kb.query(question, route="lookup")
+    assert res.contexts and res.contexts[0].source == "autoinc.md"
+    assert all("lexical_fallback" in c.flags for c in res.contexts)
+    assert any("lexical fallback" in n and "lacks" in n for n in res.notes)
+    assert res.mode.lexical_fallback is True
+    assert res.to_dict()["mode"]["lexical_fallback"] is True
