@@ -41,7 +41,9 @@ class QueryError(ValueError):
 class KnowledgeBase:
     """An opened index. Use :func:`arborgraph.open` or :func:`arborgraph.build`."""
 
-    def __init__(self, generation: Generation, index_dir: Path) -> None:
+    def __init__(
+        self, generation: Generation, index_dir: Path, *, embedder: Embedder | None = None
+    ) -> None:
         self.index_dir = index_dir
         self.generation = generation
         self.manifest: dict[str, Any] = generation.manifest
@@ -79,14 +81,22 @@ class KnowledgeBase:
         # where the graph route expands: None in memory, else the server the index was
         # exported to (connects on first use); the caller may set it
         self.graph_backend: GraphServer | None = graph_server(self.config.graph_backend)
+        self._given_embedder = embedder
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
         self._chat: Any = None
 
     @classmethod
-    def open(cls, index_dir: str | Path) -> "KnowledgeBase":
+    def open(cls, index_dir: str | Path, *, embedder: Embedder | None = None) -> "KnowledgeBase":
+        """Open the index at ``index_dir``.
+
+        ``embedder`` embeds queries instead of the model named in the index's config (e.g.
+        one the caller plugged into ``build_index(embedder_factory=...)``); its ``name``
+        must equal the one the index was built with, else queries fall back to lexical
+        retrieval and say why, as with any other model mismatch.
+        """
         index_dir = Path(index_dir)
-        return cls(open_generation(index_dir), index_dir)
+        return cls(open_generation(index_dir), index_dir, embedder=embedder)
 
     # -- shared machinery -------------------------------------------------------------
 
@@ -116,7 +126,9 @@ class KnowledgeBase:
         return self._embedder.encode([text])[0]
 
     def _load_query_embedder(self) -> Embedder:
-        """The embedder the index was built with: local, or the OpenAI-compatible one."""
+        """The query embedder: the one given to open, else the index's local or OpenAI-compatible one."""
+        if self._given_embedder is not None:
+            return self._given_embedder
         if self.mode.embedding and self.mode.embedding.startswith("openai/"):
             from arborgraph.llm import LLMCache, LLMUsage
             from arborgraph.llm.provider import OpenAIEmbedder

@@ -17,7 +17,8 @@ import pytest
 import arborgraph
 from arborgraph.pipeline import NoUsableDocuments, build_index
 from arborgraph.config import load_config
-from arborgraph.embedding import local_model_dir
+from arborgraph.embedding import load_embedder, local_model_dir
+from arborgraph.kb import KnowledgeBase
 from arborgraph.store import open_generation
 
 
@@ -222,6 +223,33 @@ def test_lexical_fallback_when_model_is_missing(tmp_path: Path, sample_slice: Pa
     assert res.contexts and res.contexts[0].source == "autoinc.md"
     assert any("lexical fallback" in n for n in res.notes)
     assert all("lexical_fallback" in c.flags for c in res.contexts)
+
+
+def test_open_with_a_given_query_embedder(tmp_path: Path, sample_slice: Path) -> None:
+    cfg = load_config(overrides={"build_tree": False, "build_graph": False})
+    index = tmp_path / "idx"
+    build_index([sample_slice / "wal.md", sample_slice / "autoinc.md"], index, cfg)
+    model = load_embedder(cfg.embedding)
+    seen: list[str] = []
+
+    class Recording:  # the real model, noting what the knowledge base asks it to embed
+        name, dim = model.name, model.dim
+
+        def encode(self, texts: list[str]):  # type: ignore[no-untyped-def]
+            seen.extend(texts)
+            return model.encode(texts)
+
+    question = "How does AUTOINCREMENT choose a new rowid?"
+    res = KnowledgeBase.open(index, embedder=Recording()).query(question, route="lookup")
+    assert seen == [question]
+    assert res.mode.lexical_fallback is False and res.contexts[0].source == "autoinc.md"
+
+    class OtherModel(Recording):
+        name = "another-model/int4"
+
+    res = KnowledgeBase.open(index, embedder=OtherModel()).query(question, route="lookup")
+    assert res.mode.lexical_fallback is True
+    assert any("another-model/int4" in n for n in res.notes)
 
 
 def test_lexical_fallback_when_model_fails_at_query_time(tmp_path: Path, sample_slice: Path) -> None:
