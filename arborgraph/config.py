@@ -34,7 +34,13 @@ class ConfigError(ValueError):
 class IngestConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_file_mb: float = Field(256.0, gt=0, description="files larger than this are skipped")
+    max_file_mb: float = Field(
+        50.0, gt=0,
+        description=(
+            "files larger than this are skipped unread; a build's memory grows with its "
+            "chunks (one 200 MB Markdown file, lookup only: 6.9 GB)"
+        ),
+    )
     part_mb: float = Field(
         8.0, gt=0,
         description=(

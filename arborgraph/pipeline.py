@@ -143,6 +143,10 @@ class Loaded(NamedTuple):
 # Chunking jobs sent to a pool while loading: big enough that a job's round trip is
 # noise, small enough that the last one, sent when loading ends, is short.
 CHUNK_JOB_CHARS = 200_000
+# A document this long is chunked here rather than on a pool worker: shipping it would
+# hold a second copy of its text and blocks (a 200 MB file's are over a gigabyte), for
+# a speed-up of at most one document's worth.
+LOCAL_CHUNK_CHARS = 8_000_000
 
 
 def load_documents(
@@ -198,7 +202,9 @@ def load_documents(
         groups: list[list[Document]] = []
 
         def jobs() -> Iterator[tuple[dict[str, Any], list[Document]]]:
-            for group in _by_size(to_chunk(), CHUNK_JOB_CHARS):
+            # the longest documents are left for chunk_remaining, in this process
+            shippable = (d for d in to_chunk() if len(d.text) <= LOCAL_CHUNK_CHARS)
+            for group in _by_size(shippable, CHUNK_JOB_CHARS):
                 groups.append(group)
                 yield chunking, group
 

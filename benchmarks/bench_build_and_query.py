@@ -35,10 +35,10 @@ DEFAULT_DOCS = Path("/usr/share/doc/python3.11/html")
 QUESTIONS = ROOT / "benchmarks" / "questions"
 
 
-def run_build(docs: Path, index: Path, flags: list[str], env: dict[str, str]) -> dict:
-    """Run one CLI build, sampling the child's peak RSS (children included)."""
-    cmd = [sys.executable, "-m", "arborgraph.cli", "build", str(docs), "--index", str(index), "--json", *flags]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def run_sampled(cmd: list[str], env: dict[str, str]) -> tuple[str, float, int]:
+    """Run ``cmd``, sampling its peak RSS with its children's: (stdout, wall s, peak bytes).
+
+    Exits with the command's stderr tail if it fails."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     ps = psutil.Process(proc.pid)
@@ -51,13 +51,21 @@ def run_build(docs: Path, index: Path, flags: list[str], env: dict[str, str]) ->
             pass
         time.sleep(0.2)
     out, err = proc.communicate()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise SystemExit(f"build failed ({proc.returncode}): {err[-2000:]}")
+        raise SystemExit(f"{' '.join(cmd[:5])} failed ({proc.returncode}): {err[-2000:]}")
+    return out, time.perf_counter() - start, peak
+
+
+def run_build(docs: Path, index: Path, flags: list[str], env: dict[str, str]) -> dict:
+    """Run one CLI build, sampling the child's peak RSS (children included)."""
+    cmd = [sys.executable, "-m", "arborgraph.cli", "build", str(docs), "--index", str(index), "--json", *flags]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out, wall, peak = run_sampled(cmd, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     report = json.loads(out)
     return {
         "flags": flags,
-        "wall_s": round(time.perf_counter() - start, 2),
+        "wall_s": round(wall, 2),
         # CPU seconds of the build process: on a shared machine, wall time mostly
         # measures the other jobs
         "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),

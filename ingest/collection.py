@@ -36,7 +36,11 @@ from ingest.safe_load import load_or_skip
 from ingest.sandbox import LoaderSandbox
 from ingest.sniff import SNIFF_BYTES, binary_kind, detect_format
 
-DEFAULT_MAX_FILE_BYTES = 256 * 2**20
+# Above this a file is skipped unread: a build's memory grows with a file's chunks
+# (a lookup-only build of one 200 MB Markdown file peaked at 6.9 GB; 20 MB at 1.3 GB,
+# benchmarks/results/large_file.json), and a build killed by the system for memory
+# would index nothing; a clear skip lets the rest build. The limit is a setting.
+DEFAULT_MAX_FILE_BYTES = 50 * 2**20
 # Text and Markdown files above this are read and parsed a part at a time (see
 # ingest.parts); other files above it get a proportionally longer time limit.
 DEFAULT_PART_BYTES = 8 * 2**20
@@ -289,7 +293,10 @@ def _load_candidate(
     if info.st_size == 0:
         return skip("empty file")
     if info.st_size > max_file_bytes:
-        return skip(f"file too large ({_size(info.st_size)}; limit {_size(max_file_bytes)})")
+        return skip(
+            f"file too large ({_size(info.st_size)}; limit {_size(max_file_bytes)}; "
+            "raise ingest.max_file_mb to index it)"
+        )
     big = info.st_size > part_bytes
     try:
         # a big file is only sniffed here: it is hashed and parsed without being held whole

@@ -26,6 +26,7 @@ from arborgraph.executor import (
 )
 from arborgraph.pipeline import build_index, input_kilobytes, load_documents
 from arborgraph.progress import no_progress
+from ingest import load_token_counter
 
 PAGES = ["wal.md", "c3ref_busy_timeout.md", "lockingv3.md", "autoinc.md"]
 TABLES = ["chunks", "entities.s0", "relationships.s0", "communities.s0", "community_reports.s0"]
@@ -189,3 +190,40 @@ print(sorted(m for m in heavy if m in sys.modules))
 """
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]", run.stdout + run.stderr
+
+
+class _RecordingExecutor(SerialExecutor):
+    """In-process, but with two workers: the pool's path through load_documents, with
+    every job it was sent kept."""
+
+    workers = 2
+
+    def __init__(self) -> None:
+        self.jobs: list[list[str]] = []
+
+    def map(self, fn, items):  # type: ignore[no-untyped-def]
+        def record(item):  # type: ignore[no-untyped-def]
+            self.jobs.append([d.doc_id for d in item[1]])
+            return fn(item)
+
+        return [record(item) for item in items]
+
+
+def test_the_longest_documents_are_chunked_here_not_shipped_to_the_pool(
+    sample_slice: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arborgraph.pipeline as pipeline
+
+    cfg = load_config()
+    paths = [sample_slice / p for p in PAGES]
+    serial = load_documents(paths, cfg, no_progress)
+    sizes = {d.doc_id: len(d.text) for d in serial.docs}
+    limit = sorted(sizes.values())[1]  # the two longest pages stay here
+    monkeypatch.setattr(pipeline, "LOCAL_CHUNK_CHARS", limit)
+    pool = _RecordingExecutor()
+    loaded = load_documents(paths, cfg, no_progress, executor=pool)
+    shipped = {doc_id for job in pool.jobs for doc_id in job}
+    assert shipped == {d for d, n in sizes.items() if n <= limit} and len(shipped) == 2
+    assert set(loaded.chunks) == shipped  # the others are left to chunk_remaining
+    chunks = pipeline.chunk_remaining(loaded.docs, loaded.chunks, cfg, load_token_counter())
+    assert chunks == pipeline.chunk_remaining(serial.docs, serial.chunks, cfg, load_token_counter())
