@@ -289,8 +289,8 @@ def main() -> None:
                 "the one candidate with real offline weights: multilingual-e5-small quantised to 4 bits "
                 "(72 MB) in its own format, run by a bundled C library through ctypes (no ONNX, no "
                 "sentence-transformers, so not loadable by this module's pipelines); a multilingual "
-                "model, not an English retrieval one. Not installed for this check, so not measured on "
-                "the question set"
+                "model, not an English retrieval one. Measured apart, on the question set and on "
+                "throughput, by bench_embedding_candidates.py: see embedding_candidates.json"
             ),
             "gt-bge-small-en-v1-5, gt-bge-small-en-v1.5, bge-small-en-v1-5, bge-small-en, gte-small, "
             "e5-small-v2, snowflake-arctic-embed-xs": "no such package on the registry",
