@@ -38,7 +38,7 @@ class IngestConfig(BaseModel):
         50.0, gt=0,
         description=(
             "files larger than this are skipped unread; a build's memory grows with its "
-            "chunks (one 200 MB Markdown file, lookup only: 6.9 GB)"
+            "chunks (one 200 MB Markdown file, lookup only: 5.4 GB)"
         ),
     )
     part_mb: float = Field(

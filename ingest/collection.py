@@ -37,7 +37,7 @@ from ingest.sandbox import LoaderSandbox
 from ingest.sniff import SNIFF_BYTES, binary_kind, detect_format
 
 # Above this a file is skipped unread: a build's memory grows with a file's chunks
-# (a lookup-only build of one 200 MB Markdown file peaked at 6.9 GB; 20 MB at 1.3 GB,
+# (a lookup-only build of one 200 MB Markdown file peaked at 5.4 GB,
 # benchmarks/results/large_file.json), and a build killed by the system for memory
 # would index nothing; a clear skip lets the rest build. The limit is a setting.
 DEFAULT_MAX_FILE_BYTES = 50 * 2**20
