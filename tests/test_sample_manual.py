@@ -202,3 +202,27 @@ def test_router_check_rejects_duplicates_and_eval_leaks(tmp_path: Path) -> None:
     assert any("same question as line 1" in f for f in fails)
     assert any("also in the evaluation set" in f for f in fails)
     assert vq.verify_router(path, min_per_type=3)  # 2-3 per type is too few
+
+
+def test_verifier_checks_against_an_index(tmp_path: Path, sample_index: Path) -> None:
+    # The slice index's documents are the corpus; its doc ids are the page names.
+    records = [json.loads(line) for line in (QUESTIONS / "sqlite.jsonl").read_text().splitlines()]
+    docs = set(vq.load_index_corpus(sample_index))
+    kept = []
+    for rec in records:
+        for ev in rec["evidence"]:
+            ev["page"] = ev["page"].rsplit("/", 1)[-1]
+        if all(ev["page"] in docs for ev in rec["evidence"]):
+            kept.append(rec)
+    assert len({r["type"] for r in kept}) >= 3, kept
+    path = _write(tmp_path, kept)
+    assert vq.verify(path, index=sample_index, min_per_type=0) == []
+    assert vq.main(["--index", str(sample_index), "--min-per-type", "0", str(path)]) == 0
+    other = next(d for d in sorted(docs) if d != kept[0]["evidence"][0]["page"])
+    kept[0]["evidence"][0]["page"] = other
+    kept[1]["evidence"][0]["page"] = "examples/sqlite/wal.md"  # a repo path, not a doc id
+    fails = vq.verify(_write(tmp_path, kept), index=sample_index, min_per_type=0)
+    assert any(f"not in {other}" in f for f in fails), fails
+    assert any("is not in the corpus" in f for f in fails), fails
+    too_few = vq.verify(path, index=sample_index)  # the default per-type minimum still applies
+    assert any(f"want at least {vq.MIN_PER_TYPE}" in f for f in too_few), too_few

@@ -12,10 +12,18 @@ space, whitespace collapsed) it must occur exactly once in the whole corpus
 page boundary), and that one occurrence must be inside the named page.
 Matches are whole-word: "wal" does not match inside "walk".
 
+With ``--index IDX`` the corpus is instead the documents of an Arborgraph index
+(any manual): each document's full text as the index stores it, keyed by its
+doc id, so ``page`` names a doc id such as ``library/json.html``. Chunks overlap
+and are slices of that text, so counting in the documents counts each
+occurrence once. ``--min-per-type`` lowers the per-type minimum for a smaller set:
+``python.jsonl`` (10 per type, over the first 300 pages of the Python 3.11 docs) is
+checked with ``--index IDX --min-per-type 10 benchmarks/questions/python.jsonl``.
+
 The router training files (``*_router.jsonl`` in the same folder) get a
 schema check, and must not contain any question of the evaluation set.
 
-Run ``python benchmarks/questions/verify_questions.py [FILE]``; it exits 1 and
+Run ``python benchmarks/questions/verify_questions.py [--index IDX] [FILE]``; it exits 1 and
 lists the failures if there are any (2 when FILE cannot be read).
 """
 
@@ -76,6 +84,15 @@ def load_corpus(corpus_dir: Path = CORPUS_DIR) -> dict[str, str]:
             key = path.as_posix()
         pages[key] = normalize(strip_frontmatter(path.read_text(encoding="utf-8")))
     return pages
+
+
+def load_index_corpus(index_dir: Path) -> dict[str, str]:
+    """Normalised full text of every document of an Arborgraph index, keyed by doc id."""
+    # Imported here so the default check (the sample manual) runs without the package.
+    from arborgraph.store import open_generation
+
+    docs = open_generation(index_dir).table("documents", ["doc_id", "text"]).to_pylist()
+    return {d["doc_id"]: normalize(d["text"]) for d in docs}
 
 
 def occurrences(needle: str, pages: dict[str, str]) -> Counter[str]:
@@ -158,11 +175,16 @@ def _check_record(lineno: int, rec: object, pages: dict[str, str]) -> tuple[str 
     return qid, fails
 
 
-def verify(path: str | Path = DEFAULT_QUESTIONS, corpus_dir: Path = CORPUS_DIR) -> list[str]:
-    """Validate a question file; return the failures (empty when it passes)."""
-    pages = load_corpus(Path(corpus_dir))
+def verify(path: str | Path = DEFAULT_QUESTIONS, corpus_dir: Path = CORPUS_DIR,
+           index: Path | None = None, min_per_type: int = MIN_PER_TYPE) -> list[str]:
+    """Validate a question file; return the failures (empty when it passes).
+
+    The corpus is the sample manual in ``corpus_dir``, or with ``index`` the
+    documents of that Arborgraph index.
+    """
+    pages = load_index_corpus(Path(index)) if index is not None else load_corpus(Path(corpus_dir))
     if not pages:
-        return [f"no pages found in {corpus_dir}"]
+        return [f"no pages found in {index if index is not None else corpus_dir}"]
     fails: list[str] = []
     ids: Counter[str] = Counter()
     per_type: Counter[str] = Counter()
@@ -183,8 +205,8 @@ def verify(path: str | Path = DEFAULT_QUESTIONS, corpus_dir: Path = CORPUS_DIR) 
             per_type[rec["type"]] += 1
     fails.extend(f"id {qid!r} used {n} times" for qid, n in sorted(ids.items()) if n > 1)
     for qtype in TYPES:
-        if per_type[qtype] < MIN_PER_TYPE:
-            fails.append(f"type {qtype!r}: {per_type[qtype]} questions, want at least {MIN_PER_TYPE}")
+        if per_type[qtype] < min_per_type:
+            fails.append(f"type {qtype!r}: {per_type[qtype]} questions, want at least {min_per_type}")
     return fails
 
 
@@ -250,17 +272,32 @@ def verify_router(path: str | Path, min_per_type: int = 10,
 def main(argv: list[str] | None = None) -> int:
     """Verify the evaluation set (or the file given) and every ``*_router.jsonl`` beside it."""
     parser = argparse.ArgumentParser(
-        description="Check an evaluation question file against the sample manual, and the "
-        "*_router.jsonl files beside it; exits 1 and lists the failures if there are any.",
+        description="Check an evaluation question file against the sample manual (or the "
+        "documents of an index), and the *_router.jsonl files beside it; exits 1 and lists "
+        "the failures if there are any.",
     )
     parser.add_argument("file", nargs="?", type=Path, default=DEFAULT_QUESTIONS,
                         help=f"questions JSONL (default: {DEFAULT_QUESTIONS.relative_to(REPO_ROOT)})")
-    path = parser.parse_args(argv).file
+    parser.add_argument("--index", type=Path, default=None,
+                        help="check against the documents of this Arborgraph index; pages are doc ids")
+    parser.add_argument("--min-per-type", type=int, default=MIN_PER_TYPE,
+                        help=f"questions wanted per type (default: {MIN_PER_TYPE})")
+    args = parser.parse_args(argv)
+    path = args.file
     try:
         path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         parser.error(f"cannot read {path}: {exc}")
-    report: list[tuple[Path, list[str]]] = [(path, verify(path))]
+    if args.index is not None:
+        from arborgraph.store import IndexError_
+
+        try:
+            fails = verify(path, index=args.index, min_per_type=args.min_per_type)
+        except IndexError_ as exc:
+            parser.error(str(exc))
+    else:
+        fails = verify(path, min_per_type=args.min_per_type)
+    report: list[tuple[Path, list[str]]] = [(path, fails)]
     exclude = frozenset(normalize(q) for q in questions(path))
     for router in sorted(path.parent.glob("*_router.jsonl")):
         report.append((router, verify_router(router, exclude=exclude)))
