@@ -378,3 +378,29 @@ def test_acl_given_to_the_build_rescopes_on_rebuild(tmp_path: Path, sample_slice
             assert not any("HERON" in c.text or c.source == "private/tarpon.md" for c in res.contexts), (route, principal)
         res = kb.query("Tarpon vault PIN HERON-4242", route=route, principal="team-d")
         assert any("HERON-4242" in c.text for c in res.contexts), route
+
+
+def test_graph_view_shows_passages_current_on_its_date(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "old-policy.md").write_text(
+        "---\ntitle: Retention policy 2020\nvalid_to: 2021-01-01\n---\n# Retention\n\n"
+        "The `backup_retention_days` setting keeps backups of the cache database for ninety days.\n"
+    )
+    (docs / "current.md").write_text(
+        "# Backups\n\nThe `backup_retention_days` setting is read by the `backup_scheduler` process.\n"
+    )
+    build_index([docs], tmp_path / "idx", load_config(overrides={"build_tree": False}))
+    kb = arborgraph.open(tmp_path / "idx")
+    old_chunk = next(c for c, d in zip(kb.store.chunk_ids, kb.store.doc_ids) if d == "old-policy.md")
+    new_chunk = next(c for c, d in zip(kb.store.chunk_ids, kb.store.doc_ids) if d == "current.md")
+    # the entity links to both passages; the graph itself is not dated
+    entity = kb.graph_view().entity("backup_retention_days")
+    assert {old_chunk, new_chunk} <= set(entity.chunk_ids)
+
+    today = kb.graph_view()
+    assert "backup_scheduler" in today.text(new_chunk)
+    with pytest.raises(KeyError):
+        today.text(old_chunk)  # expired: not shown today
+    assert "ninety days" in kb.graph_view(as_of=dt.date(2020, 6, 1)).text(old_chunk)
+    assert "ninety days" in kb.graph_view(as_of=None).text(old_chunk)  # no date check
