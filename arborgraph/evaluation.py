@@ -4,7 +4,8 @@ An evidence string counts as found when, after normalisation (lower case, every
 non-alphanumeric character a space, whitespace collapsed), it appears within the first
 ``budget_words`` words of the returned contexts, in order. Every system is measured on
 the same index in the same run: ``auto`` and each forced route the index has, plus the
-flat baselines BM25-only, dense-only and hybrid.
+flat baselines BM25-only, dense-only and hybrid. Each system's recall difference from
+the hybrid baseline comes with a paired bootstrap interval over the questions.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from arborgraph.results import Context
@@ -29,6 +31,9 @@ EXPECTED_ROUTE: dict[str, str] = {
     "global": "global",
 }
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
+REFERENCE_SYSTEM = "baseline:hybrid"
+CI_LEVEL = 0.95
+BOOTSTRAP_RESAMPLES = 2000
 
 
 class EvalError(ValueError):
@@ -89,12 +94,25 @@ class Metrics(BaseModel):
     route_accuracy: float | None = None
 
 
+class Difference(BaseModel):
+    """A system's evidence recall minus the reference's on the same questions, with a
+    paired bootstrap confidence interval (resampling questions)."""
+
+    reference: str
+    diff: float
+    low: float
+    high: float
+    level: float = CI_LEVEL
+
+
 class SystemReport(BaseModel):
     name: str
     overall: Metrics
     by_type: dict[str, Metrics]
     latency_ms_p50: float
     per_question: list[QuestionScore]
+    # question type (and "overall") -> recall difference against the hybrid baseline
+    vs_reference: dict[str, Difference] = Field(default_factory=dict)
 
 
 class EvalReport(BaseModel):
@@ -151,6 +169,49 @@ def _metrics(scores: Sequence[QuestionScore]) -> Metrics:
         mrr=round(sum(1 / s.first_hit_rank if s.first_hit_rank else 0 for s in scores) / n, 4),
         route_accuracy=round(sum(bool(s.route_ok) for s in routed) / len(routed), 4) if routed else None,
     )
+
+
+def paired_bootstrap(
+    values: Sequence[float],
+    reference: Sequence[float],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    level: float = CI_LEVEL,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """(mean difference, low, high): the percentile interval of ``values - reference``
+    over ``resamples`` resamplings of the paired items, seeded.
+
+    With a few dozen questions one evidence string moves recall by several hundredths,
+    so a difference is only worth quoting with its interval.
+    """
+    a = np.asarray(values, dtype=np.float64)
+    b = np.asarray(reference, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
+        raise ValueError("paired_bootstrap needs two equally long, non-empty sequences")
+    diffs = a - b
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(diffs), size=(resamples, len(diffs)))
+    means = diffs[picks].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return round(float(diffs.mean()), 4), round(float(low), 4), round(float(high), 4)
+
+
+def _recall(score: QuestionScore) -> float:
+    return score.found / score.total
+
+
+def _differences(system: SystemReport, reference: SystemReport) -> dict[str, Difference]:
+    """Per question type and overall: ``system``'s recall minus ``reference``'s."""
+    ref = {s.id: s for s in reference.per_question}
+    pairs = [(s, ref[s.id]) for s in system.per_question if s.id in ref]
+    out: dict[str, Difference] = {}
+    for qtype in [*sorted({s.type for s, _ in pairs}), "overall"]:
+        mine = [(a, b) for a, b in pairs if qtype == "overall" or a.type == qtype]
+        diff, low, high = paired_bootstrap([_recall(a) for a, _ in mine], [_recall(b) for _, b in mine])
+        out[qtype] = Difference(reference=reference.name, diff=diff, low=low, high=high)
+    return out
 
 
 def _run_system(
@@ -226,6 +287,10 @@ def evaluate(
         else:
             raise EvalError(f"system '{name}' is not available on this index")
         reports[name] = _run_system(name, questions, fn, budget_words, judge_route=name == "auto")
+    if REFERENCE_SYSTEM in reports:
+        for name, system in reports.items():
+            if name != REFERENCE_SYSTEM:
+                system.vs_reference = _differences(system, reports[REFERENCE_SYSTEM])
     return EvalReport(
         index=str(kb.index_dir),
         mode=kb.mode.label,
@@ -254,4 +319,15 @@ def format_report(report: EvalReport) -> str:
         cells.append(f"{o.evidence_recall:.2f}/{o.full_hit_rate:.2f}/{o.mrr:.2f}")
         acc = f"{o.route_accuracy:.2f}" if o.route_accuracy is not None else "-"
         lines.append(f"{name:<18}" + "".join(f"{c:>22}" for c in cells) + f"{acc:>11}{sys_report.latency_ms_p50:>9.1f}")
+    compared = {n: r for n, r in report.systems.items() if r.vs_reference}
+    if compared:
+        reference = next(iter(compared.values())).vs_reference["overall"].reference
+        lines += ["", f"recall minus {reference}'s, {CI_LEVEL:.0%} paired bootstrap interval (questions resampled)"]
+        lines.append(f"{'system':<18}" + "".join(f"{t:>22}" for t in [*types, "overall"]))
+        for name, sys_report in compared.items():
+            cells = []
+            for t in [*types, "overall"]:
+                d = sys_report.vs_reference.get(t)
+                cells.append(f"{d.diff:+.2f} [{d.low:+.2f},{d.high:+.2f}]" if d else "-")
+            lines.append(f"{name:<18}" + "".join(f"{c:>22}" for c in cells))
     return "\n".join(lines)
