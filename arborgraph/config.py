@@ -72,6 +72,12 @@ class RetrievalConfig(BaseModel):
     structure_weight: float = Field(
         0.0, ge=0, description="RRF weight of the chunks a structure reached, vs 1.0 for lookup"
     )
+    ranker: bool = Field(
+        True, description="order every route's chunk candidates with the learned ranking stage"
+    )
+    ranker_model: str | None = Field(
+        None, description="a ranker model JSON file (default: the one shipped with Arborgraph)"
+    )
 
 
 class TreeSearchConfig(BaseModel):

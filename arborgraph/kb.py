@@ -26,6 +26,7 @@ from arborgraph.structures import PUBLIC, scope_principals
 
 if TYPE_CHECKING:
     from arborgraph.llm.base import ChatModel
+    from arborgraph.ranking import RankerModel
 
 ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
 DEFAULT_TOP_K = 20
@@ -33,10 +34,8 @@ DEFAULT_BUDGET_TOKENS = 2000
 # structured routes fuse their chunks with this many flat hits
 LOOKUP_DEPTH = 50
 
-
 class QueryError(ValueError):
     """A query the index cannot answer as asked (e.g. a route it has not built)."""
-
 
 class KnowledgeBase:
     """An opened index. Use :func:`arborgraph.open` or :func:`arborgraph.build`."""
@@ -85,6 +84,13 @@ class KnowledgeBase:
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
         self._chat: Any = None
+        from arborgraph.ranking import load_model
+
+        # the learned ranking stage (None: the routes' own orders); settable, e.g. by
+        # benchmarks/train_ranker.py to score a fold's model
+        self.ranker: RankerModel | None = (
+            load_model(self.config.retrieval.ranker_model) if self.config.retrieval.ranker else None
+        )
 
     @classmethod
     def open(cls, index_dir: str | Path, *, embedder: Embedder | None = None) -> "KnowledgeBase":
@@ -331,19 +337,67 @@ class KnowledgeBase:
         notes: list[str],
         principal: str | None,
     ) -> tuple[list[Context], dict[str, list[str]]]:
+        scopes = readable(self.scopes, principal)
         if route == "lookup":
+            if self.ranker is not None:
+                ranked = self._rerank(question, query_vector, hits, mask, scopes, route, [])
+                return ranked[:top_k], hits.rankings | {"ranker": [c.node_id for c in ranked]}
             return hits.contexts[:top_k], hits.rankings
         retrieved = {f"lookup/{k}": v for k, v in hits.rankings.items()}
-        scopes = readable(self.scopes, principal)
-        if route == "tree":
-            contexts = self._tree(question, query_vector, mask, scopes, max_leaves=max(100, 3 * top_k))
-        else:
-            contexts, why_empty = self._graph(route, question, query_vector, mask, scopes, hits.contexts)
-            if not contexts:
-                notes.append(f"{route} route found nothing ({why_empty}); fell back to lookup")
-                return hits.contexts[:top_k], hits.rankings
+        contexts, why_empty = self._structure(route, question, query_vector, hits, mask, scopes, top_k)
+        if not contexts:
+            notes.append(f"{route} route found nothing ({why_empty}); fell back to lookup")
+            return hits.contexts[:top_k], hits.rankings
         retrieved[route] = [f"{c.kind}:{c.node_id}" for c in contexts]
+        if self.ranker is not None:
+            # the structure keeps its own context first (overview, chain, report); the
+            # ranker orders the chunks it reached together with lookup's candidates
+            header = [c for c in contexts if c.kind != "chunk"][: self.config.retrieval.structure_header]
+            chunks = [c for c in contexts if c.kind == "chunk"]
+            ranked = self._rerank(question, query_vector, hits, mask, scopes, route, chunks)
+            retrieved["ranker"] = [c.node_id for c in ranked]
+            return (header + ranked)[: max(top_k, 1) * 3], retrieved
         return self._compose(route, contexts, hits.contexts)[: max(top_k, 1) * 3], retrieved
+
+    def _structure(
+        self, route: Route, question: str, query_vector: np.ndarray | None, hits: LookupHits,
+        mask: np.ndarray, scopes: list[Any], top_k: int,
+    ) -> tuple[list[Context], str]:
+        """What the tree, graph or global route itself returns, and why it is empty if so."""
+        if route == "tree":
+            return self._tree(question, query_vector, mask, scopes, max_leaves=max(100, 3 * top_k)), "the walk reached no readable node"
+        return self._graph(route, question, query_vector, mask, scopes, hits.contexts)
+
+    def ranking_candidates(
+        self, question: str, route: Route, *, principal: str | None = None, top_k: int = DEFAULT_TOP_K,
+    ) -> tuple[list[str], np.ndarray]:
+        """The chunk ids the ranking stage orders for ``question`` on ``route``, and their
+        feature matrix (columns: :data:`arborgraph.ranking.FEATURES`), computed exactly
+        as :meth:`query` computes them; for training and inspecting the ranker."""
+        from arborgraph.rerank import candidates
+
+        mask = self.chunk_mask(principal, dt.date.today())
+        query_vector = self.embed_query(question)
+        hits = lookup_search(
+            self.lookup_index, question, query_vector, mask=mask,
+            top_k=max(top_k, LOOKUP_DEPTH), config=self.config.retrieval,
+        )
+        scopes = readable(self.scopes, principal)
+        chunks: list[Context] = []
+        if route != "lookup":
+            found, _ = self._structure(route, question, query_vector, hits, mask, scopes, top_k)
+            chunks = [c for c in found if c.kind == "chunk"]
+        rows, matrix = candidates(self, question, query_vector, hits, mask, scopes, route, chunks)
+        return [self.store.chunk_ids[r] for r in rows], matrix
+
+    def _rerank(
+        self, question: str, query_vector: np.ndarray | None, hits: LookupHits, mask: np.ndarray,
+        scopes: list[Any], route: Route, chunks: list[Context],
+    ) -> list[Context]:
+        from arborgraph.rerank import rerank
+
+        assert self.ranker is not None
+        return rerank(self, self.ranker, question, query_vector, hits, mask, scopes, route, chunks)
 
     def _compose(self, route: Route, found: list[Context], lookup_hits: list[Context]) -> list[Context]:
         """The structure's own context first (overview, relation chain, report), then

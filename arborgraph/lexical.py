@@ -77,3 +77,9 @@ class LexicalIndex:
         if not tokens:
             return np.zeros(self.n_rows, dtype=np.float32)
         return np.asarray(self._retriever.get_scores(tokens), dtype=np.float32)
+
+    def token_scores(self, token: str) -> np.ndarray:
+        """BM25 score of every row for one already analysed token (see :func:`analyse`)."""
+        if self.n_rows == 0:
+            return np.zeros(0, dtype=np.float32)
+        return np.asarray(self._retriever.get_scores([token]), dtype=np.float32)

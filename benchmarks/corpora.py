@@ -1,7 +1,8 @@
 """Materialise the held-out manuals of ``corpora.json`` as plain folders.
 
-Each entry names a Debian documentation package, the folder it installs, and the
-globs (relative to that folder) that make up the manual. The files are copied, keeping
+Each entry names a Debian documentation package, the folder it installs, the globs
+(relative to that folder) that make up the manual, and its role: ``train`` manuals are
+the ranker's leave-one-manual-out folds, ``eval`` manuals are only ever scored. The files are copied, keeping
 their relative paths, so an index built from ``DEST/NAME`` has doc ids such as
 ``mod/core.html`` that the question sets under ``questions/`` refer to.
 
@@ -33,7 +34,8 @@ def manual_files(spec: dict) -> list[Path]:
     for pattern in spec["include"]:
         chosen.update(p.relative_to(root) for p in root.glob(pattern) if p.is_file())
     excluded = {p.relative_to(root) for pattern in spec["exclude"] for p in root.glob(pattern)}
-    return sorted(chosen - excluded)
+    # "limit": the first N files in path order (as bench_build_and_query.py --limit-docs)
+    return sorted(chosen - excluded)[: spec.get("limit")]
 
 
 def materialise(name: str, spec: dict, dest: Path) -> int:

@@ -1,0 +1,279 @@
+"""The learned ranking stage: one score per candidate chunk from every structure's signals.
+
+The candidates of a query are the union of flat hybrid lookup's candidates (BM25's and
+the dense retriever's top hits) and the chunks the chosen structure route reached. Each
+gets a fixed vector of features (:data:`FEATURES`); a linear model over the standardised
+features, trained by ``benchmarks/train_ranker.py`` with leave-one-manual-out
+cross-validation and shipped as JSON coefficients, orders them. Everything here is a
+pure function of arrays the index already holds, so a query's order is deterministic.
+
+Features come in two groups: the flat ones every index has (lexical and dense scores and
+ranks, query-term coverage of the chunk, its heading path and page title, the chunk's
+place in its page, page-level aggregates and neighbouring chunks), and the structure
+ones (:data:`STRUCTURE_FEATURES`: how close the chunk's tree parent summary is to the
+question, and the chunk's rank in the tree, graph or global route's own result). The
+ablation model is trained without the structure group.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+MODEL_FILE = Path(__file__).resolve().parent / "data" / "ranker_model.json"
+MODEL_FORMAT = "arborgraph-ranker/1"
+
+FLAT_FEATURES: tuple[str, ...] = (
+    "bm25_rel",  # BM25 score / best BM25 score of the query
+    "bm25_inv_rank",  # 1 / rank in BM25's candidates (0: not among them)
+    "dense_cos",  # cosine of chunk and question
+    "dense_gap",  # cosine minus the query's best cosine
+    "dense_inv_rank",
+    "rrf_rel",  # fused RRF score / best fused score
+    "rrf_inv_rank",
+    "term_cover",  # share of the question's distinct terms the chunk contains
+    "idf_cover",  # the same, each term weighted by its idf
+    "heading_cover",  # share of the question's terms in the heading path and page title
+    "title_cover",  # share in the page title alone
+    "first_in_page",  # 1 for a page's first chunk
+    "log_position",  # log(1 + the chunk's place in its page)
+    "page_bm25_rel",  # best BM25 of any chunk of the page / query's best
+    "page_dense_gap",  # best cosine of any chunk of the page minus query's best
+    "page_candidates",  # log(1 + the page's chunks among the candidates)
+    "page_cover",  # share of the question's terms found in the page's candidate chunks
+    "neighbour_dense_gap",  # best cosine of the previous/next chunk minus query's best
+    "neighbour_bm25_rel",
+)
+STRUCTURE_FEATURES: tuple[str, ...] = (
+    "tree_parent_gap",  # cosine of the chunk's tree parent summary minus the best such
+    "tree_inv_rank",  # 1 / rank in the tree route's chunks (0: not reached or other route)
+    "graph_inv_rank",
+    "global_inv_rank",
+)
+FEATURES: tuple[str, ...] = FLAT_FEATURES + STRUCTURE_FEATURES
+
+
+@dataclass(frozen=True)
+class QuerySignals:
+    """What a query's features are computed from, all aligned with the chunk rows.
+
+    ``bm25`` and ``dense`` hold every row's score (``dense`` None without vectors);
+    ``term_rows`` the rows each distinct question term occurs in, with its idf;
+    ``rank_lists`` the ordered chunk rows of each retriever ("bm25", "dense", "rrf",
+    and the structure route's name when one ran); ``parent_cos`` the cosine of each
+    candidate row's tree parent summary with the question (rows absent: no parent).
+    """
+
+    bm25: np.ndarray
+    dense: np.ndarray | None
+    term_rows: Sequence[tuple[frozenset[int], float]]
+    question_terms: frozenset[str]
+    rank_lists: Mapping[str, Sequence[int]]
+    rrf_scores: Mapping[int, float]
+    parent_cos: Mapping[int, float]
+
+
+@dataclass(frozen=True)
+class PageLayout:
+    """Where each chunk row sits: its page (as an int), its place in the page, and its
+    neighbours' rows (-1 at a page's edge); plus the analysed terms of its heading
+    path and page title."""
+
+    doc_index: np.ndarray
+    position: np.ndarray
+    previous: np.ndarray
+    following: np.ndarray
+    heading_terms: Sequence[frozenset[str]]
+    title_terms: Sequence[frozenset[str]]
+
+
+def page_layout(
+    doc_ids: Sequence[str], starts: Sequence[int], heading_terms: Sequence[frozenset[str]],
+    title_terms: Sequence[frozenset[str]],
+) -> PageLayout:
+    """The layout of chunk rows, from their documents and start offsets."""
+    n = len(doc_ids)
+    codes: dict[str, int] = {}
+    doc_index = np.array([codes.setdefault(d, len(codes)) for d in doc_ids], dtype=np.int64)
+    order = sorted(range(n), key=lambda r: (doc_index[r], starts[r], r))
+    position = np.zeros(n, dtype=np.int64)
+    previous = np.full(n, -1, dtype=np.int64)
+    following = np.full(n, -1, dtype=np.int64)
+    for i, row in enumerate(order):
+        if i > 0 and doc_index[order[i - 1]] == doc_index[row]:
+            previous[row] = order[i - 1]
+            following[order[i - 1]] = row
+            position[row] = position[order[i - 1]] + 1
+    return PageLayout(doc_index, position, previous, following, heading_terms, title_terms)
+
+
+def candidate_rows(signals: QuerySignals) -> list[int]:
+    """Every row some retriever ranked, in first-seen order (RRF's order first)."""
+    seen: dict[int, None] = {}
+    for name in ("rrf", "bm25", "dense", *sorted(signals.rank_lists)):
+        for row in signals.rank_lists.get(name, ()):
+            seen.setdefault(row, None)
+    return list(seen)
+
+
+def _inv_ranks(rows: Sequence[int], ranked: Sequence[int]) -> np.ndarray:
+    place = {row: i for i, row in enumerate(ranked)}
+    return np.array([1.0 / (1 + place[r]) if r in place else 0.0 for r in rows])
+
+
+def _cover(terms: frozenset[str], question_terms: frozenset[str]) -> float:
+    return len(terms & question_terms) / len(question_terms) if question_terms else 0.0
+
+
+def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayout) -> np.ndarray:
+    """One row of :data:`FEATURES` per candidate row."""
+    idx = np.asarray(rows, dtype=np.int64)
+    n = len(idx)
+    out = np.zeros((n, len(FEATURES)), dtype=np.float64)
+    if n == 0:
+        return out
+    col = {name: i for i, name in enumerate(FEATURES)}
+    bm25 = signals.bm25.astype(np.float64)
+    best_bm25 = float(bm25.max()) if bm25.size and bm25.max() > 0 else 1.0
+    out[:, col["bm25_rel"]] = bm25[idx] / best_bm25
+    out[:, col["bm25_inv_rank"]] = _inv_ranks(rows, signals.rank_lists.get("bm25", ()))
+    doc = layout.doc_index
+    page_bm25 = np.zeros(int(doc.max()) + 1)
+    np.maximum.at(page_bm25, doc, bm25)
+    out[:, col["page_bm25_rel"]] = page_bm25[doc[idx]] / best_bm25
+    prev, nxt = layout.previous[idx], layout.following[idx]
+
+    def neighbour_best(values: np.ndarray, floor: float) -> np.ndarray:
+        left = np.where(prev >= 0, values[np.maximum(prev, 0)], floor)
+        right = np.where(nxt >= 0, values[np.maximum(nxt, 0)], floor)
+        return np.maximum(left, right)
+
+    out[:, col["neighbour_bm25_rel"]] = neighbour_best(bm25, 0.0) / best_bm25
+    if signals.dense is not None:
+        dense = signals.dense.astype(np.float64)
+        best = float(dense.max())
+        out[:, col["dense_cos"]] = dense[idx]
+        out[:, col["dense_gap"]] = dense[idx] - best
+        page_dense = np.full(int(doc.max()) + 1, -1.0)
+        np.maximum.at(page_dense, doc, dense)
+        out[:, col["page_dense_gap"]] = page_dense[doc[idx]] - best
+        out[:, col["neighbour_dense_gap"]] = neighbour_best(dense, -1.0) - best
+    out[:, col["dense_inv_rank"]] = _inv_ranks(rows, signals.rank_lists.get("dense", ()))
+    fused = np.array([signals.rrf_scores.get(r, 0.0) for r in rows])
+    out[:, col["rrf_rel"]] = fused / (fused.max() or 1.0)
+    out[:, col["rrf_inv_rank"]] = _inv_ranks(rows, signals.rank_lists.get("rrf", ()))
+    # query-term coverage, per chunk and per page (over the candidates of that page)
+    total_idf = sum(idf for _, idf in signals.term_rows) or 1.0
+    n_terms = len(signals.term_rows) or 1
+    present = np.array([[r in term for term, _ in signals.term_rows] for r in rows], dtype=bool).reshape(
+        n, len(signals.term_rows)
+    )
+    idfs = np.array([idf for _, idf in signals.term_rows])
+    out[:, col["term_cover"]] = present.sum(axis=1) / n_terms
+    out[:, col["idf_cover"]] = (present @ idfs) / total_idf if idfs.size else 0.0
+    page_terms: dict[int, np.ndarray] = {}
+    for i, r in enumerate(rows):
+        d = int(doc[r])
+        page_terms[d] = page_terms[d] | present[i] if d in page_terms else present[i].copy()
+    out[:, col["page_cover"]] = [page_terms[int(doc[r])].sum() / n_terms for r in rows]
+    counts: dict[int, int] = {}
+    for r in rows:
+        counts[int(doc[r])] = counts.get(int(doc[r]), 0) + 1
+    out[:, col["page_candidates"]] = [math.log1p(counts[int(doc[r])]) for r in rows]
+    q = signals.question_terms
+    out[:, col["heading_cover"]] = [_cover(layout.heading_terms[r] | layout.title_terms[r], q) for r in rows]
+    out[:, col["title_cover"]] = [_cover(layout.title_terms[r], q) for r in rows]
+    pos = layout.position[idx]
+    out[:, col["first_in_page"]] = (pos == 0).astype(np.float64)
+    out[:, col["log_position"]] = np.log1p(pos)
+    # structure signals
+    if signals.parent_cos:
+        best_parent = max(signals.parent_cos.values())
+        out[:, col["tree_parent_gap"]] = [signals.parent_cos.get(r, best_parent - 1.0) - best_parent for r in rows]
+    for route in ("tree", "graph", "global"):
+        if route in signals.rank_lists:
+            out[:, col[f"{route}_inv_rank"]] = _inv_ranks(rows, signals.rank_lists[route])
+    return out
+
+
+@dataclass(frozen=True)
+class RankerModel:
+    """A linear scorer over standardised features: ``((x - mean) / scale) @ coef``.
+
+    ``features`` names the columns it was trained on (a subset of :data:`FEATURES`;
+    the ablation model leaves the structure features out).
+    """
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float = 0.0
+    trained_on: tuple[str, ...] = ()
+
+    def score(self, matrix: np.ndarray) -> np.ndarray:
+        cols = [FEATURES.index(f) for f in self.features]
+        x = (matrix[:, cols] - self.mean) / self.scale
+        return x @ self.coef + self.intercept
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "format": MODEL_FORMAT,
+            "features": list(self.features),
+            "mean": [round(float(v), 8) for v in self.mean],
+            "scale": [round(float(v), 8) for v in self.scale],
+            "coef": [round(float(v), 8) for v in self.coef],
+            "intercept": round(float(self.intercept), 8),
+            "trained_on": list(self.trained_on),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> "RankerModel":
+        if data.get("format") != MODEL_FORMAT:
+            raise ValueError(f"not a ranker model of format {MODEL_FORMAT!r}")
+        features = tuple(str(f) for f in data["features"])  # type: ignore[union-attr]
+        unknown = [f for f in features if f not in FEATURES]
+        if unknown:
+            raise ValueError(f"ranker model uses unknown features: {', '.join(unknown)}")
+        arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "coef")]
+        if any(a.shape != (len(features),) for a in arrays) or np.any(arrays[1] <= 0):
+            raise ValueError("ranker model's mean, scale and coef must match its features")
+        return cls(features, *arrays, intercept=float(data.get("intercept", 0.0)),  # type: ignore[arg-type]
+                   trained_on=tuple(data.get("trained_on", ())))  # type: ignore[arg-type]
+
+    @classmethod
+    def load(cls, path: Path) -> "RankerModel":
+        return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=8)
+def load_model(path: str | None = None) -> RankerModel | None:
+    """The ranker at ``path`` (default: the shipped one), read once per process;
+    None when no model is shipped."""
+    target = Path(path) if path else MODEL_FILE
+    if not target.exists():
+        if path:
+            raise ValueError(f"ranker model {path} does not exist")
+        return None
+    return RankerModel.load(target)
+
+
+def rank(rows: Sequence[int], matrix: np.ndarray, model: RankerModel) -> list[tuple[int, float]]:
+    """Candidate rows best first with their model scores; ties keep the given order."""
+    scores = model.score(matrix)
+    order = sorted(range(len(rows)), key=lambda i: (-scores[i], i))
+    return [(rows[i], float(scores[i])) for i in order]
+
+
+def explain_features(model: RankerModel, matrix_row: np.ndarray, top: int = 3) -> list[str]:
+    """The features that raised a candidate's score most, as 'name +contribution'."""
+    cols = [FEATURES.index(f) for f in model.features]
+    contrib = (matrix_row[cols] - model.mean) / model.scale * model.coef
+    best = np.argsort(-contrib)[:top]
+    return [f"{model.features[i]} {contrib[i]:+.2f}" for i in best if contrib[i] > 0]

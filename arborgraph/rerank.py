@@ -1,0 +1,169 @@
+"""The ranking stage's glue to an open index: signals of a query, candidates, new order.
+
+:mod:`arborgraph.ranking` holds the pure features and the model; this module reads what
+they need from a :class:`~arborgraph.kb.KnowledgeBase` (its BM25 and dense indexes, its
+chunk store and trees) for one query, honouring the caller's visibility mask: rows the
+caller may not read score nothing and count in no aggregate, so a restricted page can
+neither appear nor move a visible one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from arborgraph.lexical import analyse
+from arborgraph.ranking import (
+    PageLayout,
+    QuerySignals,
+    RankerModel,
+    candidate_rows,
+    explain_features,
+    feature_matrix,
+    page_layout,
+    rank,
+)
+from arborgraph.results import Context
+
+if TYPE_CHECKING:
+    from arborgraph.kb import KnowledgeBase
+    from arborgraph.lookup import LookupHits
+
+STRUCTURE_ROUTES = ("tree", "graph", "global")
+
+
+def layout_of(kb: "KnowledgeBase") -> PageLayout:
+    """The index's page layout, computed once per opened index."""
+    cached = kb.__dict__.get("_page_layout")
+    if cached is None:
+        store = kb.store
+        titles = {d: frozenset(analyse(info.title or "")) for d, info in store.docs.items()}
+        cached = page_layout(
+            store.doc_ids, store.starts,
+            [frozenset(analyse(" ".join(path))) for path in store.heading_paths],
+            [titles.get(d, frozenset()) for d in store.doc_ids],
+        )
+        kb.__dict__["_page_layout"] = cached
+    return cached
+
+
+def _parent_rows(kb: "KnowledgeBase", scope: Any) -> dict[int, list[int]]:
+    """Chunk row -> rows of its parents in ``scope``'s tree (computed once per scope)."""
+    cache: dict[str, dict[int, list[int]]] = kb.__dict__.setdefault("_tree_parents", {})
+    if scope.tag not in cache:
+        tree = scope.tree
+        leaves = tree.leaves()
+        leaf_idx, parent_rows = tree.leaf_parent_rows()
+        out: dict[int, list[int]] = {}
+        row_of = kb.store.row_of
+        for i, parent in zip(leaf_idx.tolist(), parent_rows.tolist()):
+            row = row_of.get(leaves[i].node_id)
+            if row is not None:
+                out.setdefault(row, []).append(parent)
+        cache[scope.tag] = out
+    return cache[scope.tag]
+
+
+def query_signals(
+    kb: "KnowledgeBase",
+    question: str,
+    query_vector: np.ndarray | None,
+    hits: "LookupHits",
+    mask: np.ndarray,
+    scopes: Sequence[Any],
+    route: str,
+    route_chunks: Sequence[Context],
+) -> QuerySignals:
+    """Every signal the features of ``question``'s candidates are computed from."""
+    store = kb.store
+    lexical = kb.lookup_index.lexical
+    row_of = store.row_of
+    bm25 = np.where(mask, lexical.scores(question), 0.0)
+    dense = None
+    if kb.lookup_index.dense is not None and query_vector is not None:
+        dense = np.where(mask, kb.lookup_index.dense.scores(query_vector), -1.0)
+    terms = sorted(set(analyse(question)))
+    n_rows = max(len(store), 1)
+    term_rows = []
+    for term in terms:
+        rows = frozenset(np.flatnonzero((lexical.token_scores(term) > 0) & mask).tolist())
+        if rows:
+            term_rows.append((rows, math.log(1 + n_rows / len(rows))))
+    rank_lists: dict[str, list[int]] = {
+        name: [row_of[c] for c in ids if c in row_of] for name, ids in hits.rankings.items()
+    }
+    cfg = kb.config.retrieval
+    weights = {"bm25": cfg.weight_bm25, "dense": cfg.weight_dense}
+    rrf: dict[int, float] = {}
+    for name, rows_ in rank_lists.items():
+        for i, row in enumerate(rows_):
+            rrf[row] = rrf.get(row, 0.0) + weights.get(name, 1.0) / (cfg.rrf_k + i + 1)
+    rank_lists["rrf"] = sorted(rrf, key=lambda r: (-rrf[r], r))
+    if route in STRUCTURE_ROUTES:
+        rank_lists[route] = [row_of[c.node_id] for c in route_chunks if c.node_id in row_of]
+    parent_cos: dict[int, float] = {}
+    if query_vector is not None and "tree" in kb.routes:
+        wanted = set(rank_lists["rrf"]).union(*(rank_lists.get(r, ()) for r in STRUCTURE_ROUTES))
+        for scope in scopes:
+            tree = scope.tree
+            if tree.vectors is None:
+                continue
+            parents = _parent_rows(kb, scope)
+            rows_ = [r for r in wanted if r in parents]
+            if not rows_:
+                continue
+            flat = sorted({p for r in rows_ for p in parents[r]})
+            cos = dict(zip(flat, (tree.vectors[flat] @ query_vector).tolist()))
+            for r in rows_:
+                best = max(cos[p] for p in parents[r])
+                parent_cos[r] = max(parent_cos.get(r, -1.0), best)
+    return QuerySignals(
+        bm25=bm25, dense=dense, term_rows=term_rows, question_terms=frozenset(terms),
+        rank_lists=rank_lists, rrf_scores=rrf, parent_cos=parent_cos,
+    )
+
+
+def candidates(
+    kb: "KnowledgeBase",
+    question: str,
+    query_vector: np.ndarray | None,
+    hits: "LookupHits",
+    mask: np.ndarray,
+    scopes: Sequence[Any],
+    route: str,
+    route_chunks: Sequence[Context],
+) -> tuple[list[int], np.ndarray]:
+    """The candidate chunk rows of a query and their feature matrix."""
+    signals = query_signals(kb, question, query_vector, hits, mask, scopes, route, route_chunks)
+    rows = [r for r in candidate_rows(signals) if mask[r]]
+    return rows, feature_matrix(rows, signals, layout_of(kb))
+
+
+def rerank(
+    kb: "KnowledgeBase",
+    model: RankerModel,
+    question: str,
+    query_vector: np.ndarray | None,
+    hits: "LookupHits",
+    mask: np.ndarray,
+    scopes: Sequence[Any],
+    route: str,
+    route_chunks: Sequence[Context],
+) -> list[Context]:
+    """The candidates as chunk contexts, best first by ``model``; each trace says the
+    ranker's score and the features that raised it most."""
+    rows, matrix = candidates(kb, question, query_vector, hits, mask, scopes, route, route_chunks)
+    earlier = {c.node_id: c for c in [*hits.contexts, *route_chunks] if c.kind == "chunk"}
+    position = {r: i for i, r in enumerate(rows)}
+    out = []
+    for row, score in rank(rows, matrix, model):
+        chunk_id = kb.store.chunk_ids[row]
+        why = ", ".join(explain_features(model, matrix[position[row]])) or "no feature above average"
+        trace = [f"ranker: {score:+.3f} ({why})"]
+        if chunk_id in earlier:
+            trace += earlier[chunk_id].trace
+        out.append(kb.store.context(row, score=round(score, 6), trace=trace))
+    return out

@@ -1,0 +1,305 @@
+"""Train the learned ranking stage and judge it only on manuals it never saw.
+
+For every manual of role ``train`` in ``corpora.json`` that has an index and a question
+set (``questions/NAME.jsonl``), each question's candidates and features are computed on
+every route the index has, exactly as a query computes them
+(:meth:`arborgraph.kb.KnowledgeBase.ranking_candidates`), and labelled by whether the
+chunk holds one of the question's evidence strings. Then, leave one manual out: a
+pairwise logistic model is trained on the other manuals' questions and scored on the
+held-out one through the real query path (``kb.query`` with the fold's model), next to
+
+- flat hybrid lookup (the reference every difference is taken against),
+- ``auto`` and every route without the ranker (today's behaviour),
+- the ablation: the same ranker trained without the structures' features, over hybrid's
+  candidates only (``ranker:hybrid-only``), which shows what the tree and graph add.
+
+Figures are given per manual and pooled over the folds, each with a paired bootstrap
+interval against hybrid. The model trained on all the training manuals is shipped as
+``arborgraph/data/ranker_model.json`` (with ``--ship``) and scored once on the manuals
+of role ``eval`` (never trained or tuned on). Results go to
+``benchmarks/results/ranker.json``.
+
+    python benchmarks/train_ranker.py --indexes /work/idx [--ship] [--cache DIR]
+
+where ``/work/idx/NAME`` is an index built from ``corpora.py``'s folder of that manual
+(``arborgraph build /tmp/manuals/NAME --index /work/idx/NAME``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import arborgraph  # noqa: E402
+from arborgraph.evaluation import (  # noqa: E402
+    REFERENCE_SYSTEM,
+    Question,
+    QuestionScore,
+    SystemReport,
+    _differences,
+    _metrics,
+    _run_system,
+    load_questions,
+    normalize,
+)
+from arborgraph.ranking import FEATURES, FLAT_FEATURES, MODEL_FILE, RankerModel  # noqa: E402
+
+QUESTIONS = ROOT / "benchmarks" / "questions"
+CORPORA = ROOT / "benchmarks" / "corpora.json"
+RESULTS = ROOT / "benchmarks" / "results" / "ranker.json"
+BUDGET_WORDS = 1500
+EVAL_TOP_K = 100  # as arborgraph eval: the word window, not top_k, is the cut
+NEGATIVES_PER_POSITIVE = 20
+SEED = 0
+C = 1.0
+
+
+@dataclass
+class Group:
+    """One question on one route: its candidates' features and labels."""
+
+    qid: str
+    qtype: str
+    route: str
+    chunk_ids: list[str]
+    matrix: np.ndarray
+    labels: np.ndarray  # evidence strings each candidate holds
+
+
+def label_rows(texts: list[str], evidence: list[str]) -> np.ndarray:
+    needles = [" " + normalize(e) + " " for e in evidence]
+    out = np.zeros(len(texts), dtype=np.int64)
+    for i, text in enumerate(texts):
+        hay = " " + normalize(text) + " "
+        out[i] = sum(n in hay for n in needles)
+    return out
+
+
+def collect(kb: arborgraph.KnowledgeBase, questions: list[Question]) -> list[Group]:
+    groups = []
+    for q in questions:
+        for route in kb.routes:
+            ids, matrix = kb.ranking_candidates(q.question, route, top_k=EVAL_TOP_K)  # type: ignore[arg-type]
+            texts = [kb.store.texts[kb.store.row_of[c]] for c in ids]
+            groups.append(Group(q.id, q.type, route, ids, matrix, label_rows(texts, [e.text for e in q.evidence])))
+    return groups
+
+
+def save_groups(path: Path, groups: list[Group]) -> None:
+    np.savez_compressed(
+        path,
+        meta=np.array(json.dumps([[g.qid, g.qtype, g.route, g.chunk_ids] for g in groups])),
+        matrix=np.concatenate([g.matrix for g in groups]) if groups else np.zeros((0, len(FEATURES))),
+        labels=np.concatenate([g.labels for g in groups]) if groups else np.zeros(0),
+        features=np.array(json.dumps(list(FEATURES))),
+    )
+
+
+def load_groups(path: Path) -> list[Group] | None:
+    data = np.load(path, allow_pickle=False)
+    if json.loads(str(data["features"])) != list(FEATURES):
+        return None  # features changed since the cache was written
+    groups, at = [], 0
+    for qid, qtype, route, ids in json.loads(str(data["meta"])):
+        n = len(ids)
+        groups.append(Group(qid, qtype, route, ids, data["matrix"][at:at + n], data["labels"][at:at + n]))
+        at += n
+    return groups
+
+
+def pairwise(groups: list[Group], features: tuple[str, ...], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Differences (better - worse) within each group, both signs, for a logistic model."""
+    cols = [FEATURES.index(f) for f in features]
+    diffs = []
+    for g in groups:
+        pos = np.flatnonzero(g.labels > 0)
+        neg = np.flatnonzero(g.labels == 0)
+        if len(pos) == 0 or len(neg) == 0:
+            continue
+        x = g.matrix[:, cols]
+        for p in pos:
+            picks = rng.choice(neg, size=min(NEGATIVES_PER_POSITIVE, len(neg)), replace=False)
+            diffs.append(x[p] - x[picks])
+    d = np.concatenate(diffs)
+    return np.concatenate([d, -d]), np.concatenate([np.ones(len(d)), np.zeros(len(d))])
+
+
+def train(groups: list[Group], features: tuple[str, ...], trained_on: tuple[str, ...]) -> RankerModel:
+    cols = [FEATURES.index(f) for f in features]
+    stacked = np.concatenate([g.matrix[:, cols] for g in groups])
+    mean = stacked.mean(axis=0)
+    scale = stacked.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    x, y = pairwise(groups, features, np.random.default_rng(SEED))
+    clf = LogisticRegression(C=C, fit_intercept=False, max_iter=2000)
+    clf.fit(x / scale, y)
+    return RankerModel(features, mean, scale, clf.coef_[0], trained_on=trained_on)
+
+
+def systems_for(kb: arborgraph.KnowledgeBase, full: RankerModel | None, ablation: RankerModel | None) -> dict:
+    def routed(route: str, model: RankerModel | None):  # type: ignore[no-untyped-def]
+        def run(q: Question):  # type: ignore[no-untyped-def]
+            kb.ranker = model
+            res = kb.query(q.question, route=route, top_k=EVAL_TOP_K, budget_tokens=BUDGET_WORDS * 4)  # type: ignore[arg-type]
+            return res.contexts, res.route
+
+        return run
+
+    def hybrid(q: Question):  # type: ignore[no-untyped-def]
+        return kb.lookup(q.question, mode="hybrid", top_k=EVAL_TOP_K), None
+
+    systems = {REFERENCE_SYSTEM: hybrid, "auto:no-ranker": routed("auto", None)}
+    if full is not None:
+        systems["auto"] = routed("auto", full)
+        for route in kb.routes:
+            systems[route] = routed(route, full)
+    if ablation is not None:
+        systems["ranker:hybrid-only"] = routed("lookup", ablation)
+    return systems
+
+
+def score(kb: arborgraph.KnowledgeBase, questions: list[Question], full: RankerModel | None,
+          ablation: RankerModel | None) -> dict[str, SystemReport]:
+    reports = {
+        name: _run_system(name, questions, fn, BUDGET_WORDS, judge_route=name.startswith("auto"))
+        for name, fn in systems_for(kb, full, ablation).items()
+    }
+    for name, rep in reports.items():
+        if name != REFERENCE_SYSTEM:
+            rep.vs_reference = _differences(rep, reports[REFERENCE_SYSTEM])
+    return reports
+
+
+def pooled(per_manual: dict[str, dict[str, SystemReport]]) -> dict[str, SystemReport]:
+    names = set.intersection(*(set(r) for r in per_manual.values()))
+    out = {}
+    for name in sorted(names):
+        scores: list[QuestionScore] = [s for r in per_manual.values() for s in r[name].per_question]
+        types = sorted({s.type for s in scores})
+        out[name] = SystemReport(
+            name=name, overall=_metrics(scores), by_type={t: _metrics([s for s in scores if s.type == t]) for t in types},
+            latency_ms_p50=float(np.median([r[name].latency_ms_p50 for r in per_manual.values()])),
+            per_question=scores,
+        )
+    for name, rep in out.items():
+        if name != REFERENCE_SYSTEM:
+            rep.vs_reference = _differences(rep, out[REFERENCE_SYSTEM])
+    return out
+
+
+def summary(reports: dict[str, SystemReport]) -> dict:
+    return {
+        name: {
+            "overall": rep.overall.model_dump(),
+            "by_type": {t: m.model_dump() for t, m in rep.by_type.items()},
+            "vs_hybrid": {k: v.model_dump() for k, v in rep.vs_reference.items()},
+            "latency_ms_p50": rep.latency_ms_p50,
+        }
+        for name, rep in reports.items()
+    }
+
+
+def table(title: str, reports: dict[str, SystemReport]) -> str:
+    lines = [f"== {title}", f"{'system':22} {'overall':>8} {'lookup':>8} {'drill':>8} {'relat':>8} {'global':>8}   vs hybrid overall [95% CI]"]
+    for name, rep in reports.items():
+        cells = [rep.by_type[t].evidence_recall if t in rep.by_type else float('nan') for t in ("lookup", "drilldown", "relational", "global")]
+        d = rep.vs_reference.get("overall")
+        ci = f"{d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]" if d else ""
+        lines.append(f"{name:22} {rep.overall.evidence_recall:8.3f} " + " ".join(f"{c:8.3f}" for c in cells) + f"   {ci}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--indexes", type=Path, required=True, help="folder holding one index per manual name")
+    parser.add_argument("--cache", type=Path, default=None, help="folder for the per-manual feature caches")
+    parser.add_argument("--ship", action="store_true", help=f"write the all-manuals model to {MODEL_FILE}")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--only", nargs="*", default=None, help="held-out folds to score (default: all)")
+    parser.add_argument("--corpora", type=Path, default=CORPORA, help="manual list with roles")
+    parser.add_argument("--questions", type=Path, default=QUESTIONS, help="folder of NAME.jsonl question sets")
+    args = parser.parse_args()
+    specs = {k: v for k, v in json.loads(args.corpora.read_text()).items() if not k.startswith("_")}
+    qdir = args.questions
+    train_names = [n for n, s in specs.items() if s["role"] == "train"
+                   and (args.indexes / n).is_dir() and (qdir / f"{n}.jsonl").exists()]
+    eval_names = [n for n, s in specs.items() if s["role"] == "eval"
+                  and (args.indexes / n).is_dir() and (qdir / f"{n}.jsonl").exists()]
+    if len(train_names) < 2:
+        print(f"need at least two training manuals with an index and questions; have {train_names}", file=sys.stderr)
+        return 2
+    started = time.time()
+    kbs = {n: arborgraph.open(args.indexes / n) for n in train_names + eval_names}
+    questions = {n: load_questions(qdir / f"{n}.jsonl") for n in train_names + eval_names}
+    groups: dict[str, list[Group]] = {}
+    for n in train_names:
+        cache = args.cache / f"{n}.npz" if args.cache else None
+        loaded = load_groups(cache) if cache and cache.exists() else None
+        if loaded is None:
+            kbs[n].ranker = None
+            loaded = collect(kbs[n], questions[n])
+            if cache:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                save_groups(cache, loaded)
+        groups[n] = loaded
+        print(f"{n}: {len(questions[n])} questions, {len(loaded)} groups", file=sys.stderr, flush=True)
+
+    folds: dict[str, dict[str, SystemReport]] = {}
+    models: dict[str, dict] = {}
+    for held in train_names:
+        if args.only and held not in args.only:
+            continue
+        rest = [n for n in train_names if n != held]
+        train_groups = [g for n in rest for g in groups[n]]
+        full = train(train_groups, FEATURES, tuple(rest))
+        ablation = train([g for g in train_groups if g.route == "lookup"], FLAT_FEATURES, tuple(rest))
+        models[held] = {"full": full.to_json(), "hybrid_only": ablation.to_json()}
+        folds[held] = score(kbs[held], questions[held], full, ablation)
+        print(table(f"held out: {held}", folds[held]), file=sys.stderr, flush=True)
+    pool = pooled(folds) if folds else {}
+    if pool:
+        print(table("pooled over the held-out folds", pool), file=sys.stderr, flush=True)
+
+    all_groups = [g for n in train_names for g in groups[n]]
+    final = train(all_groups, FEATURES, tuple(train_names))
+    final_ablation = train([g for g in all_groups if g.route == "lookup"], FLAT_FEATURES, tuple(train_names))
+    unseen = {}
+    for n in eval_names:
+        unseen[n] = score(kbs[n], questions[n], final, final_ablation)
+        print(table(f"eval-only manual (never trained on): {n}", unseen[n]), file=sys.stderr, flush=True)
+    if args.ship:
+        MODEL_FILE.write_text(json.dumps(final.to_json(), indent=1) + "\n")
+    result = {
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "load_avg_at_start": os.getloadavg(),
+        "seconds": round(time.time() - started, 1),
+        "budget_words": BUDGET_WORDS,
+        "train_manuals": train_names,
+        "eval_manuals": eval_names,
+        "questions": {n: len(q) for n, q in questions.items()},
+        "model": "pairwise logistic regression over standardised features "
+                 f"(C={C}, {NEGATIVES_PER_POSITIVE} negatives per positive, seed {SEED})",
+        "folds": {n: summary(r) for n, r in folds.items()},
+        "pooled": summary(pool),
+        "eval_only": {n: summary(r) for n, r in unseen.items()},
+        "final_model": final.to_json(),
+        "fold_models": models,
+    }
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
