@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,6 +43,7 @@ FLAT_FEATURES: tuple[str, ...] = (
     "title_cover",  # share in the page title alone
     "first_in_page",  # 1 for a page's first chunk
     "log_position",  # log(1 + the chunk's place in its page)
+    "log_tokens",  # log(1 + the chunk's tokens): long chunks fill the reader's window
     "page_bm25_rel",  # best BM25 of any chunk of the page / query's best
     "page_dense_gap",  # best cosine of any chunk of the page minus query's best
     "page_candidates",  # log(1 + the page's chunks among the candidates)
@@ -55,7 +56,11 @@ STRUCTURE_FEATURES: tuple[str, ...] = (
     "tree_inv_rank",  # 1 / rank in the tree route's chunks (0: not reached or other route)
     "graph_inv_rank",
     "global_inv_rank",
+    "entity_direct",  # weight of the question's linked entities the chunk mentions / best
+    "entity_spread",  # one hop on from them: entities sharing their chunks, back to chunks / best
+    "community_rel",  # best BM25 of a community report over the chunk's entities / best
 )
+GRAPH_SIGNALS: tuple[str, ...] = ("entity_direct", "entity_spread", "community_rel")
 FEATURES: tuple[str, ...] = FLAT_FEATURES + STRUCTURE_FEATURES
 
 
@@ -77,25 +82,27 @@ class QuerySignals:
     rank_lists: Mapping[str, Sequence[int]]
     rrf_scores: Mapping[int, float]
     parent_cos: Mapping[int, float]
+    graph: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class PageLayout:
     """Where each chunk row sits: its page (as an int), its place in the page, and its
-    neighbours' rows (-1 at a page's edge); plus the analysed terms of its heading
-    path and page title."""
+    neighbours' rows (-1 at a page's edge), its length in tokens; plus the analysed
+    terms of its heading path and page title."""
 
     doc_index: np.ndarray
     position: np.ndarray
     previous: np.ndarray
     following: np.ndarray
+    n_tokens: np.ndarray
     heading_terms: Sequence[frozenset[str]]
     title_terms: Sequence[frozenset[str]]
 
 
 def page_layout(
-    doc_ids: Sequence[str], starts: Sequence[int], heading_terms: Sequence[frozenset[str]],
-    title_terms: Sequence[frozenset[str]],
+    doc_ids: Sequence[str], starts: Sequence[int], n_tokens: Sequence[int],
+    heading_terms: Sequence[frozenset[str]], title_terms: Sequence[frozenset[str]],
 ) -> PageLayout:
     """The layout of chunk rows, from their documents and start offsets."""
     n = len(doc_ids)
@@ -110,7 +117,8 @@ def page_layout(
             previous[row] = order[i - 1]
             following[order[i - 1]] = row
             position[row] = position[order[i - 1]] + 1
-    return PageLayout(doc_index, position, previous, following, heading_terms, title_terms)
+    tokens = np.asarray(n_tokens, dtype=np.float64)
+    return PageLayout(doc_index, position, previous, following, tokens, heading_terms, title_terms)
 
 
 def candidate_rows(signals: QuerySignals) -> list[int]:
@@ -192,6 +200,7 @@ def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayou
     pos = layout.position[idx]
     out[:, col["first_in_page"]] = (pos == 0).astype(np.float64)
     out[:, col["log_position"]] = np.log1p(pos)
+    out[:, col["log_tokens"]] = np.log1p(layout.n_tokens[idx])
     # structure signals
     if signals.parent_cos:
         best_parent = max(signals.parent_cos.values())
@@ -199,6 +208,10 @@ def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayou
     for route in ("tree", "graph", "global"):
         if route in signals.rank_lists:
             out[:, col[f"{route}_inv_rank"]] = _inv_ranks(rows, signals.rank_lists[route])
+    for name in GRAPH_SIGNALS:
+        values = signals.graph.get(name, {})
+        column = np.array([values.get(r, 0.0) for r in rows])
+        out[:, col[name]] = column / (column.max() or 1.0)
     return out
 
 

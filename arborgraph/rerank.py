@@ -17,6 +17,7 @@ import numpy as np
 
 from arborgraph.lexical import analyse
 from arborgraph.ranking import (
+    GRAPH_SIGNALS,
     PageLayout,
     QuerySignals,
     RankerModel,
@@ -42,7 +43,7 @@ def layout_of(kb: "KnowledgeBase") -> PageLayout:
         store = kb.store
         titles = {d: frozenset(analyse(info.title or "")) for d, info in store.docs.items()}
         cached = page_layout(
-            store.doc_ids, store.starts,
+            store.doc_ids, store.starts, store.n_tokens,
             [frozenset(analyse(" ".join(path))) for path in store.heading_paths],
             [titles.get(d, frozenset()) for d in store.doc_ids],
         )
@@ -106,7 +107,7 @@ def query_signals(
         rank_lists[route] = [row_of[c.node_id] for c in route_chunks if c.node_id in row_of]
     parent_cos: dict[int, float] = {}
     if query_vector is not None and "tree" in kb.routes:
-        wanted = set(rank_lists["rrf"]).union(*(rank_lists.get(r, ()) for r in STRUCTURE_ROUTES))
+        wanted = wanted_rows(rank_lists)
         for scope in scopes:
             tree = scope.tree
             if tree.vectors is None:
@@ -120,10 +121,65 @@ def query_signals(
             for r in rows_:
                 best = max(cos[p] for p in parents[r])
                 parent_cos[r] = max(parent_cos.get(r, -1.0), best)
+    graph = _graph_signals(kb, question, scopes, wanted_rows(rank_lists), mask)
     return QuerySignals(
         bm25=bm25, dense=dense, term_rows=term_rows, question_terms=frozenset(terms),
-        rank_lists=rank_lists, rrf_scores=rrf, parent_cos=parent_cos,
+        rank_lists=rank_lists, rrf_scores=rrf, parent_cos=parent_cos, graph=graph,
     )
+
+
+def wanted_rows(rank_lists: dict[str, list[int]]) -> set[int]:
+    return set().union(*rank_lists.values())
+
+
+def _graph_signals(
+    kb: "KnowledgeBase", question: str, scopes: Sequence[Any], rows: set[int], mask: np.ndarray
+) -> dict[str, dict[int, float]]:
+    """Entity and community signals of candidate rows, best over the readable scopes.
+
+    The question's entities are linked by name (as graph search links them); a chunk
+    scores their weight where it mentions them (``entity_direct``) and, one hop on, the
+    weight of entities that share chunks with them, each divided by how many chunks it
+    is in so that ubiquitous entities do not spread everywhere (``entity_spread``, a
+    two-step personalised walk over the entity-chunk graph in the manner of HippoRAG).
+    ``community_rel`` is the best BM25 score of a report of a community one of the
+    chunk's entities belongs to.
+    """
+    out: dict[str, dict[int, float]] = {name: {} for name in GRAPH_SIGNALS}
+    if not ({"graph", "global"} & set(kb.routes)) or not rows:
+        return out
+    from graphrag.linking import link_entities
+    from graphrag.search_index import mention_index, report_index
+
+    ids = kb.store.chunk_ids
+    visible = [r for r in rows if mask[r]]
+
+    def keep(name: str, row: int, value: float) -> None:
+        if value > out[name].get(row, 0.0):
+            out[name][row] = value
+
+    for scope in scopes:
+        kg = scope.graph
+        linked = link_entities(kg, question)
+        if linked:
+            mentions = mention_index(kg)
+            direct = mentions.chunk_scores({le.entity_id: le.score for le in linked})
+            reached = direct / (direct.max() or 1.0)
+            spread_entities = mentions.present @ reached
+            spread_entities /= np.maximum(np.asarray(mentions.present.sum(axis=1)).ravel(), 1.0)
+            spread = mentions.present.T @ spread_entities
+            for row in visible:
+                column = mentions.chunk_col.get(ids[row])
+                if column is not None:
+                    keep("entity_direct", row, float(direct[column]))
+                    keep("entity_spread", row, float(spread[column]))
+        reports = report_index(kg).scores(question)
+        if reports:
+            for row in visible:
+                communities = {c for e in kg.chunk_entities.get(ids[row], ()) for c in kg.membership.get(e, ())}
+                best = max((reports.get(c, 0.0) for c in communities), default=0.0)
+                keep("community_rel", row, best)
+    return out
 
 
 def candidates(

@@ -149,10 +149,16 @@ def train(groups: list[Group], features: tuple[str, ...], trained_on: tuple[str,
 
 
 def systems_for(kb: arborgraph.KnowledgeBase, full: RankerModel | None, ablation: RankerModel | None) -> dict:
-    def routed(route: str, model: RankerModel | None):  # type: ignore[no-untyped-def]
+    header = kb.config.retrieval.structure_header
+
+    def routed(route: str, model: RankerModel | None, structure_header: int = header):  # type: ignore[no-untyped-def]
         def run(q: Question):  # type: ignore[no-untyped-def]
             kb.ranker = model
-            res = kb.query(q.question, route=route, top_k=EVAL_TOP_K, budget_tokens=BUDGET_WORDS * 4)  # type: ignore[arg-type]
+            kb.config.retrieval.structure_header = structure_header
+            try:
+                res = kb.query(q.question, route=route, top_k=EVAL_TOP_K, budget_tokens=BUDGET_WORDS * 4)  # type: ignore[arg-type]
+            finally:
+                kb.config.retrieval.structure_header = header
             return res.contexts, res.route
 
         return run
@@ -163,6 +169,8 @@ def systems_for(kb: arborgraph.KnowledgeBase, full: RankerModel | None, ablation
     systems = {REFERENCE_SYSTEM: hybrid, "auto:no-ranker": routed("auto", None)}
     if full is not None:
         systems["auto"] = routed("auto", full)
+        # the structures' own context (summary, chain, report) left out: what it costs
+        systems["auto:no-header"] = routed("auto", full, 0)
         for route in kb.routes:
             systems[route] = routed(route, full)
     if ablation is not None:
@@ -228,6 +236,7 @@ def main() -> int:
     parser.add_argument("--ship", action="store_true", help=f"write the all-manuals model to {MODEL_FILE}")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", nargs="*", default=None, help="held-out folds to score (default: all)")
+    parser.add_argument("--collect-only", action="store_true", help="only fill the feature caches")
     parser.add_argument("--corpora", type=Path, default=CORPORA, help="manual list with roles")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="folder of NAME.jsonl question sets")
     args = parser.parse_args()
@@ -237,7 +246,9 @@ def main() -> int:
                    and (args.indexes / n).is_dir() and (qdir / f"{n}.jsonl").exists()]
     eval_names = [n for n, s in specs.items() if s["role"] == "eval"
                   and (args.indexes / n).is_dir() and (qdir / f"{n}.jsonl").exists()]
-    if len(train_names) < 2:
+    if args.only is not None and args.collect_only:
+        train_names = [n for n in train_names if n in args.only]
+    if len(train_names) < 2 and not args.collect_only:
         print(f"need at least two training manuals with an index and questions; have {train_names}", file=sys.stderr)
         return 2
     started = time.time()
@@ -255,6 +266,8 @@ def main() -> int:
                 save_groups(cache, loaded)
         groups[n] = loaded
         print(f"{n}: {len(questions[n])} questions, {len(loaded)} groups", file=sys.stderr, flush=True)
+    if args.collect_only:
+        return 0
 
     folds: dict[str, dict[str, SystemReport]] = {}
     models: dict[str, dict] = {}

@@ -1,0 +1,197 @@
+"""The learned ranking stage: its features, its model file, and its place in a query.
+
+Pure feature tests use hand-made signals; the rest use the real slice index (real BM25,
+real embeddings, real tree and graph)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import arborgraph
+from arborgraph.ranking import (
+    FEATURES,
+    FLAT_FEATURES,
+    MODEL_FILE,
+    QuerySignals,
+    RankerModel,
+    explain_features,
+    feature_matrix,
+    load_model,
+    page_layout,
+    rank,
+)
+
+
+def _layout():  # type: ignore[no-untyped-def]
+    # rows 0-2: page a (in start order 1, 0, 2); rows 3-4: page b
+    return page_layout(
+        ["a", "a", "a", "b", "b"], [100, 0, 200, 0, 50], [10, 20, 30, 40, 50],
+        [frozenset({"wal"}), frozenset(), frozenset(), frozenset({"lock", "wal"}), frozenset()],
+        [frozenset(), frozenset(), frozenset(), frozenset({"lock"}), frozenset({"lock"})],
+    )
+
+
+def _signals(**over):  # type: ignore[no-untyped-def]
+    base = dict(
+        bm25=np.array([2.0, 0.0, 1.0, 4.0, 0.0]),
+        dense=np.array([0.5, 0.1, 0.2, 0.3, 0.9]),
+        term_rows=[(frozenset({0, 3}), 2.0), (frozenset({3}), 1.0)],
+        question_terms=frozenset({"wal", "lock"}),
+        rank_lists={"bm25": [3, 0, 2], "dense": [4, 0, 3], "rrf": [3, 0, 4, 2]},
+        rrf_scores={3: 0.03, 0: 0.02, 4: 0.01, 2: 0.005},
+        parent_cos={},
+    )
+    base.update(over)
+    return QuerySignals(**base)
+
+
+def col(matrix: np.ndarray, name: str) -> list[float]:
+    return [round(float(v), 4) for v in matrix[:, FEATURES.index(name)]]
+
+
+def test_layout_orders_chunks_by_offset_within_their_page() -> None:
+    layout = _layout()
+    assert layout.position.tolist() == [1, 0, 2, 0, 1]
+    assert layout.previous.tolist() == [1, -1, 0, -1, 3]
+    assert layout.following.tolist() == [2, 0, -1, 4, -1]
+
+
+def test_flat_features_follow_the_signals() -> None:
+    rows = [3, 0, 4, 2]
+    m = feature_matrix(rows, _signals(), _layout())
+    assert m.shape == (4, len(FEATURES))
+    assert col(m, "bm25_rel") == [1.0, 0.5, 0.0, 0.25]
+    assert col(m, "bm25_inv_rank") == [1.0, 0.5, 0.0, round(1 / 3, 4)]
+    assert col(m, "dense_gap") == [-0.6, -0.4, 0.0, -0.7]
+    assert col(m, "term_cover") == [1.0, 0.5, 0.0, 0.0]
+    assert col(m, "idf_cover") == [1.0, round(2 / 3, 4), 0.0, 0.0]
+    # page a's candidates (rows 0, 2) cover one of the two terms; page b's (3, 4) both
+    assert col(m, "page_cover") == [1.0, 0.5, 1.0, 0.5]
+    assert col(m, "page_candidates") == [round(math.log1p(2), 4)] * 4
+    assert col(m, "heading_cover") == [1.0, 0.5, 0.5, 0.0]
+    assert col(m, "title_cover") == [0.5, 0.0, 0.5, 0.0]
+    assert col(m, "first_in_page") == [1.0, 0.0, 0.0, 0.0]
+    assert col(m, "log_tokens") == [round(math.log1p(t), 4) for t in (40, 10, 50, 30)]
+    # row 2's neighbours: row 0 (bm25 2.0) before it, none after
+    assert col(m, "neighbour_bm25_rel")[3] == 0.5
+    assert col(m, "page_bm25_rel") == [1.0, 0.5, 1.0, 0.5]
+    # no structure ran: every structure feature is zero
+    for name in ("tree_inv_rank", "graph_inv_rank", "global_inv_rank", "entity_direct", "tree_parent_gap"):
+        assert col(m, name) == [0.0] * 4
+
+
+def test_structure_features_only_for_the_route_that_ran() -> None:
+    signals = _signals(
+        rank_lists={"bm25": [3], "dense": [4], "rrf": [3, 4], "graph": [4, 3]},
+        parent_cos={3: 0.8, 4: 0.5},
+        graph={"entity_direct": {4: 2.0, 3: 1.0}},
+    )
+    m = feature_matrix([3, 4], signals, _layout())
+    assert col(m, "graph_inv_rank") == [0.5, 1.0]
+    assert col(m, "tree_inv_rank") == [0.0, 0.0]
+    assert col(m, "tree_parent_gap") == [0.0, -0.3]
+    assert col(m, "entity_direct") == [0.5, 1.0]
+
+
+def _model(weights: dict[str, float], features: tuple[str, ...] = FEATURES) -> RankerModel:
+    n = len(features)
+    coef = np.array([weights.get(f, 0.0) for f in features])
+    return RankerModel(features, np.zeros(n), np.ones(n), coef)
+
+
+def test_model_file_round_trip_and_refusals(tmp_path: Path) -> None:
+    model = _model({"bm25_rel": 2.0, "term_cover": -1.0}, FLAT_FEATURES)
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model.to_json()))
+    again = RankerModel.load(path)
+    m = feature_matrix([3, 0, 4, 2], _signals(), _layout())
+    assert np.allclose(again.score(m), model.score(m))
+    bad = model.to_json()
+    bad["features"] = ["bm25_rel", "no_such_feature", *bad["features"][2:]]  # type: ignore[index]
+    with pytest.raises(ValueError, match="unknown features: no_such_feature"):
+        RankerModel.from_json(bad)
+    short = model.to_json() | {"coef": [1.0]}
+    with pytest.raises(ValueError, match="must match its features"):
+        RankerModel.from_json(short)
+    with pytest.raises(ValueError, match="format"):
+        RankerModel.from_json(model.to_json() | {"format": "pickle"})
+    with pytest.raises(ValueError, match="does not exist"):
+        load_model(str(tmp_path / "missing.json"))
+
+
+def test_rank_orders_by_score_and_keeps_ties_stable() -> None:
+    model = _model({"first_in_page": 1.0})
+    rows = [0, 3, 1, 2]
+    m = feature_matrix(rows, _signals(rank_lists={"rrf": rows}), _layout())
+    order = [r for r, _ in rank(rows, m, model)]
+    assert order == [3, 1, 0, 2]  # the two first chunks, then the rest in given order
+    assert explain_features(model, m[1]) == ["first_in_page +1.00"]
+
+
+def test_shipped_model_is_valid_json_over_known_features() -> None:
+    model = load_model()
+    assert model is not None, f"no ranker shipped at {MODEL_FILE}"
+    assert set(model.features) <= set(FEATURES)
+    assert len(model.trained_on) >= 5
+    # never trained on the manuals kept for evaluation or acceptance
+    assert not {"git", "python", "postgres", "postgresql", "sqlite"} & set(model.trained_on)
+
+
+def test_query_orders_chunks_by_the_ranker(sample_index: Path) -> None:
+    kb = arborgraph.open(sample_index)
+    question = "How long does a connection wait on a busy lock?"
+    kb.ranker = None
+    plain = kb.query(question, route="lookup", top_k=10)
+    kb.ranker = _model({"bm25_rel": 1.0})
+    ranked = kb.query(question, route="lookup", top_k=10)
+    bm25 = kb.lookup_index.lexical.scores(question)
+    got = [bm25[kb.store.row_of[c.node_id]] for c in ranked.contexts]
+    assert got == sorted(got, reverse=True)
+    assert all(c.trace[0].startswith("ranker: ") for c in ranked.contexts)
+    assert [c.node_id for c in plain.contexts] != [c.node_id for c in ranked.contexts]
+    assert "ranker" in ranked.retrieved
+    # the same question twice: the same order (features and model are deterministic)
+    again = kb.query(question, route="lookup", top_k=10)
+    assert [c.node_id for c in again.contexts] == [c.node_id for c in ranked.contexts]
+
+
+@pytest.mark.parametrize("route", ["tree", "graph", "global"])
+def test_structure_routes_keep_their_header_then_ranked_chunks(sample_index: Path, route: str) -> None:
+    kb = arborgraph.open(sample_index)
+    kb.ranker = _model({f"{route}_inv_rank": 1.0, "rrf_inv_rank": 0.1})
+    res = kb.query("How do checkpoints move WAL content into the database?", route=route, top_k=8)
+    chunks = [c for c in res.contexts if c.kind == "chunk"]
+    assert chunks and all(c.trace[0].startswith("ranker: ") for c in chunks)
+    # at most the configured header before the chunks
+    first_chunk = next(i for i, c in enumerate(res.contexts) if c.kind == "chunk")
+    assert first_chunk <= kb.config.retrieval.structure_header
+    ids, matrix = kb.ranking_candidates("How do checkpoints move WAL content into the database?", route)
+    reached = matrix[:, FEATURES.index(f"{route}_inv_rank")]
+    assert reached.max() == 1.0  # the route's own first chunk is among the candidates
+
+
+def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
+    from arborgraph.lookup import lookup_search
+    from arborgraph.rerank import query_signals
+    from arborgraph.scoped import readable
+
+    kb = arborgraph.open(sample_index)
+    question = "What does the busy timeout do while the WAL is checkpointed?"
+    hidden_doc = "c3ref_busy_timeout.md"
+    mask = kb.chunk_mask(None, None)
+    hidden = np.array([d == hidden_doc for d in kb.store.doc_ids])
+    assert hidden.any()
+    mask &= ~hidden
+    vector = kb.embed_query(question)
+    hits = lookup_search(kb.lookup_index, question, vector, mask=mask, top_k=50, config=kb.config.retrieval)
+    signals = query_signals(kb, question, vector, hits, mask, readable(kb.scopes, None), "lookup", [])
+    rows = set(np.flatnonzero(hidden).tolist())
+    assert not rows & {r for lst in signals.rank_lists.values() for r in lst}
+    assert np.all(signals.bm25[hidden] == 0) and signals.dense is not None and np.all(signals.dense[hidden] == -1)
+    assert not any(rows & term for term, _ in signals.term_rows)
+    assert not any(rows & set(values) for values in signals.graph.values())
