@@ -265,8 +265,99 @@ class RankerModel:
         return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
+TREES_FORMAT = "arborgraph-ranker-trees/1"
+
+
+@dataclass(frozen=True)
+class TreeRankerModel:
+    """A sum of regression trees over raw features (gradient-boosted, e.g. LambdaRank).
+
+    Each tree is flat arrays: for an inner node, the feature column, the threshold
+    (``x <= threshold`` goes left) and the two children; a negative child ``-(k+1)``
+    is leaf ``k`` of that tree, whose value is added to the score.
+    """
+
+    features: tuple[str, ...]
+    trees: tuple[dict[str, np.ndarray], ...]
+    trained_on: tuple[str, ...] = ()
+
+    def score(self, matrix: np.ndarray) -> np.ndarray:
+        x = matrix[:, [FEATURES.index(f) for f in self.features]]
+        total = np.zeros(len(x))
+        rows = np.arange(len(x))
+        for tree in self.trees:
+            if tree["leaf_value"].size == 1 and tree["feature"].size == 0:
+                total += tree["leaf_value"][0]
+                continue
+            node = np.zeros(len(x), dtype=np.int64)
+            active = np.ones(len(x), dtype=bool)
+            while active.any():
+                at = node[active]
+                go_left = x[rows[active], tree["feature"][at]] <= tree["threshold"][at]
+                node[active] = np.where(go_left, tree["left"][at], tree["right"][at])
+                active = node >= 0
+            total += tree["leaf_value"][-node - 1]
+        return total
+
+    def most_used(self, top: int) -> list[str]:
+        counts = np.bincount(np.concatenate([t["feature"] for t in self.trees] or [np.zeros(0, np.int64)]),
+                             minlength=len(self.features))
+        return [self.features[i] for i in np.argsort(-counts, kind="stable")[:top] if counts[i] > 0]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "format": TREES_FORMAT,
+            "features": list(self.features),
+            "trees": [
+                {k: [round(float(v), 8) if k in ("threshold", "leaf_value") else int(v) for v in arr]
+                 for k, arr in tree.items()}
+                for tree in self.trees
+            ],
+            "trained_on": list(self.trained_on),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> "TreeRankerModel":
+        if data.get("format") != TREES_FORMAT:
+            raise ValueError(f"not a ranker model of format {TREES_FORMAT!r}")
+        features = tuple(str(f) for f in data["features"])  # type: ignore[union-attr]
+        unknown = [f for f in features if f not in FEATURES]
+        if unknown:
+            raise ValueError(f"ranker model uses unknown features: {', '.join(unknown)}")
+        trees = []
+        for raw in data["trees"]:  # type: ignore[union-attr]
+            tree = {
+                "feature": np.asarray(raw["feature"], dtype=np.int64),
+                "threshold": np.asarray(raw["threshold"], dtype=np.float64),
+                "left": np.asarray(raw["left"], dtype=np.int64),
+                "right": np.asarray(raw["right"], dtype=np.int64),
+                "leaf_value": np.asarray(raw["leaf_value"], dtype=np.float64),
+            }
+            inner, leaves = len(tree["feature"]), len(tree["leaf_value"])
+            children = np.concatenate([tree["left"], tree["right"]])
+            if (
+                any(len(tree[k]) != inner for k in ("threshold", "left", "right"))
+                or leaves != inner + 1
+                or (inner and (tree["feature"].min() < 0 or tree["feature"].max() >= len(features)))
+                or np.any(children >= inner) or np.any(children < -leaves)
+            ):
+                raise ValueError("ranker model has a malformed tree")
+            trees.append(tree)
+        return cls(features, tuple(trees), trained_on=tuple(data.get("trained_on", ())))  # type: ignore[arg-type]
+
+
+AnyRanker = RankerModel | TreeRankerModel
+
+
+def model_from_json(data: Mapping[str, object]) -> AnyRanker:
+    """Either kind of ranker model, by its ``format``."""
+    if data.get("format") == TREES_FORMAT:
+        return TreeRankerModel.from_json(data)
+    return RankerModel.from_json(data)
+
+
 @lru_cache(maxsize=8)
-def load_model(path: str | None = None) -> RankerModel | None:
+def load_model(path: str | None = None) -> AnyRanker | None:
     """The ranker at ``path`` (default: the shipped one), read once per process;
     None when no model is shipped."""
     target = Path(path) if path else MODEL_FILE
@@ -274,18 +365,24 @@ def load_model(path: str | None = None) -> RankerModel | None:
         if path:
             raise ValueError(f"ranker model {path} does not exist")
         return None
-    return RankerModel.load(target)
+    return model_from_json(json.loads(target.read_text(encoding="utf-8")))
 
 
-def rank(rows: Sequence[int], matrix: np.ndarray, model: RankerModel) -> list[tuple[int, float]]:
+def rank(rows: Sequence[int], matrix: np.ndarray, model: AnyRanker) -> list[tuple[int, float]]:
     """Candidate rows best first with their model scores; ties keep the given order."""
     scores = model.score(matrix)
     order = sorted(range(len(rows)), key=lambda i: (-scores[i], i))
     return [(rows[i], float(scores[i])) for i in order]
 
 
-def explain_features(model: RankerModel, matrix_row: np.ndarray, top: int = 3) -> list[str]:
-    """The features that raised a candidate's score most, as 'name +contribution'."""
+def explain_features(model: AnyRanker, matrix_row: np.ndarray, top: int = 3) -> list[str]:
+    """The features that raised a candidate's score most, as 'name +contribution'.
+
+    For a linear model a feature's contribution is its term of the sum; for trees, how
+    much the score drops when that feature alone is set to the candidates' typical value
+    is not defined without them, so the features the trees split on most are named."""
+    if isinstance(model, TreeRankerModel):
+        return [f"{name} (split on)" for name in model.most_used(top)]
     cols = [FEATURES.index(f) for f in model.features]
     contrib = (matrix_row[cols] - model.mean) / model.scale * model.coef
     best = np.argsort(-contrib)[:top]

@@ -54,13 +54,20 @@ from arborgraph.evaluation import (  # noqa: E402
     load_questions,
     normalize,
 )
-from arborgraph.ranking import FEATURES, FLAT_FEATURES, MODEL_FILE, RankerModel  # noqa: E402
+from arborgraph.ranking import (  # noqa: E402
+    FEATURES,
+    FLAT_FEATURES,
+    MODEL_FILE,
+    AnyRanker,
+    RankerModel,
+    TreeRankerModel,
+)
 
 QUESTIONS = ROOT / "benchmarks" / "questions"
 CORPORA = ROOT / "benchmarks" / "corpora.json"
 RESULTS = ROOT / "benchmarks" / "results" / "ranker.json"
 BUDGET_WORDS = 1500
-EVAL_TOP_K = 100  # as arborgraph eval: the word window, not top_k, is the cut
+EVAL_TOP_K = 20  # the default top_k: 20 chunks hold more than the 1,500-word window
 NEGATIVES_PER_POSITIVE = 20
 SEED = 0
 C = 1.0
@@ -148,10 +155,104 @@ def train(groups: list[Group], features: tuple[str, ...], trained_on: tuple[str,
     return RankerModel(features, mean, scale, clf.coef_[0], trained_on=trained_on)
 
 
-def systems_for(kb: arborgraph.KnowledgeBase, full: RankerModel | None, ablation: RankerModel | None) -> dict:
+LGBM_PARAMS = {
+    "objective": "lambdarank", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 40,
+    "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "lambdarank_truncation_level": 20,
+    "deterministic": True, "num_threads": 1, "seed": SEED, "verbosity": -1,
+}
+LGBM_ROUNDS = 200
+
+
+def train_lgbm(groups: list[Group], features: tuple[str, ...], trained_on: tuple[str, ...]) -> TreeRankerModel:
+    """LambdaRank trees (LightGBM), exported to the ranker's own JSON tree format."""
+    import lightgbm as lgb
+
+    cols = [FEATURES.index(f) for f in features]
+    useful = [g for g in groups if g.labels.max(initial=0) > 0]
+    x = np.concatenate([g.matrix[:, cols] for g in useful])
+    y = np.concatenate([np.minimum(g.labels, 4) for g in useful])
+    data = lgb.Dataset(x, y, group=[len(g.labels) for g in useful], feature_name=list(features), free_raw_data=False)
+    booster = lgb.train(LGBM_PARAMS, data, num_boost_round=LGBM_ROUNDS)
+    return TreeRankerModel(features, tuple(_flatten(t["tree_structure"]) for t in booster.dump_model()["tree_info"]),
+                           trained_on=trained_on)
+
+
+def _flatten(root: dict) -> dict[str, np.ndarray]:
+    """A LightGBM tree dump as the flat arrays of :class:`TreeRankerModel`."""
+    if "split_index" not in root:
+        return {k: np.zeros(0, dtype=np.int64) for k in ("feature", "left", "right")} | {
+            "threshold": np.zeros(0), "leaf_value": np.array([root["leaf_value"]])}
+    inner: dict[int, dict] = {}
+    leaves: dict[int, float] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if "split_index" in node:
+            if node.get("decision_type", "<=") != "<=":
+                raise ValueError(f"unsupported split {node['decision_type']}")
+            inner[node["split_index"]] = node
+            stack += [node["left_child"], node["right_child"]]
+        else:
+            leaves[node["leaf_index"]] = node["leaf_value"]
+
+    def ref(child: dict) -> int:
+        return child["split_index"] if "split_index" in child else -(child["leaf_index"] + 1)
+
+    order = sorted(inner)
+    return {
+        "feature": np.array([inner[i]["split_feature"] for i in order], dtype=np.int64),
+        "threshold": np.array([inner[i]["threshold"] for i in order], dtype=np.float64),
+        "left": np.array([ref(inner[i]["left_child"]) for i in order], dtype=np.int64),
+        "right": np.array([ref(inner[i]["right_child"]) for i in order], dtype=np.int64),
+        "leaf_value": np.array([leaves[k] for k in sorted(leaves)], dtype=np.float64),
+    }
+
+
+LEARNERS = {"linear": train, "lambdarank": train_lgbm}
+
+
+def window_recall(order: list[str], texts: dict[str, str], evidence: list[str]) -> float:
+    """Evidence recall of chunks in ``order`` within the word window (no header)."""
+    words: list[str] = []
+    for cid in order:
+        words.extend(normalize(texts[cid]).split())
+        if len(words) >= BUDGET_WORDS:
+            break
+    hay = " " + " ".join(words[:BUDGET_WORDS]) + " "
+    return sum((" " + normalize(e) + " ") in hay for e in evidence) / len(evidence)
+
+
+def proxy(groups: list[Group], model: AnyRanker, texts: dict[str, str], evidence: dict[str, list[str]]) -> float:
+    """Mean window recall over ``groups`` when their candidates are ordered by ``model``:
+    the learners are compared on it without running queries."""
+    values = []
+    for g in groups:
+        scores = model.score(g.matrix)
+        order = [g.chunk_ids[i] for i in sorted(range(len(scores)), key=lambda i: (-scores[i], i))]
+        values.append(window_recall(order, texts, evidence[g.qid]))
+    return float(np.mean(values)) if values else 0.0
+
+
+def choose_learner(groups: dict[str, list[Group]], names: list[str], texts: dict[str, dict[str, str]],
+                   evidence: dict[str, list[str]]) -> tuple[str, dict[str, float]]:
+    """The learner with the best proxy recall, leaving one of ``names`` out at a time
+    (so a fold's choice never looks at its own held-out manual)."""
+    if len(names) < 2:
+        return "linear", {}
+    scores = {}
+    for learner, fit in LEARNERS.items():
+        per = []
+        for inner in names:
+            rest = [g for n in names if n != inner for g in groups[n]]
+            per.append(proxy(groups[inner], fit(rest, FEATURES, ()), texts[inner], evidence))
+        scores[learner] = round(float(np.mean(per)), 4)
+    return max(scores, key=lambda k: (scores[k], k == "linear")), scores
+
+
+def systems_for(kb: arborgraph.KnowledgeBase, full: AnyRanker | None, ablation: AnyRanker | None) -> dict:
     header = kb.config.retrieval.structure_header
 
-    def routed(route: str, model: RankerModel | None, structure_header: int = header):  # type: ignore[no-untyped-def]
+    def routed(route: str, model: AnyRanker | None, structure_header: int = header):  # type: ignore[no-untyped-def]
         def run(q: Question):  # type: ignore[no-untyped-def]
             kb.ranker = model
             kb.config.retrieval.structure_header = structure_header
@@ -178,8 +279,8 @@ def systems_for(kb: arborgraph.KnowledgeBase, full: RankerModel | None, ablation
     return systems
 
 
-def score(kb: arborgraph.KnowledgeBase, questions: list[Question], full: RankerModel | None,
-          ablation: RankerModel | None) -> dict[str, SystemReport]:
+def score(kb: arborgraph.KnowledgeBase, questions: list[Question], full: AnyRanker | None,
+          ablation: AnyRanker | None) -> dict[str, SystemReport]:
     reports = {
         name: _run_system(name, questions, fn, BUDGET_WORDS, judge_route=name.startswith("auto"))
         for name, fn in systems_for(kb, full, ablation).items()
@@ -236,6 +337,7 @@ def main() -> int:
     parser.add_argument("--ship", action="store_true", help=f"write the all-manuals model to {MODEL_FILE}")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", nargs="*", default=None, help="held-out folds to score (default: all)")
+    parser.add_argument("--learner", choices=["choose", *LEARNERS], default="choose")
     parser.add_argument("--collect-only", action="store_true", help="only fill the feature caches")
     parser.add_argument("--corpora", type=Path, default=CORPORA, help="manual list with roles")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="folder of NAME.jsonl question sets")
@@ -269,15 +371,25 @@ def main() -> int:
     if args.collect_only:
         return 0
 
+    # chunk ids repeat across manuals (index.html#0): texts are looked up per manual
+    texts = {n: {c: kbs[n].store.texts[kbs[n].store.row_of[c]] for g in groups[n] for c in g.chunk_ids}
+             for n in train_names}
+    evidence = {q.id: [e.text for e in q.evidence] for n in train_names for q in questions[n]}
     folds: dict[str, dict[str, SystemReport]] = {}
     models: dict[str, dict] = {}
+    choices: dict[str, dict] = {}
     for held in train_names:
         if args.only and held not in args.only:
             continue
         rest = [n for n in train_names if n != held]
+        learner, proxies = choose_learner(groups, rest, texts, evidence) if args.learner == "choose" else (args.learner, {})
+        fit = LEARNERS[learner]
         train_groups = [g for n in rest for g in groups[n]]
-        full = train(train_groups, FEATURES, tuple(rest))
-        ablation = train([g for g in train_groups if g.route == "lookup"], FLAT_FEATURES, tuple(rest))
+        full = fit(train_groups, FEATURES, tuple(rest))
+        ablation = fit([g for g in train_groups if g.route == "lookup"], FLAT_FEATURES, tuple(rest))
+        choices[held] = {"learner": learner, "inner_proxy_recall": proxies,
+                         "held_out_proxy_recall": round(proxy(groups[held], full, texts[held], evidence), 4)}
+        print(f"fold {held}: {choices[held]}", file=sys.stderr, flush=True)
         models[held] = {"full": full.to_json(), "hybrid_only": ablation.to_json()}
         folds[held] = score(kbs[held], questions[held], full, ablation)
         print(table(f"held out: {held}", folds[held]), file=sys.stderr, flush=True)
@@ -286,8 +398,12 @@ def main() -> int:
         print(table("pooled over the held-out folds", pool), file=sys.stderr, flush=True)
 
     all_groups = [g for n in train_names for g in groups[n]]
-    final = train(all_groups, FEATURES, tuple(train_names))
-    final_ablation = train([g for g in all_groups if g.route == "lookup"], FLAT_FEATURES, tuple(train_names))
+    final_learner, final_proxies = (
+        choose_learner(groups, train_names, texts, evidence) if args.learner == "choose" else (args.learner, {})
+    )
+    final = LEARNERS[final_learner](all_groups, FEATURES, tuple(train_names))
+    final_ablation = LEARNERS[final_learner]([g for g in all_groups if g.route == "lookup"], FLAT_FEATURES,
+                                             tuple(train_names))
     unseen = {}
     for n in eval_names:
         unseen[n] = score(kbs[n], questions[n], final, final_ablation)
@@ -302,8 +418,15 @@ def main() -> int:
         "train_manuals": train_names,
         "eval_manuals": eval_names,
         "questions": {n: len(q) for n, q in questions.items()},
-        "model": "pairwise logistic regression over standardised features "
-                 f"(C={C}, {NEGATIVES_PER_POSITIVE} negatives per positive, seed {SEED})",
+        "learners": {
+            "linear": "pairwise logistic regression over standardised features "
+                      f"(C={C}, {NEGATIVES_PER_POSITIVE} negatives per positive, seed {SEED})",
+            "lambdarank": f"LightGBM LambdaRank, {LGBM_ROUNDS} rounds, {LGBM_PARAMS}",
+        },
+        "learner_choice": "per fold, the learner with the best window recall (candidates ordered by the model, "
+                          "no header) leaving one of the fold's training manuals out at a time",
+        "fold_learners": choices,
+        "final_learner": {"learner": final_learner, "inner_proxy_recall": final_proxies},
         "folds": {n: summary(r) for n, r in folds.items()},
         "pooled": summary(pool),
         "eval_only": {n: summary(r) for n, r in unseen.items()},
