@@ -307,8 +307,10 @@ class GenerationPin:
         """Pin ``gen``; None when it was pruned before the pin could be taken."""
         try:
             fd = os.open(gen, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
+        except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise IndexError_(f"{gen.parent}: cannot open {gen.name} ({exc.strerror})") from None
         # a build holds the exclusive lock only while it deletes the directory
         fcntl.flock(fd, fcntl.LOCK_SH)
         if not _same_file(fd, gen) or not (gen / MANIFEST_FILE).exists():
@@ -338,7 +340,10 @@ def _remove_if_unpinned(gen: Path) -> bool:
         # renamed first, so no reader finds a half-deleted generation under its name
         trash = gen.with_name(_PRUNED_PREFIX + gen.name)
         shutil.rmtree(trash, ignore_errors=True)
-        os.rename(gen, trash)
+        try:
+            os.rename(gen, trash)
+        except OSError:  # pruning is housekeeping: the build has committed already
+            return False
         shutil.rmtree(trash, ignore_errors=True)
         return True
     finally:
