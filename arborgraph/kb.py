@@ -111,11 +111,14 @@ class KnowledgeBase:
             raise
 
     def refresh(self) -> "KnowledgeBase":
-        """A new knowledge base on the newest generation of the same index (its query
-        embedder carried over when it has one). This one keeps working, on its own
-        generation, until it is closed."""
-        carried = self._embedder if self._embedder is not None else self._given_embedder
-        return KnowledgeBase.open(self.index_dir, embedder=carried)
+        """A new knowledge base on the newest generation of the same index (the query
+        embedder this one loaded is carried over when the new generation was embedded
+        with the same model). This one keeps working, on its own generation, until it
+        is closed."""
+        newer = KnowledgeBase.open(self.index_dir, embedder=self._given_embedder)
+        if self._embedder is not None and self._embedder.name == newer.mode.embedding:
+            newer._embedder = self._embedder
+        return newer
 
     def close(self) -> None:
         """Release the hold on :attr:`generation`: a later build may then prune it, after

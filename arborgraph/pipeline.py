@@ -32,7 +32,7 @@ from arborgraph.embedding_base import Embedder, EmbedderUnavailable
 from arborgraph.embedding_cache import EmbeddingCache
 from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback, no_progress
-from arborgraph.store import BuildLock, GenerationWriter, cache_dir, check_index_dir
+from arborgraph.store import CURRENT_FILE, BuildLock, GenerationWriter, cache_dir, check_index_dir
 from arborgraph.executor import Executor, chunk_batch, decode_chunks, make_executor, map_as_produced
 from arborgraph.incremental import BuildStatus, DocumentStatus, fingerprint, load_graph_state, load_previous
 from arborgraph.incremental import PreviousIndex
@@ -68,8 +68,8 @@ class BuildReport(BaseModel):
     embedding: str | None = None
     embedding_fallback: str | None = None  # why retrieval is lexical-only
     embeddings_cached: int = 0
-    lock_wait: str | None = None  # set when this build waited for another one to finish
     embeddings_computed: int = 0
+    lock_wait: str | None = None  # set when this build waited for another one to finish
     contradictions: list[Contradiction] = Field(default_factory=list)
     timings_s: dict[str, float] = Field(default_factory=dict)
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -336,8 +336,7 @@ def build_index(
     check_index_target(index_dir)
     check_index_dir(index_dir)
     # what this build creates before it knows there is anything to index
-    first_build = not index_dir.exists()
-    created = index_dir if first_build else cache_dir(index_dir)
+    created = index_dir if not index_dir.exists() else cache_dir(index_dir)
     created_now = not created.exists()
     waited: list[str] = []
 
@@ -398,7 +397,7 @@ def _build_locked(
         if not docs:
             if created_now:  # a first build that found nothing leaves nothing behind
                 shutil.rmtree(created, ignore_errors=True)
-                if not (index_dir / "CURRENT").exists():
+                if not (index_dir / CURRENT_FILE).exists():
                     lock.release(remove=True)
             reasons = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:5]) or "no files found"
             raise NoUsableDocuments(f"no usable document in the inputs ({reasons})")
