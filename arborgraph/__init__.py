@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from arborgraph.kb import KnowledgeBase
     from arborgraph.progress import ProgressCallback
 
-__all__ = ["build", "open", "__version__"]
+__all__ = ["build", "open", "current_generation", "__version__"]
 
 
 def build(
@@ -30,12 +30,17 @@ def build(
     *,
     metadata: "Mapping[str, Mapping[str, Any]] | None" = None,
     progress: "ProgressCallback | None" = None,
+    wait_for_lock: bool = False,
 ) -> "KnowledgeBase":
     """Build (or update) the index at ``index_dir`` from files, directories or globs.
 
     ``metadata`` gives documents metadata without touching the files: doc id (or an
     ``fnmatch`` pattern over doc ids) -> ``{"acl": [...], "version": ..., ...}``,
     validated like a sidecar and overriding frontmatter and sidecars.
+
+    Builds of one index exclude each other: while another holds it, this raises
+    ``arborgraph.store.IndexBusy`` at once, or with ``wait_for_lock=True`` waits for it
+    (telling ``progress`` first, stage ``"waiting for another build"``).
     """
     from arborgraph.pipeline import build_index
     from arborgraph.kb import KnowledgeBase
@@ -43,7 +48,10 @@ def build(
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    build_index(list(paths), index_dir, config, metadata=metadata, progress=progress or no_progress)
+    build_index(
+        list(paths), index_dir, config, metadata=metadata, progress=progress or no_progress,
+        wait_for_lock=wait_for_lock,
+    )
     return KnowledgeBase.open(index_dir)
 
 
@@ -52,3 +60,20 @@ def open(index_dir: str | Path) -> "KnowledgeBase":  # noqa: A001 - the API the 
     from arborgraph.kb import KnowledgeBase
 
     return KnowledgeBase.open(index_dir)
+
+
+def current_generation(index_dir: str | Path) -> str:
+    """The name of ``index_dir``'s live generation ("gen-000007"), read from its
+    ``CURRENT`` pointer with full validation and without opening the index: compare it
+    with ``KnowledgeBase.generation`` to learn whether a ``refresh()`` would change
+    anything. Raises ``arborgraph.store.IndexError_`` when there is no usable pointer.
+    """
+    from arborgraph.store import CURRENT_FILE, IndexError_, read_current
+
+    index_dir = Path(index_dir)
+    if not index_dir.is_dir():
+        raise IndexError_(f"{index_dir}: no such directory")
+    name = read_current(index_dir)
+    if name is None:
+        raise IndexError_(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
+    return name

@@ -99,9 +99,10 @@ def build(
     executor: Annotated[Optional[str], typer.Option("--executor", help="serial | process | auto | dask | tcp://host:port")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the build report as JSON")] = False,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="when another build is writing this index: wait for it, or (default) fail at once")] = False,
 ) -> None:
     """Build or update an index from DOCS."""
-    from arborgraph.pipeline import NoUsableDocuments, build_index
+    from arborgraph.pipeline import LOCK_WAIT_STAGE, NoUsableDocuments, build_index
     from arborgraph.config import load_config
 
     overrides: dict[str, Any] = {}
@@ -120,7 +121,14 @@ def build(
     try:
         cfg = load_config(config, overrides)
         with _ProgressBar(enabled=not quiet and not json_out) as bar:
-            report = build_index(docs, index, cfg, progress=bar)
+
+            def progress(stage: str, done: int, total: int | None) -> None:
+                if stage == LOCK_WAIT_STAGE:  # said even with --quiet: the build seems stuck otherwise
+                    err.print(f"{LOCK_WAIT_STAGE} on this index to finish…", markup=False, highlight=False)
+                else:
+                    bar(stage, done, total)
+
+            report = build_index(docs, index, cfg, progress=progress, wait_for_lock=wait)
     except NoUsableDocuments as exc:
         raise fail(str(exc), EXIT_USER_ERROR) from None
     except _user_errors() as exc:

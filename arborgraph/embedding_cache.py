@@ -1,7 +1,9 @@
 """A persistent embedding cache keyed by (embedder name, text), in SQLite.
 
 SQLite commits are atomic, so a build killed mid-way keeps every batch it finished
-and the next build embeds only what is missing.
+and the next build embeds only what is missing. A damaged database is moved aside and
+started afresh (see :mod:`ingest.cache_db`), and :attr:`EmbeddingCache.warnings` says
+so; a stored vector of the wrong size is a miss.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from arborgraph.embedding_base import Embedder
+from ingest.cache_db import CacheDB
 
 BATCH = 256  # texts per commit: bounds the work lost to an interruption
 
@@ -24,29 +27,45 @@ def _key(model: str, text: str) -> str:
 
 class EmbeddingCache:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)"
+        self._cache = CacheDB(
+            path,
+            (
+                "PRAGMA journal_mode=WAL",
+                "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, dim INTEGER, data BLOB)",
+            ),
         )
         self.hits = 0
         self.misses = 0
 
-    def close(self) -> None:
-        self._db.close()
+    @property
+    def warnings(self) -> list[str]:
+        return self._cache.warnings
 
-    def _get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+    def close(self) -> None:
+        self._cache.close()
+
+    def _get(self, keys: Sequence[str], dim: int) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), 500):
             part = list(keys[start : start + 500])
             marks = ",".join("?" * len(part))
-            rows = self._db.execute(
-                f"SELECT key, data FROM vectors WHERE key IN ({marks})", part
-            ).fetchall()
-            for key, data in rows:
-                found[key] = np.frombuffer(data, dtype=np.float32)
+            rows = self._cache.run(
+                lambda db: db.execute(
+                    f"SELECT key, dim, data FROM vectors WHERE key IN ({marks})", part
+                ).fetchall(),
+                list,
+            )
+            for key, stored_dim, data in rows:
+                if stored_dim == dim and isinstance(data, bytes) and len(data) == 4 * dim:
+                    found[key] = np.frombuffer(data, dtype=np.float32)
         return found
+
+    def _put(self, rows: list[tuple[str, int, bytes]]) -> None:
+        def insert(db: sqlite3.Connection) -> None:
+            with db:
+                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+
+        self._cache.run(insert, lambda: None)  # lost to a damaged cache: embedded again next time
 
     def embed(
         self,
@@ -56,7 +75,7 @@ class EmbeddingCache:
     ) -> np.ndarray:
         """Vectors for ``texts``, computing (and storing) only those not cached yet."""
         keys = [_key(embedder.name, t) for t in texts]
-        cached = self._get(sorted(set(keys)))
+        cached = self._get(sorted(set(keys)), embedder.dim)
         missing = sorted({k: i for i, k in enumerate(keys) if k not in cached}.items())
         self.hits += len(texts) - sum(1 for k in keys if k not in cached)
         done = len(texts) - len(missing)
@@ -66,8 +85,7 @@ class EmbeddingCache:
             part = missing[start : start + BATCH]
             vectors = embedder.encode([texts[i] for _, i in part])
             rows = [(k, int(v.shape[0]), v.astype(np.float32).tobytes()) for (k, _), v in zip(part, vectors)]
-            with self._db:
-                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+            self._put(rows)
             for (k, _), v in zip(part, vectors):
                 cached[k] = v.astype(np.float32)
             self.misses += len(part)

@@ -23,7 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from arborgraph import schema as S
-from arborgraph.store import Generation, IndexError_, open_generation
+from arborgraph.schema import IndexManifest
+from arborgraph.store import Generation, IndexError_, build_running, open_generation
 from ingest.models import Chunk, Document
 
 DocStatus = Literal["pending", "processing", "done", "failed", "skipped"]
@@ -54,7 +55,7 @@ class PreviousIndex:
 def load_previous(index_dir: Path) -> PreviousIndex | None:
     """The live generation of ``index_dir``, or None for a first build (or an unreadable one)."""
     try:
-        gen = open_generation(index_dir)
+        gen = open_generation(index_dir, shape=IndexManifest)
     except IndexError_:
         return None
     manifest = gen.manifest
@@ -107,9 +108,15 @@ class DocumentStatus(BaseModel):
 
 
 class BuildStatus(BaseModel):
-    """Per-document status of the build in progress (or the last one), on disk."""
+    """Per-document status of the build in progress (or the last one), on disk.
 
-    state: Literal["running", "done", "failed"] = "running"
+    ``running`` is written by a build holding the index's build lock; a build killed
+    before it could write ``done`` or ``failed`` leaves ``running`` behind, which
+    :meth:`load` reports as ``interrupted`` once no build holds the lock.
+    """
+
+    state: Literal["running", "done", "failed", "interrupted"] = "running"
+    pid: int | None = None  # of the process that ran the build
     documents: dict[str, DocumentStatus] = Field(default_factory=dict)
 
     def save(self, index_dir: Path) -> None:
@@ -124,6 +131,9 @@ class BuildStatus(BaseModel):
         if not path.is_file():
             return None
         try:
-            return cls.model_validate_json(path.read_text(encoding="utf-8"))
+            status = cls.model_validate_json(path.read_text(encoding="utf-8"))
         except ValueError:
             return None
+        if status.state == "running" and not build_running(index_dir):
+            status.state = "interrupted"
+        return status

@@ -21,6 +21,7 @@ from arborgraph.lookup import LookupHits, LookupIndex, LookupMode, lookup_search
 from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision
 from arborgraph.scoped import fuse_contexts, load_scopes, merge_by_rank, readable, tree_node_lexical_scores
 from arborgraph.safety import INJECTION_FLAG, context_looks_injected
+from arborgraph.schema import IndexManifest
 from arborgraph.store import Generation, IndexError_, open_generation
 from arborgraph.structures import PUBLIC, scope_principals
 
@@ -38,13 +39,19 @@ class QueryError(ValueError):
     """A query the index cannot answer as asked (e.g. a route it has not built)."""
 
 class KnowledgeBase:
-    """An opened index. Use :func:`arborgraph.open` or :func:`arborgraph.build`."""
+    """An opened index. Use :func:`arborgraph.open` or :func:`arborgraph.build`.
+
+    It reads the generation that was live when it was opened (:attr:`generation`),
+    whatever builds follow: it pins that generation, so no build prunes it until
+    :meth:`close`. :meth:`refresh` opens the newest one.
+    """
 
     def __init__(
         self, generation: Generation, index_dir: Path, *, embedder: Embedder | None = None
     ) -> None:
         self.index_dir = index_dir
-        self.generation = generation
+        self.on_disk = generation
+        self.generation: str = generation.name  # "gen-000007"
         self.manifest: dict[str, Any] = generation.manifest
         try:
             self.config = Config.model_validate(self.manifest["config"])
@@ -102,7 +109,37 @@ class KnowledgeBase:
         retrieval and say why, as with any other model mismatch.
         """
         index_dir = Path(index_dir)
-        return cls(open_generation(index_dir), index_dir, embedder=embedder)
+        generation = open_generation(index_dir, pin=True, shape=IndexManifest)
+        try:
+            return cls(generation, index_dir, embedder=embedder)
+        except BaseException:
+            generation.close()
+            raise
+
+    def refresh(self) -> "KnowledgeBase":
+        """A new knowledge base on the newest generation of the same index (the query
+        embedder this one loaded is carried over when the new generation was embedded
+        with the same model). This one keeps working, on its own generation, until it
+        is closed."""
+        newer = KnowledgeBase.open(self.index_dir, embedder=self._given_embedder)
+        if self._embedder is not None and self._embedder.name == newer.mode.embedding:
+            newer._embedder = self._embedder
+        return newer
+
+    def close(self) -> None:
+        """Release the hold on :attr:`generation`: a later build may then prune it, after
+        which structures not loaded yet cannot be. Closing twice is harmless."""
+        self.on_disk.close()
+
+    @property
+    def closed(self) -> bool:
+        return self.on_disk.pin is None or not self.on_disk.pin.held
+
+    def __enter__(self) -> "KnowledgeBase":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- shared machinery -------------------------------------------------------------
 
@@ -750,7 +787,7 @@ class KnowledgeBase:
         """doc id -> content hash, format and title (the hash from the manifest, the
         rest from the documents table)."""
         hashes: dict[str, str] = self.manifest.get("documents", {})
-        rows = self.generation.table(S.DOCUMENTS, columns=[S.DOC_ID, S.DOC_FORMAT, S.DOC_TITLE]).to_pylist()
+        rows = self.on_disk.table(S.DOCUMENTS, columns=[S.DOC_ID, S.DOC_FORMAT, S.DOC_TITLE]).to_pylist()
         described = {r[S.DOC_ID]: {"format": r[S.DOC_FORMAT], "title": r[S.DOC_TITLE]} for r in rows}
         return {
             doc_id: {"content_hash": hashes.get(doc_id), **described.get(doc_id, {})}

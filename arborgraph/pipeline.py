@@ -32,7 +32,7 @@ from arborgraph.embedding_base import Embedder, EmbedderUnavailable
 from arborgraph.embedding_cache import EmbeddingCache
 from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback, no_progress
-from arborgraph.store import GenerationWriter, cache_dir
+from arborgraph.store import CURRENT_FILE, BuildLock, GenerationWriter, cache_dir, check_index_dir
 from arborgraph.executor import Executor, chunk_batch, decode_chunks, make_executor, map_as_produced
 from arborgraph.incremental import BuildStatus, DocumentStatus, fingerprint, load_graph_state, load_previous
 from arborgraph.incremental import PreviousIndex
@@ -42,6 +42,10 @@ from ingest import chunk_document, iter_collection, load_token_counter
 from ingest.metadata import GivenMetadata
 from ingest.models import Chunk, Document, SkippedFile
 from ingest.parse_cache import ParseCache
+
+
+# the progress stage reported once when a build waits for another build's lock
+LOCK_WAIT_STAGE = "waiting for another build"
 
 
 class BuildError(Exception):
@@ -65,6 +69,7 @@ class BuildReport(BaseModel):
     embedding_fallback: str | None = None  # why retrieval is lexical-only
     embeddings_cached: int = 0
     embeddings_computed: int = 0
+    lock_wait: str | None = None  # set when this build waited for another one to finish
     contradictions: list[Contradiction] = Field(default_factory=list)
     timings_s: dict[str, float] = Field(default_factory=dict)
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -307,6 +312,7 @@ def build_index(
     metadata: Mapping[str, Mapping[str, Any]] | None = None,
     progress: ProgressCallback = no_progress,
     embedder_factory: Callable[[Config], tuple[Embedder | None, str | None]] = try_load_embedder,
+    wait_for_lock: bool = False,
 ) -> BuildReport:
     """Build (or rebuild) the index at ``index_dir`` from ``inputs``.
 
@@ -316,17 +322,55 @@ def build_index(
     document, so a rebuild with the same mapping reuses all it can, and a changed
     ``acl`` moves the document to its new access scope.
 
+    One build at a time writes an index: this one holds the index's build lock from
+    before it reads the live generation until it has committed its own. When another
+    build holds it, this one raises :class:`arborgraph.store.IndexBusy` at once, or
+    with ``wait_for_lock`` waits for it (reporting ``progress(LOCK_WAIT_STAGE, 0,
+    None)`` first, the holder's pid in :attr:`BuildReport.lock_wait`).
+
     Raises :class:`NoUsableDocuments` when nothing in ``inputs`` can be indexed; the
     previous index, if any, is left untouched in that case and on any other failure.
     """
     config = config or Config()
     index_dir = Path(index_dir)
     check_index_target(index_dir)
+    check_index_dir(index_dir)
     # what this build creates before it knows there is anything to index
     created = index_dir if not index_dir.exists() else cache_dir(index_dir)
     created_now = not created.exists()
+    waited: list[str] = []
+
+    def on_wait(message: str) -> None:
+        waited.append(message)
+        progress(LOCK_WAIT_STAGE, 0, None)
+
+    lock = BuildLock(index_dir, wait=wait_for_lock, on_wait=on_wait)
+    try:
+        return _build_locked(
+            inputs, index_dir, config, lock, metadata=metadata, progress=progress,
+            embedder_factory=embedder_factory, created=created, created_now=created_now,
+            waited=waited,
+        )
+    finally:
+        lock.release()
+
+
+def _build_locked(
+    inputs: Sequence[str | Path],
+    index_dir: Path,
+    config: Config,
+    lock: BuildLock,
+    *,
+    metadata: Mapping[str, Mapping[str, Any]] | None,
+    progress: ProgressCallback,
+    embedder_factory: Callable[[Config], tuple[Embedder | None, str | None]],
+    created: Path,
+    created_now: bool,
+    waited: list[str],
+) -> BuildReport:
+    """:func:`build_index` once it holds the index's build lock."""
     given = GivenMetadata(metadata)
-    report = BuildReport(index_dir=str(index_dir))
+    report = BuildReport(index_dir=str(index_dir), lock_wait=waited[0] if waited else None)
     timer = _Timer(report)
     started = time.perf_counter()
 
@@ -345,16 +389,20 @@ def build_index(
             finally:
                 parsed.close()
         report.skipped = skipped
-        report.warnings = [f"{d.doc_id}: {w}" for d in docs for w in d.warnings]
+        report.warnings = list(parsed.warnings)
+        report.warnings += [f"{d.doc_id}: {w}" for d in docs for w in d.warnings]
         report.warnings += [
             f"build metadata for {p!r} matched no loaded document" for p in given.unmatched(d.doc_id for d in docs)
         ]
         if not docs:
             if created_now:  # a first build that found nothing leaves nothing behind
                 shutil.rmtree(created, ignore_errors=True)
+                if not (index_dir / CURRENT_FILE).exists():
+                    lock.release(remove=True)
             reasons = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:5]) or "no files found"
             raise NoUsableDocuments(f"no usable document in the inputs ({reasons})")
         status = BuildStatus(
+            pid=os.getpid(),
             documents={
                 **{s.path: DocumentStatus(status="skipped", reason=s.reason) for s in skipped},
                 **{d.doc_id: DocumentStatus(status="pending", content_hash=d.content_hash) for d in docs},
@@ -362,7 +410,7 @@ def build_index(
         )
         # before anything is written: a misconfigured endpoint leaves no generation behind
         chat, usage, llm_cache = _llm_for_build(config, index_dir)
-        writer = GenerationWriter(index_dir)
+        writer = GenerationWriter(index_dir, lock=lock)
         status.save(index_dir)
     except BaseException:
         executor.close()
@@ -415,6 +463,7 @@ def build_index(
                     )
                 finally:
                     cache.close()
+                report.warnings += cache.warnings
                 report.embeddings_cached, report.embeddings_computed = cache.hits, cache.misses
 
         with timer("lexical"):
@@ -496,6 +545,7 @@ def build_index(
                 finally:
                     if cache is not None:
                         cache.close()
+                        report.warnings += cache.warnings
             routes.append("tree")
         if config.build_graph:
             with timer("graph"):

@@ -4,47 +4,77 @@ Layout of an index directory::
 
     INDEX/
       CURRENT            -> text file naming the live generation ("gen-000003")
+      build.lock         the lock a build holds for its whole run (holds its pid)
+      last-generation    the last generation number handed out (never reused)
       gen-000003/
         manifest.json    schema version, config, model names, checksums, counts...
+        manifest.sha256  the SHA-256 of manifest.json, checked before it is read
         tables/*.parquet named tables
         vectors/*.npy    float32 matrices, row order = table row order
         bm25/<name>/     lexical indexes
       cache/             embedding and LLM caches, shared by every generation
-      builds/            per-document status of the build in progress
+      build-status.json  per-document status of the build in progress (or the last)
 
-A build writes a whole new generation and only then rewrites ``CURRENT`` (write a
-temp file, fsync, rename), so a reader sees the old index or the new one, never a
-mix, and an interrupted build leaves the previous index untouched. Everything is
-checksummed in the manifest; :func:`open_generation` refuses anything that does not
-match.
+A build holds an exclusive ``flock`` on ``build.lock`` from before it reads the live
+index until after it commits, so two builds never write one index at once. It writes
+a whole new generation and only then rewrites ``CURRENT`` (write a temp file, fsync,
+rename), so a reader sees the old index or the new one, never a mix, and an
+interrupted build leaves the previous index untouched. Everything is checksummed in
+the manifest, and the manifest in its sidecar; :func:`open_generation` refuses
+anything that does not match.
+
+A reader may *pin* the generation it opened: a shared ``flock`` on the generation's
+directory. A build prunes old generations only when it can take that lock
+exclusively, so a pinned generation stays on disk until its reader closes it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
+import stat
 import time
-from dataclasses import dataclass
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
-from arborgraph.schema import SCHEMA_VERSION
+from arborgraph.schema import SCHEMA_VERSION, StoreManifest
 
 CURRENT_FILE = "CURRENT"
 MANIFEST_FILE = "manifest.json"
+MANIFEST_SUM_FILE = "manifest.sha256"
+LOCK_FILE = "build.lock"
+COUNTER_FILE = "last-generation"
 _GEN_RE = re.compile(r"^gen-(\d{6})$")
-KEEP_OLD_GENERATIONS = 1  # a reader that opened the previous generation keeps working
+_PRUNED_PREFIX = ".pruned-"
+KEEP_OLD_GENERATIONS = 1  # besides those a reader pins: for readers that do not pin
+MAX_POINTER_BYTES = 64  # CURRENT and last-generation hold one short line
+MAX_MANIFEST_BYTES = 256 * 2**20
+# A build that finds the lock taken retries this long before failing: a reader of
+# the build status holds it for a moment to learn whether a build is running.
+LOCK_GRACE_S = 0.5
+# Opening retries when a build prunes the generation CURRENT named just before the
+# reader could pin it (it then reads CURRENT again).
+OPEN_ATTEMPTS = 5
 
 
 class IndexError_(Exception):
     """An index directory that cannot be opened; the message is one clear line."""
+
+
+class IndexBusy(IndexError_):
+    """Another build holds the index's build lock."""
 
 
 def sha256_file(path: Path) -> str:
@@ -59,62 +89,319 @@ def cache_dir(index_dir: Path) -> Path:
     return Path(index_dir) / "cache"
 
 
+def shown(text: str | bytes, limit: int = 24) -> str:
+    """A short, escaped prefix of untrusted text for an error message: never more than
+    ``limit`` characters of it, control characters and non-ASCII as escapes."""
+    cut = text[:limit]
+    more = "…" if len(text) > limit else ""
+    if isinstance(cut, bytes):
+        return repr(cut)[1:] + more  # b'...' -> '...'
+    return ascii(cut) + more
+
+
 def _generations(index_dir: Path) -> list[tuple[int, Path]]:
+    """The generation directories (never symlinks), oldest first."""
     if not index_dir.is_dir():
         return []
     found = []
     for child in index_dir.iterdir():
         match = _GEN_RE.match(child.name)
-        if match and child.is_dir():
+        if match and not child.is_symlink() and child.is_dir():
             found.append((int(match.group(1)), child))
     return sorted(found)
 
 
+def _read_small(path: Path, what: str, index_dir: Path, limit: int = MAX_POINTER_BYTES) -> bytes | None:
+    """The bytes of a one-line file (a pointer, a checksum), None when it does not
+    exist; refuses a symlink, anything but a regular file, and more than ``limit`` bytes."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise IndexError_(f"{index_dir}: {what} cannot be read ({exc.strerror})") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise IndexError_(f"{index_dir}: {what} is a symlink; refusing to follow it")
+    if not stat.S_ISREG(info.st_mode):
+        raise IndexError_(f"{index_dir}: {what} is not a regular file")
+    if info.st_size > limit:
+        raise IndexError_(f"{index_dir}: {what} is {info.st_size} bytes, too long to be what it should")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise IndexError_(f"{index_dir}: {what} cannot be read ({exc.strerror})") from None
+    try:
+        return os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+
+
+def read_current(index_dir: Path | str) -> str | None:
+    """The live generation's name from ``CURRENT`` ("gen-000007"), fully validated;
+    None when the directory has no ``CURRENT``.
+
+    Raises :class:`IndexError_` (one line, quoting at most a short escaped prefix of
+    the pointer) for a symlink, a non-regular or oversized file, bytes that are not a
+    generation name, or a name whose directory is missing or is itself a symlink.
+    """
+    index_dir = Path(index_dir)
+    raw = _read_small(index_dir / CURRENT_FILE, CURRENT_FILE, index_dir)
+    if raw is None:
+        return None
+    text = raw[:-1] if raw.endswith(b"\n") else raw
+    if not re.fullmatch(rb"gen-\d{6}", text):
+        raise IndexError_(
+            f"{index_dir}: {CURRENT_FILE} is not a generation pointer (it starts {shown(raw)})"
+        )
+    name = text.decode("ascii")
+    target = index_dir / name
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        raise IndexError_(f"{index_dir}: {CURRENT_FILE} names {name}, which is missing") from None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise IndexError_(f"{index_dir}: {CURRENT_FILE} names {name}, which is not a generation directory")
+    return name
+
+
 def current_generation(index_dir: Path) -> Path | None:
     """The live generation directory, or None when the directory holds no index."""
-    pointer = Path(index_dir) / CURRENT_FILE
-    if not pointer.is_file():
-        return None
-    name = pointer.read_text(encoding="utf-8").strip()
-    if not _GEN_RE.match(name):
-        raise IndexError_(f"{index_dir}: CURRENT names '{name}', which is not a generation")
-    return Path(index_dir) / name
+    name = read_current(index_dir)
+    return None if name is None else Path(index_dir) / name
+
+
+def check_index_dir(index_dir: Path) -> None:
+    """Refuse to write an index into a directory that holds something else."""
+    if index_dir.exists() and not index_dir.is_dir():
+        raise IndexError_(f"{index_dir} exists and is not a directory")
+    if not index_dir.is_dir():
+        return
+    ours = {LOCK_FILE, COUNTER_FILE}
+    foreign = any(child.name not in ours for child in index_dir.iterdir())
+    if (
+        foreign
+        and not os.path.lexists(index_dir / CURRENT_FILE)
+        and not _generations(index_dir)
+        and not (index_dir / "cache").exists()
+    ):
+        raise IndexError_(
+            f"{index_dir} is a non-empty directory that is not an Arborgraph index; "
+            "refusing to write into it"
+        )
+
+
+class BuildLock:
+    """The exclusive lock a build holds on an index for its whole run.
+
+    An OS ``flock`` on ``INDEX/build.lock``, so it is released when the process dies,
+    however it dies. With ``wait`` a second build blocks until the first is done (after
+    calling ``on_wait`` with a message); without it, it raises :class:`IndexBusy`.
+    """
+
+    def __init__(
+        self, index_dir: Path, *, wait: bool = False, on_wait: Callable[[str], None] | None = None
+    ) -> None:
+        self.index_dir = Path(index_dir)
+        self.path = self.index_dir / LOCK_FILE
+        self._fd = self._acquire(wait, on_wait)
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+        self._closer = weakref.finalize(self, os.close, self._fd)
+
+    def _acquire(self, wait: bool, on_wait: Callable[[str], None] | None) -> int:
+        while True:
+            self.index_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            except FileNotFoundError:  # the directory was removed meanwhile
+                continue
+            except OSError as exc:
+                raise IndexError_(f"{self.index_dir}: cannot open {LOCK_FILE} ({exc.strerror})") from None
+            try:
+                if not _try_lock(fd, fcntl.LOCK_EX, LOCK_GRACE_S):
+                    message = (
+                        f"{self.index_dir}: another build (pid {_holder(fd)}) is writing this index"
+                    )
+                    if not wait:
+                        raise IndexBusy(
+                            f"{message}; wait for it to finish, or pass --wait "
+                            "(wait_for_lock=True) to queue behind it"
+                        )
+                    if on_wait is not None:
+                        on_wait(f"{message}; waiting for it to finish")
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                # the holder may have removed the file (a first build that found
+                # nothing leaves nothing behind): then this lock guards nothing
+                if _same_file(fd, self.path):
+                    return fd
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+
+    def release(self, *, remove: bool = False) -> None:
+        """Release the lock (``remove``: delete the lock file first, for a build that
+        leaves no index behind)."""
+        if not self._closer.alive:
+            return
+        if remove:
+            self.path.unlink(missing_ok=True)
+        self._closer()
+
+    def __enter__(self) -> "BuildLock":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _try_lock(fd: int, kind: int, grace_s: float) -> bool:
+    deadline = time.monotonic() + grace_s
+    while True:
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+
+def _holder(fd: int) -> str:
+    raw = os.pread(fd, 16, 0).strip()
+    return raw.decode("ascii") if raw.isdigit() else "unknown"
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.lstat(path))
+    except FileNotFoundError:
+        return False
+
+
+def build_running(index_dir: Path | str) -> bool:
+    """Whether a build holds ``index_dir``'s build lock right now."""
+    path = Path(index_dir) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the probe's lock at once
+
+
+class GenerationPin:
+    """A shared ``flock`` on a generation directory: while it is held, no build prunes
+    that generation. Released by :meth:`close` or when the object is collected."""
+
+    def __init__(self, fd: int) -> None:
+        self._closer = weakref.finalize(self, os.close, fd)
+
+    @classmethod
+    def take(cls, gen: Path) -> "GenerationPin | None":
+        """Pin ``gen``; None when it was pruned before the pin could be taken."""
+        try:
+            fd = os.open(gen, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise IndexError_(f"{gen.parent}: cannot open {gen.name} ({exc.strerror})") from None
+        # a build holds the exclusive lock only while it deletes the directory
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        if not _same_file(fd, gen) or not (gen / MANIFEST_FILE).exists():
+            os.close(fd)
+            return None
+        return cls(fd)
+
+    @property
+    def held(self) -> bool:
+        return self._closer.alive
+
+    def close(self) -> None:
+        self._closer()
+
+
+def _remove_if_unpinned(gen: Path) -> bool:
+    """Delete ``gen`` unless a reader pins it; True when it was deleted."""
+    try:
+        fd = os.open(gen, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # an open knowledge base still reads it
+        # renamed first, so no reader finds a half-deleted generation under its name
+        trash = gen.with_name(_PRUNED_PREFIX + gen.name)
+        shutil.rmtree(trash, ignore_errors=True)
+        try:
+            os.rename(gen, trash)
+        except OSError:  # pruning is housekeeping: the build has committed already
+            return False
+        shutil.rmtree(trash, ignore_errors=True)
+        return True
+    finally:
+        os.close(fd)
 
 
 class GenerationWriter:
-    """Writes one new generation; :meth:`commit` makes it the live index."""
+    """Writes one new generation; :meth:`commit` makes it the live index.
 
-    def __init__(self, index_dir: Path) -> None:
+    Holds ``lock`` (a build's :class:`BuildLock`) or, without one, takes the index's
+    build lock itself for its lifetime (failing at once when another build has it).
+    """
+
+    def __init__(self, index_dir: Path, *, lock: BuildLock | None = None) -> None:
         self.index_dir = Path(index_dir)
-        if self.index_dir.exists() and not self.index_dir.is_dir():
-            raise IndexError_(f"{self.index_dir} exists and is not a directory")
-        if (
-            self.index_dir.is_dir()
-            and any(self.index_dir.iterdir())
-            and current_generation(self.index_dir) is None
-            and not _generations(self.index_dir)
-            and not (self.index_dir / "cache").exists()
-        ):
-            raise IndexError_(
-                f"{self.index_dir} is a non-empty directory that is not an Arborgraph index; "
-                "refusing to write into it"
-            )
-        self.index_dir.mkdir(parents=True, exist_ok=True)
-        self._clean_abandoned()
-        existing = _generations(self.index_dir)
-        number = existing[-1][0] + 1 if existing else 1
-        self.path = self.index_dir / f"gen-{number:06d}"
-        self.path.mkdir()
-        for sub in ("tables", "vectors", "bm25"):
-            (self.path / sub).mkdir()
+        check_index_dir(self.index_dir)
+        self._own_lock = lock is None
+        self.lock = lock if lock is not None else BuildLock(self.index_dir)
+        try:
+            self._clean_abandoned()
+            self.path = self.index_dir / f"gen-{self._allocate_number():06d}"
+            self.path.mkdir()
+            for sub in ("tables", "vectors", "bm25"):
+                (self.path / sub).mkdir()
+        except BaseException:
+            self._release()
+            raise
         self._files: dict[str, dict[str, Any]] = {}
 
+    def _allocate_number(self) -> int:
+        """A generation number never handed out before in this index, recorded before
+        its directory exists: an abandoned or pruned generation's number is not reused."""
+        seen = [n for n, _ in _generations(self.index_dir)]
+        raw = _read_small(self.index_dir / COUNTER_FILE, COUNTER_FILE, self.index_dir)
+        if raw is not None and raw.strip().isdigit():
+            seen.append(int(raw.strip()))
+        live = read_current(self.index_dir)
+        if live is not None:
+            seen.append(int(live[4:]))
+        for child in self.index_dir.iterdir():
+            match = _GEN_RE.match(child.name.removeprefix(_PRUNED_PREFIX))
+            if match:
+                seen.append(int(match.group(1)))
+        number = max(seen, default=0) + 1
+        if number > 999_999:
+            raise IndexError_(f"{self.index_dir}: generation numbers are exhausted; build a new index")
+        _write_atomic(self.index_dir / COUNTER_FILE, f"{number}\n")
+        return number
+
     def _clean_abandoned(self) -> None:
-        """Remove generations that an interrupted build left behind (never the live one)."""
+        """Remove what interrupted builds and prunes left behind (never the live one)."""
         live = current_generation(self.index_dir)
         for _, gen in _generations(self.index_dir):
             if gen != live and not (gen / MANIFEST_FILE).exists():
                 shutil.rmtree(gen, ignore_errors=True)
+        for child in self.index_dir.iterdir():
+            if child.name.startswith(_PRUNED_PREFIX) and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
 
     def write_table(self, name: str, table: pa.Table) -> None:
         target = self.path / "tables" / f"{name}.parquet"
@@ -148,13 +435,14 @@ class GenerationWriter:
                 os.link(source, target)
             except OSError:
                 shutil.copy2(source, target)
-            if "rows" in info:
+            if info.get("rows") is not None:
                 self._files[rel] = {"rows": info["rows"]}
             taken += 1
         return taken
 
     def commit(self, manifest: dict[str, Any]) -> Path:
-        """Checksum every file, write the manifest, and atomically make this the live index."""
+        """Checksum every file, write the manifest and its checksum, and atomically make
+        this the live index; then prune old generations no reader pins."""
         checksums = {}
         for file in sorted(p for p in self.path.rglob("*") if p.is_file()):
             rel = file.relative_to(self.path).as_posix()
@@ -164,18 +452,26 @@ class GenerationWriter:
         manifest["schema_version"] = SCHEMA_VERSION
         manifest["generation"] = self.path.name
         manifest["files"] = checksums
-        _write_atomic(self.path / MANIFEST_FILE, json.dumps(manifest, indent=2, sort_keys=True))
+        text = json.dumps(manifest, indent=2, sort_keys=True)
+        _write_atomic(self.path / MANIFEST_FILE, text)
+        _write_atomic(self.path / MANIFEST_SUM_FILE, hashlib.sha256(text.encode()).hexdigest() + "\n")
         _write_atomic(self.index_dir / CURRENT_FILE, self.path.name + "\n")
         self._prune_old()
+        self._release()
         return self.path
 
     def abort(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        if self._own_lock:
+            self.lock.release()
 
     def _prune_old(self) -> None:
-        gens = [g for _, g in _generations(self.index_dir) if g != self.path]
-        for gen in gens[: max(0, len(gens) - KEEP_OLD_GENERATIONS)]:
-            shutil.rmtree(gen, ignore_errors=True)
+        older = [g for _, g in _generations(self.index_dir) if g != self.path]
+        for gen in older[: max(0, len(older) - KEEP_OLD_GENERATIONS)]:
+            _remove_if_unpinned(gen)
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -194,51 +490,116 @@ def _write_atomic(path: Path, text: str) -> None:
 
 @dataclass(frozen=True)
 class Generation:
-    """An opened, verified generation: its path and manifest."""
+    """An opened, verified generation: its path, its manifest, and (when opened with
+    ``pin=True``) the pin that keeps builds from pruning it."""
 
     path: Path
     manifest: dict[str, Any]
+    pin: GenerationPin | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def _listed(self, rel: str) -> Path:
+        # only files the checksummed manifest lists are ever read
+        if rel not in self.manifest["files"]:
+            raise IndexError_(f"{self.path.parent}: {rel} is not in the manifest of {self.name}")
+        return self.path / rel
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
-        return pq.read_table(self.path / "tables" / f"{name}.parquet", columns=columns)
+        return pq.read_table(self._listed(f"tables/{name}.parquet"), columns=columns)
 
     def has_table(self, name: str) -> bool:
         return f"tables/{name}.parquet" in self.manifest["files"]
 
     def vectors(self, name: str) -> np.ndarray:
-        return np.load(self.path / "vectors" / f"{name}.npy", allow_pickle=False)
+        return np.load(self._listed(f"vectors/{name}.npy"), allow_pickle=False)
 
     def has_vectors(self, name: str) -> bool:
         return f"vectors/{name}.npy" in self.manifest["files"]
 
     def subdir(self, relative: str) -> Path:
+        prefix = relative.rstrip("/") + "/"
+        if not any(rel.startswith(prefix) for rel in self.manifest["files"]):
+            raise IndexError_(f"{self.path.parent}: {relative} is not in the manifest of {self.name}")
         return self.path / relative
 
+    def close(self) -> None:
+        """Release the pin (if any): a later build may then prune this generation."""
+        if self.pin is not None:
+            self.pin.close()
 
-def open_generation(index_dir: Path | str, *, verify: bool = True) -> Generation:
+
+def open_generation(
+    index_dir: Path | str,
+    *,
+    verify: bool = True,
+    pin: bool = False,
+    shape: type[StoreManifest] = StoreManifest,
+) -> Generation:
     """Open the live generation of ``index_dir``, refusing anything damaged.
 
     Raises :class:`IndexError_` with a one-line reason for: a missing directory, a
-    directory that is not an index, a newer schema, a missing or unreadable manifest,
-    and (with ``verify``) any file whose size or checksum differs from the manifest.
+    directory that is not an index, a ``CURRENT`` that is not a plain pointer to a
+    generation, a newer or older schema, a missing, unreadable or tampered manifest
+    (its SHA-256 sidecar), a manifest not of ``shape`` and (with ``verify``) any file
+    whose size or checksum differs from the manifest, or that it does not list. With
+    ``pin`` the generation stays on disk, whatever builds follow, until
+    :meth:`Generation.close`.
     """
     index_dir = Path(index_dir)
     if not index_dir.exists():
         raise IndexError_(f"{index_dir}: no such directory")
     if not index_dir.is_dir():
         raise IndexError_(f"{index_dir}: not a directory")
-    gen = current_generation(index_dir)
-    if gen is None:
-        raise IndexError_(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
-    manifest_path = gen / MANIFEST_FILE
+    for _ in range(OPEN_ATTEMPTS):
+        gen = current_generation(index_dir)
+        if gen is None:
+            raise IndexError_(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
+        held = GenerationPin.take(gen) if pin else None
+        if pin and held is None:
+            continue  # pruned between reading CURRENT and pinning: read CURRENT again
+        try:
+            manifest = _read_manifest(index_dir, gen, shape)
+            if verify:
+                _verify_files(index_dir, gen, manifest["files"])
+        except BaseException:
+            if held is not None:
+                held.close()
+            raise
+        return Generation(path=gen, manifest=manifest, pin=held)
+    raise IndexError_(f"{index_dir}: the live generation kept changing while opening it; try again")
+
+
+def _damaged(index_dir: Path, what: str) -> IndexError_:
+    return IndexError_(f"{index_dir}: index damaged: {what}")
+
+
+def _read_manifest(index_dir: Path, gen: Path, shape: type[StoreManifest]) -> dict[str, Any]:
+    path = gen / MANIFEST_FILE
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        info = os.lstat(path)
     except FileNotFoundError:
         raise IndexError_(f"{index_dir}: the live generation {gen.name} has no manifest") from None
-    except (OSError, ValueError) as exc:
-        raise IndexError_(f"{index_dir}: unreadable manifest ({exc})") from None
-    version = manifest.get("schema_version")
-    if not isinstance(version, int):
+    if not stat.S_ISREG(info.st_mode):
+        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} is not a regular file")
+    if info.st_size > MAX_MANIFEST_BYTES:
+        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} is {info.st_size} bytes, far too large")
+    try:
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as handle:
+            raw = handle.read(MAX_MANIFEST_BYTES + 1)
+    except OSError as exc:
+        raise IndexError_(f"{index_dir}: unreadable manifest ({exc.strerror})") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} is not a JSON object")
+    # the version first: an index from another release is named as such, not as damage
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
         raise IndexError_(f"{index_dir}: manifest has no schema version")
     if version > SCHEMA_VERSION:
         raise IndexError_(
@@ -249,13 +610,43 @@ def open_generation(index_dir: Path | str, *, verify: bool = True) -> Generation
         raise IndexError_(
             f"{index_dir}: index schema {version} is older than {SCHEMA_VERSION}; rebuild it"
         )
-    if verify:
-        for rel, info in manifest.get("files", {}).items():
-            file = gen / rel
-            if not file.is_file():
-                raise IndexError_(f"{index_dir}: {rel} is missing (truncated index?)")
-            if file.stat().st_size != info["bytes"]:
-                raise IndexError_(f"{index_dir}: {rel} has the wrong size (truncated or tampered)")
-            if sha256_file(file) != info["sha256"]:
-                raise IndexError_(f"{index_dir}: {rel} fails its checksum (tampered or corrupt)")
-    return Generation(path=gen, manifest=manifest)
+    expected = _read_small(gen / MANIFEST_SUM_FILE, f"{gen.name}/{MANIFEST_SUM_FILE}", index_dir, limit=80)
+    if expected is None:
+        raise _damaged(
+            index_dir,
+            f"{gen.name}/{MANIFEST_SUM_FILE} is missing (tampered, or written by an older "
+            "Arborgraph: rebuild the index)",
+        )
+    if expected.strip() != hashlib.sha256(raw).hexdigest().encode():
+        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} fails its checksum (tampered or corrupt)")
+    try:
+        shape.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(shown(str(part), 40) if isinstance(part, str) else str(part) for part in first["loc"])
+        raise _damaged(index_dir, f"{MANIFEST_FILE} {where or 'top level'}: {first['msg']}") from None
+    if data["generation"] != gen.name:
+        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} describes {data['generation']}")
+    return data
+
+
+def _verify_files(index_dir: Path, gen: Path, files: dict[str, Any]) -> None:
+    root = os.path.realpath(gen)
+    for rel, info in files.items():
+        file = gen / rel
+        try:
+            meta = os.lstat(file)
+        except (FileNotFoundError, NotADirectoryError):
+            raise IndexError_(f"{index_dir}: {shown(rel, 80)} is missing (truncated index?)") from None
+        if not stat.S_ISREG(meta.st_mode) or not os.path.realpath(file).startswith(root + os.sep):
+            raise _damaged(index_dir, f"{shown(rel, 80)} is not a regular file inside {gen.name}")
+        if meta.st_size != info["bytes"]:
+            raise IndexError_(f"{index_dir}: {shown(rel, 80)} has the wrong size (truncated or tampered)")
+        if sha256_file(file) != info["sha256"]:
+            raise IndexError_(f"{index_dir}: {shown(rel, 80)} fails its checksum (tampered or corrupt)")
+    own = {MANIFEST_FILE, MANIFEST_SUM_FILE}
+    for folder, dirs, names in os.walk(gen):
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            rel = Path(folder, name).relative_to(gen).as_posix()
+            if rel not in files and rel not in own:
+                raise _damaged(index_dir, f"{gen.name} holds {shown(rel, 80)}, which its manifest does not list")

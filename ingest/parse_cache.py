@@ -6,7 +6,7 @@ code and parser libraries, so the key is a hash of all of them: an edited file (
 one whose size did not change), a moved file, another format, a changed loader or an
 upgraded parser each miss and parse again. Only successful parses are kept; a sidecar
 is applied after the cache, as after a parse. SQLite commits are atomic, so a build
-killed mid-way keeps what it parsed.
+killed mid-way keeps what it parsed; a damaged database is replaced by an empty one.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import hashlib
 import importlib.metadata
 import json
 import sqlite3
-import threading
 from pathlib import Path
 
+from ingest.cache_db import CacheDB
 from ingest.models import Document
 
 # the libraries loaders parse with: an upgrade may parse the same bytes differently
@@ -49,32 +49,54 @@ def parse_key(raw_sha256: str, *, doc_id: str, path: str, fmt: str) -> str:
 
 
 class ParseCache:
-    """Documents by :func:`parse_key`, in SQLite; safe to share between threads."""
+    """Documents by :func:`parse_key`, in SQLite; safe to share between threads.
+
+    A damaged database is moved aside and started afresh (see :mod:`ingest.cache_db`);
+    :attr:`warnings` says so, and a stored document that no longer validates is a miss.
+    """
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")  # a cache: no sync per document
-        self._db.execute("CREATE TABLE IF NOT EXISTS documents (key TEXT PRIMARY KEY, document TEXT)")
+        self._cache = CacheDB(
+            path,
+            (
+                "PRAGMA journal_mode=WAL",
+                "PRAGMA synchronous=NORMAL",  # a cache: no sync per document
+                "CREATE TABLE IF NOT EXISTS documents (key TEXT PRIMARY KEY, document TEXT)",
+            ),
+        )
         self.hits = 0
         self.misses = 0
 
+    @property
+    def warnings(self) -> list[str]:
+        return self._cache.warnings
+
     def get(self, key: str) -> Document | None:
-        with self._lock:
-            row = self._db.execute("SELECT document FROM documents WHERE key = ?", (key,)).fetchone()
-            if row is None:
+        row = self._cache.run(
+            lambda db: db.execute("SELECT document FROM documents WHERE key = ?", (key,)).fetchone(),
+            lambda: None,
+        )
+        document = None
+        if row is not None:
+            try:
+                document = Document.model_validate_json(row[0])
+            except ValueError:
+                document = None
+        with self._cache.lock:
+            if document is None:
                 self.misses += 1
-                return None
-            self.hits += 1
-        return Document.model_validate_json(row[0])
+            else:
+                self.hits += 1
+        return document
 
     def put(self, key: str, document: Document) -> None:
         text = document.model_dump_json()
-        with self._lock, self._db:
-            self._db.execute("INSERT OR REPLACE INTO documents (key, document) VALUES (?, ?)", (key, text))
+
+        def insert(db: sqlite3.Connection) -> None:
+            with db:
+                db.execute("INSERT OR REPLACE INTO documents (key, document) VALUES (?, ?)", (key, text))
+
+        self._cache.run(insert, lambda: None)  # lost to a damaged cache: parsed again next time
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._cache.close()

@@ -96,3 +96,29 @@ def test_missing_manifest_is_refused(tmp_path: Path) -> None:
     (tmp_path / "idx" / CURRENT_FILE).write_text("../../etc\n")
     with pytest.raises(IndexError_, match="not a generation"):
         open_generation(tmp_path / "idx")
+
+
+def test_a_pinned_generation_outlives_pruning_until_released(tmp_path: Path) -> None:
+    index = tmp_path / "idx"
+    first = _write(index, 1)
+    pinned = open_generation(index, pin=True)
+    for n in range(3):
+        _write(index, n + 2)
+    assert first.is_dir() and pinned.table("chunks").num_rows == 1
+    assert len([p for p in index.iterdir() if p.name.startswith("gen-")]) == 3  # live, previous, pinned
+    pinned.close()
+    last = _write(index, 9)
+    assert not first.exists()
+    assert sorted(p.name for p in index.iterdir() if p.name.startswith("gen-"))[-1] == last.name
+
+
+def test_a_writer_takes_the_build_lock(tmp_path: Path) -> None:
+    from arborgraph.store import IndexBusy
+
+    index = tmp_path / "idx"
+    _write(index, 1)
+    writer = GenerationWriter(index)
+    with pytest.raises(IndexBusy, match="another build"):
+        GenerationWriter(index)
+    writer.abort()
+    assert _write(index, 2).name == "gen-000003"  # the aborted one's number is not reused
