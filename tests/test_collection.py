@@ -164,6 +164,27 @@ def test_sidecar_outside_the_collection_is_refused(tmp_path: Path) -> None:
     assert "not a regular file inside the collection" in skip_reason(walk(root), "a.txt")
 
 
+def test_globs_keep_to_the_collection_like_a_walk(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "deeper").mkdir(parents=True)
+    (outside / "secret.md").write_text("# Secret\n\nOUTSIDE-1 text.\n")
+    (outside / "deeper" / "more.md").write_text("# More\n\nOUTSIDE-2 text.\n")
+    root = tmp_path / "docs"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "inside.md").write_text("# Inside\n\nInside text.\n")
+    (root / "link").symlink_to(outside)
+    (root / "sub" / "loop").symlink_to(root)  # glob.glob would go round it
+    walked = walk(root)
+    for pattern in (f"{root}/**/*.md", f"{root}/**", f"{root}/*", f"{root}/*/*.md", f"{root}/l*/**/*.md"):
+        globbed = walk(pattern)
+        texts = " ".join(r.text for r in globbed if isinstance(r, Document))
+        assert "OUTSIDE" not in texts, pattern
+        assert skip_reason(globbed, "link") == "symbolic link to a folder (not followed)", pattern
+    # "**" reaches every file the walk does, with the same results in the same order
+    assert walk(f"{root}/**") == walked
+    assert [r.doc_id for r in walk(f"{root}/**/*.md") if isinstance(r, Document)] == ["sub/inside.md"]
+
+
 def test_file_input_and_glob_ids(manual: Path) -> None:
     (doc,) = walk(manual / "guide/backup.md")
     assert doc.doc_id == "backup.md"
@@ -196,6 +217,17 @@ def test_empty_binary_and_unsupported_files(tmp_path: Path) -> None:
     assert skip_reason(results, "style.css") == "unsupported file type '.css'"
     pdf = by_name(results)["manual.pdf"]
     assert isinstance(pdf, Document) and pdf.format == "pdf"  # binary-looking, but a real PDF
+
+
+def test_text_that_mentions_the_pdf_magic_is_not_taken_for_a_pdf(tmp_path: Path) -> None:
+    (tmp_path / "pdf-notes.md").write_text("# PDF notes\n\nA PDF file starts with %PDF- and a version.\n")
+    (tmp_path / "nul.md").write_bytes(b"# Junk\n\n%PDF- \x00\x01\x02 binary after all\n")
+    shutil.copy(DATA / "pdf/sqlite_datatypes.pdf", tmp_path / "disguised.md")
+    results = by_name(walk(tmp_path))
+    notes, disguised = results["pdf-notes.md"], results["disguised.md"]
+    assert isinstance(notes, Document) and notes.format == "markdown" and "%PDF- and a version" in notes.text
+    assert isinstance(disguised, Document) and disguised.format == "pdf"  # %PDF- at byte 0
+    assert results["nul.md"] == SkippedFile(path=str(tmp_path / "nul.md"), reason="binary file (binary data (NUL bytes))")
 
 
 def test_scanned_pdf_is_skipped(tmp_path: Path) -> None:
@@ -251,7 +283,42 @@ def test_max_file_bytes_is_configurable(tmp_path: Path) -> None:
 
 def test_fifo_is_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.txt")  # reading it would block forever
-    assert skip_reason(walk(tmp_path), "pipe.txt") == "not a regular file"
+    assert skip_reason(walk(tmp_path), "pipe.txt") == "not a regular file (a named pipe)"
+
+
+def _special_files(root: Path) -> Path:
+    """A collection holding a FIFO, a socket and a link to an endless device."""
+    import socket
+
+    root.mkdir()
+    (root / "real.md").write_text("# Real\n\nA regular file of forty-odd bytes.\n")
+    os.mkfifo(root / "f.md")
+    (root / "z.md").symlink_to("/dev/zero")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "s.md"))
+    sock.close()
+    return root
+
+
+def test_special_files_are_never_opened_nor_measured(tmp_path: Path) -> None:
+    # opening the FIFO would block forever and /dev/zero never ends: the file type is
+    # checked before anything reads or hashes a file, in the walk and in the size
+    # estimate an update build makes first (which hashes files to spot unchanged ones)
+    root = _special_files(tmp_path / "docs")
+    results = walk(root)
+    assert skip_reason(results, "f.md") == "not a regular file (a named pipe)"
+    assert skip_reason(results, "s.md") == "not a regular file (a socket)"
+    assert skip_reason(results, "z.md") == "symbolic link to a file outside the collection"
+    assert isinstance(by_name(results)["real.md"], Document)
+    size = (root / "real.md").stat().st_size
+    assert collection.input_kilobytes([root], {"0" * 64}) == size // 1000
+    assert collection.input_kilobytes([root], {by_name(results)["real.md"].content_hash}) == 0
+    assert collection.input_kilobytes([f"{root}/*.md"], {"0" * 64}) == size // 1000
+
+
+def test_a_file_swapped_for_a_device_after_the_checks_is_not_read() -> None:
+    with pytest.raises(OSError, match="not a regular file \\(a device\\)"):
+        collection.read_bytes(Path("/dev/zero"), 1 << 30)
 
 
 def test_duplicates_and_doc_id_clashes(tmp_path: Path) -> None:

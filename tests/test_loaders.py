@@ -370,6 +370,13 @@ def test_truncated_pdf_is_a_clear_skip() -> None:
         ("page.php", b"<html><body>x", "html"),
         ("style.css", b"body { color: red }", None),
         ("guide.MD", b"anything", "markdown"),
+        # the extension is trusted unless the bytes clearly contradict it
+        ("pdf-notes.md", b"# PDF notes\n\nEvery PDF starts with %PDF-1.7 and a binary line.\n", "markdown"),
+        ("pdf-notes.md", b"# Notes\n\n%PDF-1.7\n", "markdown"),
+        ("pdf-notes.txt", b"Header:\n%PDF-1.4\n", "text"),
+        ("README", b"Our files mention %PDF- in passing", "text"),
+        ("disguised.md", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "pdf"),
+        ("manual.bin", b"junk before the header\n%PDF-1.7\n", "pdf"),
     ],
 )
 def test_detect_format(name: str, head: bytes, expected: str | None) -> None:
