@@ -539,6 +539,11 @@ def _read_sidecar(path: Path, root: Path) -> tuple[str | None, DocumentMetadata,
     """Parse ``<file>.meta.yaml`` beside ``path`` if there is one inside the collection."""
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
     if not os.path.lexists(sidecar):
+        for near in _near_miss_sidecars(path):
+            raise SkipFile(
+                f"{near} looks like its metadata sidecar, but a sidecar is named {sidecar.name} "
+                "(not indexed, so that its access list cannot be lost)"
+            )
         return None
     origin = f"sidecar {sidecar.name}"
     if not _inside(sidecar, root) or not sidecar.is_file():
@@ -552,6 +557,17 @@ def _read_sidecar(path: Path, root: Path) -> tuple[str | None, DocumentMetadata,
     except OSError as exc:
         raise SkipFile(f"{origin} is unreadable: {exc.strerror or exc}") from None
     return parse_metadata_yaml(text, origin=origin)
+
+
+def _near_miss_sidecars(path: Path) -> Iterator[str]:
+    """Names beside ``path`` that were likely meant as its sidecar (a misspelt one would
+    leave the file public); a name that is the sidecar of another file is not one."""
+    names = [f"{path.name}{suffix}" for suffix in (".meta.yml", ".META.YAML", ".Meta.yaml", ".yaml", ".yml")]
+    if path.suffix and not os.path.lexists(path.with_name(path.stem)):
+        names += [f"{path.stem}.meta.yaml", f"{path.stem}.meta.yml"]
+    for name in names:
+        if os.path.lexists(path.with_name(name)):
+            yield name
 
 
 def _apply_metadata(

@@ -110,6 +110,43 @@ def test_acl_that_would_fail_open_skips_the_file(tmp_path: Path, meta: str, reas
     assert reason in skip_reason(results, "side.txt")
 
 
+SLIPS = {  # the near misses of "---\nacl: [team-a]\n---" seen in real collections
+    "unclosed.md": ("---\nacl: [team-a]\n# Secret\n\nZEBRA-1.\n", "it is never closed"),
+    "blank-line-first.md": ("\n---\nacl: [team-a]\n---\n# Secret\n\nZEBRA-2.\n", "is line 2, not the first line"),
+    "toml.md": ('+++\nacl = ["team-a"]\n+++\n# Secret\n\nZEBRA-3.\n', "TOML frontmatter ('+++') is not read"),
+    "repeated.md": ("---\nacl: [team-a]\ntitle: x\nacl: []\n---\n# Secret\n\nZEBRA-4.\n", "'acl' is given more than once"),
+    "text.md": ("---\nacl: team-a\n---\n# Secret\n\nZEBRA-5.\n", "'team-a' is a text, not a list"),
+    "no-fences.md": ("acl: [team-a]\ntitle: Secret\n\n# Secret\n\nZEBRA-6.\n", "line 1 sets metadata outside"),
+    "yaml-word.md": ("--- yaml\nacl: [team-a]\n---\n# Secret\n\nZEBRA-7.\n", "it opens with '--- yaml', not '---'"),
+    "second-block.md": ("---\ntitle: x\n---\n---\nacl: [team-a]\n---\nZEBRA-8.\n", "more metadata (line 5) follows"),
+    "nested.md": ("---\nmeta:\n  acl: [team-a]\n---\nZEBRA-9.\n", "'acl' is nested under 'meta'"),
+    "invisible.md": ("---\n\u200bacl: [team-a]\n---\nZEBRA-10.\n", "invisible or look-alike characters"),
+    "cyrillic.md": ("---\n\u0430cl: [team-a]\n---\nZEBRA-11.\n", "invisible or look-alike characters"),
+    "line-separators.md": ("---\u2028acl: [team-a]\u2028---\u2028ZEBRA-12.\n", "not '---'"),
+}
+
+
+def test_frontmatter_near_misses_are_skipped_not_made_public(tmp_path: Path) -> None:
+    for name, (text, _) in SLIPS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    # what is unambiguous is read: a trailing space, CRLF line breaks, a BOM
+    (tmp_path / "trailing-space.md").write_text("--- \nacl: [team-a]\n---  \n# Secret\n\nZEBRA-0.\n")
+    (tmp_path / "crlf-bom.md").write_bytes("\ufeff---\r\nacl: [team-a]\r\n---\r\n# Secret\r\n\r\nZEBRA-0.\r\n".encode())
+    results = walk(tmp_path)
+    for name, (_, reason) in SLIPS.items():
+        assert reason in skip_reason(results, name), name
+        assert "\n" not in skip_reason(results, name)
+    for name in ("trailing-space.md", "crlf-bom.md"):
+        doc = by_name(results)[name]
+        assert isinstance(doc, Document) and doc.metadata.acl == ["team-a"] and doc.text == "Secret\n\nZEBRA-0."
+    # and what only resembles metadata is text: a thematic break, prose, an example in code
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "divider.md").write_text("---\nA divider, then text.\n---\nMore.\n")
+    (tmp_path / "ok" / "prose.md").write_text("# Access\n\nWrite the list like this.\nacl: [team-a] is the key.\n")
+    (tmp_path / "ok" / "example.md").write_text("```yaml\n---\nacl: [team-a]\n---\n```\n\nThat is how.\n")
+    assert all(isinstance(r, Document) and r.metadata.acl is None for r in walk(tmp_path / "ok"))
+
+
 def test_empty_acl_list_means_nobody_and_other_case_variants_warn(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("---\nacl: []\nVersion: '2'\n---\n# A\n\nBody text.\n")
     (doc,) = walk(tmp_path)
@@ -118,13 +155,20 @@ def test_empty_acl_list_means_nobody_and_other_case_variants_warn(tmp_path: Path
 
 
 def test_frontmatter_in_a_non_markdown_file_is_reported(tmp_path: Path) -> None:
-    (tmp_path / "notes.txt").write_text("---\nacl: [team-a]\n---\nRestricted text.\n")
+    (tmp_path / "notes.txt").write_text("---\nversion: '2'\n---\nVersioned text.\n")
     (tmp_path / "plain.txt").write_text("---\nA divider, then text.\n---\nMore.\n")
+    # an access list there would not be applied: the file would be public
+    (tmp_path / "secret.txt").write_text("---\nacl: [team-a]\n---\nRestricted text.\n")
+    (tmp_path / "secret.rst").write_text(":acl: team-a\n\nRestricted text.\n")
+    (tmp_path / "secret.html").write_text('<html><head><meta name="ACL" content="team-a"></head><body><p>Restricted.</p></body></html>')
     docs = by_name(walk(tmp_path))
     notes, plain = docs["notes.txt"], docs["plain.txt"]
-    assert isinstance(notes, Document) and notes.metadata.acl is None
+    assert isinstance(notes, Document) and notes.metadata.version is None
     assert any("frontmatter is only read from Markdown" in w and ".meta.yaml" in w for w in notes.warnings)
     assert isinstance(plain, Document) and not plain.warnings
+    for name in ("secret.txt", "secret.rst"):
+        assert "set 'acl', but metadata is only read from Markdown frontmatter" in skip_reason(list(docs.values()), name)
+    assert "<meta name=\"acl\"> tag is not read" in skip_reason(list(docs.values()), "secret.html")
 
 
 def test_metadata_given_through_the_api(tmp_path: Path) -> None:
@@ -135,11 +179,13 @@ def test_metadata_given_through_the_api(tmp_path: Path) -> None:
         (tmp_path / "tenants" / name).write_text("Refunds take five days.\n")  # same bytes
     (tmp_path / "tenants" / "b.txt.meta.yaml").write_text("acl: [sidecar-team]\nsource: kb\n")
     (tmp_path / "bad.txt").write_text("Other text.\n")
+    (tmp_path / "text.txt").write_text("More text.\n")
     (tmp_path / "open.txt").write_text("Public text.\n")
     given = GivenMetadata({
         "tenants/*": {"acl": ["team-x"], "version": "2"},
-        "tenants/b.txt": {"acl": "team-b"},
+        "tenants/b.txt": {"acl": ["team-b"]},
         "bad.txt": {"acl": {"not": "a list"}},
+        "text.txt": {"acl": "team-c"},
     })
     docs = by_name(walk(tmp_path, metadata=given))
     a, b = docs["a.txt"], docs["b.txt"]
@@ -148,10 +194,26 @@ def test_metadata_given_through_the_api(tmp_path: Path) -> None:
     assert isinstance(b, Document) and b.metadata.acl == ["team-b"] and b.metadata.source == "kb"
     assert b.warnings == ["build metadata overrides 'acl' from the file's own metadata"]
     assert skip_reason(list(docs.values()), "bad.txt") == "invalid acl in metadata for 'bad.txt': Input should be a valid list"
+    assert "'team-c' is a text, not a list" in skip_reason(list(docs.values()), "text.txt")
     assert isinstance(docs["open.txt"], Document) and docs["open.txt"].metadata.acl is None
     assert GivenMetadata({"tenant/*": {"acl": ["x"]}}).unmatched(["tenants/a.txt"]) == ["tenant/*"]
     with pytest.raises(TypeError):
         GivenMetadata({"a.txt": ["team-a"]})  # type: ignore[dict-item]
+
+
+def test_a_misspelt_sidecar_skips_its_file(tmp_path: Path) -> None:
+    for name, sidecar in (("a.txt", "a.txt.meta.yml"), ("b.md", "b.meta.yaml"), ("c.txt", "c.txt.yaml")):
+        (tmp_path / name).write_text("Restricted text.\n")
+        (tmp_path / sidecar).write_text("acl: [team-a]\n")
+    # the sidecar of the file "d" is no near miss for "d.txt"
+    (tmp_path / "d").write_text("Text of d.\n")
+    (tmp_path / "d.txt").write_text("Text of d.txt.\n")
+    (tmp_path / "d.meta.yaml").write_text("acl: [team-d]\n")
+    results = by_name(walk(tmp_path))
+    assert results["a.txt"].reason.startswith("a.txt.meta.yml looks like its metadata sidecar, but a sidecar is named a.txt.meta.yaml")
+    assert "b.meta.yaml looks like its metadata sidecar" in results["b.md"].reason
+    assert "c.txt.yaml looks like its metadata sidecar" in results["c.txt"].reason
+    assert results["d"].metadata.acl == ["team-d"] and results["d.txt"].metadata.acl is None
 
 
 def test_sidecar_outside_the_collection_is_refused(tmp_path: Path) -> None:

@@ -204,7 +204,9 @@ def test_markdown_bad_acl_fails_closed_and_bad_date_only_warns() -> None:
     bad_acl = b"---\nacl: {team: x}\n---\n# Secret\n\ntext\n"
     with pytest.raises(SkipFile, match="invalid acl in frontmatter"):
         load_markdown(bad_acl, doc_id="s.md", path="/s.md")
-    bad_date = b"---\nvalid_from: someday\nacl: ops\n---\n# Doc\n\ntext\n"
+    with pytest.raises(SkipFile, match=r"'ops' is a text, not a list of principal names \(write acl: \[ops\]\)"):
+        load_markdown(b"---\nacl: ops\n---\n# Secret\n\ntext\n", doc_id="s.md", path="/s.md")
+    bad_date = b"---\nvalid_from: someday\nacl: [ops]\n---\n# Doc\n\ntext\n"
     doc = load_markdown(bad_date, doc_id="d.md", path="/d.md")
     assert doc.metadata.valid_from is None
     assert doc.metadata.acl == ["ops"]

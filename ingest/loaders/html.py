@@ -9,6 +9,7 @@ from lxml import etree
 
 from ingest.errors import SkipFile
 from ingest.loaders._common import BlockSpec, build_document, clean_code, clean_inline, decode_text
+from ingest.metadata import refuse_unread_acl
 from ingest.models import Document
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -44,6 +45,7 @@ _LIST_TAGS = frozenset(("ul", "ol", "menu", "dir"))
 _BR = "\ue000"  # marks <br> inside inline text until whitespace is collapsed
 _MAX_DEPTH = 60  # deeper nesting is flattened to text instead of walked
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
+_META_ACL = re.compile(r"""<meta\b[^>]{0,200}?\bname\s*=\s*["']?\s*acl\b""", re.I)
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I)
 
 
@@ -51,6 +53,12 @@ def load_html(raw: bytes, *, doc_id: str, path: str) -> Document:
     """Load an HTML page: headings, paragraphs, ``pre`` code, lists and tables as text."""
     declared = _META_CHARSET.search(raw[:4096])
     text, warnings = decode_text(raw, declared.group(1).decode("ascii") if declared else None)
+    refuse_unread_acl(text, "HTML")
+    if _META_ACL.search(text):
+        raise SkipFile(
+            "a <meta name=\"acl\"> tag is not read as an access list: put the acl in a "
+            "<file>.meta.yaml sidecar or pass it to the build (not indexed, so that its access list cannot be lost)"
+        )
     root = _parse(text)
     page_title = _title_text(root)
     content = _main_content(root)
