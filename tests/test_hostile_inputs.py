@@ -48,3 +48,40 @@ def test_documents_without_searchable_words_do_not_stop_the_build(
             assert all(ctx.source in {*WORDLESS, "is.md", "wal.md"} for ctx in result.contexts)
     if with_words:
         assert any(c.source == "wal.md" for c in kb.query("WAL checkpoint", route="lookup").contexts)
+
+
+UPDATE_OVER_SPECIAL_FILES = """
+import os, sys
+from pathlib import Path
+from arborgraph.config import load_config
+from arborgraph.pipeline import build_index
+docs, index = Path(sys.argv[1]), Path(sys.argv[2])
+config = load_config(overrides={"build_tree": False, "build_graph": False})
+build_index([docs], index, config)
+os.mkfifo(docs / "f.md")
+(docs / "z.md").symlink_to("/dev/zero")
+report = build_index([docs], index, config)  # an update: it hashes files to find unchanged ones
+print(sorted((Path(s.path).name, s.reason) for s in report.skipped))
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs arborgraph/pipeline.py's input_kilobytes to delegate to ingest.collection.input_kilobytes "
+    "(which checks the file type before hashing); pipeline.py is not this change's to edit",
+)
+def test_an_update_build_over_a_fifo_and_a_device_link_finishes(tmp_path: Path, sample_slice: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(sample_slice / "wal.md", docs / "wal.md")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", UPDATE_OVER_SPECIAL_FILES, str(docs), str(tmp_path / "idx")],
+            capture_output=True, text=True, timeout=60, env=env, cwd=REPO, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the update build hung on the FIFO or /dev/zero")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "('f.md', 'not a regular file (a named pipe)')" in run.stdout
+    assert "('z.md', 'symbolic link to a file outside the collection')" in run.stdout
