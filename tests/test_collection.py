@@ -247,6 +247,31 @@ def test_globs_keep_to_the_collection_like_a_walk(tmp_path: Path) -> None:
     assert [r.doc_id for r in walk(f"{root}/**/*.md") if isinstance(r, Document)] == ["sub/inside.md"]
 
 
+GLOB_TREE = ["top.md", "top.txt", ".hidden.md", "a/x.md", "a/y.txt", "a/b/z.md", "a/b/c/deep.md", "a/.h/secret.md",
+             "b/x.md", "b/c/w.md", "ab/q.md", "a/b/z.md.meta.yaml"]
+GLOB_PATTERNS = ["*", "*.md", "**", "**/*.md", "a/**", "a/*/*.md", "**/b/*", "a/**/c/*.md", "[ab]/*.md", "?/*",
+                 "**/**/*.md", "a*/**/*.md", "**/c", ".h*", "a/.h/*", "a/?/*.md"]
+
+
+@pytest.mark.parametrize("pattern", GLOB_PATTERNS)
+def test_globs_match_what_glob_matches_in_a_tree_without_links(tmp_path: Path, pattern: str) -> None:
+    import glob
+
+    for name in GLOB_TREE:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"# {name}\n\nText of {name}.\n")
+    parts = pattern.split("/")
+    n_fixed = next(i for i, part in enumerate(parts) if set(part) & set("*?["))
+    base = tmp_path.joinpath(*parts[:n_fixed])  # doc ids are relative to the pattern's fixed folder
+    expected = set()  # glob's matches; a matched folder stands for the walk of it
+    for match in glob.glob(f"{tmp_path}/{pattern}", recursive=True):
+        found = list(collection._walk_dir(Path(match), base)) if os.path.isdir(match) else [
+            collection._Candidate(Path(match), os.path.relpath(match, base), base)]
+        expected |= {c.doc_id for c in found if not c.doc_id.endswith(".meta.yaml")}
+    got = [c.doc_id for c in collection._expand_glob(f"{tmp_path}/{pattern}") if not isinstance(c, SkippedFile)]
+    assert sorted(got) == sorted(expected) and len(got) == len(set(got))
+
+
 def test_file_input_and_glob_ids(manual: Path) -> None:
     (doc,) = walk(manual / "guide/backup.md")
     assert doc.doc_id == "backup.md"

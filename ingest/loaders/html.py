@@ -50,7 +50,7 @@ _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _MAX_PARSE_DEPTH = 200
 _TAG = re.compile(r"<!--.*?-->|<(/?)([A-Za-z][\w:-]*)[^>]*?(/?)>", re.S)
 _VOID_TAGS = frozenset("area base br col embed hr img input link meta param source track wbr".split())
-_META_ACL = re.compile(r"""<meta\b[^>]{0,200}?\bname\s*=\s*["']?\s*acl\b""", re.I)
+_META_ACL = re.compile(r"""<meta\b[^>]{0,200}?\bname\s*=\s*["']?\s*acl\s*(?:["'\s/>])""", re.I)
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I)
 
 
