@@ -202,9 +202,11 @@ def _expand_glob(pattern: str) -> Iterator[_Candidate | SkippedFile]:
     n_fixed = next((i for i, part in enumerate(parts) if any(c in _WILDCARDS for c in part)), len(parts))
     base = Path(*parts[:n_fixed]) if n_fixed else Path(".")
     wanted = tuple(parts[n_fixed:])
+    folders_only = pattern.endswith(("/", os.sep))  # as in glob: "docs/*/" names folders
     root_abs = base.absolute()
     found: list[tuple[tuple[str, ...], _Candidate | SkippedFile]] = []
-    folders: list[tuple[tuple[str, ...], bool]] = [((), False)]  # (folder below base, matched)
+    # (a folder below base, whether it matched: "docs/**" matches docs itself)
+    folders: list[tuple[tuple[str, ...], bool]] = [((), _glob_match((), wanted))]
     while folders:
         rel, matched = folders.pop()
         folder = base.joinpath(*rel)
@@ -216,9 +218,10 @@ def _expand_glob(pattern: str) -> Iterator[_Candidate | SkippedFile]:
             sub = (*rel, entry.name)
             if matched and entry.name.startswith("."):
                 continue
-            hit = matched or _glob_match(sub, wanted)
             path = folder / entry.name
-            if _is_folder(entry):
+            is_folder = _is_folder(entry)
+            hit = matched or ((is_folder or not folders_only) and _glob_match(sub, wanted))
+            if is_folder:
                 if not (hit or _may_match_below(sub, wanted)):
                     continue
                 if entry.is_symlink():

@@ -250,7 +250,7 @@ def test_globs_keep_to_the_collection_like_a_walk(tmp_path: Path) -> None:
 GLOB_TREE = ["top.md", "top.txt", ".hidden.md", "a/x.md", "a/y.txt", "a/b/z.md", "a/b/c/deep.md", "a/.h/secret.md",
              "b/x.md", "b/c/w.md", "ab/q.md", "a/b/z.md.meta.yaml"]
 GLOB_PATTERNS = ["*", "*.md", "**", "**/*.md", "a/**", "a/*/*.md", "**/b/*", "a/**/c/*.md", "[ab]/*.md", "?/*",
-                 "**/**/*.md", "a*/**/*.md", "**/c", ".h*", "a/.h/*", "a/?/*.md"]
+                 "**/**/*.md", "a*/**/*.md", "**/c", ".h*", "a/.h/*", "a/?/*.md", "*/*/", "a/**/"]
 
 
 @pytest.mark.parametrize("pattern", GLOB_PATTERNS)
