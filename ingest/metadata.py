@@ -29,7 +29,6 @@ _MAX_EXTRA_NODES = 10_000
 
 _FRONTMATTER_START = re.compile(r"---[ \t]*\n")
 _FRONTMATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
-_METADATA_KEY = re.compile(rf"^\s*(?:title|{'|'.join(KNOWN_KEYS)})\s*:", re.MULTILINE | re.IGNORECASE)
 
 
 class _SafeLoaderNoAliases(yaml.SafeLoader):
@@ -95,14 +94,17 @@ _KEY_LIKE = re.compile(
 _METADATA_FILLER = re.compile(r"^(?:\s*$|[ \t]+\S|\s*[-*+][ \t]|\s*#|\s*[\[\]{}]|\s*<!--)")
 _CODE_FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})")
 # letters other scripts share with "acl" (Cyrillic, Greek, Roman numeral one-fifty)
-_CONFUSABLES = str.maketrans({"а": "a", "ɑ": "a", "α": "a", "с": "c", "ϲ": "c", "ⅽ": "c", "ӏ": "l", "ⅼ": "l", "ι": "l", "і": "l", "1": "l"})
+_CONFUSABLES = str.maketrans(
+    {"а": "a", "ɑ": "a", "α": "a", "с": "c", "ϲ": "c", "ⅽ": "c", "ӏ": "l", "ⅼ": "l", "ι": "l", "і": "l", "1": "l"}
+)
 
 
 def fold_key(key: str) -> str:
     """A metadata key as a person reads it: ``ACL``, ``" acl"``, ``acl\u200b``,
     ``ａｃｌ`` and ``асl`` (Cyrillic) all fold to ``acl``."""
     key = _visible(key).strip().strip(":=\"'` \t").casefold()
-    return key.translate(_CONFUSABLES) if key.translate(_CONFUSABLES) == "acl" else key
+    unconfused = key.translate(_CONFUSABLES)
+    return unconfused if unconfused == "acl" else key
 
 
 def _visible(text: str) -> str:
@@ -201,7 +203,7 @@ def names_metadata_key(yaml_text: str) -> bool:
     """True when a ``---`` block names a metadata key (in any letter case, or hidden
     behind invisible characters): then it was meant as frontmatter, and must not be
     taken for ordinary text."""
-    return _METADATA_KEY.search(yaml_text) is not None or _leading(yaml_text, whole=True).key_line is not None
+    return _leading(yaml_text, whole=True).key_line is not None
 
 
 def parse_metadata_yaml(yaml_text: str, *, origin: str) -> tuple[str | None, DocumentMetadata, list[str]]:
@@ -272,6 +274,8 @@ def metadata_from_mapping(
     budget = [_MAX_EXTRA_NODES]
     for raw_key, value in data.items():
         key = str(raw_key)
+        if key != "acl" and _nested_acl(value):
+            raise SkipFile(f"invalid acl in {origin}: 'acl' is nested under {key!r} (it must be a top-level key)")
         if key == "title":
             if isinstance(value, (str, int, float)) and str(value).strip():
                 title = str(value).strip()
@@ -289,9 +293,6 @@ def metadata_from_mapping(
                 raise SkipFile(f"invalid acl in {origin}: key {key!r} is not 'acl' ({why})")
             if meant in (*KNOWN_KEYS, "title"):
                 warnings.append(f"{origin}: key {key!r} is not {meant!r} (keys are case-sensitive); kept as an extra field")
-            nested = _nested_acl(value)
-            if nested:
-                raise SkipFile(f"invalid acl in {origin}: 'acl' is nested under {key!r} (it must be a top-level key)")
             extras[key] = _plain(value, budget)
     if budget[0] < 0:
         warnings.append(f"{origin}: extra metadata truncated (too large)")
