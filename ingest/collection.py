@@ -72,7 +72,8 @@ def iter_collection(
     """Yield a ``Document`` or a ``SkippedFile`` for every file the inputs name.
 
     ``inputs`` are files, directories (walked recursively in sorted order, skipping
-    hidden entries and ``*.meta.yaml`` sidecars) or glob patterns (``**`` allowed).
+    hidden entries and ``*.meta.yaml`` sidecars, never following a link to a folder) or
+    glob patterns (``**`` allowed; matched under the same rules).
     ``doc_id`` is the path relative to the input directory, the glob's fixed base
     directory, or, for a file input, the file name. Files above ``max_file_bytes``
     are skipped without being read. Each file is parsed in a worker process that is
