@@ -20,6 +20,10 @@ from bm25s.stopwords import STOPWORDS_EN
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_]+")
 _PART_RE = re.compile(r"[A-Za-z]+|[0-9]+")
 _STOPWORDS = frozenset(STOPWORDS_EN)
+# bm25s cannot index a corpus with no term at all (a collection or scope of documents
+# made only of stop words, punctuation or headings); such a corpus is indexed under this one
+# term, which ``analyse`` can never produce, so every row scores zero for every query.
+_NO_TERMS = "\x00"
 
 
 @lru_cache(maxsize=1)
@@ -55,8 +59,11 @@ class LexicalIndex:
     @classmethod
     def build(cls, texts: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> "LexicalIndex":
         retriever = bm25s.BM25(k1=k1, b=b)
+        corpus = [analyse(t) for t in texts]
+        if not any(corpus):  # (no rows at all: one placeholder row, never scored)
+            corpus = [[_NO_TERMS] for _ in corpus or [""]]
         # create_empty_token keeps row alignment for texts with no usable token
-        retriever.index([analyse(t) for t in texts], show_progress=False)
+        retriever.index(corpus, show_progress=False)
         return cls(retriever, len(texts))
 
     def save(self, directory: Path) -> None:

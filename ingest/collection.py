@@ -7,14 +7,15 @@ itself never raises for a bad file.
 
 from __future__ import annotations
 
-import glob
+import fnmatch
+import functools
 import hashlib
 import json
 import os
 import queue
 import stat
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +72,8 @@ def iter_collection(
     """Yield a ``Document`` or a ``SkippedFile`` for every file the inputs name.
 
     ``inputs`` are files, directories (walked recursively in sorted order, skipping
-    hidden entries and ``*.meta.yaml`` sidecars) or glob patterns (``**`` allowed).
+    hidden entries and ``*.meta.yaml`` sidecars, never following a link to a folder) or
+    glob patterns (``**`` allowed; matched under the same rules).
     ``doc_id`` is the path relative to the input directory, the glob's fixed base
     directory, or, for a file input, the file name. Files above ``max_file_bytes``
     are skipped without being read. Each file is parsed in a worker process that is
@@ -189,31 +191,94 @@ def _expand(item: str | Path) -> Iterator[_Candidate | SkippedFile]:
 
 
 def _expand_glob(pattern: str) -> Iterator[_Candidate | SkippedFile]:
+    """The files a glob pattern matches, under the rules of a directory walk.
+
+    ``glob.glob`` follows symbolic links to folders (out of the collection, and round a
+    link loop), so the pattern is matched here against a walk of its fixed base folder
+    that never follows one: a linked folder the pattern reaches is reported, as the
+    walk reports it. ``*`` and ``**`` do not match hidden names; a matched folder
+    stands for every file below it, as a directory input does.
+    """
     parts = Path(pattern).parts
-    fixed = []
-    for part in parts:
-        if any(c in _WILDCARDS for c in part):
-            break
-        fixed.append(part)
-    base = Path(*fixed) if fixed else Path(".")
-    matches = sorted(glob.glob(pattern, recursive=True))
-    if not matches:
+    n_fixed = next((i for i, part in enumerate(parts) if any(c in _WILDCARDS for c in part)), len(parts))
+    base = Path(*parts[:n_fixed]) if n_fixed else Path(".")
+    wanted = tuple(parts[n_fixed:])
+    folders_only = pattern.endswith(("/", os.sep))  # as in glob: "docs/*/" names folders
+    root_abs = base.absolute()
+    found: list[tuple[tuple[str, ...], _Candidate | SkippedFile]] = []
+    # (a folder below base, whether it matched: "docs/**" matches docs itself)
+    folders: list[tuple[tuple[str, ...], bool]] = [((), _glob_match((), wanted))]
+    while folders:
+        rel, matched = folders.pop()
+        folder = base.joinpath(*rel)
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # not a folder, or unreadable: glob matches nothing there either
+        for entry in entries:
+            sub = (*rel, entry.name)
+            if matched and entry.name.startswith("."):
+                continue
+            path = folder / entry.name
+            is_folder = _is_folder(entry)
+            hit = matched or ((is_folder or not folders_only) and _glob_match(sub, wanted))
+            if is_folder:
+                if not (hit or _may_match_below(sub, wanted)):
+                    continue
+                if entry.is_symlink():
+                    found.append((sub, SkippedFile(path=str(path.absolute()), reason=_LINKED_FOLDER)))
+                else:
+                    folders.append((sub, hit))
+            elif hit and not _is_sidecar(entry.name):
+                found.append((sub, _Candidate(path=path.absolute(), doc_id="/".join(sub), root=root_abs)))
+    if not found:
         yield SkippedFile(path=str(Path(pattern).absolute()), reason="no files match the pattern")
         return
-    seen: set[Path] = set()
-    for match in matches:
-        path = Path(match)
-        if path.is_dir() and not path.is_symlink():
-            candidates: Iterator[_Candidate | SkippedFile] = _walk_dir(path, base)
-        elif _is_sidecar(path.name):
-            continue
-        else:
-            candidates = iter([_Candidate(path=path.absolute(), doc_id=_rel(path, base), root=base.absolute())])
-        for candidate in candidates:
-            key = Path(candidate.path)
-            if key not in seen:  # "docs/**" matches a folder and the files inside it
-                seen.add(key)
-                yield candidate
+    found.sort(key=lambda item: item[0])
+    for _, candidate in found:
+        yield candidate
+
+
+_LINKED_FOLDER = "symbolic link to a folder (not followed)"
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # (through a link: a linked folder is reported, not entered)
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _glob_match(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    """Whether a relative path matches a glob pattern, both as components."""
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return _glob_match(parts, pattern[1:]) or (
+            bool(parts) and not parts[0].startswith(".") and _glob_match(parts[1:], pattern)
+        )
+    return bool(parts) and _name_matches(parts[0], pattern[0]) and _glob_match(parts[1:], pattern[1:])
+
+
+@functools.lru_cache(maxsize=4096)
+def _may_match_below(parts: tuple[str, ...], pattern: tuple[str, ...]) -> bool:
+    """Whether some path below the folder ``parts`` could match the pattern."""
+    if not parts:
+        return bool(pattern)
+    if not pattern:
+        return False
+    if pattern[0] == "**":
+        return _may_match_below(parts, pattern[1:]) or (
+            not parts[0].startswith(".") and _may_match_below(parts[1:], pattern)
+        )
+    return _name_matches(parts[0], pattern[0]) and _may_match_below(parts[1:], pattern[1:])
+
+
+def _name_matches(name: str, pattern: str) -> bool:
+    if name.startswith(".") and not pattern.startswith("."):
+        return False  # as in glob: a wildcard never matches a hidden name
+    return fnmatch.fnmatchcase(name, pattern)
 
 
 def _walk_dir(directory: Path, root: Path) -> Iterator[_Candidate | SkippedFile]:
@@ -228,7 +293,7 @@ def _walk_dir(directory: Path, root: Path) -> Iterator[_Candidate | SkippedFile]
                 continue
             if (here / name).is_symlink():
                 path = here / name
-                found.append((_key(path, root), SkippedFile(path=str(path.absolute()), reason="symbolic link to a folder (not followed)")))
+                found.append((_key(path, root), SkippedFile(path=str(path.absolute()), reason=_LINKED_FOLDER)))
                 continue
             kept.append(name)
         dirnames[:] = kept
@@ -262,6 +327,64 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
+def _check_file(candidate: _Candidate) -> os.stat_result | str:
+    """The file's status if it may be read, else why not: before anything opens it
+    (opening a FIFO blocks; a device never ends), a file must be a regular file, and a
+    symbolic link must stay inside the collection."""
+    path = candidate.path
+    if _is_sidecar(path.name):
+        return "metadata sidecar, not a document"
+    if path.is_symlink() and not _inside(path, candidate.root):
+        return "symbolic link to a file outside the collection"
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return "not found (broken symbolic link?)"
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    if not stat.S_ISREG(info.st_mode):
+        return f"not a regular file ({_file_type(info.st_mode)})"
+    return info
+
+
+def _file_type(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
+
+
+def input_kilobytes(
+    inputs: Sequence[str | Path], unchanged: Collection[str] = (), *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> int:
+    """Kilobytes of the files ``iter_collection`` would read from ``inputs``, measured
+    before anything is loaded (to size a build's executor). Files whose bytes hash
+    (SHA-256) to one of ``unchanged`` are not counted, nor files the walk would skip
+    unread: only files that pass its checks are opened, so this never blocks on a FIFO,
+    reads a device or leaves the collection."""
+    total = 0
+    for item in inputs:
+        for candidate in _expand(item):
+            if isinstance(candidate, SkippedFile):
+                continue
+            info = _check_file(candidate)
+            if isinstance(info, str) or info.st_size > max_file_bytes:
+                continue
+            if unchanged:
+                try:
+                    if _file_sha256(candidate.path, max_file_bytes) in unchanged:
+                        continue
+                except OSError:
+                    continue
+            total += info.st_size
+    return total // 1000
+
+
 def _load_candidate(
     candidate: _Candidate,
     max_file_bytes: int,
@@ -278,18 +401,9 @@ def _load_candidate(
     def skip(reason: str) -> tuple[SkippedFile, str]:
         return SkippedFile(path=where, reason=reason), ""
 
-    if _is_sidecar(path.name):
-        return skip("metadata sidecar, not a document")
-    if path.is_symlink() and not _inside(path, candidate.root):
-        return skip("symbolic link to a file outside the collection")
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return skip("not found (broken symbolic link?)")
-    except OSError as exc:
-        return skip(f"unreadable: {exc.strerror or exc}")
-    if not stat.S_ISREG(info.st_mode):
-        return skip("not a regular file")
+    info = _check_file(candidate)
+    if isinstance(info, str):
+        return skip(info)
     if info.st_size == 0:
         return skip("empty file")
     if info.st_size > max_file_bytes:
@@ -310,10 +424,10 @@ def _load_candidate(
     if not big and not raw.strip():
         return skip("empty file (only whitespace)")
     head = raw[:SNIFF_BYTES]
-    kind = binary_kind(head)
+    fmt = detect_format(path.name, head)
+    kind = binary_kind(head) if fmt != "pdf" else None
     if kind is not None:
         return skip(f"binary file ({kind})")
-    fmt = detect_format(path.name, head)
     if fmt is None:
         return skip(f"unsupported file type {path.suffix.lower() or '(no extension)'!r}")
     try:
@@ -404,8 +518,19 @@ def read_bytes(path: Path, limit: int) -> bytes:
 
 
 def _blocks(path: Path, limit: int) -> Iterator[bytes]:
+    # Non-blocking, then checked: a file swapped for a FIFO or a device after the walk
+    # checked it must not hang or spin the build (regular files ignore O_NONBLOCK).
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise OSError(f"not a regular file ({_file_type(mode)})")
     total = 0
-    with open(path, "rb") as handle:
+    with open(fd, "rb") as handle:
         while total < limit:
             block = handle.read(min(_READ_BLOCK, limit - total))
             if not block:
@@ -418,6 +543,11 @@ def _read_sidecar(path: Path, root: Path) -> tuple[str | None, DocumentMetadata,
     """Parse ``<file>.meta.yaml`` beside ``path`` if there is one inside the collection."""
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
     if not os.path.lexists(sidecar):
+        for near in _near_miss_sidecars(path):
+            raise SkipFile(
+                f"{near} looks like its metadata sidecar, but a sidecar is named {sidecar.name} "
+                "(not indexed, so that its access list cannot be lost)"
+            )
         return None
     origin = f"sidecar {sidecar.name}"
     if not _inside(sidecar, root) or not sidecar.is_file():
@@ -431,6 +561,17 @@ def _read_sidecar(path: Path, root: Path) -> tuple[str | None, DocumentMetadata,
     except OSError as exc:
         raise SkipFile(f"{origin} is unreadable: {exc.strerror or exc}") from None
     return parse_metadata_yaml(text, origin=origin)
+
+
+def _near_miss_sidecars(path: Path) -> Iterator[str]:
+    """Names beside ``path`` that were likely meant as its sidecar (a misspelt one would
+    leave the file public); a name that is the sidecar of another file is not one."""
+    names = [f"{path.name}{suffix}" for suffix in (".meta.yml", ".META.YAML", ".Meta.yaml", ".yaml", ".yml")]
+    if path.suffix and not os.path.lexists(path.with_name(path.stem)):
+        names += [f"{path.stem}.meta.yaml", f"{path.stem}.meta.yml"]
+    for name in names:
+        if os.path.lexists(path.with_name(name)):
+            yield name
 
 
 def _apply_metadata(

@@ -39,13 +39,19 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
 )
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _HTML_START = re.compile(rb"^\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b", re.I | re.S)
+# The PDF header: the spec lets readers accept it anywhere in the first kilobyte, but
+# a file named as text whose prose merely mentions "%PDF-" is text.
+_PDF_HEADER_AT_A_LINE = re.compile(rb"(?:^|[\r\n])%PDF-\d\.\d")
 _MD_HINT = re.compile(rb"^(?:---\r?\n|#{1,6} \S)", re.M)
 _RST_HINT = re.compile(rb"^(?:\.\. [\w:-]+::|[=\-~^*#]{3,}\r?\n)", re.M)
 
 
 def binary_kind(head: bytes) -> str | None:
-    """Name the kind of binary file ``head`` starts, or None if it looks like text/PDF."""
-    if is_pdf(head) or head.startswith(_UTF16_BOMS):
+    """Name the kind of binary file ``head`` starts, or None if it looks like text.
+
+    A PDF is binary too: call this only for a file ``detect_format`` did not take for one.
+    """
+    if head.startswith(_UTF16_BOMS):
         return None
     for magic, kind in _MAGIC:
         if head.startswith(magic) and (magic != b"MZ" or b"\x00" in head):
@@ -55,19 +61,27 @@ def binary_kind(head: bytes) -> str | None:
     return None
 
 
-def is_pdf(head: bytes) -> bool:
-    """True if the header carries the PDF magic (allowed after leading junk, per spec)."""
-    return b"%PDF-" in head[:SNIFF_BYTES]
+def is_pdf(head: bytes, *, strict: bool = True) -> bool:
+    """True if ``head`` is a PDF's: ``%PDF-`` at byte 0, or (not ``strict``) a
+    ``%PDF-n.n`` header at the start of a line within the first kilobyte, after the
+    leading junk the spec allows."""
+    if head.startswith(b"%PDF-"):
+        return True
+    return not strict and _PDF_HEADER_AT_A_LINE.search(head[:SNIFF_BYTES]) is not None
 
 
 def detect_format(name: str, head: bytes) -> Format | None:
     """Choose a loader from the file name, sniffing content where the name is unsure.
 
+    The extension's format is trusted unless the bytes clearly contradict it: a file
+    that starts with ``%PDF-`` is a PDF whatever its name, and one whose name says
+    nothing (no or an unknown extension) is also one with a PDF header after leading
+    junk; a Markdown or text file that only mentions ``%PDF-`` stays what its name says.
     Returns None for a file type ingestion does not handle.
     """
     path = PurePath(name)
     suffix = path.suffix.lower()
-    if is_pdf(head):
+    if is_pdf(head, strict=suffix in EXTENSIONS or suffix in _AMBIGUOUS - {""}):
         return "pdf"
     if suffix not in _AMBIGUOUS:
         if suffix in EXTENSIONS:

@@ -110,6 +110,43 @@ def test_acl_that_would_fail_open_skips_the_file(tmp_path: Path, meta: str, reas
     assert reason in skip_reason(results, "side.txt")
 
 
+SLIPS = {  # the near misses of "---\nacl: [team-a]\n---" seen in real collections
+    "unclosed.md": ("---\nacl: [team-a]\n# Secret\n\nZEBRA-1.\n", "it is never closed"),
+    "blank-line-first.md": ("\n---\nacl: [team-a]\n---\n# Secret\n\nZEBRA-2.\n", "is line 2, not the first line"),
+    "toml.md": ('+++\nacl = ["team-a"]\n+++\n# Secret\n\nZEBRA-3.\n', "TOML frontmatter ('+++') is not read"),
+    "repeated.md": ("---\nacl: [team-a]\ntitle: x\nacl: []\n---\n# Secret\n\nZEBRA-4.\n", "'acl' is given more than once"),
+    "text.md": ("---\nacl: team-a\n---\n# Secret\n\nZEBRA-5.\n", "'team-a' is a text, not a list"),
+    "no-fences.md": ("acl: [team-a]\ntitle: Secret\n\n# Secret\n\nZEBRA-6.\n", "line 1 sets metadata outside"),
+    "yaml-word.md": ("--- yaml\nacl: [team-a]\n---\n# Secret\n\nZEBRA-7.\n", "it opens with '--- yaml', not '---'"),
+    "second-block.md": ("---\ntitle: x\n---\n---\nacl: [team-a]\n---\nZEBRA-8.\n", "more metadata (line 5) follows"),
+    "nested.md": ("---\nmeta:\n  acl: [team-a]\n---\nZEBRA-9.\n", "'acl' is nested under 'meta'"),
+    "invisible.md": ("---\n\u200bacl: [team-a]\n---\nZEBRA-10.\n", "invisible or look-alike characters"),
+    "cyrillic.md": ("---\n\u0430cl: [team-a]\n---\nZEBRA-11.\n", "invisible or look-alike characters"),
+    "line-separators.md": ("---\u2028acl: [team-a]\u2028---\u2028ZEBRA-12.\n", "not '---'"),
+}
+
+
+def test_frontmatter_near_misses_are_skipped_not_made_public(tmp_path: Path) -> None:
+    for name, (text, _) in SLIPS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    # what is unambiguous is read: a trailing space, CRLF line breaks, a BOM
+    (tmp_path / "trailing-space.md").write_text("--- \nacl: [team-a]\n---  \n# Secret\n\nZEBRA-0.\n")
+    (tmp_path / "crlf-bom.md").write_bytes("\ufeff---\r\nacl: [team-a]\r\n---\r\n# Secret\r\n\r\nZEBRA-0.\r\n".encode())
+    results = walk(tmp_path)
+    for name, (_, reason) in SLIPS.items():
+        assert reason in skip_reason(results, name), name
+        assert "\n" not in skip_reason(results, name)
+    for name in ("trailing-space.md", "crlf-bom.md"):
+        doc = by_name(results)[name]
+        assert isinstance(doc, Document) and doc.metadata.acl == ["team-a"] and doc.text == "Secret\n\nZEBRA-0."
+    # and what only resembles metadata is text: a thematic break, prose, an example in code
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "divider.md").write_text("---\nA divider, then text.\n---\nMore.\n")
+    (tmp_path / "ok" / "prose.md").write_text("# Access\n\nWrite the list like this.\nacl: [team-a] is the key.\n")
+    (tmp_path / "ok" / "example.md").write_text("```yaml\n---\nacl: [team-a]\n---\n```\n\nThat is how.\n")
+    assert all(isinstance(r, Document) and r.metadata.acl is None for r in walk(tmp_path / "ok"))
+
+
 def test_empty_acl_list_means_nobody_and_other_case_variants_warn(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("---\nacl: []\nVersion: '2'\n---\n# A\n\nBody text.\n")
     (doc,) = walk(tmp_path)
@@ -118,13 +155,20 @@ def test_empty_acl_list_means_nobody_and_other_case_variants_warn(tmp_path: Path
 
 
 def test_frontmatter_in_a_non_markdown_file_is_reported(tmp_path: Path) -> None:
-    (tmp_path / "notes.txt").write_text("---\nacl: [team-a]\n---\nRestricted text.\n")
+    (tmp_path / "notes.txt").write_text("---\nversion: '2'\n---\nVersioned text.\n")
     (tmp_path / "plain.txt").write_text("---\nA divider, then text.\n---\nMore.\n")
+    # an access list there would not be applied: the file would be public
+    (tmp_path / "secret.txt").write_text("---\nacl: [team-a]\n---\nRestricted text.\n")
+    (tmp_path / "secret.rst").write_text(":acl: team-a\n\nRestricted text.\n")
+    (tmp_path / "secret.html").write_text('<html><head><meta name="ACL" content="team-a"></head><body><p>Restricted.</p></body></html>')
     docs = by_name(walk(tmp_path))
     notes, plain = docs["notes.txt"], docs["plain.txt"]
-    assert isinstance(notes, Document) and notes.metadata.acl is None
+    assert isinstance(notes, Document) and notes.metadata.version is None
     assert any("frontmatter is only read from Markdown" in w and ".meta.yaml" in w for w in notes.warnings)
     assert isinstance(plain, Document) and not plain.warnings
+    for name in ("secret.txt", "secret.rst"):
+        assert "set 'acl', but metadata is only read from Markdown frontmatter" in skip_reason(list(docs.values()), name)
+    assert "<meta name=\"acl\"> tag is not read" in skip_reason(list(docs.values()), "secret.html")
 
 
 def test_metadata_given_through_the_api(tmp_path: Path) -> None:
@@ -135,11 +179,13 @@ def test_metadata_given_through_the_api(tmp_path: Path) -> None:
         (tmp_path / "tenants" / name).write_text("Refunds take five days.\n")  # same bytes
     (tmp_path / "tenants" / "b.txt.meta.yaml").write_text("acl: [sidecar-team]\nsource: kb\n")
     (tmp_path / "bad.txt").write_text("Other text.\n")
+    (tmp_path / "text.txt").write_text("More text.\n")
     (tmp_path / "open.txt").write_text("Public text.\n")
     given = GivenMetadata({
         "tenants/*": {"acl": ["team-x"], "version": "2"},
-        "tenants/b.txt": {"acl": "team-b"},
+        "tenants/b.txt": {"acl": ["team-b"]},
         "bad.txt": {"acl": {"not": "a list"}},
+        "text.txt": {"acl": "team-c"},
     })
     docs = by_name(walk(tmp_path, metadata=given))
     a, b = docs["a.txt"], docs["b.txt"]
@@ -148,10 +194,26 @@ def test_metadata_given_through_the_api(tmp_path: Path) -> None:
     assert isinstance(b, Document) and b.metadata.acl == ["team-b"] and b.metadata.source == "kb"
     assert b.warnings == ["build metadata overrides 'acl' from the file's own metadata"]
     assert skip_reason(list(docs.values()), "bad.txt") == "invalid acl in metadata for 'bad.txt': Input should be a valid list"
+    assert "'team-c' is a text, not a list" in skip_reason(list(docs.values()), "text.txt")
     assert isinstance(docs["open.txt"], Document) and docs["open.txt"].metadata.acl is None
     assert GivenMetadata({"tenant/*": {"acl": ["x"]}}).unmatched(["tenants/a.txt"]) == ["tenant/*"]
     with pytest.raises(TypeError):
         GivenMetadata({"a.txt": ["team-a"]})  # type: ignore[dict-item]
+
+
+def test_a_misspelt_sidecar_skips_its_file(tmp_path: Path) -> None:
+    for name, sidecar in (("a.txt", "a.txt.meta.yml"), ("b.md", "b.meta.yaml"), ("c.txt", "c.txt.yaml")):
+        (tmp_path / name).write_text("Restricted text.\n")
+        (tmp_path / sidecar).write_text("acl: [team-a]\n")
+    # the sidecar of the file "d" is no near miss for "d.txt"
+    (tmp_path / "d").write_text("Text of d.\n")
+    (tmp_path / "d.txt").write_text("Text of d.txt.\n")
+    (tmp_path / "d.meta.yaml").write_text("acl: [team-d]\n")
+    results = by_name(walk(tmp_path))
+    assert results["a.txt"].reason.startswith("a.txt.meta.yml looks like its metadata sidecar, but a sidecar is named a.txt.meta.yaml")
+    assert "b.meta.yaml looks like its metadata sidecar" in results["b.md"].reason
+    assert "c.txt.yaml looks like its metadata sidecar" in results["c.txt"].reason
+    assert results["d"].metadata.acl == ["team-d"] and results["d.txt"].metadata.acl is None
 
 
 def test_sidecar_outside_the_collection_is_refused(tmp_path: Path) -> None:
@@ -162,6 +224,52 @@ def test_sidecar_outside_the_collection_is_refused(tmp_path: Path) -> None:
     (root / "a.txt").write_text("Text.\n")
     (root / "a.txt.meta.yaml").symlink_to(outside)
     assert "not a regular file inside the collection" in skip_reason(walk(root), "a.txt")
+
+
+def test_globs_keep_to_the_collection_like_a_walk(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "deeper").mkdir(parents=True)
+    (outside / "secret.md").write_text("# Secret\n\nOUTSIDE-1 text.\n")
+    (outside / "deeper" / "more.md").write_text("# More\n\nOUTSIDE-2 text.\n")
+    root = tmp_path / "docs"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "inside.md").write_text("# Inside\n\nInside text.\n")
+    (root / "link").symlink_to(outside)
+    (root / "sub" / "loop").symlink_to(root)  # glob.glob would go round it
+    walked = walk(root)
+    for pattern in (f"{root}/**/*.md", f"{root}/**", f"{root}/*", f"{root}/*/*.md", f"{root}/l*/**/*.md"):
+        globbed = walk(pattern)
+        texts = " ".join(r.text for r in globbed if isinstance(r, Document))
+        assert "OUTSIDE" not in texts, pattern
+        assert skip_reason(globbed, "link") == "symbolic link to a folder (not followed)", pattern
+    # "**" reaches every file the walk does, with the same results in the same order
+    assert walk(f"{root}/**") == walked
+    assert [r.doc_id for r in walk(f"{root}/**/*.md") if isinstance(r, Document)] == ["sub/inside.md"]
+
+
+GLOB_TREE = ["top.md", "top.txt", ".hidden.md", "a/x.md", "a/y.txt", "a/b/z.md", "a/b/c/deep.md", "a/.h/secret.md",
+             "b/x.md", "b/c/w.md", "ab/q.md", "a/b/z.md.meta.yaml"]
+GLOB_PATTERNS = ["*", "*.md", "**", "**/*.md", "a/**", "a/*/*.md", "**/b/*", "a/**/c/*.md", "[ab]/*.md", "?/*",
+                 "**/**/*.md", "a*/**/*.md", "**/c", ".h*", "a/.h/*", "a/?/*.md", "*/*/", "a/**/"]
+
+
+@pytest.mark.parametrize("pattern", GLOB_PATTERNS)
+def test_globs_match_what_glob_matches_in_a_tree_without_links(tmp_path: Path, pattern: str) -> None:
+    import glob
+
+    for name in GLOB_TREE:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"# {name}\n\nText of {name}.\n")
+    parts = pattern.split("/")
+    n_fixed = next(i for i, part in enumerate(parts) if set(part) & set("*?["))
+    base = tmp_path.joinpath(*parts[:n_fixed])  # doc ids are relative to the pattern's fixed folder
+    expected = set()  # glob's matches; a matched folder stands for the walk of it
+    for match in glob.glob(f"{tmp_path}/{pattern}", recursive=True):
+        found = list(collection._walk_dir(Path(match), base)) if os.path.isdir(match) else [
+            collection._Candidate(Path(match), os.path.relpath(match, base), base)]
+        expected |= {c.doc_id for c in found if not c.doc_id.endswith(".meta.yaml")}
+    got = [c.doc_id for c in collection._expand_glob(f"{tmp_path}/{pattern}") if not isinstance(c, SkippedFile)]
+    assert sorted(got) == sorted(expected) and len(got) == len(set(got))
 
 
 def test_file_input_and_glob_ids(manual: Path) -> None:
@@ -196,6 +304,17 @@ def test_empty_binary_and_unsupported_files(tmp_path: Path) -> None:
     assert skip_reason(results, "style.css") == "unsupported file type '.css'"
     pdf = by_name(results)["manual.pdf"]
     assert isinstance(pdf, Document) and pdf.format == "pdf"  # binary-looking, but a real PDF
+
+
+def test_text_that_mentions_the_pdf_magic_is_not_taken_for_a_pdf(tmp_path: Path) -> None:
+    (tmp_path / "pdf-notes.md").write_text("# PDF notes\n\nA PDF file starts with %PDF- and a version.\n")
+    (tmp_path / "nul.md").write_bytes(b"# Junk\n\n%PDF- \x00\x01\x02 binary after all\n")
+    shutil.copy(DATA / "pdf/sqlite_datatypes.pdf", tmp_path / "disguised.md")
+    results = by_name(walk(tmp_path))
+    notes, disguised = results["pdf-notes.md"], results["disguised.md"]
+    assert isinstance(notes, Document) and notes.format == "markdown" and "%PDF- and a version" in notes.text
+    assert isinstance(disguised, Document) and disguised.format == "pdf"  # %PDF- at byte 0
+    assert results["nul.md"] == SkippedFile(path=str(tmp_path / "nul.md"), reason="binary file (binary data (NUL bytes))")
 
 
 def test_scanned_pdf_is_skipped(tmp_path: Path) -> None:
@@ -251,7 +370,42 @@ def test_max_file_bytes_is_configurable(tmp_path: Path) -> None:
 
 def test_fifo_is_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.txt")  # reading it would block forever
-    assert skip_reason(walk(tmp_path), "pipe.txt") == "not a regular file"
+    assert skip_reason(walk(tmp_path), "pipe.txt") == "not a regular file (a named pipe)"
+
+
+def _special_files(root: Path) -> Path:
+    """A collection holding a FIFO, a socket and a link to an endless device."""
+    import socket
+
+    root.mkdir()
+    (root / "real.md").write_text("# Real\n\nA regular file of forty-odd bytes.\n")
+    os.mkfifo(root / "f.md")
+    (root / "z.md").symlink_to("/dev/zero")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "s.md"))
+    sock.close()
+    return root
+
+
+def test_special_files_are_never_opened_nor_measured(tmp_path: Path) -> None:
+    # opening the FIFO would block forever and /dev/zero never ends: the file type is
+    # checked before anything reads or hashes a file, in the walk and in the size
+    # estimate an update build makes first (which hashes files to spot unchanged ones)
+    root = _special_files(tmp_path / "docs")
+    results = walk(root)
+    assert skip_reason(results, "f.md") == "not a regular file (a named pipe)"
+    assert skip_reason(results, "s.md") == "not a regular file (a socket)"
+    assert skip_reason(results, "z.md") == "symbolic link to a file outside the collection"
+    assert isinstance(by_name(results)["real.md"], Document)
+    size = (root / "real.md").stat().st_size
+    assert collection.input_kilobytes([root], {"0" * 64}) == size // 1000
+    assert collection.input_kilobytes([root], {by_name(results)["real.md"].content_hash}) == 0
+    assert collection.input_kilobytes([f"{root}/*.md"], {"0" * 64}) == size // 1000
+
+
+def test_a_file_swapped_for_a_device_after_the_checks_is_not_read() -> None:
+    with pytest.raises(OSError, match="not a regular file \\(a device\\)"):
+        collection.read_bytes(Path("/dev/zero"), 1 << 30)
 
 
 def test_duplicates_and_doc_id_clashes(tmp_path: Path) -> None:

@@ -213,6 +213,34 @@ def test_principal_names_cannot_merge_scopes(tmp_path: Path) -> None:
     assert not scope_readable(scope_of([]), "") and not scope_readable(scope_of([]), None)
 
 
+# the slips of issue 16: each used to build a public document an anonymous query returned
+SLIPPED_ACLS = {
+    "unclosed.md": "---\nacl: [team-a]\n# Osprey\n\nThe Osprey code is KESTREL-1.\n",
+    "trailing-space.md": "--- \nacl: [team-a]\n---\n# Osprey\n\nThe Osprey code is KESTREL-2.\n",
+    "blank-line.md": "\n---\nacl: [team-a]\n---\n# Osprey\n\nThe Osprey code is KESTREL-3.\n",
+    "toml.md": '+++\nacl = ["team-a"]\n+++\n# Osprey\n\nThe Osprey code is KESTREL-4.\n',
+    "repeated.md": "---\nacl: [team-a]\nacl: []\n---\n# Osprey\n\nThe Osprey code is KESTREL-5.\n",
+    "as-text.md": "---\nacl: team-a\n---\n# Osprey\n\nThe Osprey code is KESTREL-6.\n",
+    "notes.txt": "---\nacl: [team-a]\n---\nThe Osprey code is KESTREL-7.\n",
+}
+
+
+def test_slipped_access_lists_never_make_a_document_public(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in SLIPPED_ACLS.items():
+        (docs / name).write_text(text)
+    (docs / "ok.md").write_text("# Public\n\nPublic text about the Osprey checkpoints.\n")
+    report = build_index([docs], tmp_path / "idx", load_config(overrides={"build_tree": False, "build_graph": False}))
+    # all but the trailing space (read as the frontmatter it is) are skipped, with a reason
+    assert sorted(Path(s.path).name for s in report.skipped) == sorted(set(SLIPPED_ACLS) - {"trailing-space.md"})
+    kb = arborgraph.open(tmp_path / "idx")
+    for principal in (None, "team-b"):
+        result = kb.query("What is the Osprey code? KESTREL", principal=principal, top_k=50)
+        assert [c.source for c in result.contexts] == ["ok.md"]
+    assert "KESTREL-2" in " ".join(c.text for c in kb.query("Osprey code KESTREL", principal="team-a").contexts)
+
+
 VERSIONED = """---
 title: Cache settings {version}
 source: https://example.org/cache-settings

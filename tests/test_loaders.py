@@ -204,7 +204,9 @@ def test_markdown_bad_acl_fails_closed_and_bad_date_only_warns() -> None:
     bad_acl = b"---\nacl: {team: x}\n---\n# Secret\n\ntext\n"
     with pytest.raises(SkipFile, match="invalid acl in frontmatter"):
         load_markdown(bad_acl, doc_id="s.md", path="/s.md")
-    bad_date = b"---\nvalid_from: someday\nacl: ops\n---\n# Doc\n\ntext\n"
+    with pytest.raises(SkipFile, match=r"'ops' is a text, not a list of principal names \(write acl: \[ops\]\)"):
+        load_markdown(b"---\nacl: ops\n---\n# Secret\n\ntext\n", doc_id="s.md", path="/s.md")
+    bad_date = b"---\nvalid_from: someday\nacl: [ops]\n---\n# Doc\n\ntext\n"
     doc = load_markdown(bad_date, doc_id="d.md", path="/d.md")
     assert doc.metadata.valid_from is None
     assert doc.metadata.acl == ["ops"]
@@ -347,6 +349,52 @@ def test_pdf_without_text_layer_is_skipped() -> None:
         load(DATA / "pdf/scanned.pdf", load_pdf)
 
 
+def _one_page_pdf(content_stream: bytes) -> bytes:
+    """A minimal valid PDF whose single page draws ``content_stream`` (FlateDecode)."""
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(content_stream) + content_stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_pdf_bomb_says_what_happened_not_scanned() -> None:
+    import zlib
+
+    drawing = b"BT /F1 12 Tf 72 720 Td (Hello from a page) Tj ET\n"
+    assert "Hello from a page" in load_pdf(_one_page_pdf(zlib.compress(drawing)), doc_id="p.pdf", path="/p.pdf").text
+    packer = zlib.compressobj(1)  # 80 MB of spaces after the text: past pypdf's 75 MB limit
+    bomb = packer.compress(drawing) + b"".join(packer.compress(b" " * 2**20) for _ in range(80)) + packer.flush()
+    with pytest.raises(SkipFile) as skipped:
+        load_pdf(_one_page_pdf(bomb), doc_id="b.pdf", path="/b.pdf")
+    assert skipped.value.reason == (
+        "no text extracted: extraction failed on 1 of 1 page(s) "
+        "(a stream decompresses past the size limit: a decompression bomb?)"
+    )
+
+
+@pytest.mark.parametrize("depth", [300, 10_000])
+def test_deeply_nested_html_keeps_its_text(depth: int) -> None:
+    # libxml2 gives up at 256 levels and keeps nothing from there on
+    raw = f"<html><body><h1>Top</h1>{'<div>' * depth}<p>Deep text.</p>{'</div>' * depth}<p>After.</p></body></html>"
+    doc = load_html(raw.encode(), doc_id="d.html", path="/d.html")
+    assert doc.text == "Top\n\nDeep text.\n\nAfter."
+    assert doc.warnings == ["markup nested deeper than 200 levels was flattened to its text"]
+
+
 def test_truncated_pdf_is_a_clear_skip() -> None:
     raw = (DATA / "pdf/sqlite_datatypes.pdf").read_bytes()[:600]
     result = load_or_skip(raw, doc_id="t.pdf", path="/t.pdf", fmt="pdf")
@@ -370,6 +418,13 @@ def test_truncated_pdf_is_a_clear_skip() -> None:
         ("page.php", b"<html><body>x", "html"),
         ("style.css", b"body { color: red }", None),
         ("guide.MD", b"anything", "markdown"),
+        # the extension is trusted unless the bytes clearly contradict it
+        ("pdf-notes.md", b"# PDF notes\n\nEvery PDF starts with %PDF-1.7 and a binary line.\n", "markdown"),
+        ("pdf-notes.md", b"# Notes\n\n%PDF-1.7\n", "markdown"),
+        ("pdf-notes.txt", b"Header:\n%PDF-1.4\n", "text"),
+        ("README", b"Our files mention %PDF- in passing", "text"),
+        ("disguised.md", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "pdf"),
+        ("manual.bin", b"junk before the header\n%PDF-1.7\n", "pdf"),
     ],
 )
 def test_detect_format(name: str, head: bytes, expected: str | None) -> None:

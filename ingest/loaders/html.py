@@ -9,6 +9,7 @@ from lxml import etree
 
 from ingest.errors import SkipFile
 from ingest.loaders._common import BlockSpec, build_document, clean_code, clean_inline, decode_text
+from ingest.metadata import refuse_unread_acl
 from ingest.models import Document
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -44,6 +45,12 @@ _LIST_TAGS = frozenset(("ul", "ol", "menu", "dir"))
 _BR = "\ue000"  # marks <br> inside inline text until whitespace is collapsed
 _MAX_DEPTH = 60  # deeper nesting is flattened to text instead of walked
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
+# libxml2 stops at 256 levels of nesting and drops the whole page; deeper markup is
+# flattened below this depth (its tags dropped, its text kept) and parsed again.
+_MAX_PARSE_DEPTH = 200
+_TAG = re.compile(r"<!--.*?-->|<(/?)([A-Za-z][\w:-]*)[^>]*?(/?)>", re.S)
+_VOID_TAGS = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+_META_ACL = re.compile(r"""<meta\b[^>]{0,200}?\bname\s*=\s*["']?\s*acl\s*(?:["'\s/>])""", re.I)
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?([A-Za-z0-9_.:-]{1,40})""", re.I)
 
 
@@ -51,7 +58,18 @@ def load_html(raw: bytes, *, doc_id: str, path: str) -> Document:
     """Load an HTML page: headings, paragraphs, ``pre`` code, lists and tables as text."""
     declared = _META_CHARSET.search(raw[:4096])
     text, warnings = decode_text(raw, declared.group(1).decode("ascii") if declared else None)
-    root = _parse(text)
+    refuse_unread_acl(text, "HTML")
+    if _META_ACL.search(text):
+        raise SkipFile(
+            "a <meta name=\"acl\"> tag is not read as an access list: put the acl in a "
+            "<file>.meta.yaml sidecar or pass it to the build (not indexed, so that its access list cannot be lost)"
+        )
+    root, too_deep = _parse_page(text)
+    if too_deep:
+        root, too_deep = _parse_page(_flatten(text, _MAX_PARSE_DEPTH))
+        if too_deep:  # (tags this count cannot see, implied by the parser)
+            raise SkipFile("HTML nested too deep to parse (more than 256 levels), even with its deepest tags dropped")
+        warnings.append(f"markup nested deeper than {_MAX_PARSE_DEPTH} levels was flattened to its text")
     page_title = _title_text(root)
     content = _main_content(root)
     _drop_chrome(content)
@@ -78,12 +96,38 @@ def html_fragment_text(fragment: str) -> str:
 
 
 def _parse(text: str) -> lxml.html.HtmlElement:
+    return _parse_page(text)[0]
+
+
+def _parse_page(text: str) -> tuple[lxml.html.HtmlElement, bool]:
+    """The parsed page, and whether libxml2 gave up at its nesting limit (it then drops
+    everything from there on)."""
     parser = lxml.html.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
     try:
         root = lxml.html.document_fromstring(_XML_DECLARATION.sub("", text, count=1), parser=parser)
     except (etree.ParserError, ValueError) as exc:
         raise SkipFile(f"no text content ({exc})") from None
-    return root
+    too_deep = any(e.type == etree.ErrorTypes.ERR_RESOURCE_LIMIT for e in parser.error_log)
+    return root, too_deep
+
+
+def _flatten(text: str, limit: int) -> str:
+    """``text`` without the tags nested deeper than ``limit`` (their text stays)."""
+    out: list[str] = []
+    depth = 0
+    last = 0
+    for match in _TAG.finditer(text):
+        closing, name, self_closing = match.group(1), match.group(2), match.group(3)
+        if name is None or name.lower() in _VOID_TAGS or self_closing:
+            continue
+        keep = (depth if closing else depth + 1) <= limit
+        depth = max(0, depth - 1) if closing else depth + 1
+        if not keep:
+            out.append(text[last : match.start()])
+            out.append(" ")
+            last = match.end()
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _title_text(root: lxml.html.HtmlElement) -> str | None:

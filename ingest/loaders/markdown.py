@@ -8,7 +8,7 @@ from markdown_it.token import Token
 from ingest.errors import SkipFile
 from ingest.loaders._common import BlockSpec, build_document, clean_code, clean_inline, decode_text
 from ingest.loaders.html import html_fragment_text
-from ingest.metadata import names_metadata_key, parse_metadata_yaml, split_frontmatter
+from ingest.metadata import names_metadata_key, parse_metadata_yaml, read_frontmatter
 from ingest.models import Document
 
 # markdown-it-py's block and inline parsers are linear in the input except for
@@ -23,7 +23,7 @@ def _parser() -> MarkdownIt:
 def load_markdown(raw: bytes, *, doc_id: str, path: str) -> Document:
     """Load a Markdown file: frontmatter metadata, headings, paragraphs, lists, tables, code."""
     text, warnings = decode_text(raw)
-    yaml_text, body = split_frontmatter(text)
+    yaml_text, body = read_frontmatter(text)
     title = None
     metadata = None
     if yaml_text is not None:

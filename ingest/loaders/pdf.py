@@ -44,13 +44,19 @@ def load_pdf(raw: bytes, *, doc_id: str, path: str) -> Document:
         raise SkipFile(f"unreadable PDF: {exc}") from None
     warnings: list[str] = []
     page_texts: list[str] = []
+    failures: list[str] = []
     for number, page in enumerate(pages, start=1):
         try:
             page_texts.append(page.extract_text() or "")
         except Exception as exc:  # noqa: BLE001 - one bad page must not lose the others
+            failures.append(_extraction_failure(exc))
             warnings.append(f"page {number}: text extraction failed ({type(exc).__name__})")
             page_texts.append("")
     if not any(t.strip() for t in page_texts):
+        if failures:  # not a scan: the text could not be got at
+            raise SkipFile(
+                f"no text extracted: extraction failed on {len(failures)} of {len(pages)} page(s) ({failures[0]})"
+            )
         raise SkipFile("no text layer (scanned PDF?)")
     bookmarks = _bookmarks(reader, warnings)
     specs: list[BlockSpec] = []
@@ -65,6 +71,15 @@ def load_pdf(raw: bytes, *, doc_id: str, path: str) -> Document:
         specs, raw=raw, doc_id=doc_id, path=path, fmt="pdf",
         title=str(title) if title else None, warnings=warnings,
     )
+
+
+def _extraction_failure(exc: Exception) -> str:
+    from pypdf.errors import LimitReachedError
+
+    if isinstance(exc, LimitReachedError):
+        return "a stream decompresses past the size limit: a decompression bomb?"
+    detail = " ".join(str(exc).split())[:80]
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
 def _bookmarks(reader: object, warnings: list[str]) -> list[_Bookmark]:

@@ -18,6 +18,7 @@ from docutils.parsers.rst import Parser, roles, states
 from docutils.statemachine import StringList
 
 from ingest.loaders._common import BlockSpec, build_document, clean_code, clean_inline, decode_text
+from ingest.metadata import refuse_unread_acl
 from ingest.models import Document
 
 _SETTINGS: dict[str, Any] = {
@@ -60,6 +61,7 @@ _ROLE_TARGET = re.compile(r"^(.*?)\s*<[^<>]*>$", re.S)
 def load_rst(raw: bytes, *, doc_id: str, path: str) -> Document:
     """Load a reStructuredText file into headings, paragraphs, lists, tables and code."""
     text, warnings = decode_text(raw)
+    refuse_unread_acl(text, "reStructuredText")
     doctree = publish_doctree(
         text, parser=_TolerantParser(), settings_overrides=dict(_SETTINGS)
     )

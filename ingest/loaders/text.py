@@ -7,6 +7,7 @@ import textwrap
 from collections import Counter
 
 from ingest.loaders._common import BlockSpec, build_document, clean_code, decode_text
+from ingest.metadata import refuse_unread_acl
 from ingest.models import Document
 
 _BLANK_LINES = re.compile(r"\n[ \t]*\n")
@@ -22,6 +23,7 @@ _MAX_CODE_INDENT = 12
 def load_text(raw: bytes, *, doc_id: str, path: str) -> Document:
     """Load a plain-text file."""
     text, warnings = decode_text(raw)
+    refuse_unread_acl(text, "text files")
     specs = text_blocks(text)
     return build_document(
         specs, raw=raw, doc_id=doc_id, path=path, fmt="text", title=_title(specs), warnings=warnings,
