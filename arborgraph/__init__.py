@@ -20,7 +20,20 @@ if TYPE_CHECKING:
     from arborgraph.kb import KnowledgeBase
     from arborgraph.progress import ProgressCallback
 
-__all__ = ["build", "open", "__version__"]
+__all__ = ["build", "open", "IndexUnusable", "IndexNotFound", "IndexDamaged", "QueryError", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # the error classes, imported on first use so ``import arborgraph`` stays light
+    if name in ("IndexUnusable", "IndexNotFound", "IndexDamaged"):
+        from arborgraph import store
+
+        return getattr(store, name)
+    if name == "QueryError":
+        from arborgraph.kb import QueryError
+
+        return QueryError
+    raise AttributeError(f"module 'arborgraph' has no attribute {name!r}")
 
 
 def build(
@@ -48,7 +61,9 @@ def build(
 
 
 def open(index_dir: str | Path) -> "KnowledgeBase":  # noqa: A001 - the API the issue names
-    """Open an existing index; raises ``arborgraph.store.IndexError_`` if it is not usable."""
+    """Open an existing index; raises :class:`arborgraph.IndexNotFound` when there is
+    none at ``index_dir`` and :class:`arborgraph.IndexDamaged` when it cannot be used
+    (both are :class:`arborgraph.IndexUnusable`)."""
     from arborgraph.kb import KnowledgeBase
 
     return KnowledgeBase.open(index_dir)

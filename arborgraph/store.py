@@ -43,8 +43,24 @@ _GEN_RE = re.compile(r"^gen-(\d{6})$")
 KEEP_OLD_GENERATIONS = 1  # a reader that opened the previous generation keeps working
 
 
-class IndexError_(Exception):
-    """An index directory that cannot be opened; the message is one clear line."""
+class IndexUnusable(Exception):
+    """An index directory that cannot be opened or written; the message is one clear line.
+
+    The base of :class:`IndexNotFound` and :class:`IndexDamaged`: catch this for both.
+    """
+
+
+class IndexNotFound(IndexUnusable):
+    """No index at the path: it does not exist, is not a directory, or has no CURRENT."""
+
+
+class IndexDamaged(IndexUnusable):
+    """An index that is there but cannot be used: missing, truncated or tampered files,
+    an unreadable manifest, another schema version."""
+
+
+# Deprecated: the old name, which read like the builtin IndexError. Use IndexUnusable.
+IndexError_ = IndexUnusable
 
 
 def sha256_file(path: Path) -> str:
@@ -77,7 +93,7 @@ def current_generation(index_dir: Path) -> Path | None:
         return None
     name = pointer.read_text(encoding="utf-8").strip()
     if not _GEN_RE.match(name):
-        raise IndexError_(f"{index_dir}: CURRENT names '{name}', which is not a generation")
+        raise IndexDamaged(f"{index_dir}: CURRENT names '{name}', which is not a generation")
     return Path(index_dir) / name
 
 
@@ -87,7 +103,7 @@ class GenerationWriter:
     def __init__(self, index_dir: Path) -> None:
         self.index_dir = Path(index_dir)
         if self.index_dir.exists() and not self.index_dir.is_dir():
-            raise IndexError_(f"{self.index_dir} exists and is not a directory")
+            raise IndexUnusable(f"{self.index_dir} exists and is not a directory")
         if (
             self.index_dir.is_dir()
             and any(self.index_dir.iterdir())
@@ -95,7 +111,7 @@ class GenerationWriter:
             and not _generations(self.index_dir)
             and not (self.index_dir / "cache").exists()
         ):
-            raise IndexError_(
+            raise IndexUnusable(
                 f"{self.index_dir} is a non-empty directory that is not an Arborgraph index; "
                 "refusing to write into it"
             )
@@ -218,44 +234,44 @@ class Generation:
 def open_generation(index_dir: Path | str, *, verify: bool = True) -> Generation:
     """Open the live generation of ``index_dir``, refusing anything damaged.
 
-    Raises :class:`IndexError_` with a one-line reason for: a missing directory, a
+    Raises :class:`IndexNotFound` (nothing there) or :class:`IndexDamaged` with a one-line reason for: a missing directory, a
     directory that is not an index, a newer schema, a missing or unreadable manifest,
     and (with ``verify``) any file whose size or checksum differs from the manifest.
     """
     index_dir = Path(index_dir)
     if not index_dir.exists():
-        raise IndexError_(f"{index_dir}: no such directory")
+        raise IndexNotFound(f"{index_dir}: no such directory")
     if not index_dir.is_dir():
-        raise IndexError_(f"{index_dir}: not a directory")
+        raise IndexNotFound(f"{index_dir}: not a directory")
     gen = current_generation(index_dir)
     if gen is None:
-        raise IndexError_(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
+        raise IndexNotFound(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
     manifest_path = gen / MANIFEST_FILE
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise IndexError_(f"{index_dir}: the live generation {gen.name} has no manifest") from None
+        raise IndexDamaged(f"{index_dir}: the live generation {gen.name} has no manifest") from None
     except (OSError, ValueError) as exc:
-        raise IndexError_(f"{index_dir}: unreadable manifest ({exc})") from None
+        raise IndexDamaged(f"{index_dir}: unreadable manifest ({exc})") from None
     version = manifest.get("schema_version")
     if not isinstance(version, int):
-        raise IndexError_(f"{index_dir}: manifest has no schema version")
+        raise IndexDamaged(f"{index_dir}: manifest has no schema version")
     if version > SCHEMA_VERSION:
-        raise IndexError_(
+        raise IndexDamaged(
             f"{index_dir}: index schema {version} is newer than this Arborgraph supports "
             f"({SCHEMA_VERSION}); upgrade arborgraph"
         )
     if version < SCHEMA_VERSION:
-        raise IndexError_(
+        raise IndexDamaged(
             f"{index_dir}: index schema {version} is older than {SCHEMA_VERSION}; rebuild it"
         )
     if verify:
         for rel, info in manifest.get("files", {}).items():
             file = gen / rel
             if not file.is_file():
-                raise IndexError_(f"{index_dir}: {rel} is missing (truncated index?)")
+                raise IndexDamaged(f"{index_dir}: {rel} is missing (truncated index?)")
             if file.stat().st_size != info["bytes"]:
-                raise IndexError_(f"{index_dir}: {rel} has the wrong size (truncated or tampered)")
+                raise IndexDamaged(f"{index_dir}: {rel} has the wrong size (truncated or tampered)")
             if sha256_file(file) != info["sha256"]:
-                raise IndexError_(f"{index_dir}: {rel} fails its checksum (tampered or corrupt)")
+                raise IndexDamaged(f"{index_dir}: {rel} fails its checksum (tampered or corrupt)")
     return Generation(path=gen, manifest=manifest)
