@@ -465,7 +465,7 @@ def eval_cmd(
     if json_out:
         print(json.dumps(data, indent=2))
     else:
-        print(format_report(report))
+        print(printable(format_report(report), multiline=True))  # question ids come from the user
 
 
 @app.command()
