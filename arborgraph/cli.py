@@ -75,7 +75,7 @@ class _CountColumn(ProgressColumn):
     """``done/total`` when the stage knows its total, the count alone when it does not."""
 
     def render(self, task: Task) -> Text:
-        if task.total is None:
+        if task.total is None or task.fields.get("count_only"):
             return Text(f"{task.completed:.0f}")
         return Text(f"{task.completed:.0f}/{task.total:.0f}")
 
@@ -109,6 +109,7 @@ class _ProgressBar:
             disable=not enabled,
         )
         self.tasks: dict[str, Any] = {}
+        self.closed: set[str] = set()  # stages without a total, shown as done
 
     def __enter__(self) -> "_ProgressBar":
         return self
@@ -127,13 +128,24 @@ class _ProgressBar:
         if stage not in self.tasks:
             self._finish_open_stages()
             self.tasks[stage] = self.progress.add_task(stage, total=total, first=now)
-        self.progress.update(self.tasks[stage], completed=done, total=total, last=now)
+        elif total is None and stage in self.closed:
+            # it reports again after a later stage began: open again (update() cannot
+            # set a total back to None)
+            self.closed.discard(stage)
+            task = self._task(stage)
+            task.total, task.finished_time = None, None
+        self.progress.update(self.tasks[stage], completed=done, total=total, last=now, count_only=total is None)
+
+    def _task(self, stage: str) -> Task:
+        task_id = self.tasks[stage]
+        return next(t for t in self.progress.tasks if t.id == task_id)
 
     def _finish_open_stages(self) -> None:
         # a stage with no known total ends when the next stage begins
-        for task_id in self.tasks.values():
-            task = self.progress.tasks[task_id]
+        for stage, task_id in self.tasks.items():
+            task = self._task(stage)
             if task.total is None:
+                self.closed.add(stage)
                 self.progress.update(task_id, total=task.completed)
 
     def report_timings(self, timings_s: dict[str, float]) -> None:

@@ -179,7 +179,9 @@ def test_progress_shows_counts_without_none_and_the_reports_timings(sample_slice
         with bar:
             bar("load", 290, None)
             bar("chunk", 10, 20)
-            bar("raptor.cluster", 5, None)
+            bar("raptor.cluster", 1, None)
+            bar("raptor.summarise", 1, 1)
+            bar("raptor.cluster", 5, None)  # a stage that reports again after a later one began
             bar("chunk", 20, 20)
             bar.report_timings({"load": 5.5, "chunk": 1.25})
     finally:
@@ -188,5 +190,7 @@ def test_progress_shows_counts_without_none_and_the_reports_timings(sample_slice
     assert "None" not in shown
     load = next(line for line in shown.splitlines() if " load " in f" {line} ")
     assert "290" in load and "5.5s" in load
+    cluster = next(line for line in shown.splitlines() if "raptor.cluster" in line)
+    assert " 5 " in f"{cluster} " and "5/1" not in cluster
     chunk = next(line for line in shown.splitlines() if "chunk" in line)
     assert "20/20" in chunk and "1.2s" in chunk
