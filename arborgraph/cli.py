@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -208,7 +209,7 @@ def build(
     except KeyboardInterrupt:
         raise fail("interrupted; the previous index (if any) is unchanged", 130) from None
     if json_out:
-        print(_json_line(report.model_dump(mode="json"), indent=2))
+        print(json.dumps(report.model_dump(mode="json"), indent=2))
         return
     _print_build_report(report)
 
@@ -256,9 +257,19 @@ def _result_json(res: Any, qid: Any = None, explain: bool = False) -> dict[str, 
     return res.model_copy(update={"id": qid}).to_dict(explain=explain)
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities (which are not JSON) as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _json_line(data: Any, indent: int | None = None) -> str:
-    # allow_nan=False: NaN and Infinity are not JSON; nothing we write may hold them
-    return json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False)
+    return json.dumps(_finite(data), ensure_ascii=False, indent=indent, allow_nan=False)
 
 
 @app.command()
