@@ -140,12 +140,23 @@ def test_piped_output_is_not_wrapped(sample_index: Path) -> None:
 
 
 def test_summary_header_names_its_title_and_source_once(sample_index: Path) -> None:
+    from arborgraph.cli import _context_header
+    from arborgraph.results import Context
+
+    def header(ctx: Context) -> str:
+        return "".join(p if isinstance(p, str) else p[0] for p in _context_header(1, ctx))
+
+    # a summary over sections with no common heading: its title, then its source
+    summary = Context(text="…", source="wal.md", kind="summary", node_id="L1:3", level=1,
+                      extra={"title": "Write-Ahead Logging › checkpoint, reader"})
+    assert header(summary) == "[1] summary L1 · Write-Ahead Logging › checkpoint, reader · wal.md · score 0.0000"
+    untitled = summary.model_copy(update={"extra": {}})
+    assert header(untitled) == "[1] summary L1 · wal.md · score 0.0000"  # not "wal.md · wal.md"
     result = invoke("query", "--index", str(sample_index), "--route", "tree", "--top-k", "3",
-                 "How does a checkpoint move WAL content?")
-    header = next(line for line in result.stdout.splitlines() if line.startswith("[1] summary"))
-    places = header.split(" · ")[1:-1]
-    assert len(places) == len(set(places)) == 2, header  # title, then source
-    assert places[1].endswith(".md") and places[0] != places[1]
+                    "How does a checkpoint move WAL content?")
+    shown = next(line for line in result.stdout.splitlines() if line.startswith("[1] summary"))
+    places = shown.split(" · ")[1:-1]
+    assert len(places) == len(set(places)) == 2, shown
 
 
 def test_json_explain_carries_the_explanation(sample_index: Path) -> None:
