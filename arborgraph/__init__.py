@@ -20,7 +20,20 @@ if TYPE_CHECKING:
     from arborgraph.kb import KnowledgeBase
     from arborgraph.progress import ProgressCallback
 
-__all__ = ["build", "open", "current_generation", "__version__"]
+__all__ = ["build", "open", "current_generation", "IndexUnusable", "IndexNotFound", "IndexDamaged", "QueryError", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # the error classes, imported on first use so ``import arborgraph`` stays light
+    if name in ("IndexUnusable", "IndexNotFound", "IndexDamaged"):
+        from arborgraph import store
+
+        return getattr(store, name)
+    if name == "QueryError":
+        from arborgraph.kb import QueryError
+
+        return QueryError
+    raise AttributeError(f"module 'arborgraph' has no attribute {name!r}")
 
 
 def build(
@@ -56,7 +69,9 @@ def build(
 
 
 def open(index_dir: str | Path) -> "KnowledgeBase":  # noqa: A001 - the API the issue names
-    """Open an existing index; raises ``arborgraph.store.IndexError_`` if it is not usable."""
+    """Open an existing index; raises :class:`arborgraph.IndexNotFound` when there is
+    none at ``index_dir`` and :class:`arborgraph.IndexDamaged` when it cannot be used
+    (both are :class:`arborgraph.IndexUnusable`)."""
     from arborgraph.kb import KnowledgeBase
 
     return KnowledgeBase.open(index_dir)
@@ -66,14 +81,14 @@ def current_generation(index_dir: str | Path) -> str:
     """The name of ``index_dir``'s live generation ("gen-000007"), read from its
     ``CURRENT`` pointer with full validation and without opening the index: compare it
     with ``KnowledgeBase.generation`` to learn whether a ``refresh()`` would change
-    anything. Raises ``arborgraph.store.IndexError_`` when there is no usable pointer.
+    anything. Raises ``arborgraph.IndexNotFound`` when there is no usable pointer.
     """
-    from arborgraph.store import CURRENT_FILE, IndexError_, read_current
+    from arborgraph.store import CURRENT_FILE, IndexNotFound, read_current
 
     index_dir = Path(index_dir)
     if not index_dir.is_dir():
-        raise IndexError_(f"{index_dir}: no such directory")
+        raise IndexNotFound(f"{index_dir}: no such directory")
     name = read_current(index_dir)
     if name is None:
-        raise IndexError_(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
+        raise IndexNotFound(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
     return name

@@ -3,20 +3,29 @@
 User mistakes (bad paths, a directory that is not an index, a route the index lacks,
 a malformed questions file) end with one line on stderr and a non-zero exit code,
 never a traceback.
+
+Text from users and documents (paths, routes, file names, titles, headings, passages)
+is printed literally: never parsed as Rich markup, with control characters shown as
+escapes (:func:`arborgraph.display.printable`). Output that is not a terminal is not
+wrapped.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Task, TextColumn
+from rich.text import Text
+
+from arborgraph.display import printable
 
 app = typer.Typer(
     add_completion=False,
@@ -24,14 +33,26 @@ app = typer.Typer(
     help="Arborgraph: build and query RAPTOR-tree + entity-graph indexes over technical manuals.",
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
 
 EXIT_USER_ERROR = 2
 
 
+def say(console: Console, *parts: str | tuple[str, str]) -> None:
+    """Print one line made of plain ``parts`` (shown literally, control characters
+    escaped) and ``(text, style)`` pairs whose text is ours; wrapped only on a terminal."""
+    line = Text()
+    for part in parts:
+        if isinstance(part, tuple):
+            line.append(part[0], style=part[1])
+        else:
+            line.append(printable(part, multiline=True))
+    console.print(line, soft_wrap=not console.is_terminal)
+
+
 def fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    say(err, ("error: ", "bold red"), message)
     return typer.Exit(code)
 
 
@@ -40,9 +61,9 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from arborgraph.executor import ExecutorError
     from arborgraph.pipeline import BuildError
     from arborgraph.kb import QueryError
-    from arborgraph.store import IndexError_
+    from arborgraph.store import IndexUnusable
 
-    return (BuildError, ConfigError, QueryError, IndexError_, ExecutorError)
+    return (BuildError, ConfigError, QueryError, IndexUnusable, ExecutorError)
 
 
 def _llm_errors() -> tuple[type[Exception], ...]:
@@ -51,33 +72,89 @@ def _llm_errors() -> tuple[type[Exception], ...]:
     return (LLMError,)
 
 
+class _CountColumn(ProgressColumn):
+    """``done/total`` when the stage knows its total, the count alone when it does not."""
+
+    def render(self, task: Task) -> Text:
+        if task.total is None or task.fields.get("count_only"):
+            return Text(f"{task.completed:.0f}")
+        return Text(f"{task.completed:.0f}/{task.total:.0f}")
+
+
+class _StageTimeColumn(ProgressColumn):
+    """A stage's time: the build report's once the build is done, else the time from
+    its first to its latest progress report (not the time since it began: a stage that
+    reported last long ago is not still running)."""
+
+    def render(self, task: Task) -> Text:
+        seconds = task.fields.get("seconds")
+        if seconds is None:
+            seconds = task.fields.get("last", 0.0) - task.fields.get("first", 0.0)
+        return Text(f"{seconds:.1f}s", style="progress.elapsed")
+
+
 class _ProgressBar:
-    """Renders the library's progress callbacks as a rich progress bar."""
+    """Renders the library's progress callbacks: a bar when a stage's total is known,
+    a spinner with a count when it is not."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.progress = Progress(
+            SpinnerColumn(finished_text="[green]✓"),
             TextColumn("{task.description:<10}"),
             BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
+            _CountColumn(),
+            _StageTimeColumn(),
             console=err,
             transient=False,
             disable=not enabled,
         )
         self.tasks: dict[str, Any] = {}
+        self.closed: set[str] = set()  # stages without a total, shown as done
 
     def __enter__(self) -> "_ProgressBar":
-        self.progress.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(*exc)
+        # started on the first report: a build that fails before any (a bad path)
+        # leaves no empty progress line before its error
+        if self.tasks:
+            self._finish_open_stages()
+            self.progress.__exit__(*exc)
 
     def __call__(self, stage: str, done: int, total: int | None) -> None:
+        now = time.monotonic()
+        if not self.tasks:
+            self.progress.__enter__()
         if stage not in self.tasks:
-            self.tasks[stage] = self.progress.add_task(stage, total=total)
-        self.progress.update(self.tasks[stage], completed=done, total=total)
+            self._finish_open_stages()
+            self.tasks[stage] = self.progress.add_task(stage, total=total, first=now)
+        elif total is None and stage in self.closed:
+            # it reports again after a later stage began: open again (update() cannot
+            # set a total back to None)
+            self.closed.discard(stage)
+            task = self._task(stage)
+            task.total, task.finished_time = None, None
+        self.progress.update(self.tasks[stage], completed=done, total=total, last=now, count_only=total is None)
+
+    def _task(self, stage: str) -> Task:
+        task_id = self.tasks[stage]
+        return next(t for t in self.progress.tasks if t.id == task_id)
+
+    def _finish_open_stages(self) -> None:
+        # a stage with no known total ends when the next stage begins
+        for stage, task_id in self.tasks.items():
+            task = self._task(stage)
+            if task.total is None:
+                self.closed.add(stage)
+                self.progress.update(task_id, total=task.completed)
+
+    def report_timings(self, timings_s: dict[str, float]) -> None:
+        """Show the build report's time for the stages it times, so the two agree."""
+        self._finish_open_stages()
+        for stage, task_id in self.tasks.items():
+            if stage in timings_s:
+                self.progress.update(task_id, seconds=timings_s[stage])
 
 
 def _open(index: Path):  # type: ignore[no-untyped-def]
@@ -129,6 +206,7 @@ def build(
                     bar(stage, done, total)
 
             report = build_index(docs, index, cfg, progress=progress, wait_for_lock=wait)
+            bar.report_timings(report.timings_s)
     except NoUsableDocuments as exc:
         raise fail(str(exc), EXIT_USER_ERROR) from None
     except _user_errors() as exc:
@@ -145,47 +223,61 @@ def build(
 
 
 def _print_build_report(report: Any) -> None:
-    out.print(
-        f"[bold green]built[/] {report.index_dir} ({report.generation}): "
-        f"{report.documents} documents, {report.chunks} chunks in {report.timings_s.get('total', 0):.1f}s"
+    say(
+        out, ("built", "bold green"),
+        f" {report.index_dir} ({report.generation}): {report.documents} documents, "
+        f"{report.chunks} chunks in {report.timings_s.get('total', 0):.1f}s",
     )
-    out.print(
+    say(
+        out,
         f"embedding: {report.embedding or 'none — lexical-only'}"
-        f" ({report.embeddings_computed} computed, {report.embeddings_cached} from cache)"
+        f" ({report.embeddings_computed} computed, {report.embeddings_cached} from cache)",
     )
     if report.embedding_fallback:
-        out.print(f"[yellow]lexical fallback:[/] {report.embedding_fallback}")
+        say(out, ("lexical fallback: ", "yellow"), report.embedding_fallback)
     for name, stats in report.stages.items():
-        out.print(f"{name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+        say(out, f"{name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
     timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.timings_s.items() if k != "total")
-    out.print(f"timings: {timings}")
+    say(out, f"timings: {timings}")
     if report.skipped:
-        out.print(f"[yellow]skipped {len(report.skipped)} file(s):[/]")
+        say(out, (f"skipped {len(report.skipped)} file(s):", "yellow"))
         for item in report.skipped:
-            out.print(f"  {item.path}: {item.reason}", highlight=False, markup=False)
+            say(out, f"  {printable(item.path)}: {item.reason}")
     if report.contradictions:
-        out.print(
-            f"[yellow]{len(report.contradictions)} candidate contradiction(s)[/] "
-            "(documents stating different defaults; nothing was overwritten):"
+        say(
+            out, (f"{len(report.contradictions)} candidate contradiction(s)", "yellow"),
+            " (documents stating different defaults; nothing was overwritten):",
         )
         for c in report.contradictions[:10]:
             versions = " (versions of one source: expected)" if c.between_versions else ""
-            out.print(
-                f"  {c.key}: '{c.first.value}' in {c.first.doc_id} vs '{c.second.value}' in {c.second.doc_id}{versions}",
-                highlight=False, markup=False,
-            )
+            say(out, f"  {c.key}: '{c.first.value}' in {c.first.doc_id} vs '{c.second.value}' in {c.second.doc_id}{versions}")
         if len(report.contradictions) > 10:
-            out.print(f"  … {len(report.contradictions) - 10} more in the JSON report (--json)")
+            say(out, f"  … {len(report.contradictions) - 10} more in the JSON report (--json)")
     if report.warnings:
-        out.print(f"[yellow]{len(report.warnings)} warning(s):[/]")
+        say(out, (f"{len(report.warnings)} warning(s):", "yellow"))
         for warning in report.warnings:
-            out.print(f"  {warning}", highlight=False, markup=False)
+            say(out, f"  {warning}")
 
 
-def _result_json(res: Any, qid: Any = None) -> dict[str, Any]:
+def _result_json(res: Any, qid: Any = None, explain: bool = False) -> dict[str, Any]:
     # the contract's shape is fixed: "id" is always there, null when the input's was
-    # (or for a single question)
-    return {"id": qid, **res.to_dict()}
+    # (or for a single question); see arborgraph/data/result.schema.json
+    return res.model_copy(update={"id": qid}).to_dict(explain=explain)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities (which are not JSON) as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json_line(data: Any, indent: int | None = None) -> str:
+    return json.dumps(_finite(data), ensure_ascii=False, indent=indent, allow_nan=False)
 
 
 @app.command()
@@ -193,12 +285,16 @@ def query(
     index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
     question: Annotated[Optional[str], typer.Argument(help="the question")] = None,
     route: Annotated[str, typer.Option(help="auto|lookup|tree|graph|global")] = "auto",
-    top_k: Annotated[int, typer.Option("--top-k", min=1)] = 20,
-    budget_tokens: Annotated[int, typer.Option("--budget-tokens", min=1)] = 2000,
+    top_k: Annotated[int, typer.Option("--top-k", min=1, help="return at most K contexts, on every route")] = 20,
+    candidates: Annotated[Optional[int], typer.Option(
+        "--candidates", min=1,
+        help="contexts a tree/graph/global route hands to the final top-k and budget cut (default 3 × top-k)",
+    )] = None,
+    budget_tokens: Annotated[int, typer.Option("--budget-tokens", min=1, help="token budget of the returned contexts")] = 2000,
     batch: Annotated[Optional[Path], typer.Option(help="JSONL file of {id, question}")] = None,
     as_principal: Annotated[Optional[str], typer.Option("--as", help="principal to query as")] = None,
     as_of: Annotated[Optional[str], typer.Option("--as-of", help="date YYYY-MM-DD")] = None,
-    explain: Annotated[bool, typer.Option(help="print why the route was chosen and what was cut")] = False,
+    explain: Annotated[bool, typer.Option(help="print why the route was chosen and what was cut (with --json: an \"explain\" field)")] = False,
     answer: Annotated[bool, typer.Option("--answer", help="generate an answer with the LLM")] = False,
     llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model for --answer / --llm-router")] = None,
     llm_router: Annotated[bool, typer.Option("--llm-router", help="let the LLM pick the route of auto questions")] = False,
@@ -209,17 +305,27 @@ def query(
     graph_database: Annotated[Optional[str], typer.Option("--graph-database", help="database on the graph server")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
 ) -> None:
-    """Ask a question (or a batch of them) against an index."""
+    """Ask a question (or a batch of them) against an index.
+
+    Each context's score is the final ranking's (1.0 for the first, never increasing
+    down the list); --explain shows what each retriever scored it.
+    """
+    from arborgraph.kb import question_problem
+
     if (question is None) == (batch is None):
         raise fail("give either a QUESTION or --batch FILE", EXIT_USER_ERROR)
+    if question is not None and (problem := question_problem(question)) is not None:
+        raise fail(problem, EXIT_USER_ERROR)
     try:
         when = dt.date.fromisoformat(as_of) if as_of else "today"
     except ValueError:
         raise fail(f"--as-of must be a date like 2026-01-31, not '{as_of}'", EXIT_USER_ERROR) from None
     kwargs = dict(route=route, top_k=top_k, budget_tokens=budget_tokens, principal=as_principal,
-                  as_of=when, include_stale=include_stale, answer=answer)
+                  as_of=when, include_stale=include_stale, answer=answer, candidates=candidates)
     kb = None
     try:
+        # the batch file is checked whole before the index is even opened
+        items = _read_questions(batch) if batch is not None else []
         kb = _open(index)
         if graph_backend is not None:
             from arborgraph.neo4j_backend import graph_server
@@ -232,10 +338,10 @@ def query(
         if llm_router:
             kwargs["llm_router"] = True
         if batch is not None:
-            items = _read_questions(batch)
             for qid, text in items:
                 res = kb.query(text, **kwargs)
-                sys.stdout.write(json.dumps(_result_json(res, qid), ensure_ascii=False) + "\n")
+                sys.stdout.write(_json_line(_result_json(res, qid, explain)) + "\n")
+                sys.stdout.flush()
             return
         assert question is not None
         res = kb.query(question, **kwargs)
@@ -247,13 +353,19 @@ def query(
         if kb is not None and kb.graph_backend is not None:
             kb.graph_backend.close()
     if json_out:
-        print(json.dumps(_result_json(res), ensure_ascii=False, indent=2))
+        print(_json_line(_result_json(res, explain=explain), indent=2))
         return
     _print_result(res, explain)
 
 
+def _not_json_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _read_questions(path: Path) -> list[tuple[Any, str]]:
-    from arborgraph.kb import QueryError
+    """Every line of a batch file, checked before the first question is asked, so a bad
+    line stops the batch with FILE:LINE and nothing on stdout (never half the answers)."""
+    from arborgraph.kb import QueryError, question_problem
 
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -264,76 +376,101 @@ def _read_questions(path: Path) -> list[tuple[Any, str]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_constant=_not_json_constant)
         except json.JSONDecodeError as exc:
             raise QueryError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        except ValueError as exc:  # NaN, Infinity
+            raise QueryError(f"{path}:{number}: not JSON ({exc})") from None
+        except RecursionError:
+            raise QueryError(f"{path}:{number}: not JSON we read (nested too deeply)") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("question"), str):
             raise QueryError(f'{path}:{number}: expected {{"id": ..., "question": "..."}}')
-        # checked here, before any answer is written, so a bad line cannot cut the output short
-        if not obj["question"].strip():
-            raise QueryError(f"{path}:{number}: the question is empty")
-        items.append((obj.get("id", number), obj["question"]))
+        qid = obj.get("id", number)
+        if not isinstance(qid, (str, int, float, type(None))) or isinstance(qid, bool):
+            raise QueryError(f"{path}:{number}: the id must be a string, a number or null")
+        if (problem := question_problem(obj["question"])) is not None:
+            raise QueryError(f"{path}:{number}: {problem}")
+        if isinstance(qid, str) and question_problem(qid or "x") is not None:
+            raise QueryError(f"{path}:{number}: the id is not valid Unicode")
+        items.append((qid, obj["question"]))
     if not items:
         raise QueryError(f"{path}: no questions")
     return items
 
 
+def _context_header(i: int, ctx: Any) -> list[str | tuple[str, str]]:
+    """``[i] kind L1 · where · source · score``: where is the heading path, or a
+    summary's or report's title; nothing is said twice."""
+    where = " > ".join(ctx.heading_path) or str(ctx.extra.get("title") or "")
+    level = f" L{ctx.level}" if ctx.level is not None else ""
+    places = [printable(p) for p in dict.fromkeys([where, ctx.source]) if p]
+    parts: list[str | tuple[str, str]] = [
+        (f"[{i}]", "bold cyan"), f" {ctx.kind}{level} · " + " · ".join(places) + f" · score {ctx.score:.4f}",
+    ]
+    # stale and suspicious passages must not read like current, plain ones
+    for flag in ctx.flags:
+        parts += [" · ", (f"⚠ {printable(flag)}", "bold yellow")]
+    return parts
+
+
 def _print_result(res: Any, explain: bool) -> None:
-    out.print(
-        f"[bold]route:[/] {res.route} — {res.routing.reason} "
-        f"(confidence {res.routing.confidence:.2f}; index: {res.mode.label})",
-        highlight=False,
+    say(
+        out, ("route:", "bold"),
+        f" {res.route} — {res.routing.reason} (confidence {res.routing.confidence:.2f}; index: {res.mode.label})",
     )
     for note in res.notes:
-        out.print(f"[yellow]note:[/] {note}", highlight=False)
+        say(out, ("note:", "yellow"), f" {note}")
     if res.answer:
-        out.print(f"\n[bold]answer:[/] {res.answer}\n", highlight=False)
+        out.print()
+        say(out, ("answer:", "bold"), f" {res.answer}")
     for i, ctx in enumerate(res.contexts, start=1):
-        where = escape(" > ".join(ctx.heading_path) or ctx.source)
-        level = f" L{ctx.level}" if ctx.level is not None else ""
-        # stale and suspicious passages must not read like current, plain ones
-        flags = "".join(f" · [bold yellow]⚠ {escape(flag)}[/]" for flag in ctx.flags)
-        out.print(
-            f"\n[bold cyan][{i}][/] {ctx.kind}{level} · {where} · {escape(ctx.source)} · score {ctx.score:.4f}{flags}",
-            highlight=False,
-        )
-        text = ctx.text if len(ctx.text) <= 900 else ctx.text[:900] + " …"
-        out.print(text, highlight=False, markup=False)
+        out.print()
+        say(out, *_context_header(i, ctx))
+        say(out, ctx.text if len(ctx.text) <= 900 else ctx.text[:900] + " …")
     if explain:
-        out.print("\n" + res.explain(), highlight=False, markup=False)
+        out.print()
+        say(out, res.explain())
 
 
 @app.command()
 def inspect(
     index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
+    as_principal: Annotated[Optional[str], typer.Option("--as", help="list the documents this principal may read (default: public ones)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
 ) -> None:
     """Show what an index holds: manifest, counts, sizes."""
     try:
-        info = _open(index).info()
+        info = _open(index).info(principal=as_principal)
     except _user_errors() as exc:
         raise fail(str(exc), EXIT_USER_ERROR) from None
     if json_out:
         print(json.dumps(info, indent=2, default=str))
         return
-    out.print(f"[bold]{info['index_dir']}[/] generation {info['generation']} (schema {info['schema_version']}, built {info['built_at']})")
-    out.print(f"mode: {info['mode']['label']}")
+    say(out, (str(info["index_dir"]), "bold"), f" generation {info['generation']} (schema {info['schema_version']}, built {info['built_at']})")
+    say(out, f"mode: {info['mode']['label']}")
     if "llm_calls" in info:  # built in LLM mode
-        out.print(
+        say(
+            out,
             f"llm: {info['llm_calls']} calls, {info['llm_cache_hits']} cache hits, "
-            f"{info['llm_tokens_in']} tokens in, {info['llm_tokens_out']} tokens out (--json: per stage)"
+            f"{info['llm_tokens_in']} tokens in, {info['llm_tokens_out']} tokens out (--json: per stage)",
         )
-    out.print(f"routes: {', '.join(info['routes'])}")
-    out.print("counts: " + ", ".join(f"{k}={v}" for k, v in info["counts"].items()))
-    out.print(
+    say(out, f"routes: {', '.join(info['routes'])}")
+    say(out, "counts: " + ", ".join(f"{k}={v}" for k, v in info["counts"].items()))
+    say(
+        out,
+        f"documents: {len(info['documents'])} readable"
+        + (f" by {as_principal}" if as_principal else " without a principal (--as P: those P may read)"),
+    )
+    say(
+        out,
         f"build report: {len(info['skipped'])} file(s) skipped, {len(info['warnings'])} warning(s)"
-        " (--json lists them)"
+        " (--json lists them)",
     )
     scopes = ", ".join(f"{s.get('scope')} ({s.get('chunks')} chunks)" for s in info["scopes"])
-    out.print(f"scopes: {scopes or 'public'}", highlight=False, markup=False)
-    out.print(f"size: {info['bytes_total'] / 2**20:.1f} MiB")
+    say(out, f"scopes: {scopes or 'public'}")
+    say(out, f"size: {info['bytes_total'] / 2**20:.1f} MiB")
     for name, t in info["tables"].items():
-        out.print(f"  {name}: {t['rows']} rows, {t['bytes'] / 1024:.0f} KiB")
+        say(out, f"  {name}: {t['rows']} rows, {t['bytes'] / 1024:.0f} KiB")
 
 
 @app.command("eval")
@@ -359,7 +496,7 @@ def eval_cmd(
     if json_out:
         print(json.dumps(data, indent=2))
     else:
-        print(format_report(report))
+        print(printable(format_report(report), multiline=True))  # question ids come from the user
 
 
 @app.command()

@@ -18,12 +18,12 @@ from arborgraph.embedding import load_embedder
 from arborgraph.embedding_base import Embedder, EmbedderUnavailable
 from arborgraph.lexical import LexicalIndex
 from arborgraph.lookup import LookupHits, LookupIndex, LookupMode, lookup_search
-from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision
+from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision, final_scores
 from arborgraph.scoped import fuse_contexts, load_scopes, merge_by_rank, readable, tree_node_lexical_scores
 from arborgraph.safety import INJECTION_FLAG, context_looks_injected
 from arborgraph.schema import IndexManifest
-from arborgraph.store import Generation, IndexError_, open_generation
-from arborgraph.structures import PUBLIC, scope_principals
+from arborgraph.store import Generation, IndexDamaged, open_generation
+from arborgraph.structures import PUBLIC, scope_principals, scope_readable
 
 if TYPE_CHECKING:
     from arborgraph.llm.base import ChatModel
@@ -37,6 +37,25 @@ LOOKUP_DEPTH = 50
 
 class QueryError(ValueError):
     """A query the index cannot answer as asked (e.g. a route it has not built)."""
+
+
+def question_problem(question: object) -> str | None:
+    """Why ``question`` cannot be asked (empty, not text, not valid Unicode), or None.
+
+    Checked by :meth:`KnowledgeBase.query` and, for every line before the first answer,
+    by the CLI's batch mode.
+    """
+    if not isinstance(question, str):
+        return "the question must be a string"
+    if not question.strip():
+        return "the question is empty"
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError:
+        # a lone surrogate: from a JSON "\udc80" escape or undecodable bytes on the command line
+        return "the question is not valid Unicode (it holds a lone surrogate or bytes that are not UTF-8)"
+    return None
+
 
 class KnowledgeBase:
     """An opened index. Use :func:`arborgraph.open` or :func:`arborgraph.build`.
@@ -57,7 +76,7 @@ class KnowledgeBase:
             self.config = Config.model_validate(self.manifest["config"])
         except (KeyError, ValueError) as exc:
             first = str(exc).splitlines()[0]
-            raise IndexError_(
+            raise IndexDamaged(
                 f"{index_dir}: the index's configuration is not understood by this version "
                 f"of Arborgraph ({first}); rebuild it or upgrade"
             ) from None
@@ -207,8 +226,17 @@ class KnowledgeBase:
         answer: bool = False,
         llm: "ChatModel | None" = None,
         llm_router: bool | None = None,
+        candidates: int | None = None,
     ) -> QueryResult:
         """Answer ``question`` with cited contexts from the best route (or the forced one).
+
+        At most ``top_k`` contexts are returned, on every route, in the order of the
+        final ranking; each context's ``score`` is that ordering's score (1.0 for the
+        first, never increasing down the list; the retriever's own score is in
+        ``extra["retriever_score"]``). ``candidates`` is how many contexts a tree, graph
+        or global route hands to the final assembly (default ``3 * top_k``: structure
+        overviews and inserted sections compete with the flat hits for the ``top_k``
+        places and the token budget); the lookup route hands ``top_k``.
 
         ``principal`` restricts results to documents it may read (None: public only).
         ``as_of`` keeps documents current on that date (default today, None: no date
@@ -218,8 +246,8 @@ class KnowledgeBase:
         contexts by number; without it ``answer`` stays None. ``llm_router=True`` (default:
         the ``router.llm`` setting) lets that LLM pick the route of an ``auto`` question.
         """
-        if not isinstance(question, str) or not question.strip():
-            raise QueryError("the question is empty")
+        if (problem := question_problem(question)) is not None:
+            raise QueryError(problem)
         if route != "auto" and route not in ROUTES:
             raise QueryError(f"unknown route '{route}' (choose auto, {', '.join(ROUTES)})")
         if route != "auto" and route not in self.routes:
@@ -227,8 +255,9 @@ class KnowledgeBase:
                 f"this index has no '{route}' route (built: {', '.join(self.routes)}); "
                 "rebuild it with that structure enabled"
             )
-        if top_k < 1 or budget_tokens < 1:
-            raise QueryError("top_k and budget_tokens must be positive")
+        if top_k < 1 or budget_tokens < 1 or (candidates is not None and candidates < 1):
+            raise QueryError("top_k, budget_tokens and candidates must be positive")
+        pool = 3 * top_k if candidates is None else candidates
         when = dt.date.today() if as_of == "today" else as_of
         mask = self.chunk_mask(principal, when, include_stale)
         query_vector = self.embed_query(question)
@@ -250,13 +279,13 @@ class KnowledgeBase:
             notes.append(note)
         contexts, retrieved = self._retrieve(
             decision.route, question, query_vector, hits,
-            mask=mask, top_k=top_k, notes=notes, principal=principal,
+            mask=mask, top_k=top_k, pool=pool, notes=notes, principal=principal,
         )
         second = self._second_route(decision)
         if second is not None:
             other, other_retrieved = self._retrieve(
                 second, question, query_vector, hits,
-                mask=mask, top_k=top_k, notes=notes, principal=principal,
+                mask=mask, top_k=top_k, pool=pool, notes=notes, principal=principal,
             )
             decision = decision.model_copy(update={"fused_with": second})
             notes.append(
@@ -273,7 +302,8 @@ class KnowledgeBase:
             mode = mode.model_copy(update={"lexical_fallback": True})
         if include_stale:
             self._flag_stale(contexts, when)
-        kept, cut = self._assemble(contexts, budget_tokens)
+        kept, cut = self._assemble(contexts, budget_tokens, top_k)
+        final_scores(kept)
         text = None
         if answer:
             from arborgraph.answer import generate_answer
@@ -371,9 +401,12 @@ class KnowledgeBase:
         *,
         mask: np.ndarray,
         top_k: int,
+        pool: int,
         notes: list[str],
         principal: str | None,
     ) -> tuple[list[Context], dict[str, list[str]]]:
+        """The route's candidates, best first: ``top_k`` flat hits for lookup, ``pool``
+        contexts for the structured routes."""
         scopes = readable(self.scopes, principal)
         if route == "lookup":
             if self.ranker is not None:
@@ -381,7 +414,7 @@ class KnowledgeBase:
                 return ranked[:top_k], hits.rankings | {"ranker": [c.node_id for c in ranked]}
             return hits.contexts[:top_k], hits.rankings
         retrieved = {f"lookup/{k}": v for k, v in hits.rankings.items()}
-        contexts, why_empty = self._structure(route, question, query_vector, hits, mask, scopes, top_k)
+        contexts, why_empty = self._structure(route, question, query_vector, hits, mask, scopes, pool)
         if not contexts:
             notes.append(f"{route} route found nothing ({why_empty}); fell back to lookup")
             return hits.contexts[:top_k], hits.rankings
@@ -393,16 +426,16 @@ class KnowledgeBase:
             chunks = [c for c in contexts if c.kind == "chunk"]
             ranked = self._rerank(question, query_vector, hits, mask, scopes, route, chunks)
             retrieved["ranker"] = [c.node_id for c in ranked]
-            return (header + ranked)[: max(top_k, 1) * 3], retrieved
-        return self._compose(route, contexts, hits.contexts)[: max(top_k, 1) * 3], retrieved
+            return (header + ranked)[:pool], retrieved
+        return self._compose(route, contexts, hits.contexts)[:pool], retrieved
 
     def _structure(
         self, route: Route, question: str, query_vector: np.ndarray | None, hits: LookupHits,
-        mask: np.ndarray, scopes: list[Any], top_k: int,
+        mask: np.ndarray, scopes: list[Any], pool: int,
     ) -> tuple[list[Context], str]:
         """What the tree, graph or global route itself returns, and why it is empty if so."""
         if route == "tree":
-            return self._tree(question, query_vector, mask, scopes, max_leaves=max(100, 3 * top_k)), "the walk reached no readable node"
+            return self._tree(question, query_vector, mask, scopes, max_leaves=max(100, pool)), "the walk reached no readable node"
         return self._graph(route, question, query_vector, mask, scopes, hits.contexts)
 
     def ranking_candidates(
@@ -422,7 +455,7 @@ class KnowledgeBase:
         scopes = readable(self.scopes, principal)
         chunks: list[Context] = []
         if route != "lookup":
-            found, _ = self._structure(route, question, query_vector, hits, mask, scopes, top_k)
+            found, _ = self._structure(route, question, query_vector, hits, mask, scopes, 3 * top_k)
             chunks = [c for c in found if c.kind == "chunk"]
         rows, matrix = candidates(self, question, query_vector, hits, mask, scopes, route, chunks)
         return [self.store.chunk_ids[r] for r in rows], matrix
@@ -631,14 +664,17 @@ class KnowledgeBase:
         return self.count_tokens(ctx.text)
 
     def _assemble(
-        self, contexts: list[Context], budget_tokens: int
+        self, contexts: list[Context], budget_tokens: int, top_k: int
     ) -> tuple[list[Context], list[str]]:
-        """Drop repeats, then keep contexts in order while they fit the token budget."""
+        """Drop repeats, then keep up to ``top_k`` contexts, in order, that fit the token
+        budget (``cut``: those the budget left out before the ``top_k`` were found)."""
         kept: list[Context] = []
         cut: list[str] = []
         seen: set[tuple[str, str]] = set()
         used = 0
         for ctx in contexts:
+            if len(kept) == top_k:
+                break
             key = (ctx.kind, ctx.node_id)
             if key in seen:
                 continue
@@ -653,7 +689,7 @@ class KnowledgeBase:
         if first_chunk is not None and not any(c.kind == "chunk" for c in kept):
             # never answer with derived text alone: make room for the manual's own words
             cost = self._tokens(first_chunk)
-            while kept and used + cost > budget_tokens:
+            while kept and (used + cost > budget_tokens or len(kept) >= top_k):
                 dropped = kept.pop()
                 used -= self._tokens(dropped)
                 cut.append(dropped.node_id)
@@ -753,12 +789,20 @@ class KnowledgeBase:
 
     # -- inspection -------------------------------------------------------------------
 
-    def info(self) -> dict[str, Any]:
+    def info(self, principal: str | None = None) -> dict[str, Any]:
         """What the index holds: the manifest (config, per-document content hashes with
         format and title, the build's skipped files and warnings, access scopes), counts
-        and on-disk sizes."""
+        and on-disk sizes.
+
+        ``documents`` and ``scopes`` list only what ``principal`` may read (None: public
+        documents only), as queries do: a restricted document's id and title are shown
+        to no one else, nor are build warnings that name it. Counts and sizes are the
+        whole index's.
+        """
         files = self.manifest.get("files", {})
         report = self.manifest.get("report", {})
+        readable = self.store.readable_docs(principal)
+        hidden = [d for d in self.store.docs if d not in readable]
         return {
             "index_dir": str(self.index_dir),
             "generation": self.manifest.get("generation"),
@@ -777,19 +821,23 @@ class KnowledgeBase:
             },
             **{k: v for k, v in self.manifest.items() if k.startswith("llm")},
             "config": self.manifest.get("config", {}),
-            "documents": self._document_info(),
+            "documents": self._document_info(readable),
             "skipped": report.get("skipped", []),
-            "warnings": report.get("warnings", []),
-            "scopes": self.manifest.get("scopes", []),
+            # a warning naming a document the caller may not read is left out with it
+            "warnings": [w for w in report.get("warnings", []) if not any(d in str(w) for d in hidden)],
+            "scopes": [
+                s for s in self.manifest.get("scopes", [])
+                if isinstance(s, dict) and scope_readable(str(s.get("scope")), principal)
+            ],
         }
 
-    def _document_info(self) -> dict[str, dict[str, Any]]:
+    def _document_info(self, readable: set[str]) -> dict[str, dict[str, Any]]:
         """doc id -> content hash, format and title (the hash from the manifest, the
-        rest from the documents table)."""
+        rest from the documents table), for the ``readable`` documents only."""
         hashes: dict[str, str] = self.manifest.get("documents", {})
         rows = self.on_disk.table(S.DOCUMENTS, columns=[S.DOC_ID, S.DOC_FORMAT, S.DOC_TITLE]).to_pylist()
         described = {r[S.DOC_ID]: {"format": r[S.DOC_FORMAT], "title": r[S.DOC_TITLE]} for r in rows}
         return {
             doc_id: {"content_hash": hashes.get(doc_id), **described.get(doc_id, {})}
-            for doc_id in sorted(set(hashes) | set(described))
+            for doc_id in sorted((set(hashes) | set(described)) & readable)
         }

@@ -9,8 +9,6 @@ Any failure or interruption leaves the previous index as it was.
 from __future__ import annotations
 
 import datetime as dt
-import glob
-import hashlib
 import json
 import os
 import shutil
@@ -39,6 +37,7 @@ from arborgraph.incremental import PreviousIndex
 from arborgraph.scoped import load_scope_tree
 from arborgraph.structures import partition_by_scope, run_graph_stage, run_tree_stage, scope_files
 from ingest import chunk_document, iter_collection, load_token_counter
+from ingest.collection import input_kilobytes as collection_kilobytes
 from ingest.metadata import GivenMetadata
 from ingest.models import Chunk, Document, SkippedFile
 from ingest.parse_cache import ParseCache
@@ -254,34 +253,17 @@ def _by_size(docs: Iterable[Document], chars: int) -> Iterator[list[Document]]:
         yield group
 
 
-def input_kilobytes(inputs: Sequence[str | Path], unchanged: Collection[str] = ()) -> int:
-    """Kilobytes on disk under ``inputs`` (files, folders, glob patterns): the size an
-    ``auto`` executor is chosen by, before anything is loaded. Files whose bytes hash
-    (SHA-256) to one of ``unchanged`` (the live index's documents) are not counted: an
-    update reuses their chunks and extractions, and a pool's start-up would cost more
-    than the little work left."""
-    total = 0
-    for item in inputs:
-        text = os.fspath(item)
-        wild = any(c in "*?[" for c in text) and not os.path.lexists(text)
-        for path in glob.glob(text, recursive=True) if wild else [text]:
-            walk = os.walk(path) if os.path.isdir(path) else [("", [], [path])]
-            for folder, _, files in walk:
-                for name in files:
-                    file = os.path.join(folder, name)
-                    try:
-                        size = os.stat(file).st_size
-                        if unchanged and _sha256(file) in unchanged:
-                            continue
-                    except OSError:
-                        continue
-                    total += size
-    return total // 1000
-
-
-def _sha256(path: str) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+def input_kilobytes(
+    inputs: Sequence[str | Path], unchanged: Collection[str] = (), *, max_file_bytes: int | None = None
+) -> int:
+    """Kilobytes of the files a build would read from ``inputs`` (files, folders, glob
+    patterns): the size an ``auto`` executor is chosen by, before anything is loaded.
+    Files whose bytes hash to one of ``unchanged`` (the live index's documents) are not
+    counted: an update reuses their chunks and extractions. Only files that pass the
+    collection walk's checks are measured, so this never blocks on a FIFO or reads a
+    device (see :func:`ingest.collection.input_kilobytes`)."""
+    limit = {} if max_file_bytes is None else {"max_file_bytes": max_file_bytes}
+    return collection_kilobytes(inputs, unchanged, **limit)
 
 
 def try_load_embedder(config: Config) -> tuple[Embedder | None, str | None]:
@@ -377,7 +359,7 @@ def _build_locked(
     previous = load_previous(index_dir)
     # made first: a pool's workers start, and chunk documents, while later files load
     unchanged = set(previous.doc_hashes.values()) if previous is not None else set()
-    executor = make_executor(config.executor, input_kilobytes(inputs, unchanged))
+    executor = make_executor(config.executor, input_kilobytes(inputs, unchanged, max_file_bytes=int(config.ingest.max_file_mb * 2**20)))
     try:
         with timer("load"):
             parsed = ParseCache(cache_dir(index_dir) / "parsed.sqlite")

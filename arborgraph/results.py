@@ -16,6 +16,11 @@ class Context(BaseModel):
     ``trace`` records how it was found (retriever, ranks, path taken) so that
     ``explain()`` and notebooks can show it; ``provenance`` lists the chunk ids
     whose text grounds it (a chunk grounds itself).
+
+    In a :class:`QueryResult`, ``score`` is the score of the final ordering (see
+    :func:`final_scores`): comparable across the result's contexts whatever their kind,
+    never increasing down the list. What the retriever scored it, on that retriever's
+    own scale, is kept in ``extra["retriever_score"]`` (and shown by ``explain()``).
     """
 
     text: str
@@ -34,6 +39,28 @@ class Context(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def final_scores(contexts: list[Context], scores: list[float] | None = None) -> None:
+    """Set each context's ``score`` to the final ordering's score, in place.
+
+    Retrievers score on their own scales (RRF values near 0.03, cosine similarities,
+    BM25 sums, relation weights), which cannot be compared across the kinds of context
+    one result mixes. ``scores`` is what a ranking stage gave the list, in its order
+    (it must not increase down the list); without one the score is the reciprocal rank,
+    1/rank, so the first context scores 1.0. Each context's own retriever score moves
+    to ``extra["retriever_score"]``, which :meth:`QueryResult.explain` shows.
+    """
+    if scores is not None:
+        if len(scores) != len(contexts):
+            raise ValueError("one score per context")
+        if any(later > earlier for earlier, later in zip(scores, scores[1:])):
+            raise ValueError("final scores must not increase down the ranking")
+    for rank, ctx in enumerate(contexts, start=1):
+        raw = ctx.score
+        # extra may be shared with the retriever's copy of the context: replace, never edit
+        ctx.extra = {**ctx.extra, "retriever_score": raw}
+        ctx.score = round(scores[rank - 1] if scores is not None else 1.0 / rank, 6)
 
 
 class RoutingDecision(BaseModel):
@@ -62,8 +89,12 @@ class BuildMode(BaseModel):
 
 
 class QueryResult(BaseModel):
-    """What ``KnowledgeBase.query`` returns: the route, the cited contexts, the trace."""
+    """What ``KnowledgeBase.query`` returns: the route, the cited contexts, the trace.
 
+    ``id`` is the caller's name for the question (a batch line's id), None otherwise.
+    """
+
+    id: Any = None
     question: str
     route: Route
     routing: RoutingDecision
@@ -74,9 +105,12 @@ class QueryResult(BaseModel):
     retrieved: dict[str, list[str]] = Field(default_factory=dict)  # retriever -> node ids
     budget_cut: list[str] = Field(default_factory=list)  # node ids dropped by the budget
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract: ``route`` and ``contexts`` (text, source, kind, score, node_id, ...)."""
-        return {
+    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        """The JSON contract, as ``arborgraph/data/result.schema.json`` describes it:
+        ``id``, ``question``, ``route``, ``routing``, ``mode``, ``answer``, ``notes``,
+        ``contexts``; with ``explain=True`` also ``explain``, the text of :meth:`explain`."""
+        data = {
+            "id": self.id,
             "question": self.question,
             "route": self.route,
             "routing": self.routing.model_dump(mode="json"),
@@ -85,6 +119,9 @@ class QueryResult(BaseModel):
             "notes": list(self.notes),
             "contexts": [c.to_dict() for c in self.contexts],
         }
+        if explain:
+            data["explain"] = self.explain()
+        return data
 
     def _repr_html_(self) -> str:
         import html
@@ -126,7 +163,9 @@ class QueryResult(BaseModel):
         lines.append(f"contexts kept: {len(self.contexts)}")
         for i, ctx in enumerate(self.contexts, start=1):
             where = " > ".join(ctx.heading_path) or ctx.source
-            lines.append(f"  [{i}] {ctx.kind} {ctx.node_id} score={ctx.score:.4f} — {where}")
+            raw = ctx.extra.get("retriever_score")
+            raw_note = f" (retriever {raw:.4f})" if isinstance(raw, (int, float)) else ""
+            lines.append(f"  [{i}] {ctx.kind} {ctx.node_id} score={ctx.score:.4f}{raw_note} — {where}")
             for flag in ctx.flags:
                 lines.append(f"      ⚠ {flag}")
             for step in ctx.trace:

@@ -69,11 +69,27 @@ LOCK_GRACE_S = 0.5
 OPEN_ATTEMPTS = 5
 
 
-class IndexError_(Exception):
-    """An index directory that cannot be opened; the message is one clear line."""
+class IndexUnusable(Exception):
+    """An index directory that cannot be opened or written; the message is one clear line.
+
+    The base of :class:`IndexNotFound` and :class:`IndexDamaged`: catch this for both.
+    """
 
 
-class IndexBusy(IndexError_):
+class IndexNotFound(IndexUnusable):
+    """No index at the path: it does not exist, is not a directory, or has no CURRENT."""
+
+
+class IndexDamaged(IndexUnusable):
+    """An index that is there but cannot be used: missing, truncated or tampered files,
+    an unreadable manifest, another schema version."""
+
+
+# Deprecated: the old name, which read like the builtin IndexError. Use IndexUnusable.
+IndexError_ = IndexUnusable
+
+
+class IndexBusy(IndexUnusable):
     """Another build holds the index's build lock."""
 
 
@@ -119,17 +135,17 @@ def _read_small(path: Path, what: str, index_dir: Path, limit: int = MAX_POINTER
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise IndexError_(f"{index_dir}: {what} cannot be read ({exc.strerror})") from None
+        raise IndexDamaged(f"{index_dir}: {what} cannot be read ({exc.strerror})") from None
     if stat.S_ISLNK(info.st_mode):
-        raise IndexError_(f"{index_dir}: {what} is a symlink; refusing to follow it")
+        raise IndexDamaged(f"{index_dir}: {what} is a symlink; refusing to follow it")
     if not stat.S_ISREG(info.st_mode):
-        raise IndexError_(f"{index_dir}: {what} is not a regular file")
+        raise IndexDamaged(f"{index_dir}: {what} is not a regular file")
     if info.st_size > limit:
-        raise IndexError_(f"{index_dir}: {what} is {info.st_size} bytes, too long to be what it should")
+        raise IndexDamaged(f"{index_dir}: {what} is {info.st_size} bytes, too long to be what it should")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
-        raise IndexError_(f"{index_dir}: {what} cannot be read ({exc.strerror})") from None
+        raise IndexDamaged(f"{index_dir}: {what} cannot be read ({exc.strerror})") from None
     try:
         return os.read(fd, limit + 1)
     finally:
@@ -140,7 +156,7 @@ def read_current(index_dir: Path | str) -> str | None:
     """The live generation's name from ``CURRENT`` ("gen-000007"), fully validated;
     None when the directory has no ``CURRENT``.
 
-    Raises :class:`IndexError_` (one line, quoting at most a short escaped prefix of
+    Raises :class:`IndexDamaged` (one line, quoting at most a short escaped prefix of
     the pointer) for a symlink, a non-regular or oversized file, bytes that are not a
     generation name, or a name whose directory is missing or is itself a symlink.
     """
@@ -150,7 +166,7 @@ def read_current(index_dir: Path | str) -> str | None:
         return None
     text = raw[:-1] if raw.endswith(b"\n") else raw
     if not re.fullmatch(rb"gen-\d{6}", text):
-        raise IndexError_(
+        raise IndexDamaged(
             f"{index_dir}: {CURRENT_FILE} is not a generation pointer (it starts {shown(raw)})"
         )
     name = text.decode("ascii")
@@ -158,9 +174,9 @@ def read_current(index_dir: Path | str) -> str | None:
     try:
         info = os.lstat(target)
     except FileNotFoundError:
-        raise IndexError_(f"{index_dir}: {CURRENT_FILE} names {name}, which is missing") from None
+        raise IndexDamaged(f"{index_dir}: {CURRENT_FILE} names {name}, which is missing") from None
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise IndexError_(f"{index_dir}: {CURRENT_FILE} names {name}, which is not a generation directory")
+        raise IndexDamaged(f"{index_dir}: {CURRENT_FILE} names {name}, which is not a generation directory")
     return name
 
 
@@ -173,7 +189,7 @@ def current_generation(index_dir: Path) -> Path | None:
 def check_index_dir(index_dir: Path) -> None:
     """Refuse to write an index into a directory that holds something else."""
     if index_dir.exists() and not index_dir.is_dir():
-        raise IndexError_(f"{index_dir} exists and is not a directory")
+        raise IndexUnusable(f"{index_dir} exists and is not a directory")
     if not index_dir.is_dir():
         return
     ours = {LOCK_FILE, COUNTER_FILE}
@@ -184,7 +200,7 @@ def check_index_dir(index_dir: Path) -> None:
         and not _generations(index_dir)
         and not (index_dir / "cache").exists()
     ):
-        raise IndexError_(
+        raise IndexUnusable(
             f"{index_dir} is a non-empty directory that is not an Arborgraph index; "
             "refusing to write into it"
         )
@@ -216,7 +232,7 @@ class BuildLock:
             except FileNotFoundError:  # the directory was removed meanwhile
                 continue
             except OSError as exc:
-                raise IndexError_(f"{self.index_dir}: cannot open {LOCK_FILE} ({exc.strerror})") from None
+                raise IndexUnusable(f"{self.index_dir}: cannot open {LOCK_FILE} ({exc.strerror})") from None
             try:
                 if not _try_lock(fd, fcntl.LOCK_EX, LOCK_GRACE_S):
                     message = (
@@ -310,7 +326,7 @@ class GenerationPin:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise IndexError_(f"{gen.parent}: cannot open {gen.name} ({exc.strerror})") from None
+            raise IndexUnusable(f"{gen.parent}: cannot open {gen.name} ({exc.strerror})") from None
         # a build holds the exclusive lock only while it deletes the directory
         fcntl.flock(fd, fcntl.LOCK_SH)
         if not _same_file(fd, gen) or not (gen / MANIFEST_FILE).exists():
@@ -389,7 +405,7 @@ class GenerationWriter:
                 seen.append(int(match.group(1)))
         number = max(seen, default=0) + 1
         if number > 999_999:
-            raise IndexError_(f"{self.index_dir}: generation numbers are exhausted; build a new index")
+            raise IndexUnusable(f"{self.index_dir}: generation numbers are exhausted; build a new index")
         _write_atomic(self.index_dir / COUNTER_FILE, f"{number}\n")
         return number
 
@@ -504,7 +520,7 @@ class Generation:
     def _listed(self, rel: str) -> Path:
         # only files the checksummed manifest lists are ever read
         if rel not in self.manifest["files"]:
-            raise IndexError_(f"{self.path.parent}: {rel} is not in the manifest of {self.name}")
+            raise IndexDamaged(f"{self.path.parent}: {rel} is not in the manifest of {self.name}")
         return self.path / rel
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
@@ -522,7 +538,7 @@ class Generation:
     def subdir(self, relative: str) -> Path:
         prefix = relative.rstrip("/") + "/"
         if not any(rel.startswith(prefix) for rel in self.manifest["files"]):
-            raise IndexError_(f"{self.path.parent}: {relative} is not in the manifest of {self.name}")
+            raise IndexDamaged(f"{self.path.parent}: {relative} is not in the manifest of {self.name}")
         return self.path / relative
 
     def close(self) -> None:
@@ -540,7 +556,7 @@ def open_generation(
 ) -> Generation:
     """Open the live generation of ``index_dir``, refusing anything damaged.
 
-    Raises :class:`IndexError_` with a one-line reason for: a missing directory, a
+    Raises :class:`IndexNotFound` (nothing there) or :class:`IndexDamaged`, with a one-line reason, for: a missing directory, a
     directory that is not an index, a ``CURRENT`` that is not a plain pointer to a
     generation, a newer or older schema, a missing, unreadable or tampered manifest
     (its SHA-256 sidecar), a manifest not of ``shape`` and (with ``verify``) any file
@@ -550,13 +566,13 @@ def open_generation(
     """
     index_dir = Path(index_dir)
     if not index_dir.exists():
-        raise IndexError_(f"{index_dir}: no such directory")
+        raise IndexNotFound(f"{index_dir}: no such directory")
     if not index_dir.is_dir():
-        raise IndexError_(f"{index_dir}: not a directory")
+        raise IndexNotFound(f"{index_dir}: not a directory")
     for _ in range(OPEN_ATTEMPTS):
         gen = current_generation(index_dir)
         if gen is None:
-            raise IndexError_(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
+            raise IndexNotFound(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
         held = GenerationPin.take(gen) if pin else None
         if pin and held is None:
             continue  # pruned between reading CURRENT and pinning: read CURRENT again
@@ -569,11 +585,11 @@ def open_generation(
                 held.close()
             raise
         return Generation(path=gen, manifest=manifest, pin=held)
-    raise IndexError_(f"{index_dir}: the live generation kept changing while opening it; try again")
+    raise IndexDamaged(f"{index_dir}: the live generation kept changing while opening it; try again")
 
 
-def _damaged(index_dir: Path, what: str) -> IndexError_:
-    return IndexError_(f"{index_dir}: index damaged: {what}")
+def _damaged(index_dir: Path, what: str) -> IndexDamaged:
+    return IndexDamaged(f"{index_dir}: index damaged: {what}")
 
 
 def _read_manifest(index_dir: Path, gen: Path, shape: type[StoreManifest]) -> dict[str, Any]:
@@ -581,7 +597,7 @@ def _read_manifest(index_dir: Path, gen: Path, shape: type[StoreManifest]) -> di
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        raise IndexError_(f"{index_dir}: the live generation {gen.name} has no manifest") from None
+        raise IndexDamaged(f"{index_dir}: the live generation {gen.name} has no manifest") from None
     if not stat.S_ISREG(info.st_mode):
         raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} is not a regular file")
     if info.st_size > MAX_MANIFEST_BYTES:
@@ -590,7 +606,7 @@ def _read_manifest(index_dir: Path, gen: Path, shape: type[StoreManifest]) -> di
         with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as handle:
             raw = handle.read(MAX_MANIFEST_BYTES + 1)
     except OSError as exc:
-        raise IndexError_(f"{index_dir}: unreadable manifest ({exc.strerror})") from None
+        raise IndexDamaged(f"{index_dir}: unreadable manifest ({exc.strerror})") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -600,14 +616,14 @@ def _read_manifest(index_dir: Path, gen: Path, shape: type[StoreManifest]) -> di
     # the version first: an index from another release is named as such, not as damage
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise IndexError_(f"{index_dir}: manifest has no schema version")
+        raise IndexDamaged(f"{index_dir}: manifest has no schema version")
     if version > SCHEMA_VERSION:
-        raise IndexError_(
+        raise IndexDamaged(
             f"{index_dir}: index schema {version} is newer than this Arborgraph supports "
             f"({SCHEMA_VERSION}); upgrade arborgraph"
         )
     if version < SCHEMA_VERSION:
-        raise IndexError_(
+        raise IndexDamaged(
             f"{index_dir}: index schema {version} is older than {SCHEMA_VERSION}; rebuild it"
         )
     expected = _read_small(gen / MANIFEST_SUM_FILE, f"{gen.name}/{MANIFEST_SUM_FILE}", index_dir, limit=80)
@@ -637,13 +653,13 @@ def _verify_files(index_dir: Path, gen: Path, files: dict[str, Any]) -> None:
         try:
             meta = os.lstat(file)
         except (FileNotFoundError, NotADirectoryError):
-            raise IndexError_(f"{index_dir}: {shown(rel, 80)} is missing (truncated index?)") from None
+            raise IndexDamaged(f"{index_dir}: {shown(rel, 80)} is missing (truncated index?)") from None
         if not stat.S_ISREG(meta.st_mode) or not os.path.realpath(file).startswith(root + os.sep):
             raise _damaged(index_dir, f"{shown(rel, 80)} is not a regular file inside {gen.name}")
         if meta.st_size != info["bytes"]:
-            raise IndexError_(f"{index_dir}: {shown(rel, 80)} has the wrong size (truncated or tampered)")
+            raise IndexDamaged(f"{index_dir}: {shown(rel, 80)} has the wrong size (truncated or tampered)")
         if sha256_file(file) != info["sha256"]:
-            raise IndexError_(f"{index_dir}: {shown(rel, 80)} fails its checksum (tampered or corrupt)")
+            raise IndexDamaged(f"{index_dir}: {shown(rel, 80)} fails its checksum (tampered or corrupt)")
     own = {MANIFEST_FILE, MANIFEST_SUM_FILE}
     for folder, dirs, names in os.walk(gen):
         for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:

@@ -14,7 +14,6 @@ environment) and load UMAP's compiled kernels from the same cache.
 from __future__ import annotations
 
 import importlib
-import multiprocessing
 import threading
 import time
 from collections import deque
@@ -41,7 +40,9 @@ class TreePool:
         self.waited_s = 0.0
         self._lock = threading.Lock()
         self._busy = 0  # jobs on helpers, started or queued
-        context = multiprocessing.get_context("forkserver")
+        from arborgraph.executor import worker_context
+
+        context = worker_context()  # a fork server whose helpers never import __main__
         self._pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=context, initializer=_import_all, initargs=(tuple(imports),))
         # Jobs go to helpers only once they are up: until then (a second or more: the
         # fork server, imports) this process does them itself rather than wait.

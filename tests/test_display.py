@@ -69,3 +69,14 @@ def test_cards_escape_markup() -> None:
 
     html = card("<script>x</script>", "sub", [("k", "<b>v</b>")], "body <i>")
     assert "<script>" not in html and "&lt;script&gt;" in html and "&lt;b&gt;v" in html
+
+
+def test_printable_shows_control_characters_as_escapes() -> None:
+    from arborgraph.display import printable
+
+    assert printable("wal.md") == "wal.md"
+    assert printable("\x1b]0;title\x07x\x1b[2J.md") == "\\x1b]0;title\\x07x\\x1b[2J.md"
+    assert printable("a\u202eb\udc80c") == "a\\u202eb\\udc80c"  # bidi override, lone surrogate
+    assert printable("line one\n\tline two\r") == "line one\\x0a\\x09line two\\x0d"
+    assert printable("line one\n\tline two\r", multiline=True) == "line one\n\tline two\\x0d"
+    assert printable("Größe · 表") == "Größe · 表"

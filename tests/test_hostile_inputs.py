@@ -65,11 +65,6 @@ print(sorted((Path(s.path).name, s.reason) for s in report.skipped))
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs arborgraph/pipeline.py's input_kilobytes to delegate to ingest.collection.input_kilobytes "
-    "(which checks the file type before hashing); pipeline.py is not this change's to edit",
-)
 def test_an_update_build_over_a_fifo_and_a_device_link_finishes(tmp_path: Path, sample_slice: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
