@@ -1,0 +1,82 @@
+"""The server's limits and settings, and the ASGI guards that enforce the byte limit."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from arborgraph.service.problems import PROBLEM_TYPE, problem_body
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """How ``arborgraph serve`` runs; every limit answers with a 4xx, never a hang."""
+
+    index_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 8765
+    keys_file: Path | None = None
+    require_key: bool = False
+    max_question_chars: int = 4000
+    max_batch: int = 64
+    max_body_bytes: int = 1 << 20
+    request_timeout_s: float = 30.0
+    poll_seconds: float = 1.0
+    mcp: bool = True
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class BodyLimit:
+    """413 for a request body over ``limit`` bytes, read before the app sees any of it
+    (a declared Content-Length over the limit is refused without reading)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                await self._refuse(send)
+                return
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Send) -> None:
+        payload = json.dumps(problem_body(413, f"the request body is over the {self.limit} byte limit")).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", PROBLEM_TYPE.encode()), (b"content-length", str(len(payload)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
