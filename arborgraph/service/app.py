@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from arborgraph import __version__
 from arborgraph.answer import generate_answer
 from arborgraph.kb import QueryError
+from arborgraph.llm.base import LLMError
 from arborgraph.results import Context
 from arborgraph.service import views
 from arborgraph.service.auth import Authenticator, Caller, Unauthorized
@@ -238,12 +239,16 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
     async def on_timeout(request: Request, exc: Exception) -> Any:
         return problem(503, f"no answer within the {settings.request_timeout_s:g} s time limit", {"Retry-After": "1"})
 
+    async def on_llm_error(request: Request, exc: Exception) -> Any:
+        return problem(502, f"the LLM call failed: {exc}")
+
     app.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
     app.add_exception_handler(Unauthorized, on_unauthorized)
     app.add_exception_handler(QueryError, on_query_error)
     app.add_exception_handler(views.NotFound, on_not_found)
     app.add_exception_handler(TimeoutError, on_timeout)
+    app.add_exception_handler(LLMError, on_llm_error)
     app.add_exception_handler(Exception, unexpected)
 
     # -- liveness and metrics ---------------------------------------------------------
@@ -275,7 +280,9 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
     async def query(body: QueryBody, request: Request, who: CallerDep) -> JSONResponse:  # type: ignore[valid-type]
         """Cited contexts for one question: the object `arborgraph query --json` prints,
         plus the `generation` that answered (and `explain` text when asked)."""
-        result = await run(views.query, who.principal, body.question, body.options())  # type: ignore[attr-defined]
+        result = await run(
+            views.query, who.principal, body.question, body.options(), llm_model=settings.llm_model  # type: ignore[attr-defined]
+        )  # type: ignore[attr-defined]
         request.state.__setattr__(ROUTE_LABEL, result["route"])
         return JSONResponse(result)
 
@@ -298,7 +305,8 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
                 try:
                     with anyio.fail_after(settings.request_timeout_s):
                         line = await anyio.to_thread.run_sync(
-                            lambda: views.query(kb, principal, question, options, qid), abandon_on_cancel=True
+                            lambda: views.query(kb, principal, question, options, qid, llm_model=settings.llm_model),
+                            abandon_on_cancel=True,
                         )
                 except TimeoutError:
                     line = {"id": qid, "error": problem_body(503, f"no answer within {settings.request_timeout_s:g} s")}
@@ -315,7 +323,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
         options = views.QueryOptions(**{**body.options().__dict__, "answer": False})  # type: ignore[attr-defined]
         question = body.question  # type: ignore[attr-defined]
         with served.lease() as kb:
-            kb.chat_model()  # QueryError (400) now, before the stream starts, if there is none
+            kb.chat_model(settings.llm_model)  # QueryError (400) now, before the stream starts, if there is none
         request.state.__setattr__(ROUTE_LABEL, options.route)
         return StreamingResponse(_answer_events(question, options, who.principal), media_type="application/x-ndjson")
 
@@ -329,7 +337,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
                 contexts = [Context.model_validate(c) for c in result["contexts"]]
                 # the LLM client returns whole completions: the answer is one token event
                 with anyio.fail_after(limit):
-                    text = await anyio.to_thread.run_sync(lambda: generate_answer(kb.chat_model(), question, contexts))
+                    text = await anyio.to_thread.run_sync(lambda: generate_answer(kb.chat_model(settings.llm_model), question, contexts))
                 yield json.dumps({"event": "token", "text": text}, ensure_ascii=False) + "\n"
                 cited = sorted({int(n) for n in _CITATION.findall(text) if 1 <= int(n) <= len(contexts)})
                 citations = [

@@ -91,6 +91,7 @@ def serve(
     max_body_bytes: Annotated[int, typer.Option(min=256)] = 1 << 20,
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds a request may take")] = 30.0,
     poll_seconds: Annotated[float, typer.Option(min=0.1, help="how often to look for a new generation")] = 1.0,
+    llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model for answers (default: the index's llm.model)")] = None,
 ) -> None:
     """Serve an index over HTTP (/v1/..., /metrics, MCP at /mcp) until interrupted."""
     try:
@@ -107,6 +108,7 @@ def serve(
         index_dir=str(index), host=host, port=port, keys_file=str(keys) if keys else None,
         require_key=require_key, max_question_chars=max_question_chars, max_batch=max_batch,
         max_body_bytes=max_body_bytes, request_timeout_s=timeout, poll_seconds=poll_seconds,
+        llm_model=llm_model,
     )
     settings = _settings_from(values)
     _service_logging()

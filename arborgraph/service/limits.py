@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -26,7 +26,7 @@ class ServeSettings:
     request_timeout_s: float = 30.0
     poll_seconds: float = 1.0
     mcp: bool = True
-    extra: dict[str, str] = field(default_factory=dict)
+    llm_model: str | None = None  # chat model for answers (default: the index's llm.model)
 
 
 class BodyLimit:

@@ -23,6 +23,7 @@ TITLES = {
     503: "Service Unavailable",
     504: "Gateway Timeout",
     500: "Internal Server Error",
+    502: "Bad Gateway",
 }
 
 

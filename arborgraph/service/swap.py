@@ -182,6 +182,7 @@ class ServedIndex:
         return True
 
     def _refuse(self, generation: str, reason: str) -> None:
+        reason = reason.replace(str(self.index_dir), self.index_dir.name)  # no server paths in /v1/health
         self.refused = Refusal(
             generation=generation,
             reason=reason,

@@ -37,8 +37,18 @@ class QueryOptions:
     answer: bool = False
 
 
-def query(kb: KnowledgeBase, principal: str | None, question: str, options: QueryOptions, qid: Any = None) -> dict[str, Any]:
-    """The object ``arborgraph query --json`` prints, plus the generation that answered."""
+def query(
+    kb: KnowledgeBase,
+    principal: str | None,
+    question: str,
+    options: QueryOptions,
+    qid: Any = None,
+    *,
+    llm_model: str | None = None,
+) -> dict[str, Any]:
+    """The object ``arborgraph query --json`` prints, plus the generation that answered.
+    ``llm_model`` names the chat model for ``answer`` (default: the index's config)."""
+    llm = kb.chat_model(llm_model) if options.answer else None
     res = kb.query(
         question,
         route=options.route,
@@ -48,6 +58,7 @@ def query(kb: KnowledgeBase, principal: str | None, question: str, options: Quer
         as_of=options.as_of or "today",
         include_stale=options.include_stale,
         answer=options.answer,
+        llm=llm,
     )
     out: dict[str, Any] = {"id": qid, **res.to_dict(), "generation": generation_name(kb)}
     if options.explain:
