@@ -116,8 +116,13 @@ class ServedIndex:
         self.index_dir = Path(index_dir)
         self.poll_seconds = poll_seconds
         opener = opener or KnowledgeBase.open
+        began = time.perf_counter()
         kb = opener(self.index_dir)
+        opened = time.perf_counter()
         validate(kb)
+        # what start-up spent where (the CLI logs it)
+        self.open_seconds = round(opened - began, 2)
+        self.check_seconds = round(time.perf_counter() - opened, 2)
         self._lock = threading.Lock()
         self._current = _Lease(kb)
         self.refused: Refusal | None = None
@@ -163,6 +168,7 @@ class ServedIndex:
         if live is None or live == self._current.generation or live == self._last_seen:
             return False
         self._last_seen = live
+        began = time.perf_counter()
         try:
             kb = reopen(self._current.kb)
             validate(kb)
@@ -176,7 +182,7 @@ class ServedIndex:
             idle = old.users == 0
         self.refused = None
         self.swaps += 1
-        log.info("serving %s (was %s)", new.generation, old.generation)
+        log.info("serving %s (was %s), opened and checked in %.1f s", new.generation, old.generation, time.perf_counter() - began)
         if idle:
             close(old.kb)
         return True
