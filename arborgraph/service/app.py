@@ -156,7 +156,7 @@ class Timing:
 def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Authenticator) -> FastAPI:
     """The ASGI app serving ``served``; see the module docstring."""
     metrics = Metrics()
-    threads = WorkerThreads(settings.concurrency, settings.request_timeout_s)
+    threads = WorkerThreads(settings.concurrency, settings.request_timeout_s, narrow=served.preparing)
     QueryBody, BatchBody, _ = request_models(settings)
     mcp_app = None
     if settings.mcp:

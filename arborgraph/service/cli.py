@@ -154,7 +154,7 @@ def mcp(
             raise _fail(str(exc)) from None
     _service_logging()
     served = _served(index, poll_seconds)
-    server = build_mcp(served, fixed_principal(as_principal), threads=WorkerThreads(concurrency, timeout))
+    server = build_mcp(served, fixed_principal(as_principal), threads=WorkerThreads(concurrency, timeout, narrow=served.preparing))
     served.start()
     try:
         anyio.run(server.run_stdio_async)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,17 +42,25 @@ class WorkerThreads:
     """Runs blocking calls (queries, tree and graph views) in worker threads, at most
     ``concurrency`` at once, each under ``timeout_s`` (a TimeoutError past it; the
     thread is abandoned, not killed). Queries are CPU-bound: more threads than cores
-    only share the same cores, and starve the thread that opens a new generation."""
+    only share the same cores, and starve the thread that opens a new generation.
+    While ``narrow`` is set (a new generation is being opened and checked), calls start
+    one at a time, so the swap gets a fair share of the process and lands in seconds."""
 
-    def __init__(self, concurrency: int, timeout_s: float) -> None:
+    def __init__(self, concurrency: int, timeout_s: float, narrow: threading.Event | None = None) -> None:
         self.concurrency = concurrency
         self.timeout_s = timeout_s
+        self.narrow = narrow
         self._limiter: anyio.CapacityLimiter | None = None
+        self._one: anyio.CapacityLimiter | None = None
 
     async def run(self, work: Callable[[], T]) -> T:
-        if self._limiter is None:  # made in the event loop that uses it
+        if self._limiter is None or self._one is None:  # made in the event loop that uses them
             self._limiter = anyio.CapacityLimiter(self.concurrency)
+            self._one = anyio.CapacityLimiter(1)
         with anyio.fail_after(self.timeout_s):
+            if self.narrow is not None and self.narrow.is_set():
+                async with self._one:
+                    return await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=self._limiter)
             return await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=self._limiter)
 
 

@@ -46,7 +46,8 @@ def live_generation(index_dir: Path) -> str | None:
 
     current = getattr(arborgraph, "current_generation", None)
     if current is not None:
-        return str(current(index_dir))
+        name = current(index_dir)
+        return None if name is None else str(name)
     from arborgraph.store import current_generation
 
     path = current_generation(index_dir)
@@ -130,6 +131,8 @@ class ServedIndex:
         self.started_at = time.time()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # set while a new generation is opened and checked (request work narrows meanwhile)
+        self.preparing = threading.Event()
         # generations already tried and refused: not reopened until CURRENT moves on
         self._last_seen = self._current.generation
         self._info_cache: dict[str, Any] = {}
@@ -169,12 +172,15 @@ class ServedIndex:
             return False
         self._last_seen = live
         began = time.perf_counter()
+        self.preparing.set()
         try:
             kb = reopen(self._current.kb)
             validate(kb)
         except Exception as exc:
             self._refuse(live, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             return False
+        finally:
+            self.preparing.clear()
         new = _Lease(kb)
         with self._lock:
             old, self._current = self._current, new
