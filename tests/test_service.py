@@ -10,7 +10,6 @@ import re
 import shutil
 import stat
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
