@@ -149,6 +149,19 @@ def test_key_lookup_resolves_only_issued_keys(tmp_path: Path) -> None:
         Authenticator(store, require_key=True).caller({})
 
 
+def test_work_past_the_time_limit_is_cut_off() -> None:
+    import time
+
+    from arborgraph.service.limits import WorkerThreads
+
+    threads = WorkerThreads(2, timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        anyio.run(threads.run, lambda: time.sleep(3))
+    assert time.monotonic() - started < 2  # the caller is answered; the thread is abandoned
+    assert anyio.run(threads.run, lambda: 42) == 42
+
+
 # -- the HTTP API ---------------------------------------------------------------------
 
 def test_query_answers_like_the_library_plus_its_generation(server: Server, tenant_index: Path, keys: dict[str, Any]) -> None:
