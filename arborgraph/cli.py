@@ -537,5 +537,14 @@ def main() -> None:
     app()
 
 
+def _register_service() -> None:
+    from arborgraph.service.cli import register
+
+    register(app)
+
+
+_register_service()
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,221 @@
+"""The service's commands: ``serve``, ``keys add|list|revoke`` and ``mcp``.
+
+:func:`register` adds them to the main ``arborgraph`` app; the server's own packages
+(fastapi, uvicorn, mcp) are imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+SETTINGS_ENV = "ARBORGRAPH_SERVE_SETTINGS"  # hands the settings to --workers processes
+SERVE_EXTRA_HINT = "the server needs the 'serve' extra: pip install 'arborgraph[serve]'"
+
+keys_app = typer.Typer(help="API keys that carry principals (the file keeps only their hashes).", no_args_is_help=True)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    from arborgraph.cli import fail
+
+    return fail(message, code)
+
+
+def _service_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+    log = logging.getLogger("arborgraph.service")
+    log.handlers[:] = [handler]
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+def _served(index: Path, poll_seconds: float) -> Any:
+    """The served index, loaded with stdout kept clean (MCP speaks on it)."""
+    from arborgraph.service.swap import ServedIndex
+    from arborgraph.store import IndexError_
+
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            return ServedIndex(index, poll_seconds=poll_seconds)
+    except IndexError_ as exc:
+        raise _fail(str(exc)) from None
+
+
+def _settings_from(values: dict[str, Any]) -> Any:
+    from arborgraph.service.limits import ServeSettings
+
+    values = dict(values)
+    values["index_dir"] = Path(values["index_dir"])
+    if values.get("keys_file"):
+        values["keys_file"] = Path(values["keys_file"])
+    return ServeSettings(**values)
+
+
+def build_app(settings: Any, served: Any = None) -> Any:
+    """The ASGI app for ``settings`` (opening the index unless ``served`` is given)."""
+    from arborgraph.service.app import create_app
+    from arborgraph.service.auth import Authenticator
+    from arborgraph.service.keys import KeyStore
+
+    keys = KeyStore(settings.keys_file) if settings.keys_file else None
+    if keys is not None:
+        keys.records()  # a damaged keys file stops the start, not the first request
+    served = served or _served(settings.index_dir, settings.poll_seconds)
+    return create_app(served, settings, Authenticator(keys, require_key=settings.require_key))
+
+
+def app_from_environment() -> Any:
+    """uvicorn's factory in each ``--workers`` process."""
+    _service_logging()
+    return build_app(_settings_from(json.loads(os.environ[SETTINGS_ENV])))
+
+
+def serve(
+    index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="port (0: any free one)")] = 8765,
+    keys: Annotated[Optional[Path], typer.Option("--keys", help="keys file (arborgraph keys add)")] = None,
+    require_key: Annotated[bool, typer.Option("--require-key", help="401 for requests without a key")] = False,
+    workers: Annotated[int, typer.Option(min=1, help="worker processes (each holds the index)")] = 1,
+    max_question_chars: Annotated[int, typer.Option(min=1)] = 4000,
+    max_batch: Annotated[int, typer.Option(min=1, help="questions per /v1/query/batch request")] = 64,
+    max_body_bytes: Annotated[int, typer.Option(min=256)] = 1 << 20,
+    timeout: Annotated[float, typer.Option(min=0.1, help="seconds a request may take")] = 30.0,
+    concurrency: Annotated[int, typer.Option(min=1, help="requests worked on at once (more wait their turn)")] = 4,
+    poll_seconds: Annotated[float, typer.Option(min=0.1, help="how often to look for a new generation")] = 1.0,
+    llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model for answers (default: the index's llm.model)")] = None,
+) -> None:
+    """Serve an index over HTTP (/v1/..., /metrics, MCP at /mcp) until interrupted."""
+    try:
+        import uvicorn
+
+        from arborgraph.service.keys import KeyError_
+    except ImportError:
+        raise _fail(SERVE_EXTRA_HINT) from None
+    if require_key and keys is None:
+        raise _fail("--require-key needs --keys FILE")
+    if keys is not None and not keys.is_file():
+        raise _fail(f"{keys}: no such keys file (create one with: arborgraph keys add --keys {keys} --principal NAME)")
+    values = dict(
+        index_dir=str(index), host=host, port=port, keys_file=str(keys) if keys else None,
+        require_key=require_key, max_question_chars=max_question_chars, max_batch=max_batch,
+        max_body_bytes=max_body_bytes, request_timeout_s=timeout, poll_seconds=poll_seconds, concurrency=concurrency,
+        llm_model=llm_model,
+    )
+    settings = _settings_from(values)
+    _service_logging()
+    common = dict(host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+    try:
+        if workers > 1:
+            os.environ[SETTINGS_ENV] = json.dumps(values)
+            uvicorn.run("arborgraph.service.cli:app_from_environment", factory=True, workers=workers, **common)
+            return
+        app = build_app(settings)
+    except (KeyError_, ImportError) as exc:
+        raise _fail(str(exc)) from None
+    served = app.state.served
+    logging.getLogger("arborgraph.service").info(
+        "serving %s (%s) on http://%s:%d; opened in %.1f s, checked with a query per route in %.1f s",
+        index, served.generation, host, port, served.open_seconds, served.check_seconds,
+    )
+    uvicorn.run(app, **common)
+
+
+def mcp(
+    index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
+    as_principal: Annotated[Optional[str], typer.Option("--as", help="principal every call is made as (default: anonymous)")] = None,
+    poll_seconds: Annotated[float, typer.Option(min=0.1, help="how often to look for a new generation")] = 1.0,
+    timeout: Annotated[float, typer.Option(min=0.1, help="seconds a tool call may take")] = 30.0,
+    concurrency: Annotated[int, typer.Option(min=1, help="tool calls worked on at once")] = 4,
+) -> None:
+    """Speak the Model Context Protocol on stdin/stdout (for agent clients)."""
+    try:
+        import anyio
+
+        from arborgraph.service.limits import WorkerThreads
+        from arborgraph.service.mcp_server import build_mcp, fixed_principal
+    except ImportError:
+        raise _fail(SERVE_EXTRA_HINT) from None
+    from arborgraph.service.keys import KeyError_, check_principal
+
+    if as_principal is not None:
+        try:
+            check_principal(as_principal)
+        except KeyError_ as exc:
+            raise _fail(str(exc)) from None
+    _service_logging()
+    served = _served(index, poll_seconds)
+    server = build_mcp(served, fixed_principal(as_principal), threads=WorkerThreads(concurrency, timeout, narrow=served.preparing))
+    served.start()
+    try:
+        anyio.run(server.run_stdio_async)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        served.stop()
+
+
+@keys_app.command("add")
+def keys_add(
+    keys: Annotated[Path, typer.Option("--keys", help="keys file (created if missing)")],
+    principal: Annotated[str, typer.Option("--principal", help="who the key acts as (a name in documents' acl)")],
+) -> None:
+    """Create a random key for PRINCIPAL; prints the key alone on stdout (shown once)."""
+    from arborgraph.service.keys import KeyError_, KeyStore
+
+    try:
+        key, record = KeyStore(keys).add(principal)
+    except KeyError_ as exc:
+        raise _fail(str(exc)) from None
+    print(f"added {record.id} for principal {record.principal!r} to {keys}", file=sys.stderr)
+    print(key)
+
+
+@keys_app.command("list")
+def keys_list(
+    keys: Annotated[Path, typer.Option("--keys", help="keys file")],
+    json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
+) -> None:
+    """The keys in the file: id, principal, creation date, revoked (never the keys)."""
+    from arborgraph.service.keys import KeyError_, KeyStore
+
+    try:
+        records = KeyStore(keys).records()
+    except KeyError_ as exc:
+        raise _fail(str(exc)) from None
+    if json_out:
+        print(json.dumps([{k: v for k, v in asdict(r).items() if k != "sha256"} for r in records], indent=2))
+        return
+    for r in records:
+        print(f"{r.id}\t{r.principal}\t{r.created}\t{'revoked' if r.revoked else 'active'}")
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="the key's id (keys list shows it)")],
+    keys: Annotated[Path, typer.Option("--keys", help="keys file")],
+) -> None:
+    """Revoke a key by id: a running server refuses it from its next request."""
+    from arborgraph.service.keys import KeyError_, KeyStore
+
+    try:
+        record = KeyStore(keys).revoke(key_id)
+    except KeyError_ as exc:
+        raise _fail(str(exc)) from None
+    print(f"revoked {record.id} ({record.principal})", file=sys.stderr)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve``, ``keys`` and ``mcp`` to the ``arborgraph`` command."""
+    app.command("serve")(serve)
+    app.command("mcp")(mcp)
+    app.add_typer(keys_app, name="keys")

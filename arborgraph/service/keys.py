@@ -1,0 +1,150 @@
+"""API keys that carry principals, stored as hashes only.
+
+A key is 32 random bytes (``ag_`` + URL-safe base64). The keys file keeps, per key, an
+id, the SHA-256 of the key, the principal, the creation date and a revoked flag —
+never the key itself. SHA-256 without salt or stretching is enough here: the keys are
+random, so there is nothing to guess from a hash (passwords would need scrypt).
+Lookups compare digests with :func:`hmac.compare_digest` against every record, so the
+time taken does not depend on how much of a hash matched.
+
+The file is re-read when it changes on disk, so ``arborgraph keys revoke`` takes effect
+on a running server without a restart.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ingest.models import PRINCIPAL_FORBIDDEN
+
+KEY_PREFIX = "ag_"
+FILE_VERSION = 1
+
+
+class KeyError_(ValueError):
+    """A keys file that cannot be used, or a key operation that cannot be done."""
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """One key as the keys file holds it (the key itself is not kept)."""
+
+    id: str
+    principal: str
+    created: str  # ISO 8601, UTC
+    sha256: str
+    revoked: bool = False
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def check_principal(name: str) -> str:
+    """The principal name, or KeyError_ if it could never match a document's acl."""
+    if not name.strip():
+        raise KeyError_("a principal name is empty")
+    if any(c in name for c in PRINCIPAL_FORBIDDEN):
+        raise KeyError_(f"principal name {name!r} contains ',' or a line break")
+    return name
+
+
+class KeyStore:
+    """The keys file: add, list, revoke, and resolve a presented key to its record."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._records: list[KeyRecord] = []
+        self._stamp: tuple[int, int] | None = None
+
+    # -- reading ------------------------------------------------------------------
+
+    def _file_stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def _load(self) -> list[KeyRecord]:
+        stamp = self._file_stamp()
+        if stamp is None:
+            self._records, self._stamp = [], None
+            return self._records
+        if stamp == self._stamp:
+            return self._records
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            records = [KeyRecord(**item) for item in data["keys"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise KeyError_(f"{self.path}: not a keys file ({type(exc).__name__})") from None
+        self._records, self._stamp = records, stamp
+        return records
+
+    def records(self) -> list[KeyRecord]:
+        """Every key record, revoked ones included, oldest first."""
+        with self._lock:
+            return list(self._load())
+
+    def resolve(self, key: str) -> KeyRecord | None:
+        """The record of ``key`` (revoked or not), or None for a key this file never issued."""
+        digest = hash_key(key)
+        with self._lock:
+            records = self._load()
+        found = None
+        for record in records:  # no early exit: every presented key costs the same
+            if hmac.compare_digest(record.sha256, digest):
+                found = record
+        return found
+
+    # -- writing ------------------------------------------------------------------
+
+    def add(self, principal: str) -> tuple[str, KeyRecord]:
+        """A new random key for ``principal``: (the key, to hand out once; its record)."""
+        check_principal(principal)
+        key = KEY_PREFIX + secrets.token_urlsafe(32)
+        record = KeyRecord(
+            id="key-" + secrets.token_hex(4),
+            principal=principal,
+            created=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+            sha256=hash_key(key),
+        )
+        with self._lock:
+            self._write([*self._load(), record])
+        return key, record
+
+    def revoke(self, key_id: str) -> KeyRecord:
+        """Mark the key with this id revoked (it stays listed, so the id is not reused)."""
+        with self._lock:
+            records = self._load()
+            if not any(r.id == key_id for r in records):
+                raise KeyError_(f"no key with id {key_id!r} in {self.path}")
+            updated = [
+                KeyRecord(**{**asdict(r), "revoked": True}) if r.id == key_id else r for r in records
+            ]
+            self._write(updated)
+        return next(r for r in updated if r.id == key_id)
+
+    def _write(self, records: list[KeyRecord]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(
+            {"version": FILE_VERSION, "keys": [asdict(r) for r in records]}, indent=2
+        )
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        # owner-only from the first byte: the hashes are not secrets, the principals may be
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.path)
+        self._records, self._stamp = records, self._file_stamp()
