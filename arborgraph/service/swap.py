@@ -29,46 +29,31 @@ log = logging.getLogger("arborgraph.service")
 PROBE_QUESTION = "overview of the main topics and how they relate"
 
 
-# -- adapter: replace with the hard-store API once it is on main ----------------------
-# hard-store adds KnowledgeBase.generation (a str), KnowledgeBase.refresh(),
-# KnowledgeBase.close() and arborgraph.current_generation(index_dir) -> str. Until
-# then these four helpers read the same facts from what exists today.
+# -- the knowledge base's generation API, in the names the watcher uses ---------------
 
 def generation_name(kb: KnowledgeBase) -> str:
     """The name of the generation ``kb`` serves ("gen-000007")."""
-    gen: Any = kb.generation
-    return gen if isinstance(gen, str) else str(kb.manifest.get("generation") or Path(gen.path).name)
+    return kb.generation
 
 
 def live_generation(index_dir: Path) -> str | None:
     """The name of the index's live generation, or None when it has none."""
     import arborgraph
+    from arborgraph.store import IndexUnusable
 
-    current = getattr(arborgraph, "current_generation", None)
-    if current is not None:
-        name = current(index_dir)
-        return None if name is None else str(name)
-    from arborgraph.store import current_generation
-
-    path = current_generation(index_dir)
-    return None if path is None else path.name
+    try:
+        return arborgraph.current_generation(index_dir)
+    except IndexUnusable:
+        return None
 
 
 def reopen(kb: KnowledgeBase) -> KnowledgeBase:
     """A knowledge base on the live generation, sharing ``kb``'s loaded query model."""
-    refresh = getattr(kb, "refresh", None)
-    if refresh is not None:
-        return refresh()  # type: ignore[no-any-return]
-    embedder = kb._embedder or kb._given_embedder
-    return KnowledgeBase.open(kb.index_dir, embedder=embedder)
+    return kb.refresh()
 
 
 def close(kb: KnowledgeBase) -> None:
-    closer = getattr(kb, "close", None)
-    if closer is not None:
-        closer()
-
-# -- end of adapter -------------------------------------------------------------------
+    kb.close()
 
 
 def validate(kb: KnowledgeBase) -> None:
