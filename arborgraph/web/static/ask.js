@@ -100,13 +100,16 @@ function showResult(out, res, env, answerText) {
   out.replaceChildren(h("div", { class: "grid-2" }, left, routingPanel(res)));
 }
 
-export async function renderAsk(params, env) {
-  let routes = ROUTES;
-  try { const info = await get("/v1/index"); routes = ["auto", ...info.routes]; } catch (err) { if (err instanceof ApiError && err.status === 401) throw err; }
+export function renderAsk(params, env) {
   const question = h("textarea", { id: "question", name: "question", rows: 2, required: true, maxlength: 4000, placeholder: "e.g. How does a WAL checkpoint work?" });
   question.value = params.get("q") || env.shared.lastQuestion || "";
-  const route = h("select", { id: "route", name: "route" }, ROUTES.map((r) => h("option", { value: r, disabled: !routes.includes(r) }, r === "auto" ? "auto (router decides)" : r)));
-  route.value = routes.includes(params.get("route")) ? params.get("route") : "auto";
+  const route = h("select", { id: "route", name: "route" }, ROUTES.map((r) => h("option", { value: r }, r === "auto" ? "auto (router decides)" : r)));
+  route.value = ROUTES.includes(params.get("route")) ? params.get("route") : "auto";
+  // the form paints at once; the routes this index has not built are greyed out when known
+  get("/v1/index").then((info) => {
+    for (const option of route.options) option.disabled = option.value !== "auto" && !info.routes.includes(option.value);
+    if (route.selectedOptions[0] && route.selectedOptions[0].disabled) route.value = "auto";
+  }, (err) => { if (err instanceof ApiError && err.status === 401) window.dispatchEvent(new CustomEvent("arborgraph:unauthorized")); });
   const topK = h("input", { type: "text", inputmode: "numeric", id: "top-k", value: "10", size: 3, "aria-label": "top k" });
   const wantAnswer = h("input", { type: "checkbox", id: "want-answer" });
   const out = h("div", { id: "ask-result", "aria-live": "polite" });

@@ -60,7 +60,14 @@ export async function renderCommunities(params, env) {
           h("button", { type: "button", class: "small secondary", onclick: () => graph.fit() }, "Fit")),
         graph.svg);
       graph.add(net.nodes, net.edges);
-      if (selectEntity) graph.select(selectEntity);
+      if (selectEntity) {
+        if (!graph.nodes.has(selectEntity)) { // not among the most connected: add it with its neighbours
+          const ent = await get("/v1/graph/entity", { name: selectEntity });
+          graph.add([{ id: ent.id, name: ent.name, type: ent.type, degree: ent.degree }], []);
+          await expandNeighbours(ent.id);
+        }
+        graph.select(selectEntity);
+      }
     } catch (err) { showError(err); }
   }
 

@@ -32,7 +32,7 @@ async function route() {
   } catch (err) {
     if (mine !== rendering) return;
     main.replaceChildren(h("div", { class: "panel" }, h("p", { class: "error" }, err.message)));
-    if (err instanceof ApiError && err.status === 401) askKey("That key was not accepted: enter another, or browse anonymously.");
+    if (err instanceof ApiError && err.status === 401) window.dispatchEvent(new CustomEvent("arborgraph:unauthorized"));
   }
 }
 
@@ -55,6 +55,7 @@ function setupKey() {
   });
   dialog.addEventListener("cancel", (event) => { if (!key.asked()) event.preventDefault(); });
   document.getElementById("change-key").addEventListener("click", () => askKey());
+  window.addEventListener("arborgraph:unauthorized", () => askKey("That key was not accepted: enter another, or browse anonymously."));
   document.getElementById("who").textContent = key.get() ? "key in use" : "anonymous";
 }
 
