@@ -18,7 +18,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal
 
-import anyio
 from fastapi import Depends, FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
@@ -34,7 +33,7 @@ from arborgraph.llm.base import LLMError
 from arborgraph.results import Context
 from arborgraph.service import views
 from arborgraph.service.auth import Authenticator, Caller, Unauthorized
-from arborgraph.service.limits import BodyLimit, ServeSettings
+from arborgraph.service.limits import BodyLimit, ServeSettings, WorkerThreads
 from arborgraph.service.metrics import Metrics
 from arborgraph.service.problems import PROBLEM_TYPE, one_line, problem, problem_body, unexpected, validation_detail
 from arborgraph.service.swap import ServedIndex
@@ -157,6 +156,7 @@ class Timing:
 def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Authenticator) -> FastAPI:
     """The ASGI app serving ``served``; see the module docstring."""
     metrics = Metrics()
+    threads = WorkerThreads(settings.concurrency, settings.request_timeout_s, narrow=served.preparing)
     QueryBody, BatchBody, _ = request_models(settings)
     mcp_app = None
     if settings.mcp:
@@ -164,10 +164,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
 
         from arborgraph.service.mcp_server import build_mcp, principal_from_request
 
-        mcp = build_mcp(
-            served, principal_from_request,
-            timeout_s=settings.request_timeout_s, max_question_chars=settings.max_question_chars,
-        )
+        mcp = build_mcp(served, principal_from_request, threads=threads, max_question_chars=settings.max_question_chars)
         mcp.streamable_http_app(host=settings.host)  # creates its session manager
         mcp_app = McpAuth(StreamableHTTPASGIApp(mcp.session_manager), authenticator)
 
@@ -215,8 +212,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
             with served.lease() as kb:
                 return work(kb, *args, **kwargs)
 
-        with anyio.fail_after(settings.request_timeout_s):
-            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        return await threads.run(call)
 
     # -- errors -----------------------------------------------------------------------
 
@@ -283,7 +279,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
         result = await run(
             views.query, who.principal, body.question, body.options(), llm_model=settings.llm_model  # type: ignore[attr-defined]
         )  # type: ignore[attr-defined]
-        request.state.__setattr__(ROUTE_LABEL, result["route"])
+        setattr(request.state, ROUTE_LABEL, result["route"])
         return JSONResponse(result)
 
     @app.post("/v1/query/batch", tags=["query"], dependencies=documented_auth, responses=errors,
@@ -296,18 +292,16 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
         items = [(item.id, item.question) for item in body.questions]  # type: ignore[attr-defined]
         with served.lease() as kb:
             views.check_route(kb, options.route)
-        request.state.__setattr__(ROUTE_LABEL, options.route)
+        setattr(request.state, ROUTE_LABEL, options.route)
         return StreamingResponse(_batch_lines(items, options, who.principal), media_type="application/x-ndjson")
 
     async def _batch_lines(items: list[tuple[Any, str]], options: views.QueryOptions, principal: str | None) -> AsyncIterator[str]:
         with served.lease() as kb:  # the whole batch on the generation it started on
             for qid, question in items:
                 try:
-                    with anyio.fail_after(settings.request_timeout_s):
-                        line = await anyio.to_thread.run_sync(
-                            lambda: views.query(kb, principal, question, options, qid, llm_model=settings.llm_model),
-                            abandon_on_cancel=True,
-                        )
+                    line = await threads.run(
+                        lambda: views.query(kb, principal, question, options, qid, llm_model=settings.llm_model)
+                    )
                 except TimeoutError:
                     line = {"id": qid, "error": problem_body(503, f"no answer within {settings.request_timeout_s:g} s")}
                 except (QueryError, ValueError) as exc:
@@ -324,20 +318,17 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
         question = body.question  # type: ignore[attr-defined]
         with served.lease() as kb:
             kb.chat_model(settings.llm_model)  # QueryError (400) now, before the stream starts, if there is none
-        request.state.__setattr__(ROUTE_LABEL, options.route)
+        setattr(request.state, ROUTE_LABEL, options.route)
         return StreamingResponse(_answer_events(question, options, who.principal), media_type="application/x-ndjson")
 
     async def _answer_events(question: str, options: views.QueryOptions, principal: str | None) -> AsyncIterator[str]:
-        limit = settings.request_timeout_s
         with served.lease() as kb:
             try:
-                with anyio.fail_after(limit):
-                    result = await anyio.to_thread.run_sync(lambda: views.query(kb, principal, question, options))
+                result = await threads.run(lambda: views.query(kb, principal, question, options))
                 yield json.dumps({"event": "contexts", **result}, ensure_ascii=False) + "\n"
                 contexts = [Context.model_validate(c) for c in result["contexts"]]
                 # the LLM client returns whole completions: the answer is one token event
-                with anyio.fail_after(limit):
-                    text = await anyio.to_thread.run_sync(lambda: generate_answer(kb.chat_model(settings.llm_model), question, contexts))
+                text = await threads.run(lambda: generate_answer(kb.chat_model(settings.llm_model), question, contexts))
                 yield json.dumps({"event": "token", "text": text}, ensure_ascii=False) + "\n"
                 cited = sorted({int(n) for n in _CITATION.findall(text) if 1 <= int(n) <= len(contexts)})
                 citations = [

@@ -90,6 +90,7 @@ def serve(
     max_batch: Annotated[int, typer.Option(min=1, help="questions per /v1/query/batch request")] = 64,
     max_body_bytes: Annotated[int, typer.Option(min=256)] = 1 << 20,
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds a request may take")] = 30.0,
+    concurrency: Annotated[int, typer.Option(min=1, help="requests worked on at once (more wait their turn)")] = 4,
     poll_seconds: Annotated[float, typer.Option(min=0.1, help="how often to look for a new generation")] = 1.0,
     llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model for answers (default: the index's llm.model)")] = None,
 ) -> None:
@@ -107,7 +108,7 @@ def serve(
     values = dict(
         index_dir=str(index), host=host, port=port, keys_file=str(keys) if keys else None,
         require_key=require_key, max_question_chars=max_question_chars, max_batch=max_batch,
-        max_body_bytes=max_body_bytes, request_timeout_s=timeout, poll_seconds=poll_seconds,
+        max_body_bytes=max_body_bytes, request_timeout_s=timeout, poll_seconds=poll_seconds, concurrency=concurrency,
         llm_model=llm_model,
     )
     settings = _settings_from(values)
@@ -121,8 +122,10 @@ def serve(
         app = build_app(settings)
     except (KeyError_, ImportError) as exc:
         raise _fail(str(exc)) from None
+    served = app.state.served
     logging.getLogger("arborgraph.service").info(
-        "serving %s (%s) on http://%s:%d", index, app.state.served.generation, host, port
+        "serving %s (%s) on http://%s:%d; opened in %.1f s, checked with a query per route in %.1f s",
+        index, served.generation, host, port, served.open_seconds, served.check_seconds,
     )
     uvicorn.run(app, **common)
 
@@ -132,11 +135,13 @@ def mcp(
     as_principal: Annotated[Optional[str], typer.Option("--as", help="principal every call is made as (default: anonymous)")] = None,
     poll_seconds: Annotated[float, typer.Option(min=0.1, help="how often to look for a new generation")] = 1.0,
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds a tool call may take")] = 30.0,
+    concurrency: Annotated[int, typer.Option(min=1, help="tool calls worked on at once")] = 4,
 ) -> None:
     """Speak the Model Context Protocol on stdin/stdout (for agent clients)."""
     try:
         import anyio
 
+        from arborgraph.service.limits import WorkerThreads
         from arborgraph.service.mcp_server import build_mcp, fixed_principal
     except ImportError:
         raise _fail(SERVE_EXTRA_HINT) from None
@@ -149,7 +154,7 @@ def mcp(
             raise _fail(str(exc)) from None
     _service_logging()
     served = _served(index, poll_seconds)
-    server = build_mcp(served, fixed_principal(as_principal), timeout_s=timeout)
+    server = build_mcp(served, fixed_principal(as_principal), threads=WorkerThreads(concurrency, timeout, narrow=served.preparing))
     served.start()
     try:
         anyio.run(server.run_stdio_async)

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -24,9 +29,39 @@ class ServeSettings:
     max_batch: int = 64
     max_body_bytes: int = 1 << 20
     request_timeout_s: float = 30.0
+    concurrency: int = 4  # blocking calls at once; more only queue for the same cores
     poll_seconds: float = 1.0
     mcp: bool = True
     llm_model: str | None = None  # chat model for answers (default: the index's llm.model)
+
+
+T = TypeVar("T")
+
+
+class WorkerThreads:
+    """Runs blocking calls (queries, tree and graph views) in worker threads, at most
+    ``concurrency`` at once, each under ``timeout_s`` (a TimeoutError past it; the
+    thread is abandoned, not killed). Queries are CPU-bound: more threads than cores
+    only share the same cores, and starve the thread that opens a new generation.
+    While ``narrow`` is set (a new generation is being opened and checked), calls start
+    one at a time, so the swap gets a fair share of the process and lands in seconds."""
+
+    def __init__(self, concurrency: int, timeout_s: float, narrow: threading.Event | None = None) -> None:
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.narrow = narrow
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._one: anyio.CapacityLimiter | None = None
+
+    async def run(self, work: Callable[[], T]) -> T:
+        if self._limiter is None or self._one is None:  # made in the event loop that uses them
+            self._limiter = anyio.CapacityLimiter(self.concurrency)
+            self._one = anyio.CapacityLimiter(1)
+        with anyio.fail_after(self.timeout_s):
+            if self.narrow is not None and self.narrow.is_set():
+                async with self._one:
+                    return await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=self._limiter)
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=self._limiter)
 
 
 class BodyLimit:

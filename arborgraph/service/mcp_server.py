@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable
 from typing import Annotated, Any
 
-import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
@@ -21,6 +20,7 @@ from pydantic import Field
 from arborgraph import __version__
 from arborgraph.kb import QueryError
 from arborgraph.service import views
+from arborgraph.service.limits import WorkerThreads
 from arborgraph.service.swap import ServedIndex
 
 # the SDK logs failed tool calls at INFO with their message; keep its chatter out
@@ -38,8 +38,11 @@ INSTRUCTIONS = (
 Scope = Annotated[str | None, Field(description="access scope to browse (default: the most specific readable one)")]
 
 
-def build_mcp(served: ServedIndex, principal_of: PrincipalOf, *, timeout_s: float = 30.0, max_question_chars: int = 4000) -> MCPServer:
-    """An MCP server over ``served``; ``principal_of`` gives each call's principal."""
+def build_mcp(
+    served: ServedIndex, principal_of: PrincipalOf, *, threads: WorkerThreads, max_question_chars: int = 4000
+) -> MCPServer:
+    """An MCP server over ``served``; ``principal_of`` gives each call's principal,
+    ``threads`` runs the blocking work (shared with the HTTP routes when mounted)."""
     server = MCPServer(
         "arborgraph", title="Arborgraph knowledge base", instructions=INSTRUCTIONS, version=__version__
     )
@@ -52,10 +55,9 @@ def build_mcp(served: ServedIndex, principal_of: PrincipalOf, *, timeout_s: floa
                 return work(kb, principal, *args, **kwargs)
 
         try:
-            with anyio.fail_after(timeout_s):
-                return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+            return await threads.run(call)
         except TimeoutError:
-            raise ToolError(f"no answer within the {timeout_s:g} s time limit") from None
+            raise ToolError(f"no answer within the {threads.timeout_s:g} s time limit") from None
         except (QueryError, views.NotFound, KeyError, ValueError) as exc:
             raise ToolError(str(exc).strip("'\"")) from None
 

@@ -46,7 +46,8 @@ def live_generation(index_dir: Path) -> str | None:
 
     current = getattr(arborgraph, "current_generation", None)
     if current is not None:
-        return str(current(index_dir))
+        name = current(index_dir)
+        return None if name is None else str(name)
     from arborgraph.store import current_generation
 
     path = current_generation(index_dir)
@@ -116,8 +117,13 @@ class ServedIndex:
         self.index_dir = Path(index_dir)
         self.poll_seconds = poll_seconds
         opener = opener or KnowledgeBase.open
+        began = time.perf_counter()
         kb = opener(self.index_dir)
+        opened = time.perf_counter()
         validate(kb)
+        # what start-up spent where (the CLI logs it)
+        self.open_seconds = round(opened - began, 2)
+        self.check_seconds = round(time.perf_counter() - opened, 2)
         self._lock = threading.Lock()
         self._current = _Lease(kb)
         self.refused: Refusal | None = None
@@ -125,6 +131,8 @@ class ServedIndex:
         self.started_at = time.time()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # set while a new generation is opened and checked (request work narrows meanwhile)
+        self.preparing = threading.Event()
         # generations already tried and refused: not reopened until CURRENT moves on
         self._last_seen = self._current.generation
         self._info_cache: dict[str, Any] = {}
@@ -163,12 +171,16 @@ class ServedIndex:
         if live is None or live == self._current.generation or live == self._last_seen:
             return False
         self._last_seen = live
+        began = time.perf_counter()
+        self.preparing.set()
         try:
             kb = reopen(self._current.kb)
             validate(kb)
         except Exception as exc:
             self._refuse(live, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             return False
+        finally:
+            self.preparing.clear()
         new = _Lease(kb)
         with self._lock:
             old, self._current = self._current, new
@@ -176,7 +188,7 @@ class ServedIndex:
             idle = old.users == 0
         self.refused = None
         self.swaps += 1
-        log.info("serving %s (was %s)", new.generation, old.generation)
+        log.info("serving %s (was %s), opened and checked in %.1f s", new.generation, old.generation, time.perf_counter() - began)
         if idle:
             close(old.kb)
         return True
