@@ -101,6 +101,7 @@ def main() -> None:
 
     from playwright.sync_api import sync_playwright
 
+    load_at_start = round(os.getloadavg()[0], 2)
     version = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp, running_server(args.index, Path(tmp) / "logs") as server:
         with sync_playwright() as playwright:
@@ -112,6 +113,7 @@ def main() -> None:
         "index": args.index.name,
         "browser": version,
         "cpus": os.cpu_count(),
+        "load_average_1m_at_start": load_at_start,
         "runs": args.runs,
         "viewport": "1280x800",
         "ask": summary(runs, "ask"),

@@ -13,13 +13,13 @@ read and nothing more.
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-import anyio
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.responses import FileResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import StrictStr
 
 from arborgraph.service.auth import Authenticator, Caller
+from arborgraph.service.limits import WorkerThreads
 from arborgraph.web import api
 
 STATIC = FilePath(__file__).resolve().parent / "static"
@@ -33,9 +33,10 @@ _PAGE_HEADERS = {
 }
 
 
-def mount(app: FastAPI, authenticator: Authenticator, *, timeout_s: float = 30.0) -> None:
+def mount(app: FastAPI, authenticator: Authenticator, threads: WorkerThreads) -> None:
     """Serve the explorer from ``app`` (whose ``state.served`` is the served index),
-    authenticating the list endpoints with ``authenticator``, each under ``timeout_s``."""
+    authenticating the list endpoints with ``authenticator`` and running their work on
+    the service's ``threads`` (its concurrency and time limit)."""
     served = app.state.served
 
     def caller(request: Request) -> Caller:
@@ -49,8 +50,7 @@ def mount(app: FastAPI, authenticator: Authenticator, *, timeout_s: float = 30.0
             with served.lease() as kb:
                 return work(kb, *args)
 
-        with anyio.fail_after(timeout_s):
-            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        return await threads.run(call)
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:

@@ -44,7 +44,7 @@ export class GraphView {
   // Fruchterman-Reingold, deterministic: positions start on circles, no randomness
   layout(steps, movable) {
     const list = [...this.nodes.values()];
-    const ideal = 70;
+    const ideal = Math.max(70, 18 * Math.sqrt(list.length)); // more room as the graph grows
     for (let step = 0; step < steps; step++) {
       const t = 12 * (1 - step / steps) + 0.5;
       for (const a of list) { a.dx = 0; a.dy = 0; }
@@ -60,7 +60,7 @@ export class GraphView {
       }
       for (const a of list) {
         if (movable && !movable.has(a.id)) continue;
-        a.dx -= a.x * 0.02; a.dy -= a.y * 0.02; // a weak pull to the centre keeps components together
+        a.dx -= a.x * 0.01; a.dy -= a.y * 0.01; // a weak pull to the centre keeps components together
         const d = Math.sqrt(a.dx * a.dx + a.dy * a.dy) + 0.01;
         a.x += (a.dx / d) * Math.min(d, t); a.y += (a.dy / d) * Math.min(d, t);
       }
@@ -101,6 +101,9 @@ export class GraphView {
     const w = Math.max(...xs) - x0 + pad * 2, hgt = Math.max(...ys) - y0 + pad;
     this.svg.setAttribute("viewBox", `${x0} ${y0} ${w} ${hgt}`);
     this.base = { x0, y0, w, h: hgt };
+    // labels about 11 screen pixels high whatever the graph's extent
+    const scale = Math.min((this.svg.clientWidth || 800) / w, (this.svg.clientHeight || 400) / hgt);
+    this.nodeLayer.style.fontSize = `${11 / Math.max(0.05, scale)}px`;
     this.view = { x: 0, y: 0, k: 1 };
     this._apply();
   }
