@@ -203,6 +203,10 @@ def test_tree_expands_three_levels_and_shows_the_tree_walk(web_server: Server, b
     page.locator(f"#outline li[data-level='{root_level - 3}'] .title").first.click()
     page.wait_for_selector("#node-details #node-text")
     assert page.locator("#node-docs li").count() >= 1
+    page.locator("#node-details summary").click()  # the chunks the node covers, each opening its passage
+    page.locator("#node-chunks button").first.click()
+    page.locator("#doc-dialog .passage.cited").wait_for()
+    page.click("#doc-close")
     page.screenshot(path=str(screens / "tree.png"))
 
     # an Ask result on the tree route: its walk is highlighted in the outline and the icicle

@@ -65,7 +65,10 @@ export async function renderTree(params, env) {
         isLeaf ? h("p", {}, h("button", { type: "button", class: "small", onclick: () => env.openPassage(docOf(node.node_id), node.node_id) }, "Open in its page")) : null,
         h("h3", {}, `Documents (${docs.length})`),
         h("ul", { class: "small", id: "node-docs" }, docs.slice(0, 60).map((d) => h("li", {}, h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(d, null) }, d)))),
-        docs.length > 60 ? h("p", { class: "muted small" }, `and ${docs.length - 60} more`) : null);
+        docs.length > 60 ? h("p", { class: "muted small" }, `and ${docs.length - 60} more`) : null,
+        isLeaf ? null : h("details", {}, h("summary", {}, `Chunks covered (${node.chunk_ids.length})`),
+          h("div", { class: "row small", id: "node-chunks" }, node.chunk_ids.slice(0, 120).map((c) =>
+            h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(docOf(c), c) }, c)))));
     } catch (err) { showError(err); }
   }
 
