@@ -10,7 +10,6 @@ import re
 import shutil
 import stat
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +147,19 @@ def test_key_lookup_resolves_only_issued_keys(tmp_path: Path) -> None:
         auth.caller({"x-api-key": key})
     with pytest.raises(Unauthorized):
         Authenticator(store, require_key=True).caller({})
+
+
+def test_work_past_the_time_limit_is_cut_off() -> None:
+    import time
+
+    from arborgraph.service.limits import WorkerThreads
+
+    threads = WorkerThreads(2, timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        anyio.run(threads.run, lambda: time.sleep(3))
+    assert time.monotonic() - started < 2  # the caller is answered; the thread is abandoned
+    assert anyio.run(threads.run, lambda: 42) == 42
 
 
 # -- the HTTP API ---------------------------------------------------------------------
