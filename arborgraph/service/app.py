@@ -406,6 +406,8 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
     if mcp_app is not None:
         app.router.add_route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]
 
+    from arborgraph.web import mount as mount_web  # the browser explorer (arborgraph/web): page at /, lists at /v1/web/
+    mount_web(app, authenticator, threads)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(Timing, metrics=metrics)
     return app

@@ -1,0 +1,162 @@
+// Ask: a question, a route (auto or forced), the contexts in rank order with why they
+// were chosen, and, when the server has an LLM, the streamed answer with its citations.
+import { ApiError, docOf, get, post, stream } from "./api.js";
+import { fmt, h, kv, showError } from "./dom.js";
+
+const ROUTES = ["auto", "lookup", "tree", "graph", "global"];
+let lastResult = null; // kept while the page lives, so coming back to Ask shows it again
+
+// the passage a context stands on: a chunk is its own, derived content cites its first provenance chunk
+function passageOf(ctx) {
+  if (ctx.kind === "chunk") return [ctx.source, ctx.node_id];
+  const chunk = (ctx.provenance || [])[0];
+  return chunk ? [docOf(chunk), chunk] : [ctx.source, null];
+}
+
+// "tree: L5:0 -> L4:1 -> L2:7 -> chunk" -> ["L5:0", "L4:1", "L2:7", <the context's node>]
+export function treeWalk(ctx) {
+  const step = (ctx.trace || []).find((t) => t.startsWith("tree: ") && t.includes("->"));
+  if (!step) return [];
+  return step.slice(6).split(" -> ").map((id) => (id === "chunk" ? ctx.node_id : id));
+}
+
+function contextCard(ctx, rank, env) {
+  const [doc, chunk] = passageOf(ctx);
+  const text = h("div", { class: "ctx-text", id: `ctx-text-${rank}` }, ctx.text);
+  const walk = treeWalk(ctx);
+  return h("li", { class: "ctx", id: `ctx-${rank}`, "data-kind": ctx.kind, "data-source": ctx.source },
+    h("div", { class: "ctx-head" },
+      h("span", { class: "ctx-rank" }, `[${rank}]`),
+      h("span", { class: `badge kind-${ctx.kind}` }, ctx.kind),
+      h("b", {}, ctx.source),
+      h("span", { class: "muted small" }, `score ${fmt(ctx.score, 4)}`),
+      ctx.level !== null && ctx.level !== undefined ? h("span", { class: "muted small" }, `level ${ctx.level}`) : null,
+      (ctx.flags || []).length ? h("span", { class: "error small" }, ctx.flags.join(", ")) : null),
+    h("div", { class: "ctx-path" }, (ctx.heading_path || []).join(" › ") || ctx.node_id),
+    text,
+    h("div", { class: "row" },
+      h("button", { type: "button", class: "small", "data-open": rank, onclick: () => env.openPassage(doc, chunk) }, "Open passage"),
+      h("button", { type: "button", class: "small secondary", "aria-controls": text.id, onclick: (e) => {
+        const open = text.classList.toggle("open"); e.target.textContent = open ? "Less" : "More"; } }, "More"),
+      walk.length ? h("button", { type: "button", class: "small secondary", onclick: () => {
+        env.shared.treePath = walk; location.hash = "#tree"; } }, "Show tree walk") : null),
+    (ctx.trace || []).length ? h("div", { class: "muted small mono" }, ctx.trace.join(" · ")) : null);
+}
+
+function routingPanel(res) {
+  const r = res.routing;
+  return h("section", { class: "panel", id: "routing", "aria-label": "Routing" },
+    h("h2", {}, "Why this route"),
+    kv([
+      ["route", h("b", { id: "route-taken" }, res.route)],
+      ["decided", r.forced ? "forced by you" : `auto, confidence ${fmt(r.confidence, 2)}`],
+      ["reason", r.reason],
+      ["fused with", r.fused_with],
+      ["scores", Object.entries(r.scores || {}).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(" · ")],
+      ["index", res.mode && res.mode.label],
+      ["generation", res.generation],
+    ]),
+    (res.notes || []).length ? h("ul", { class: "small" }, res.notes.map((n) => h("li", {}, n))) : null,
+    res.explain ? h("details", {}, h("summary", {}, "explain(): what each retriever returned, what ranking and the budget did"), h("pre", { id: "explain" }, res.explain)) : null);
+}
+
+function answerPanel() {
+  const text = h("div", { class: "answer", id: "answer-text", "aria-live": "polite" });
+  const cites = h("ol", { class: "small", id: "answer-citations" });
+  return { el: h("section", { class: "panel", id: "answer" }, h("h2", {}, "Answer"), text, h("h3", {}, "Citations"), cites), text, cites };
+}
+
+// "[n]" in the answer becomes a button opening context n's passage
+function linkCitations(target, answer, contexts, env) {
+  target.replaceChildren();
+  let last = 0;
+  for (const m of answer.matchAll(/\[(\d{1,3})\]/g)) {
+    const n = Number(m[1]);
+    target.append(answer.slice(last, m.index));
+    if (n >= 1 && n <= contexts.length) {
+      const [doc, chunk] = passageOf(contexts[n - 1]);
+      target.append(h("button", { type: "button", class: "cite", "aria-label": `citation ${n}: open the passage`, onclick: () => env.openPassage(doc, chunk) }, `[${n}]`));
+    } else target.append(m[0]);
+    last = m.index + m[0].length;
+  }
+  target.append(answer.slice(last));
+}
+
+function showResult(out, res, env, answerText) {
+  const contexts = res.contexts || [];
+  const list = h("ol", { class: "contexts", id: "contexts", "aria-label": "Contexts in rank order" }, contexts.map((c, i) => contextCard(c, i + 1, env)));
+  const left = h("div", { class: "stack" });
+  if (answerText !== undefined) {
+    const a = answerPanel();
+    linkCitations(a.text, answerText.text, contexts, env);
+    for (const c of answerText.citations || []) {
+      const [doc, chunk] = passageOf(contexts[c.n - 1]);
+      a.cites.append(h("li", { value: c.n }, h("button", { type: "button", class: "cite", onclick: () => env.openPassage(doc, chunk) }, `[${c.n}]`), " ", (c.heading_path || []).join(" › ") || c.source));
+    }
+    left.append(a.el);
+  }
+  left.append(h("section", { class: "panel" }, h("h2", {}, `Contexts (${contexts.length})`),
+    contexts.length ? list : h("p", { class: "muted" }, "Nothing this key may read answers that question.")));
+  out.replaceChildren(h("div", { class: "grid-2" }, left, routingPanel(res)));
+}
+
+export function renderAsk(params, env) {
+  const question = h("textarea", { id: "question", name: "question", rows: 2, required: true, maxlength: 4000, placeholder: "e.g. How does a WAL checkpoint work?" });
+  question.value = params.get("q") || env.shared.lastQuestion || "";
+  const route = h("select", { id: "route", name: "route" }, ROUTES.map((r) => h("option", { value: r }, r === "auto" ? "auto (router decides)" : r)));
+  route.value = ROUTES.includes(params.get("route")) ? params.get("route") : "auto";
+  // the form paints at once; the routes this index has not built are greyed out when known
+  get("/v1/index").then((info) => {
+    for (const option of route.options) option.disabled = option.value !== "auto" && !info.routes.includes(option.value);
+    if (route.selectedOptions[0] && route.selectedOptions[0].disabled) route.value = "auto";
+  }, (err) => { if (err instanceof ApiError && err.status === 401) window.dispatchEvent(new CustomEvent("arborgraph:unauthorized")); });
+  const topK = h("input", { type: "text", inputmode: "numeric", id: "top-k", value: "10", size: 3, "aria-label": "top k" });
+  const wantAnswer = h("input", { type: "checkbox", id: "want-answer" });
+  const out = h("div", { id: "ask-result", "aria-live": "polite" });
+  const submit = h("button", { type: "submit", id: "ask-submit" }, "Ask");
+
+  async function ask(event) {
+    event.preventDefault();
+    const q = question.value.trim();
+    if (!q) { question.focus(); return; }
+    env.shared.lastQuestion = q;
+    const body = { question: q, route: route.value, top_k: Math.max(1, Math.min(200, parseInt(topK.value, 10) || 10)), explain: true };
+    submit.disabled = true;
+    out.replaceChildren(h("p", { class: "muted" }, "Searching…"));
+    try {
+      if (wantAnswer.checked) {
+        let res = null;
+        const answer = { text: "", citations: [] };
+        await stream("/v1/query/stream", body, (ev) => {
+          if (ev.event === "contexts") { res = ev; showResult(out, res, env, answer); }
+          else if (ev.event === "token") { answer.text += ev.text; showResult(out, res, env, answer); }
+          else if (ev.event === "citations") { answer.citations = ev.citations; showResult(out, res, env, answer); }
+          else if (ev.event === "error") showError(`The answer failed: ${ev.detail}`);
+        });
+        lastResult = { res, answer };
+      } else {
+        const res = await post("/v1/query", body);
+        lastResult = { res };
+        showResult(out, res, env);
+      }
+      out.dataset.done = "1";
+    } catch (err) {
+      out.replaceChildren(h("p", { class: "error", role: "alert" }, err.message));
+    } finally {
+      submit.disabled = false;
+    }
+  }
+
+  const form = h("form", { class: "panel stack", id: "ask-form", onsubmit: ask },
+    h("label", { for: "question" }, "Question"), question,
+    h("div", { class: "row" },
+      h("label", { for: "route" }, "Route"), route,
+      h("label", { for: "top-k" }, "Top k"), topK,
+      h("label", { class: "check" }, wantAnswer, "Answer with the LLM (if the server has one)"),
+      submit));
+  question.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
+  if (lastResult) showResult(out, lastResult.res, env, lastResult.answer);
+  const page = h("div", { class: "stack" }, form, out);
+  requestAnimationFrame(() => { performance.mark("ask-ready"); question.focus(); });
+  return page;
+}

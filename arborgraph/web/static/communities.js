@@ -1,0 +1,112 @@
+// Communities: the graph's communities by level with their reports, one community's
+// entities and relations as an interactive graph, an entity's mentions linking to their
+// passages, and a search for an entity by name.
+import { docOf, get } from "./api.js";
+import { fmt, h, kv, showError } from "./dom.js";
+import { GraphView } from "./graph.js";
+
+export async function renderCommunities(params, env) {
+  const level = Math.max(0, parseInt(params.get("level") || "0", 10) || 0);
+  const data = await get("/v1/web/communities", { level });
+  const report = h("section", { class: "panel", id: "community-report" }, h("p", { class: "muted" }, "Choose a community to see its report and its entities."));
+  const entityPanel = h("section", { class: "panel", id: "entity-details", "aria-live": "polite" }, h("p", { class: "muted" }, "Select an entity in the graph (click, or Tab to it and press Enter). Double click or press + to add its neighbours."));
+  const graphBox = h("div", { id: "graph-box" }, h("p", { class: "muted" }, "The chosen community's entities and relations appear here."));
+  let graph = null;
+  let current = null;
+
+  async function expandNeighbours(id) {
+    try {
+      const res = await get("/v1/graph/neighbours", { name: id, limit: 12 });
+      graph.add(res.neighbours.map((n) => ({ id: n.id, name: n.name, type: "neighbour", degree: 1 })),
+        res.neighbours.map((n) => (n.direction === "out" ? { source: id, target: n.id, relation: n.relation, weight: n.weight } : { source: n.id, target: id, relation: n.relation, weight: n.weight })), id);
+    } catch (err) { showError(err); }
+  }
+
+  async function showEntity(id) {
+    try {
+      const [ent, nb] = await Promise.all([get("/v1/graph/entity", { name: id }), get("/v1/graph/neighbours", { name: id, limit: 10 })]);
+      entityPanel.replaceChildren(
+        h("h2", { id: "entity-name" }, ent.name),
+        kv([["type", ent.type], ["aliases", ent.aliases.join(", ")], ["degree", ent.degree], ["communities", ent.communities.join(", ")], ["description", ent.description]]),
+        h("div", { class: "row" }, h("button", { type: "button", class: "small", id: "expand-entity", onclick: () => expandNeighbours(ent.id) }, "Add its neighbours to the graph")),
+        h("h3", {}, `Mentions (${ent.chunk_ids.length})`),
+        h("ul", { class: "small", id: "mentions" }, ent.chunk_ids.slice(0, 30).map((c) => h("li", {}, h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(docOf(c), c) }, c)))),
+        h("h3", {}, "Strongest relations"),
+        h("ul", { class: "small" }, nb.neighbours.map((n) => h("li", {}, h("b", {}, n.relation), ` ${n.direction === "out" ? "→" : "←"} ${n.name} `,
+          n.chunk_ids.length ? h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(docOf(n.chunk_ids[0]), n.chunk_ids[0]) }, "stated here") : null,
+          n.sentence ? h("div", { class: "muted" }, n.sentence) : null))));
+    } catch (err) { showError(err); }
+  }
+
+  async function openCommunity(id, selectEntity = null) {
+    current = id;
+    for (const b of document.querySelectorAll("#community-list button")) b.setAttribute("aria-current", String(Number(b.dataset.id) === id));
+    try {
+      const [com, net] = await Promise.all([get(`/v1/graph/communities/${id}`), get(`/v1/web/communities/${id}/graph`, { max_nodes: 40 })]);
+      if (current !== id) return;
+      const r = com.report;
+      report.replaceChildren(
+        h("h2", { id: "report-title" }, r ? r.title : `Community ${id}`),
+        kv([["community", id], ["level", com.level], ["members", com.members.length], ["rank", r ? fmt(r.rank, 2) : ""], ["parent", com.parent], ["sub-communities", com.children.length]]),
+        r ? h("p", {}, r.summary) : h("p", { class: "muted" }, "No report for this community."),
+        r && r.findings.length ? h("ol", { class: "small" }, r.findings.map((f) => h("li", {}, f.text, " ",
+          f.chunk_ids.slice(0, 3).map((c) => h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(docOf(c), c) }, c))))) : null,
+        com.children.length ? h("div", { class: "row small" }, "Sub-communities:", com.children.slice(0, 20).map((c) => h("button", { type: "button", class: "small secondary", onclick: () => openCommunity(c) }, String(c)))) : null);
+      graph = new GraphView({ onSelect: showEntity, onExpand: expandNeighbours });
+      graphBox.replaceChildren(
+        h("div", { class: "row small" }, h("span", { class: "muted" }, `${net.nodes.length} of ${net.members} entities, ${net.edges.length} relations`),
+          h("button", { type: "button", class: "small secondary", "aria-label": "zoom in", onclick: () => graph.zoom(1.25) }, "+"),
+          h("button", { type: "button", class: "small secondary", "aria-label": "zoom out", onclick: () => graph.zoom(0.8) }, "−"),
+          h("button", { type: "button", class: "small secondary", onclick: () => graph.fit() }, "Fit")),
+        graph.svg);
+      graph.add(net.nodes, net.edges);
+      if (selectEntity) {
+        if (!graph.nodes.has(selectEntity)) { // not among the most connected: add it with its neighbours
+          const ent = await get("/v1/graph/entity", { name: selectEntity });
+          graph.add([{ id: ent.id, name: ent.name, type: ent.type, degree: ent.degree }], []);
+          await expandNeighbours(ent.id);
+        }
+        graph.select(selectEntity);
+      }
+    } catch (err) { showError(err); }
+  }
+
+  const levelSelect = h("select", { id: "level", "aria-label": "Community level" }, data.levels.map((l) => h("option", { value: l, selected: l === level }, `level ${l}`)));
+  levelSelect.addEventListener("change", () => { location.hash = `#communities?level=${levelSelect.value}`; });
+  const list = h("ul", { class: "list", id: "community-list" }, data.communities.map((c) =>
+    h("li", {}, h("button", { type: "button", "data-id": c.id, onclick: () => openCommunity(c.id) },
+      h("b", {}, c.title || `Community ${c.id}`), h("div", { class: "muted small" }, `#${c.id} · level ${c.level} · ${c.size} entities${c.rank !== null ? ` · rank ${fmt(c.rank, 1)}` : ""}`)))));
+
+  const search = h("input", { type: "search", id: "entity-search", placeholder: "Find an entity by name", "aria-label": "Find an entity by name", autocomplete: "off" });
+  const hits = h("ul", { class: "list small", id: "entity-hits" });
+  let timer = 0;
+  search.addEventListener("input", () => {
+    clearTimeout(timer);
+    const q = search.value.trim();
+    if (!q) { hits.replaceChildren(); return; }
+    timer = setTimeout(async () => {
+      try {
+        const res = await get("/v1/web/entities", { q, limit: 12 });
+        if (search.value.trim() !== q) return;
+        hits.replaceChildren(...(res.entities.length ? res.entities.map((e) => h("li", {}, h("button", { type: "button", "data-id": e.id, onclick: () => pickEntity(e.id) }, h("b", {}, e.name), ` ${e.type} · degree ${e.degree}`)))
+          : [h("li", { class: "muted" }, "No entity of that name that this key may read.")]));
+      } catch (err) { showError(err); }
+    }, 200);
+  });
+
+  async function pickEntity(id) {
+    try {
+      const ent = await get("/v1/graph/entity", { name: id });
+      const home = ent.communities[ent.communities.length - 1];
+      if (home !== undefined) await openCommunity(home, ent.id);
+      else showEntity(ent.id);
+    } catch (err) { showError(err); }
+  }
+
+  return h("div", { class: "grid-side" },
+    h("div", { class: "stack" },
+      h("section", { class: "panel stack" }, search, hits),
+      h("section", { class: "panel" }, h("div", { class: "row" }, h("h2", {}, "Communities"), levelSelect),
+        h("p", { class: "muted small" }, `${data.communities.length} at level ${level} · ${data.generation}`), list)),
+    h("div", { class: "stack" }, h("section", { class: "panel" }, graphBox), h("div", { class: "grid-2" }, report, entityPanel)));
+}

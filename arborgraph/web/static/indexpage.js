@@ -1,0 +1,29 @@
+// Index: what `arborgraph inspect` shows, as far as this key may know it.
+import { get } from "./api.js";
+import { h, kv } from "./dom.js";
+
+export async function renderIndex(params, env) {
+  const info = await get("/v1/index");
+  const docs = Object.entries(info.documents || {}).sort(([a], [b]) => a.localeCompare(b));
+  const stat = (label, value, id) => h("span", { class: "stat", id }, h("b", {}, String(value)), label);
+  const mode = info.mode || {};
+  return h("div", { class: "stack" },
+    h("section", { class: "panel" },
+      h("h2", {}, `Index ${info.index_dir}`),
+      h("div", {}, stat("documents you can read", docs.length, "stat-docs"), stat("chunks", info.counts.chunks, "stat-chunks"),
+        stat("skipped files", info.skipped, "stat-skipped"), stat("warnings", info.warnings, "stat-warnings"), stat("generation", info.generation, "stat-generation")),
+      kv([
+        ["build mode", mode.llm_model ? `with an LLM (${mode.llm_model})` : "without an LLM (extractive summaries, rule-based graph)"],
+        ["embedding", mode.lexical_fallback ? "lexical only (no embedding model)" : mode.embedding],
+        ["routes", (info.routes || []).join(", ")],
+        ["built", info.built_at], ["arborgraph", info.arborgraph_version], ["schema", info.schema_version],
+        ["scopes you can read", (info.scopes || []).map((s) => `${s.scope} (${s.chunks} chunks)`).join(", ")],
+      ]),
+      info.skipped || info.warnings ? h("p", { class: "muted small" }, "The server gives the number of skipped files and warnings only: their messages name files. `arborgraph inspect` on the index shows them.") : null),
+    h("section", { class: "panel" }, h("h2", {}, `Documents (${docs.length})`),
+      h("div", { class: "table-wrap" }, h("table", { id: "documents" },
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "document"), h("th", { scope: "col" }, "title"), h("th", { scope: "col" }, "format"), h("th", { scope: "col" }, "version"))),
+        h("tbody", {}, docs.map(([id, d]) => h("tr", {}, h("td", {}, h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(id, null) }, id)), h("td", {}, d.title || ""), h("td", {}, d.format || ""), h("td", {}, d.version || "")))))),
+    ),
+    h("section", { class: "panel" }, h("h2", {}, "Build timings (s)"), kv(Object.entries(info.timings_s || {}).map(([k, v]) => [k, String(v)]))));
+}
