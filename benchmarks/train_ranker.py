@@ -118,10 +118,12 @@ def load_groups(path: Path) -> list[Group] | None:
     data = np.load(path, allow_pickle=False)
     if json.loads(str(data["features"])) != list(FEATURES):
         return None  # features changed since the cache was written
+    # each data[...] access decompresses the whole array again: read them once
+    matrix, labels = data["matrix"], data["labels"]
     groups, at = [], 0
     for qid, qtype, route, ids in json.loads(str(data["meta"])):
         n = len(ids)
-        groups.append(Group(qid, qtype, route, ids, data["matrix"][at:at + n], data["labels"][at:at + n]))
+        groups.append(Group(qid, qtype, route, ids, matrix[at:at + n].copy(), labels[at:at + n].copy()))
         at += n
     return groups
 
