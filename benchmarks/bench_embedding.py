@@ -60,7 +60,7 @@ NEIGHBOURS = 10
 REFERENCE = "st_default"
 
 
-def _pages(directory: Path) -> list[str]:
+def pages_of(directory: Path) -> list[str]:
     pages = []
     for page in sorted(directory.glob("*.md")):
         text = page.read_text(encoding="utf-8")
@@ -221,7 +221,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
-    pages = _pages(args.corpus)
+    pages = pages_of(args.corpus)
     text_sets = {
         "chunks_200_words": corpus_chunks(pages, args.chunks),
         "sentences": corpus_sentences(pages, args.chunks),
