@@ -15,7 +15,7 @@ therefore needs torch for the before side (the [torch] extra or the old default 
 
 Writes ``benchmarks/results/packaged_model.json``.
 
-    python benchmarks/bench_packaged_model.py [--before REF] [--no-eval]
+    python benchmarks/bench_packaged_model.py [--before REF] [--no-eval] [--lookup-only] [--sets chunks_200_words]
 """
 
 from __future__ import annotations
@@ -80,11 +80,12 @@ def compare_vectors(before: np.ndarray, after: np.ndarray) -> dict[str, Any]:
     }
 
 
-def build_and_eval(tree: Path, scratch: Path, side: str) -> tuple[dict[str, Any], float]:
+def build_and_eval(tree: Path, scratch: Path, side: str, lookup_only: bool) -> tuple[dict[str, Any], float]:
     index, report = scratch / f"index-{side}", scratch / f"eval-{side}.json"
     cli = [sys.executable, "-m", "arborgraph.cli"]
     start = time.perf_counter()
-    run([*cli, "build", str(tree / "examples" / "sqlite"), "--index", str(index), "--quiet"], tree)
+    structures = ["--no-tree", "--no-graph"] if lookup_only else []
+    run([*cli, "build", str(tree / "examples" / "sqlite"), "--index", str(index), "--quiet", *structures], tree)
     run([*cli, "eval", "--index", str(index), str(QUESTIONS), "--output", str(report)], tree)
     return json.loads(report.read_text(encoding="utf-8")), round(time.perf_counter() - start, 1)
 
@@ -111,11 +112,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--before", default=None, help="commit of the before side (default: where this branch left main)")
     parser.add_argument("--no-eval", action="store_true", help="compare vectors only")
+    parser.add_argument("--lookup-only", action="store_true", help="build without tree and graph (eval: auto, lookup, baselines)")
+    parser.add_argument("--sets", default="chunks_200_words,sentences", help="text sets whose vectors to compare")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     before_commit = resolve(args.before) if args.before else default_before()
     pages = pages_of(CORPUS)
     text_sets = {"chunks_200_words": corpus_chunks(pages, TEXTS), "sentences": corpus_sentences(pages, TEXTS)}
+    text_sets = {name: texts for name, texts in text_sets.items() if name in args.sets.split(",")}
     report: dict[str, Any] = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "before_commit": before_commit,
@@ -131,10 +135,11 @@ def main() -> None:
             report["vectors"][set_name] = {**compare_vectors(old, new), "before": old_facts, "after": new_facts}
             print(set_name, json.dumps(report["vectors"][set_name]), flush=True)
         if not args.no_eval:
-            old_eval, old_s = build_and_eval(before_tree, scratch, "before")
-            new_eval, new_s = build_and_eval(ROOT, scratch, "after")
+            old_eval, old_s = build_and_eval(before_tree, scratch, "before", args.lookup_only)
+            new_eval, new_s = build_and_eval(ROOT, scratch, "after", args.lookup_only)
             report["eval"] = {
                 "questions": str(QUESTIONS.relative_to(ROOT)),
+                "index": "lookup only (no tree, no graph)" if args.lookup_only else "full build",
                 "build_and_eval_s": {"before": old_s, "after": new_s},
                 "systems": compare_evals(old_eval, new_eval),
             }
