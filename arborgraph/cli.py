@@ -146,7 +146,7 @@ def _print_build_report(report: Any) -> None:
         f" ({report.embeddings_computed} computed, {report.embeddings_cached} from cache)"
     )
     if report.embedding_fallback:
-        out.print(f"[yellow]lexical fallback:[/] {report.embedding_fallback}")
+        out.print(f"[yellow]lexical fallback:[/] {escape(report.embedding_fallback)}")
     for name, stats in report.stages.items():
         out.print(f"{name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
     timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.timings_s.items() if k != "total")
@@ -277,7 +277,7 @@ def _print_result(res: Any, explain: bool) -> None:
         highlight=False,
     )
     for note in res.notes:
-        out.print(f"[yellow]note:[/] {note}", highlight=False)
+        out.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if res.answer:
         out.print(f"\n[bold]answer:[/] {res.answer}\n", highlight=False)
     for i, ctx in enumerate(res.contexts, start=1):
