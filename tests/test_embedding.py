@@ -12,6 +12,8 @@ import json
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import time
 from importlib.util import find_spec
 from pathlib import Path
@@ -341,3 +343,22 @@ def test_failed_export_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(EmbedderUnavailable):
         ensure_onnx_model(local_model_dir(), "int8", tmp_path, model_name="all-MiniLM-L6-v2")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(
+    all(find_spec(name) is not None for name in ("torch", "sentence_transformers")),
+    reason="checks what the torch-free install says; the [torch] extra is installed here",
+)
+def test_build_without_torch_names_the_extra_in_one_line(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copyfile(Path(__file__).parents[1] / "examples" / "sqlite" / "autoinc.md", docs / "autoinc.md")
+    env = {**os.environ, "ARBORGRAPH_EMBEDDING__BACKEND": "sentence-transformers", "COLUMNS": "300"}
+    run = subprocess.run(
+        [sys.executable, "-m", "arborgraph.cli", "build", str(docs), "--index", str(tmp_path / "idx"),
+         "--no-tree", "--no-graph", "--quiet"],
+        capture_output=True, text=True, env=env, cwd=Path(__file__).parents[1],
+    )
+    assert run.returncode == 0, run.stderr
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("lexical fallback:")]
+    assert "needs the [torch] extra (pip install 'arborgraph[torch]')" in line
