@@ -15,7 +15,7 @@ therefore needs torch for the before side (the [torch] extra or the old default 
 
 Writes ``benchmarks/results/packaged_model.json``.
 
-    python benchmarks/bench_packaged_model.py [--before REF] [--no-eval] [--lookup-only] [--sets chunks_200_words]
+    python benchmarks/bench_packaged_model.py [--before REF] [--no-eval] [--lookup-only] [--evidence-pages] [--sets chunks_200_words]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,12 +81,25 @@ def compare_vectors(before: np.ndarray, after: np.ndarray) -> dict[str, Any]:
     }
 
 
-def build_and_eval(tree: Path, scratch: Path, side: str, lookup_only: bool) -> tuple[dict[str, Any], float]:
+def evidence_pages(target: Path) -> Path:
+    """A folder holding copies of the pages the questions' evidence is on."""
+    pages = {e["page"] for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()
+             for e in json.loads(line)["evidence"] if e.get("page")}
+    target.mkdir()
+    for page in sorted(pages):
+        shutil.copyfile(ROOT / page, target / Path(page).name)
+    return target
+
+
+def build_and_eval(
+    tree: Path, docs: Path | None, scratch: Path, side: str, lookup_only: bool
+) -> tuple[dict[str, Any], float]:
     index, report = scratch / f"index-{side}", scratch / f"eval-{side}.json"
     cli = [sys.executable, "-m", "arborgraph.cli"]
     start = time.perf_counter()
     structures = ["--no-tree", "--no-graph"] if lookup_only else []
-    run([*cli, "build", str(tree / "examples" / "sqlite"), "--index", str(index), "--quiet", *structures], tree)
+    source = docs or tree / "examples" / "sqlite"
+    run([*cli, "build", str(source), "--index", str(index), "--quiet", *structures], tree)
     run([*cli, "eval", "--index", str(index), str(QUESTIONS), "--output", str(report)], tree)
     return json.loads(report.read_text(encoding="utf-8")), round(time.perf_counter() - start, 1)
 
@@ -113,6 +127,7 @@ def main() -> None:
     parser.add_argument("--before", default=None, help="commit of the before side (default: where this branch left main)")
     parser.add_argument("--no-eval", action="store_true", help="compare vectors only")
     parser.add_argument("--lookup-only", action="store_true", help="build without tree and graph (eval: auto, lookup, baselines)")
+    parser.add_argument("--evidence-pages", action="store_true", help="build only the pages holding the questions' evidence")
     parser.add_argument("--sets", default="chunks_200_words,sentences", help="text sets whose vectors to compare")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -135,11 +150,13 @@ def main() -> None:
             report["vectors"][set_name] = {**compare_vectors(old, new), "before": old_facts, "after": new_facts}
             print(set_name, json.dumps(report["vectors"][set_name]), flush=True)
         if not args.no_eval:
-            old_eval, old_s = build_and_eval(before_tree, scratch, "before", args.lookup_only)
-            new_eval, new_s = build_and_eval(ROOT, scratch, "after", args.lookup_only)
+            docs = evidence_pages(scratch / "pages") if args.evidence_pages else None
+            old_eval, old_s = build_and_eval(before_tree, docs, scratch, "before", args.lookup_only)
+            new_eval, new_s = build_and_eval(ROOT, docs, scratch, "after", args.lookup_only)
             report["eval"] = {
                 "questions": str(QUESTIONS.relative_to(ROOT)),
-                "index": "lookup only (no tree, no graph)" if args.lookup_only else "full build",
+                "index": ("lookup only (no tree, no graph)" if args.lookup_only else "full build")
+                + (f" of the {len(list(docs.iterdir()))} pages holding the evidence" if docs else " of the sample manual"),
                 "build_and_eval_s": {"before": old_s, "after": new_s},
                 "systems": compare_evals(old_eval, new_eval),
             }
