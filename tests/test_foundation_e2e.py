@@ -17,7 +17,8 @@ import pytest
 import arborgraph
 from arborgraph.pipeline import NoUsableDocuments, build_index
 from arborgraph.config import load_config
-from arborgraph.embedding import load_embedder, local_model_dir
+from arborgraph.embedding import load_embedder
+from arborgraph.packaged_model import packaged_model_dir
 from arborgraph.kb import KnowledgeBase
 from arborgraph.store import open_generation
 
@@ -253,10 +254,10 @@ def test_open_with_a_given_query_embedder(tmp_path: Path, sample_slice: Path) ->
 
 
 def test_lexical_fallback_when_model_fails_at_query_time(tmp_path: Path, sample_slice: Path) -> None:
-    # the packaged model's files under a directory of the same name: the same vectors and
-    # the same cached ONNX export, but a model directory this test can empty after the build
+    # the shipped model's files in another directory: the same embedder name and vectors,
+    # but a model directory this test can empty after the build
     model = tmp_path / "all-MiniLM-L6-v2"
-    shutil.copytree(local_model_dir(), model, copy_function=os.symlink)
+    shutil.copytree(packaged_model_dir(), model, copy_function=os.symlink)
     cfg = load_config(overrides={
         "build_tree": False, "build_graph": False, "embedding": {"model": str(model)},
     })

@@ -1,8 +1,8 @@
 """Shared real inputs for the raptor tests: a slice of the SQLite sample manual.
 
 The slice is loaded and chunked by the real ingest pipeline, counted with the model's
-own tokenizer and embedded with the real all-MiniLM-L6-v2 (sentence-transformers
-backend: no ONNX export needed). Everything is built once per test process
+own tokenizer and embedded with the real all-MiniLM-L6-v2 (the shipped ONNX int8
+model, so no torch is needed). Everything is built once per test process
 (``functools.cache``) and shared by the ``test_raptor_*`` modules that import it.
 """
 
@@ -56,7 +56,7 @@ def embedder() -> MemoEmbed:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from arborgraph.embedding import EmbeddingConfig, load_embedder
 
-    model = load_embedder(EmbeddingConfig(backend="sentence-transformers"))
+    model = load_embedder(EmbeddingConfig())
     return MemoEmbed(model.encode)
 
 
