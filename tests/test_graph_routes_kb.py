@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,8 +40,11 @@ def test_budget_counts_the_same_tokens_as_the_tokenizer(sample_kb: Any, route: s
     assert sum(kb.count_tokens(c.text) for c in res.contexts) <= 900
 
 
-def test_global_route_keeps_the_page_leads_global_search_put_into_the_window(sample_kb: Any) -> None:
-    kb = sample_kb
+def test_global_route_keeps_the_page_leads_global_search_put_into_the_window(sample_index: Path) -> None:
+    import arborgraph
+
+    kb = arborgraph.open(sample_index)
+    kb.ranker = None  # the global route's own composition (what retrieval.ranker = false gives)
     q = "What are the different ways SQLite stores and types the values in a table?"
     res = kb.query(q, route="global", top_k=100, budget_tokens=6000)
     chunks = [c for c in res.contexts if c.kind == "chunk"]

@@ -15,6 +15,7 @@ def _chunk_ids(result: object) -> list[str]:
 
 def test_lookup_hits_in_the_walks_documents_move_up(sample_index: Path) -> None:
     kb = arborgraph.open(sample_index)
+    kb.ranker = None  # the tree route's own composition (what retrieval.ranker = false gives)
     # every candidate (150) returned, so the two orderings can be compared whole
     focused = kb.query(QUESTION, route="tree", top_k=150, candidates=150, budget_tokens=20000)
     kb.config.tree_search.focus_leaves = 0

@@ -60,7 +60,9 @@ def query(
         answer=options.answer,
         llm=llm,
     )
-    out: dict[str, Any] = {"id": qid, **res.to_dict(), "generation": generation_name(kb)}
+    # the contract's "id" (first key) is the caller's, not the library's null
+    out: dict[str, Any] = {**res.to_dict(), "generation": generation_name(kb)} | {"id": qid}
+    out = {"id": qid} | {k: v for k, v in out.items() if k != "id"}
     if options.explain:
         out["explain"] = res.explain()
     return out
