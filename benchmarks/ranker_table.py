@@ -1,6 +1,6 @@
 """Print the README's ranking tables (Markdown) from ``benchmarks/results/ranker.json``.
 
-    python benchmarks/ranker_table.py [RESULTS]
+    python benchmarks/ranker_table.py [RESULTS] [--all]
 """
 
 from __future__ import annotations
@@ -32,9 +32,26 @@ def table(title: str, systems: dict) -> str:
     return "\n".join(lines)
 
 
+def per_manual(folds: dict) -> str:
+    lines = ["| held-out manual | hybrid | auto (ranker) | vs hybrid | ranker, hybrid only | vs hybrid | auto, no ranker | vs hybrid |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, systems in folds.items():
+        cells = [f"{systems['baseline:hybrid']['overall']['evidence_recall']:.3f}"]
+        for sys_name in ("auto", "ranker:hybrid-only", "auto:no-ranker"):
+            s = systems[sys_name]
+            cells += [f"{s['overall']['evidence_recall']:.3f}", diff(s, "overall")]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> int:
-    data = json.loads(Path(sys.argv[1] if len(sys.argv) > 1 else RESULTS).read_text())
+    args = [a for a in sys.argv[1:] if a != "--all"]
+    data = json.loads(Path(args[0] if args else RESULTS).read_text())
     print(table(f"Pooled over {len(data['folds'])} held-out manuals ({sum(data['questions'][n] for n in data['folds'])} questions)", data["pooled"]))
+    print()
+    print(per_manual(data["folds"]))
+    if "--all" not in sys.argv:
+        return 0
     for name, systems in data["folds"].items():
         print()
         print(table(f"Held out: {name} ({data['questions'][name]} questions)", systems))
