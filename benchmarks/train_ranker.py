@@ -347,9 +347,9 @@ def main() -> int:
     specs = {k: v for k, v in json.loads(args.corpora.read_text()).items() if not k.startswith("_")}
     qdir = args.questions
     train_names = [n for n, s in specs.items() if s["role"] == "train"
-                   and (args.indexes / n).is_dir() and (qdir / f"{n}.jsonl").exists()]
+                   and (args.indexes / n / "CURRENT").is_file() and (qdir / f"{n}.jsonl").exists()]
     eval_names = [n for n, s in specs.items() if s["role"] == "eval"
-                  and (args.indexes / n).is_dir() and (qdir / f"{n}.jsonl").exists()]
+                  and (args.indexes / n / "CURRENT").is_file() and (qdir / f"{n}.jsonl").exists()]
     if args.only is not None and args.collect_only:
         train_names = [n for n in train_names if n in args.only]
     if len(train_names) < 2 and not args.collect_only:
