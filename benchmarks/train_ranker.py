@@ -61,6 +61,7 @@ from arborgraph.ranking import (  # noqa: E402
     AnyRanker,
     RankerModel,
     TreeRankerModel,
+    model_from_json,
 )
 
 QUESTIONS = ROOT / "benchmarks" / "questions"
@@ -340,6 +341,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", nargs="*", default=None, help="held-out folds to score (default: all)")
     parser.add_argument("--learner", choices=["choose", *LEARNERS], default="choose")
+    parser.add_argument("--score-only", type=Path, default=None, metavar="MODEL",
+                        help="skip the folds: score the eval-only manuals with this model (e.g. the shipped one)")
     parser.add_argument("--collect-only", action="store_true", help="only fill the feature caches")
     parser.add_argument("--corpora", type=Path, default=CORPORA, help="manual list with roles")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="folder of NAME.jsonl question sets")
@@ -381,7 +384,7 @@ def main() -> int:
     models: dict[str, dict] = {}
     choices: dict[str, dict] = {}
     for held in train_names:
-        if args.only and held not in args.only:
+        if (args.only and held not in args.only) or args.score_only:
             continue
         rest = [n for n in train_names if n != held]
         learner, proxies = choose_learner(groups, rest, texts, evidence) if args.learner == "choose" else (args.learner, {})
@@ -403,14 +406,15 @@ def main() -> int:
     final_learner, final_proxies = (
         choose_learner(groups, train_names, texts, evidence) if args.learner == "choose" else (args.learner, {})
     )
-    final = LEARNERS[final_learner](all_groups, FEATURES, tuple(train_names))
+    final = (model_from_json(json.loads(args.score_only.read_text())) if args.score_only
+             else LEARNERS[final_learner](all_groups, FEATURES, tuple(train_names)))
     final_ablation = LEARNERS[final_learner]([g for g in all_groups if g.route == "lookup"], FLAT_FEATURES,
                                              tuple(train_names))
     unseen = {}
     for n in eval_names:
         unseen[n] = score(kbs[n], questions[n], final, final_ablation)
         print(table(f"eval-only manual (never trained on): {n}", unseen[n]), file=sys.stderr, flush=True)
-    if args.ship:
+    if args.ship and not args.score_only:
         MODEL_FILE.write_text(json.dumps(final.to_json(), indent=1) + "\n")
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
