@@ -215,6 +215,17 @@ def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayou
     return out
 
 
+def _model_features(data: Mapping[str, object], expected_format: str) -> tuple[str, ...]:
+    """The feature names of a model file of ``expected_format``; ValueError otherwise."""
+    if data.get("format") != expected_format:
+        raise ValueError(f"not a ranker model of format {expected_format!r}")
+    features = tuple(str(f) for f in data["features"])  # type: ignore[union-attr]
+    unknown = [f for f in features if f not in FEATURES]
+    if unknown:
+        raise ValueError(f"ranker model uses unknown features: {', '.join(unknown)}")
+    return features
+
+
 @dataclass(frozen=True)
 class RankerModel:
     """A linear scorer over standardised features: ``((x - mean) / scale) @ coef``.
@@ -248,12 +259,7 @@ class RankerModel:
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> "RankerModel":
-        if data.get("format") != MODEL_FORMAT:
-            raise ValueError(f"not a ranker model of format {MODEL_FORMAT!r}")
-        features = tuple(str(f) for f in data["features"])  # type: ignore[union-attr]
-        unknown = [f for f in features if f not in FEATURES]
-        if unknown:
-            raise ValueError(f"ranker model uses unknown features: {', '.join(unknown)}")
+        features = _model_features(data, MODEL_FORMAT)
         arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "coef")]
         if any(a.shape != (len(features),) for a in arrays) or np.any(arrays[1] <= 0):
             raise ValueError("ranker model's mean, scale and coef must match its features")
@@ -318,12 +324,7 @@ class TreeRankerModel:
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> "TreeRankerModel":
-        if data.get("format") != TREES_FORMAT:
-            raise ValueError(f"not a ranker model of format {TREES_FORMAT!r}")
-        features = tuple(str(f) for f in data["features"])  # type: ignore[union-attr]
-        unknown = [f for f in features if f not in FEATURES]
-        if unknown:
-            raise ValueError(f"ranker model uses unknown features: {', '.join(unknown)}")
+        features = _model_features(data, TREES_FORMAT)
         trees = []
         for raw in data["trees"]:  # type: ignore[union-attr]
             tree = {

@@ -195,3 +195,27 @@ def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     assert np.all(signals.bm25[hidden] == 0) and signals.dense is not None and np.all(signals.dense[hidden] == -1)
     assert not any(rows & term for term, _ in signals.term_rows)
     assert not any(rows & set(values) for values in signals.graph.values())
+
+
+def test_tree_model_scores_by_its_splits_and_refuses_malformed_trees() -> None:
+    from arborgraph.ranking import TreeRankerModel, model_from_json
+
+    # one tree: bm25_rel <= 0.5 -> leaf 0 (-1.0), else leaf 1 (+2.0); a second, a constant
+    data = {
+        "format": "arborgraph-ranker-trees/1",
+        "features": ["bm25_rel", "term_cover"],
+        "trees": [
+            {"feature": [0], "threshold": [0.5], "left": [-1], "right": [-2], "leaf_value": [-1.0, 2.0]},
+            {"feature": [], "threshold": [], "left": [], "right": [], "leaf_value": [0.25]},
+        ],
+        "trained_on": ["a", "b"],
+    }
+    model = model_from_json(data)
+    assert isinstance(model, TreeRankerModel)
+    m = feature_matrix([3, 0, 4, 2], _signals(), _layout())  # bm25_rel 1.0, 0.5, 0.0, 0.25
+    assert model.score(m).tolist() == [2.25, -0.75, -0.75, -0.75]
+    assert model_from_json(model.to_json()).score(m).tolist() == model.score(m).tolist()
+    broken = json.loads(json.dumps(data))
+    broken["trees"][0]["left"] = [5]  # a child that is neither a node nor a leaf
+    with pytest.raises(ValueError, match="malformed tree"):
+        model_from_json(broken)
