@@ -27,7 +27,7 @@ from arborgraph.structures import PUBLIC, scope_principals, scope_readable
 
 if TYPE_CHECKING:
     from arborgraph.llm.base import ChatModel
-    from arborgraph.ranking import RankerModel
+    from arborgraph.ranking import AnyRanker
 
 ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
 DEFAULT_TOP_K = 20
@@ -114,7 +114,7 @@ class KnowledgeBase:
 
         # the learned ranking stage (None: the routes' own orders); settable, e.g. by
         # benchmarks/train_ranker.py to score a fold's model
-        self.ranker: RankerModel | None = (
+        self.ranker: AnyRanker | None = (
             load_model(self.config.retrieval.ranker_model) if self.config.retrieval.ranker else None
         )
 
@@ -444,7 +444,7 @@ class KnowledgeBase:
         """The chunk ids the ranking stage orders for ``question`` on ``route``, and their
         feature matrix (columns: :data:`arborgraph.ranking.FEATURES`), computed exactly
         as :meth:`query` computes them; for training and inspecting the ranker."""
-        from arborgraph.rerank import candidates
+        from arborgraph.rerank import RankingQuery, candidates
 
         mask = self.chunk_mask(principal, dt.date.today())
         query_vector = self.embed_query(question)
@@ -457,17 +457,17 @@ class KnowledgeBase:
         if route != "lookup":
             found, _ = self._structure(route, question, query_vector, hits, mask, scopes, 3 * top_k)
             chunks = [c for c in found if c.kind == "chunk"]
-        rows, matrix = candidates(self, question, query_vector, hits, mask, scopes, route, chunks)
+        rows, matrix = candidates(self, RankingQuery(question, query_vector, hits, mask, scopes, route, chunks))
         return [self.store.chunk_ids[r] for r in rows], matrix
 
     def _rerank(
         self, question: str, query_vector: np.ndarray | None, hits: LookupHits, mask: np.ndarray,
         scopes: list[Any], route: Route, chunks: list[Context],
     ) -> list[Context]:
-        from arborgraph.rerank import rerank
+        from arborgraph.rerank import RankingQuery, rerank
 
         assert self.ranker is not None
-        return rerank(self, self.ranker, question, query_vector, hits, mask, scopes, route, chunks)
+        return rerank(self, self.ranker, RankingQuery(question, query_vector, hits, mask, scopes, route, chunks))
 
     def _compose(self, route: Route, found: list[Context], lookup_hits: list[Context]) -> list[Context]:
         """The structure's own context first (overview, relation chain, report), then

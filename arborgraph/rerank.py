@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from arborgraph.ranking import (
     GRAPH_SIGNALS,
     PageLayout,
     QuerySignals,
-    RankerModel,
+    AnyRanker,
     candidate_rows,
     explain_features,
     feature_matrix,
@@ -68,17 +69,25 @@ def _parent_rows(kb: "KnowledgeBase", scope: Any) -> dict[int, list[int]]:
     return cache[scope.tag]
 
 
-def query_signals(
-    kb: "KnowledgeBase",
-    question: str,
-    query_vector: np.ndarray | None,
-    hits: "LookupHits",
-    mask: np.ndarray,
-    scopes: Sequence[Any],
-    route: str,
-    route_chunks: Sequence[Context],
-) -> QuerySignals:
-    """Every signal the features of ``question``'s candidates are computed from."""
+@dataclass(frozen=True)
+class RankingQuery:
+    """One query as the ranking stage sees it: the question and its vector, lookup's
+    hits, the caller's visibility mask and readable scopes, the route that ran and the
+    chunks it reached (empty for lookup)."""
+
+    question: str
+    query_vector: np.ndarray | None
+    hits: "LookupHits"
+    mask: np.ndarray
+    scopes: Sequence[Any]
+    route: str
+    route_chunks: Sequence[Context]
+
+
+def query_signals(kb: "KnowledgeBase", q: RankingQuery) -> QuerySignals:
+    """Every signal the features of the question's candidates are computed from."""
+    question, query_vector, hits, mask = q.question, q.query_vector, q.hits, q.mask
+    scopes, route, route_chunks = q.scopes, q.route, q.route_chunks
     store = kb.store
     lexical = kb.lookup_index.lexical
     row_of = store.row_of
@@ -182,37 +191,18 @@ def _graph_signals(
     return out
 
 
-def candidates(
-    kb: "KnowledgeBase",
-    question: str,
-    query_vector: np.ndarray | None,
-    hits: "LookupHits",
-    mask: np.ndarray,
-    scopes: Sequence[Any],
-    route: str,
-    route_chunks: Sequence[Context],
-) -> tuple[list[int], np.ndarray]:
+def candidates(kb: "KnowledgeBase", q: RankingQuery) -> tuple[list[int], np.ndarray]:
     """The candidate chunk rows of a query and their feature matrix."""
-    signals = query_signals(kb, question, query_vector, hits, mask, scopes, route, route_chunks)
-    rows = [r for r in candidate_rows(signals) if mask[r]]
+    signals = query_signals(kb, q)
+    rows = [r for r in candidate_rows(signals) if q.mask[r]]
     return rows, feature_matrix(rows, signals, layout_of(kb))
 
 
-def rerank(
-    kb: "KnowledgeBase",
-    model: RankerModel,
-    question: str,
-    query_vector: np.ndarray | None,
-    hits: "LookupHits",
-    mask: np.ndarray,
-    scopes: Sequence[Any],
-    route: str,
-    route_chunks: Sequence[Context],
-) -> list[Context]:
+def rerank(kb: "KnowledgeBase", model: AnyRanker, q: RankingQuery) -> list[Context]:
     """The candidates as chunk contexts, best first by ``model``; each trace says the
     ranker's score and the features that raised it most."""
-    rows, matrix = candidates(kb, question, query_vector, hits, mask, scopes, route, route_chunks)
-    earlier = {c.node_id: c for c in [*hits.contexts, *route_chunks] if c.kind == "chunk"}
+    rows, matrix = candidates(kb, q)
+    earlier = {c.node_id: c for c in [*q.hits.contexts, *q.route_chunks] if c.kind == "chunk"}
     position = {r: i for i, r in enumerate(rows)}
     out = []
     for row, score in rank(rows, matrix, model):
