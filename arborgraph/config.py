@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from arborgraph.core.errors import ConfigError  # noqa: F401 (re-exported)
 from arborgraph.embedding import EmbeddingConfig
 from arborgraph.llm.config import LLMConfig
 from ingest.chunking import ChunkingConfig
@@ -25,10 +26,6 @@ from raptor import RaptorConfig
 from graphrag import GraphConfig
 
 ENV_PREFIX = "ARBORGRAPH_"
-
-
-class ConfigError(ValueError):
-    """A configuration file or value a user got wrong; the message says which."""
 
 
 class IngestConfig(BaseModel):

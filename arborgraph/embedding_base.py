@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from arborgraph.core.errors import EmbedderUnavailable  # noqa: F401 (re-exported)
+
 if TYPE_CHECKING:
     # Annotations only: the token counter imports this module (through the model-file
     # checks) in pool workers that must not load numpy.
@@ -26,5 +28,3 @@ class Embedder(Protocol):
         ...
 
 
-class EmbedderUnavailable(RuntimeError):
-    """The embedding model could not be loaded; callers fall back to lexical retrieval."""

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
+from arborgraph.core.errors import EvalError  # noqa: F401 (re-exported)
 from arborgraph.results import Context
 
 QuestionType = Literal["lookup", "drilldown", "relational", "global"]
@@ -34,10 +35,6 @@ _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 REFERENCE_SYSTEM = "baseline:hybrid"
 CI_LEVEL = 0.95
 BOOTSTRAP_RESAMPLES = 2000
-
-
-class EvalError(ValueError):
-    pass
 
 
 def normalize(text: str) -> str:

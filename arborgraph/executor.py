@@ -18,12 +18,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
+from arborgraph.core.errors import ExecutorError  # noqa: F401 (re-exported)
+
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-class ExecutorError(ValueError):
-    """An executor spec a user got wrong, or a cluster that cannot be reached."""
 
 
 # -- worker processes that never run the caller's script -------------------------------

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from arborgraph.core.errors import QueryError  # noqa: F401 (re-exported)
 from arborgraph import schema as S
 from arborgraph.chunk_store import ChunkStore
 from arborgraph.config import Config
@@ -34,9 +35,6 @@ DEFAULT_TOP_K = 20
 DEFAULT_BUDGET_TOKENS = 2000
 # structured routes fuse their chunks with this many flat hits
 LOOKUP_DEPTH = 50
-
-class QueryError(ValueError):
-    """A query the index cannot answer as asked (e.g. a route it has not built)."""
 
 
 def question_problem(question: object) -> str | None:

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from arborgraph.kb import QueryError
+from arborgraph.core.errors import GraphBackendError  # noqa: F401 (re-exported)
 from arborgraph.neo4j_export import (
     BOLT_SCHEMES,
     CONNECT_TIMEOUT,
@@ -55,11 +55,6 @@ if TYPE_CHECKING:
     from arborgraph.config import GraphBackendConfig
     from graphrag.graph import KnowledgeGraph
     from graphrag.model import Relation
-
-
-class GraphBackendError(QueryError):
-    """The graph server cannot answer (unreachable, refused, or not holding this
-    index's graph); the message is one line for the user."""
 
 
 # relations per record: the driver's cost is per record, and FalkorDB's Bolt layer sizes a

@@ -52,6 +52,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
 import typer
 
+from arborgraph.core.errors import ExportError  # noqa: F401 (re-exported)
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from neo4j import Driver, Session
@@ -122,10 +124,6 @@ DEFAULT_BATCH = 1000
 FALKOR_STATE_GROUP = 64
 TX_ROWS = 10_000  # rows per transaction on Neo4j (FalkorDB's transactions are no-ops)
 DEFAULT_WORKERS = 1  # parallel sessions per stage (Neo4j only; more is opt-in)
-
-
-class ExportError(Exception):
-    """An export that cannot proceed; the message is one line for the user."""
 
 
 # -- records ------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from arborgraph.core.errors import ModelFilesError  # noqa: F401 (re-exported)
 from arborgraph.embedding_base import EmbedderUnavailable
 
 __all__ = [
@@ -47,10 +48,6 @@ MODEL_FORMAT = "arborgraph-onnx-model/1"
 PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2"
 # The files the embedding pipeline reads; the manifest may list more (licence, notice).
 _PIPELINE_FILES = ("model.onnx", "tokenizer.json")
-
-
-class ModelFilesError(EmbedderUnavailable):
-    """An ONNX model directory is incomplete, altered or has no readable manifest."""
 
 
 class FileEntry(BaseModel):

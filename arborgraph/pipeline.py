@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
+from arborgraph.core.errors import BuildError, NoUsableDocuments  # noqa: F401 (re-exported)
 from arborgraph import schema as S
 from arborgraph import __version__
 from arborgraph.config import Config
@@ -45,14 +46,6 @@ from ingest.parse_cache import ParseCache
 
 # the progress stage reported once when a build waits for another build's lock
 LOCK_WAIT_STAGE = "waiting for another build"
-
-
-class BuildError(Exception):
-    """A build that cannot proceed because of its input; the message says why."""
-
-
-class NoUsableDocuments(BuildError):
-    pass
 
 
 class BuildReport(BaseModel):

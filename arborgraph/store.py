@@ -49,6 +49,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from arborgraph.core.errors import IndexUnusable, IndexNotFound, IndexDamaged, IndexBusy  # noqa: F401 (re-exported)
 from arborgraph.schema import SCHEMA_VERSION, StoreManifest
 
 CURRENT_FILE = "CURRENT"
@@ -69,28 +70,8 @@ LOCK_GRACE_S = 0.5
 OPEN_ATTEMPTS = 5
 
 
-class IndexUnusable(Exception):
-    """An index directory that cannot be opened or written; the message is one clear line.
-
-    The base of :class:`IndexNotFound` and :class:`IndexDamaged`: catch this for both.
-    """
-
-
-class IndexNotFound(IndexUnusable):
-    """No index at the path: it does not exist, is not a directory, or has no CURRENT."""
-
-
-class IndexDamaged(IndexUnusable):
-    """An index that is there but cannot be used: missing, truncated or tampered files,
-    an unreadable manifest, another schema version."""
-
-
 # Deprecated: the old name, which read like the builtin IndexError. Use IndexUnusable.
 IndexError_ = IndexUnusable
-
-
-class IndexBusy(IndexUnusable):
-    """Another build holds the index's build lock."""
 
 
 def sha256_file(path: Path) -> str:

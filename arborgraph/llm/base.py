@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-
-class LLMError(RuntimeError):
-    """A model call failed after its retries; the message names the item."""
+from arborgraph.core.errors import LLMError  # noqa: F401 (re-exported)
 
 
 class ChatModel(Protocol):

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from arborgraph.core.errors import MalformedReply  # noqa: F401 (re-exported)
 from arborgraph.llm.base import ChatModel, LLMError
 from arborgraph.llm.errors import naming_item
 
@@ -15,10 +16,6 @@ M = TypeVar("M", bound=BaseModel)
 
 _FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-
-
-class MalformedReply(ValueError):
-    """A reply that is not JSON valid against the requested schema."""
 
 
 def strip_code_fence(text: str) -> str:

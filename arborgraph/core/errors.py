@@ -1,0 +1,100 @@
+"""One hierarchy for every error Arborgraph raises on purpose.
+
+:class:`UserError` is what a caller can fix (a wrong path, option, question or file, an
+index that is missing, damaged or busy): its message is one line, and the CLI prints it
+and exits with status 2, without a traceback, in one place. :class:`ExternalError` is a
+service that failed after its retries (an LLM endpoint, a graph server's protocol): the
+CLI says so and exits 1. Everything else is a bug and keeps its traceback.
+
+The classes keep the built-in bases they always had (``QueryError`` is a ``ValueError``,
+``LLMError`` a ``RuntimeError``...), so ``except ValueError`` in callers still works.
+"""
+
+from __future__ import annotations
+
+
+class ArborgraphError(Exception):
+    """The base of every error Arborgraph raises on purpose."""
+
+
+class UserError(ArborgraphError):
+    """Something the caller got wrong and can fix; the message is one clear line."""
+
+
+class ExternalError(ArborgraphError):
+    """A service Arborgraph depends on failed (after retries); not the caller's input."""
+
+
+# -- user errors ------------------------------------------------------------------------
+
+
+class ConfigError(UserError, ValueError):
+    """A configuration file or value a user got wrong; the message says which."""
+
+
+class QueryError(UserError, ValueError):
+    """A query the index cannot answer as asked (e.g. a route it has not built)."""
+
+
+class GraphBackendError(QueryError):
+    """The graph server cannot answer (unreachable, refused, or not holding this
+    index's graph); the message is one line for the user."""
+
+
+class BuildError(UserError):
+    """A build that cannot proceed because of its input; the message says why."""
+
+
+class NoUsableDocuments(BuildError):
+    """A build whose inputs hold no document that can be indexed."""
+
+
+class IndexUnusable(UserError):
+    """An index directory that cannot be opened or written; the message is one clear line.
+
+    The base of :class:`IndexNotFound` and :class:`IndexDamaged`: catch this for both.
+    """
+
+
+class IndexNotFound(IndexUnusable):
+    """No index at the path: it does not exist, is not a directory, or has no CURRENT."""
+
+
+class IndexDamaged(IndexUnusable):
+    """An index that is there but cannot be used: missing, truncated or tampered files,
+    an unreadable manifest, another schema version."""
+
+
+class IndexBusy(IndexUnusable):
+    """Another build holds the index's build lock."""
+
+
+class ExecutorError(UserError, ValueError):
+    """An executor spec a user got wrong, or a cluster that cannot be reached."""
+
+
+class EvalError(UserError, ValueError):
+    """A question file or evaluation request that cannot be used."""
+
+
+class ExportError(UserError):
+    """An export that cannot proceed; the message is one line for the user."""
+
+
+# -- external failures ------------------------------------------------------------------
+
+
+class LLMError(ExternalError, RuntimeError):
+    """A model call failed after its retries; the message names the item."""
+
+
+class MalformedReply(ExternalError, ValueError):
+    """A reply that is not JSON valid against the requested schema."""
+
+
+class EmbedderUnavailable(ExternalError, RuntimeError):
+    """The embedding model could not be loaded; callers fall back to lexical retrieval."""
+
+
+class ModelFilesError(EmbedderUnavailable):
+    """An ONNX model directory is incomplete, altered or has no readable manifest."""
