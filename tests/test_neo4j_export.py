@@ -195,6 +195,28 @@ def test_weight_key_orders_like_the_float_and_round_trips() -> None:
     assert X.weight_key(2.7) > X.weight_key(2.6999999999999997)
 
 
+def test_opening_an_index_with_the_graph_in_memory_loads_no_neo4j_code(index_v1: Path) -> None:
+    """``open()`` with ``graph_backend`` unset leaves the Neo4j package, the ``neo4j``
+    driver and typer unloaded; the package itself loads neither typer nor the driver."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, arborgraph\n"
+        f"kb = arborgraph.open({str(index_v1)!r})\n"
+        "assert kb.graph_backend is None\n"
+        "def loaded(): return sorted(m for m in sys.modules if m.split('.')[0] in ('neo4j', 'typer')"
+        " or m.startswith('arborgraph.neo4j'))\n"
+        "print(loaded())\n"
+        "import arborgraph.neo4j\n"
+        "print([m for m in loaded() if not m.startswith('arborgraph.neo4j')])\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "[]"]
+
+
 def test_old_module_paths_still_work() -> None:
     from arborgraph import neo4j_backend, neo4j_export
 
