@@ -41,7 +41,7 @@ from arborgraph.neo4j.records import HASH, MARK, NODE_LABELS, NODE_PROPERTIES, R
 if TYPE_CHECKING:
     from neo4j import Session
 
-Progress = Callable[[int], None]
+RowProgress = Callable[[int], None]  # gets the rows written since its last call
 
 # FalkorDB renders query + parameters into a 4,096-byte stack buffer, and the Bolt message
 # must fit its 4,096-byte read chunk (a probe: 4,100 rendered bytes passed, 4,150 lost the
@@ -106,7 +106,7 @@ class ServerDialect(Protocol):
         """Statements writing ``records`` of ``kind`` (a label or relationship type);
         ``new``: the uids the server does not have."""
 
-    def run_statements(self, session: "Session", statements: Sequence[Statement], progress: Progress | None = None) -> None:
+    def run_statements(self, session: "Session", statements: Sequence[Statement], progress: RowProgress | None = None) -> None:
         """Run ``statements`` in order on ``session``; ``progress`` gets the rows of each."""
 
 
@@ -168,7 +168,7 @@ class Neo4jDialect:
             rows = [{"s": rec.start, "e": rec.end, "p": rec.props} for rec in records]  # type: ignore[union-attr]
         return [Statement(cypher, {"rows": batch}, len(batch)) for batch in self.batches(rows, cypher, "rows", batch_size)]
 
-    def run_statements(self, session: "Session", statements: Sequence[Statement], progress: Progress | None = None) -> None:
+    def run_statements(self, session: "Session", statements: Sequence[Statement], progress: RowProgress | None = None) -> None:
         """In managed write transactions of up to ``TX_ROWS`` rows, which the driver
         retries on transient errors (the statements are idempotent MERGEs and deletes)."""
 
@@ -348,7 +348,7 @@ class FalkorDBDialect:
             for batch in self.batches(rows, cypher, "rows", batch_size)
         ]
 
-    def run_statements(self, session: "Session", statements: Sequence[Statement], progress: Progress | None = None) -> None:
+    def run_statements(self, session: "Session", statements: Sequence[Statement], progress: RowProgress | None = None) -> None:
         """In one unmanaged transaction (a no-op there, but it keeps the connection)
         that is never retried, because appending a piece of a long value is not
         idempotent. A failure stops the export, and as the value's hash is written only
