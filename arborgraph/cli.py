@@ -509,13 +509,54 @@ def warmup() -> None:
     print(f"UMAP kernels compiled and cached in {seconds:.1f} s")
 
 
-def _register_exporters() -> None:
-    from arborgraph.neo4j_export import export_neo4j_command
-
-    app.command("export-neo4j")(export_neo4j_command)
+from arborgraph.neo4j import CONNECT_TIMEOUT, DEFAULT_BATCH, DEFAULT_WORKERS  # noqa: E402 (the exporters' defaults)
 
 
-_register_exporters()
+@app.command("export-neo4j")
+def export_neo4j(
+    index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
+    uri: Annotated[Optional[str], typer.Option("--uri", help="Bolt URI of the server, e.g. bolt://localhost:7687")] = None,
+    user: Annotated[str, typer.Option("--user", envvar="NEO4J_USER", help="user name")] = "neo4j",
+    password: Annotated[Optional[str], typer.Option("--password", envvar="NEO4J_PASSWORD", help="password (none: no authentication)")] = None,
+    database: Annotated[Optional[str], typer.Option("--database", "-d", help="database (default: the server's default)")] = None,
+    csv: Annotated[Optional[Path], typer.Option("--csv", help="write neo4j-admin import files to this directory instead")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="rows per statement")] = DEFAULT_BATCH,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=16, help="parallel sessions (Neo4j; FalkorDB gets one)")] = DEFAULT_WORKERS,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="seconds to wait for a connection")] = CONNECT_TIMEOUT,
+    json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Export the index to Neo4j over Bolt (incremental), or as CSV files for neo4j-admin import."""
+    from arborgraph.core.errors import UserError
+    from arborgraph.neo4j import CsvReport, ExportReport, connect, export_records, index_records, write_csv
+    from arborgraph.store import open_generation
+
+    if (uri is None) == (csv is None):
+        raise fail("give exactly one of --uri (export over Bolt) or --csv DIR (files for neo4j-admin)", EXIT_USER_ERROR)
+    try:
+        records = index_records(open_generation(index))
+        if csv is not None:
+            report: CsvReport | ExportReport = write_csv(records, csv)
+        else:
+            assert uri is not None
+            driver = connect(uri, user, password, timeout=timeout)
+            try:
+                report = export_records(records, driver, database=database, batch_size=batch_size, workers=workers)
+            finally:
+                driver.close()
+    except UserError as exc:
+        raise fail(str(exc), EXIT_USER_ERROR) from None
+    if json_out:
+        print(json.dumps(report.as_dict(), indent=2))
+    elif isinstance(report, CsvReport):
+        say(out, f"wrote {report.nodes} nodes and {report.relationships} relationships to {report.directory} (run import.sh)")
+    else:
+        n, r = report.nodes, report.relationships
+        say(
+            out,
+            f"{report.server}: nodes {n.created} created, {n.updated} updated, {n.deleted} deleted, "
+            f"{n.unchanged} unchanged; relationships {r.created} created, {r.updated} updated, "
+            f"{r.deleted} deleted, {r.unchanged} unchanged ({report.seconds:.1f} s)",
+        )
 
 
 def _quiet_libraries() -> None:

@@ -99,11 +99,17 @@ class KnowledgeBase:
         )
         self.routes: list[str] = list(self.manifest.get("routes", ["lookup"]))
         self.scopes = load_scopes(generation)
-        from arborgraph.neo4j_backend import GraphServer, graph_server
+        if TYPE_CHECKING:
+            from arborgraph.neo4j import GraphServer
 
         # where the graph route expands: None in memory, else the server the index was
-        # exported to (connects on first use); the caller may set it
-        self.graph_backend: GraphServer | None = graph_server(self.config.graph_backend)
+        # exported to (connects on first use); the caller may set it. The Neo4j code and
+        # its driver load only for a server.
+        self.graph_backend: GraphServer | None = None
+        if self.config.graph_backend.uri != "memory":
+            from arborgraph.neo4j import graph_server
+
+            self.graph_backend = graph_server(self.config.graph_backend)
         self._given_embedder = embedder
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None

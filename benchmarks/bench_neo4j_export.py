@@ -49,7 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from arborgraph import neo4j_export as X  # noqa: E402
+from arborgraph import neo4j as X  # noqa: E402
+from arborgraph.neo4j.servers import FALKOR_BYTE_BUDGET  # noqa: E402
 from arborgraph.store import open_generation  # noqa: E402
 
 SLICE = [  # the test suite's slice of the SQLite manual (tests/conftest.py)
@@ -119,8 +120,8 @@ def fresh_graph(driver: object) -> None:
         indexes = session.run("CALL db.indexes() YIELD label, properties RETURN label, properties").data()
         for row in indexes:
             for prop in row["properties"]:
-                # labels and properties are the exporter's own identifiers, checked by X._ident
-                session.run(f"DROP INDEX FOR (n:{X._ident(row['label'])}) ON (n.{X._ident(prop)})").consume()
+                # labels and properties are the exporter's own identifiers, checked by X.ident
+                session.run(f"DROP INDEX FOR (n:{X.ident(row['label'])}) ON (n.{X.ident(prop)})").consume()
 
 
 def run_round(
@@ -169,7 +170,7 @@ def describe(name: str, records: X.GraphRecords, rounds: list[dict[str, float | 
         "relationships_by_type": dict(Counter(r.type for r in records.rels)),
         "statements_by_stage": {
             stage: len(sts)
-            for stage, sts in X.plan_stages(X.plan_export(records, {}, {}), X.falkordb(max_rows=batch_size), batch_size)
+            for stage, sts in X.plan_stages(X.plan_export(records, {}, {}), X.FalkorDBDialect(max_rows=batch_size), batch_size)
         },
         "rounds": [{k: round(float(v), 4) for k, v in r.items()} for r in rounds],
         "median": {k: median(k) for k in rounds[0]},
@@ -225,7 +226,7 @@ def main() -> None:
         "indexes": results,
         "settings": {
             "rounds": args.rounds,
-            "byte_budget": X.FALKOR_BYTE_BUDGET,
+            "byte_budget": FALKOR_BYTE_BUDGET,
             "batch_size": args.batch_size,
             "workers": args.workers,
             "server": "FalkorDB " + (re.findall(r"version (\d+(?:\.\d+)*)", version_line) or ["?"])[0],

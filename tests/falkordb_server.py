@@ -73,7 +73,7 @@ class FalkorServer:
         One long-lived driver keeps one connection open: FalkorDB's Bolt layer
         sometimes never answers the handshake of a connection opened after another
         one closed, which costs a connect timeout and a retry each time."""
-        from arborgraph.neo4j_export import connect
+        from arborgraph.neo4j import connect
 
         if self._driver is None:
             self._driver = connect(self.uri, timeout=CONNECT_TIMEOUT)

@@ -22,20 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from arborgraph import neo4j_export as X
-from arborgraph.neo4j_backend import (
-    MemoryGraphBackend,
-    Neo4jGraphBackend,
-    cypher_expand,
-    memory_expand,
-    neighbours_cypher,
-    relations_among,
-    walk,
-)
+from arborgraph import neo4j as X
+from arborgraph.neo4j import Neo4jGraphBackend, cypher_expand, memory_expand, neighbours_cypher, relations_among, walk
+from arborgraph.neo4j import servers
 from arborgraph.store import open_generation
+from graphrag.neighbours import MemoryGraphBackend
 from falkordb_server import FalkorServer, falkordb  # noqa: F401  (the Bolt server fixture)
 
 MANUAL = Path(__file__).resolve().parents[1] / "examples" / "sqlite"
@@ -202,19 +195,53 @@ def test_weight_key_orders_like_the_float_and_round_trips() -> None:
     assert X.weight_key(2.7) > X.weight_key(2.6999999999999997)
 
 
+def test_opening_an_index_with_the_graph_in_memory_loads_no_neo4j_code(index_v1: Path) -> None:
+    """``open()`` with ``graph_backend`` unset leaves the Neo4j package, the ``neo4j``
+    driver and typer unloaded; the package itself loads neither typer nor the driver."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, arborgraph\n"
+        f"kb = arborgraph.open({str(index_v1)!r})\n"
+        "assert kb.graph_backend is None\n"
+        "def loaded(): return sorted(m for m in sys.modules if m.split('.')[0] in ('neo4j', 'typer')"
+        " or m.startswith('arborgraph.neo4j'))\n"
+        "print(loaded())\n"
+        "import arborgraph.neo4j\n"
+        "print([m for m in loaded() if not m.startswith('arborgraph.neo4j')])\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "[]"]
+
+
+def test_old_module_paths_still_work() -> None:
+    from arborgraph import neo4j_backend, neo4j_export
+
+    assert neo4j_export.export_index is X.export_index and neo4j_export.GraphRecords is X.GraphRecords
+    assert neo4j_backend.GraphServer is X.GraphServer and neo4j_backend.walk is X.walk
+    assert neo4j_export.falkordb(byte_budget=1200) == X.FalkorDBDialect(byte_budget=1200)
+    assert neo4j_export.schema_statements(neo4j_export.NEO4J) == X.NEO4J.schema_statements()
+    assert neo4j_backend.RELATIONS_PER_RECORD == {"neo4j": 1000, "falkordb": 8}
+    assert "Deprecated: import from arborgraph.neo4j" in (neo4j_export.__doc__ or "")
+    assert "Deprecated: import from arborgraph.neo4j" in (neo4j_backend.__doc__ or "")
+
+
 # -- Cypher for real Neo4j, as text ---------------------------------------------------------
 
 
 def test_neo4j_schema_statements() -> None:
-    stmts = [s.cypher for s in X.schema_statements(X.NEO4J)]
+    stmts = [s.cypher for s in X.NEO4J.schema_statements()]
     assert stmts[0] == "CREATE CONSTRAINT arborgraph_uid IF NOT EXISTS FOR (n:Arborgraph) REQUIRE n.uid IS UNIQUE"
     assert "CREATE INDEX arborgraph_entity_name IF NOT EXISTS FOR (n:Entity) ON (n.name)" in stmts
     for label in X.NODE_LABELS:
         assert f"CREATE INDEX arborgraph_{label.lower()}_id IF NOT EXISTS FOR (n:{label}) ON (n.id)" in stmts
     assert all("IF NOT EXISTS" in s for s in stmts)
     # FalkorDB has neither IF NOT EXISTS nor constraints in Cypher: a plain index, once
-    assert [s.cypher for s in X.schema_statements(X.falkordb())] == ["CREATE INDEX FOR (n:Arborgraph) ON (n.uid)"]
-    assert X.schema_statements(X.falkordb(), {("NODE", "Arborgraph", "uid")}) == []
+    assert [s.cypher for s in X.FalkorDBDialect().schema_statements()] == ["CREATE INDEX FOR (n:Arborgraph) ON (n.uid)"]
+    assert X.FalkorDBDialect().schema_statements({("NODE", "Arborgraph", "uid")}) == []
 
 
 def test_neo4j_statements_are_batched_unwinds_with_parameters_only(records_v1: X.GraphRecords) -> None:
@@ -239,10 +266,10 @@ def test_neo4j_statements_are_batched_unwinds_with_parameters_only(records_v1: X
     # transactions of at most TX_ROWS rows, statements in their order
     big = [X.Statement("UNWIND $rows AS row RETURN row", {"rows": [0] * 900}, 900) for _ in range(30)]
     for sts in (statements, big):
-        groups = list(X._tx_groups(sts))
+        groups = list(servers.tx_groups(sts))
         assert [st for g in groups for st in g] == sts
-        assert all(sum(st.rows for st in g) <= X.TX_ROWS for g in groups)
-    assert len(list(X._tx_groups(big))) == 3
+        assert all(sum(st.rows for st in g) <= servers.TX_ROWS for g in groups)
+    assert len(list(servers.tx_groups(big))) == 3
     # Neo4j gets the values unescaped and unsplit, whatever their size
     chunk_rows = [r for st in statements if ":Chunk " in st.cypher for r in st.params["rows"]]
     assert {r["uid"]: r for r in chunk_rows} == {n.uid: n.props for n in records_v1.nodes if n.label == X.CHUNK}
@@ -278,31 +305,31 @@ def test_deletions_and_identifier_guard() -> None:
 
 
 def test_falkordb_statements_fit_the_byte_budget(records_v1: X.GraphRecords) -> None:
-    dialect = X.falkordb(byte_budget=1200)  # small, so that chunk texts must be split
+    dialect = X.FalkorDBDialect(byte_budget=1200)  # small, so that chunk texts must be split
     plan = X.plan_export(records_v1, {}, {})
     statements = X.plan_statements(plan, dialect)
-    assert max(X.statement_len(s.cypher, s.params, escape=False) for s in statements) <= 1200
+    assert max(servers.statement_len(s.cypher, s.params, escape=False) for s in statements) <= 1200
     appends = [s for s in statements if " + row.v" in s.cypher]
     assert appends, "a 1200-byte budget must split some texts"
     # the stored text is the head plus the appended pieces, in order (escapes undone)
     def unescape(text: str) -> str:
         return text.replace("\\'", "'").replace("\\\\", "\\")
 
-    fields = X.row_fields(X.CHUNK)
-    create = X.node_write_cypher(X.CHUNK, create=True)
+    fields = servers.row_fields(X.CHUNK)
+    create = servers.node_write_cypher(X.CHUNK, create=True)
     heads = {r[0]: dict(zip(fields, r)) for s in statements if s.cypher == create for r in s.params["rows"]}
     for s in appends:
         if s.cypher == X.node_append_cypher(X.CHUNK, "text"):
             for r in s.params["rows"]:
                 heads[r["uid"]]["text"] += r["v"]
-    room = 1200 - X.statement_len(create, {"rows": []}) - 4
+    room = 1200 - servers.statement_len(create, {"rows": []}) - 4
     for n in records_v1.nodes:
         if n.label == X.CHUNK:
             assert unescape(heads[n.uid]["text"]) == n.props["text"]
             # only a record too long for a statement of its own is split, and then its
             # hash comes last, after the pieces
             whole = [n.props.get(f) for f in fields]
-            assert (heads[n.uid][X.HASH] is not None) == (X.wire_len(whole) <= room)
+            assert (heads[n.uid][X.HASH] is not None) == (servers.wire_len(whole) <= room)
 
 
 def test_falkordb_rows_are_positional_and_new_records_are_created(records_v1: X.GraphRecords) -> None:
@@ -315,30 +342,30 @@ def test_falkordb_rows_are_positional_and_new_records_are_created(records_v1: X.
     plan = X.plan_export(records_v1, state_nodes, state_rels)
     assert chunk.uid not in plan.new and rel.uid not in plan.new
     assert len(plan.new) == len(records_v1.nodes) + len(records_v1.rels) - 2
-    statements = X.plan_statements(plan, X.falkordb())
+    statements = X.plan_statements(plan, X.FalkorDBDialect())
     by_cypher: dict[str, list[Any]] = {}
     for st in statements:
         by_cypher.setdefault(st.cypher, []).extend(st.params["rows"])
-    assert X.node_write_cypher(X.CHUNK, create=False) == (
+    assert servers.node_write_cypher(X.CHUNK, create=False) == (
         "UNWIND $rows AS r MERGE (n:Arborgraph:Chunk {uid: r[0]}) SET n = {uid: r[0], id: r[1], scope: r[2], "
         "doc_id: r[3], ordinal: r[4], text: r[5], heading_path: r[6], start: r[7], end: r[8], n_tokens: r[9], "
         "ag_hash: r[10]}"
     )
-    assert X.rel_write_cypher(X.MENTIONS, create=True) == (
+    assert servers.rel_write_cypher(X.MENTIONS, create=True) == (
         "UNWIND $rows AS r MATCH (a:Arborgraph {uid: r[0]}) MATCH (b:Arborgraph {uid: r[1]}) "
         "CREATE (a)-[x:MENTIONS {uid: r[2], count: r[3], start: r[4], end: r[5], ag_hash: r[6]}]->(b)"
     )
     # the changed records are MERGEd, alone; every other one is CREATEd exactly once
-    (merged_chunk,) = by_cypher[X.node_write_cypher(X.CHUNK, create=False)]
+    (merged_chunk,) = by_cypher[servers.node_write_cypher(X.CHUNK, create=False)]
     assert merged_chunk[0] == chunk.uid and merged_chunk[-1] == chunk.props[X.HASH]
-    (merged_rel,) = by_cypher[X.rel_write_cypher(X.MENTIONS, create=False)]
+    (merged_rel,) = by_cypher[servers.rel_write_cypher(X.MENTIONS, create=False)]
     assert merged_rel[:3] == [rel.start, rel.end, rel.uid]
-    created = [r[0] for k in X.NODE_LABELS for r in by_cypher.get(X.node_write_cypher(k, create=True), [])]
+    created = [r[0] for k in X.NODE_LABELS for r in by_cypher.get(servers.node_write_cypher(k, create=True), [])]
     assert sorted(created) == sorted(n.uid for n in records_v1.nodes if n.uid != chunk.uid)
     # absent properties travel as nulls, which leave them out
     entity = next(n for n in records_v1.nodes if n.label == X.ENTITY and "aliases" not in n.props)
-    (row,) = [r for r in by_cypher[X.node_write_cypher(X.ENTITY, create=True)] if r[0] == entity.uid]
-    assert dict(zip(X.row_fields(X.ENTITY), row)) == {f: entity.props.get(f) for f in X.row_fields(X.ENTITY)}
+    (row,) = [r for r in by_cypher[servers.node_write_cypher(X.ENTITY, create=True)] if r[0] == entity.uid]
+    assert dict(zip(servers.row_fields(X.ENTITY), row)) == {f: entity.props.get(f) for f in servers.row_fields(X.ENTITY)}
 
 
 def test_stages_are_planned_one_at_a_time() -> None:
@@ -347,7 +374,7 @@ def test_stages_are_planned_one_at_a_time() -> None:
     a = X.make_node(X.ENTITY, X.entity_uid("public", "a"), {"id": "a", "scope": "public", "name": "a"})
     b = X.make_node(X.ENTITY, X.entity_uid("public", "b"), {"id": "b", "scope": "public", "name": "b"})
     rel = X.make_rel(X.RELATES_TO, a.uid, b.uid, {"id": "r", "type": "uses", "chunk_ids": ["x" * 5000]}, "r")
-    stages = X.iter_stages(X.plan_export(X.GraphRecords([a, b], [rel]), {}, {}), X.falkordb())
+    stages = X.iter_stages(X.plan_export(X.GraphRecords([a, b], [rel]), {}, {}), X.FalkorDBDialect())
     stage, nodes = next(stages)
     assert stage == X.STAGE_NODES and sum(st.rows for st in nodes) == 2
     with pytest.raises(X.ExportError, match="too long"):
@@ -357,7 +384,7 @@ def test_stages_are_planned_one_at_a_time() -> None:
 def test_pack_rows_fills_groups_within_the_room_and_row_limit() -> None:
     rng = random.Random(5)
     sizes = [rng.randint(50, 900) for _ in range(700)]
-    groups = X.pack_rows(sizes, 1000, limit=6, window=64)
+    groups = servers.pack_rows(sizes, 1000, limit=6, window=64)
     assert sorted(i for g in groups for i in g) == list(range(700))
     assert all(sum(sizes[i] for i in g) <= 1000 and 0 < len(g) <= 6 for g in groups)
     # within 6 % of the lower bound, where consecutive runs need far more
@@ -368,8 +395,8 @@ def test_pack_rows_fills_groups_within_the_room_and_row_limit() -> None:
             runs, used = runs + 1, 0
         used += size
     assert runs > len(groups) * 1.2
-    assert X.pack_rows([], 10, 3) == []
-    assert X.pack_rows([5] * 7, 100, limit=3) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert servers.pack_rows([], 10, 3) == []
+    assert servers.pack_rows([5] * 7, 100, limit=3) == [[0, 1, 2], [3, 4, 5], [6]]
 
 
 class _RecordingSession:
@@ -439,7 +466,7 @@ def test_export_writes_the_index_and_a_second_export_changes_nothing(
                     "CREATE (a)-[:NOTE {uid: 'note:1'}]->(b)").consume()
         # FalkorDB's state comes in records of several rows (Neo4j's streams one per record)
         state = X.read_state(session)
-        assert X.read_state(session, group=7) == state == X.read_state(session, group=X.FALKOR_STATE_GROUP)
+        assert X.read_state(session, group=7) == state == X.read_state(session, group=servers.FALKOR_STATE_GROUP)
     assert {u for by_label in state[0].values() for u in by_label} == {n.uid for n in records_v1.nodes}
     assert {u for by_type in state[1].values() for u in by_type} == {r.uid for r in records_v1.rels}
     before = _dump(server)
@@ -626,14 +653,9 @@ def test_csv_quoting_and_delimiter_choice(tmp_path: Path) -> None:
 # -- command line ----------------------------------------------------------------------------------
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer()
+def _app() -> Any:
+    from arborgraph.cli import app
 
-    @app.callback()
-    def main() -> None:  # a group, as in arborgraph.cli
-        pass
-
-    app.command("export-neo4j")(X.export_neo4j_command)
     return app
 
 
@@ -695,7 +717,7 @@ def test_graph_route_on_the_server_returns_what_memory_returns(
     server: FalkorServer, index_v1: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import arborgraph
-    from arborgraph.neo4j_backend import GraphBackendError, GraphServer
+    from arborgraph.neo4j import GraphBackendError, GraphServer
 
     X.export_index(index_v1, server.driver())
     kb = arborgraph.open(index_v1)
@@ -731,7 +753,7 @@ def test_graph_route_on_the_server_returns_what_memory_returns(
 def test_graph_backend_config_and_cli(server: FalkorServer, index_v1: Path) -> None:
     from arborgraph.cli import app
     from arborgraph.config import GraphBackendConfig
-    from arborgraph.neo4j_backend import GraphBackendError, graph_server
+    from arborgraph.neo4j import GraphBackendError, graph_server
 
     assert graph_server(GraphBackendConfig()) is None
     remote = graph_server(
