@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from arborgraph.core.retrieval import Retrieval, RetrievalQuery
 from arborgraph.lexical import analyse
 from arborgraph.ranking import (
     GRAPH_SIGNALS,
@@ -32,7 +32,6 @@ from arborgraph.results import Context
 
 if TYPE_CHECKING:
     from arborgraph.kb import KnowledgeBase
-    from arborgraph.lookup import LookupHits
 
 STRUCTURE_ROUTES = ("tree", "graph", "global")
 
@@ -69,25 +68,17 @@ def _parent_rows(kb: "KnowledgeBase", scope: Any) -> dict[int, list[int]]:
     return cache[scope.tag]
 
 
-@dataclass(frozen=True)
-class RankingQuery:
-    """One query as the ranking stage sees it: the question and its vector, lookup's
-    hits, the caller's visibility mask and readable scopes, the route that ran and the
-    chunks it reached (empty for lookup)."""
-
-    question: str
-    query_vector: np.ndarray | None
-    hits: "LookupHits"
-    mask: np.ndarray
-    scopes: Sequence[Any]
-    route: str
-    route_chunks: Sequence[Context]
+def route_chunks(reached: Retrieval) -> list[Context]:
+    """The chunks a structured route reached, in its order (none for lookup: its
+    ranking is the query's flat hits, which every route's candidates come from)."""
+    return reached.chunks if reached.route in STRUCTURE_ROUTES else []
 
 
-def query_signals(kb: "KnowledgeBase", q: RankingQuery) -> QuerySignals:
-    """Every signal the features of the question's candidates are computed from."""
+def query_signals(kb: "KnowledgeBase", q: RetrievalQuery, reached: Retrieval) -> QuerySignals:
+    """Every signal the features of the question's candidates are computed from;
+    ``reached`` is what the route that ran found (for lookup: the flat hits)."""
     question, query_vector, hits, mask = q.question, q.query_vector, q.hits, q.mask
-    scopes, route, route_chunks = q.scopes, q.route, q.route_chunks
+    scopes, route = q.scopes, reached.route
     store = kb.store
     lexical = kb.lookup_index.lexical
     row_of = store.row_of
@@ -113,7 +104,7 @@ def query_signals(kb: "KnowledgeBase", q: RankingQuery) -> QuerySignals:
             rrf[row] = rrf.get(row, 0.0) + weights.get(name, 1.0) / (cfg.rrf_k + i + 1)
     rank_lists["rrf"] = sorted(rrf, key=lambda r: (-rrf[r], r))
     if route in STRUCTURE_ROUTES:
-        rank_lists[route] = [row_of[c.node_id] for c in route_chunks if c.node_id in row_of]
+        rank_lists[route] = [row_of[c.node_id] for c in route_chunks(reached) if c.node_id in row_of]
     parent_cos: dict[int, float] = {}
     if query_vector is not None and "tree" in kb.routes:
         wanted = wanted_rows(rank_lists)
@@ -191,18 +182,18 @@ def _graph_signals(
     return out
 
 
-def candidates(kb: "KnowledgeBase", q: RankingQuery) -> tuple[list[int], np.ndarray]:
+def candidates(kb: "KnowledgeBase", q: RetrievalQuery, reached: Retrieval) -> tuple[list[int], np.ndarray]:
     """The candidate chunk rows of a query and their feature matrix."""
-    signals = query_signals(kb, q)
+    signals = query_signals(kb, q, reached)
     rows = [r for r in candidate_rows(signals) if q.mask[r]]
     return rows, feature_matrix(rows, signals, layout_of(kb))
 
 
-def rerank(kb: "KnowledgeBase", model: AnyRanker, q: RankingQuery) -> list[Context]:
+def rerank(kb: "KnowledgeBase", model: AnyRanker, q: RetrievalQuery, reached: Retrieval) -> list[Context]:
     """The candidates as chunk contexts, best first by ``model``; each trace says the
     ranker's score and the features that raised it most."""
-    rows, matrix = candidates(kb, q)
-    earlier = {c.node_id: c for c in [*q.hits.contexts, *q.route_chunks] if c.kind == "chunk"}
+    rows, matrix = candidates(kb, q, reached)
+    earlier = {c.node_id: c for c in [*q.hits.contexts, *route_chunks(reached)] if c.kind == "chunk"}
     position = {r: i for i, r in enumerate(rows)}
     out = []
     for row, score in rank(rows, matrix, model):
