@@ -13,7 +13,6 @@ from arborgraph.core.retrieval import Retrieval
 from arborgraph.dense import DenseIndex
 from arborgraph.fusion import reciprocal_rank_fusion, top_indices
 from arborgraph.lexical import LexicalIndex
-from arborgraph.results import Context
 
 LookupMode = Literal["hybrid", "bm25", "dense"]
 
