@@ -32,6 +32,7 @@ from arborgraph.structures import PUBLIC, scope_principals, scope_readable
 if TYPE_CHECKING:
     from arborgraph.llm.base import ChatModel
     from arborgraph.ranking import AnyRanker
+    from arborgraph.rerank import RankingIndex
 
 ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
 DEFAULT_TOP_K = 20
@@ -373,11 +374,18 @@ class KnowledgeBase:
         if self.ranker is not None and (route == "lookup" or found.contexts):
             from arborgraph.rerank import rerank
 
-            ranked = rerank(self, self.ranker, q, found)
+            ranked = rerank(self._ranking_index, self.ranker, q, found, self.config.retrieval)
         return compose(
             found, q.hits, top_k=q.top_k, pool=q.pool,
             retrieval=self.config.retrieval, tree_search=self.config.tree_search, ranked=ranked,
         )
+
+    @cached_property
+    def _ranking_index(self) -> "RankingIndex":
+        """What the ranking stage reads of this index (its page layout computed once)."""
+        from arborgraph.rerank import RankingIndex
+
+        return RankingIndex(self.lookup_index, self.routes)
 
     def route_question(
         self, question: str, hits: list[Context] | None = None, llm: "ChatModel | None" = None
@@ -419,7 +427,8 @@ class KnowledgeBase:
         from arborgraph.rerank import candidates
 
         q = self._retrieval_query(question, principal, self.chunk_mask(principal, dt.date.today()), top_k, 3 * top_k)
-        rows, matrix = candidates(self, q, self._retriever(route).retrieve(q))
+        found = self._retriever(route).retrieve(q)
+        rows, matrix = candidates(self._ranking_index, q, found, self.config.retrieval)
         return [self.store.chunk_ids[r] for r in rows], matrix
 
     def lookup(

@@ -47,7 +47,7 @@ class Retrieval:
         return [c for c in self.contexts if c.kind != "chunk"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # arrays inside: compared by identity
 class RetrievalQuery:
     """One query as every route and the ranking stage see it.
 
