@@ -62,7 +62,8 @@ def global_search(
     ``chunk_text`` (derived text must not leak restricted sources). ``query_vector``
     (the question embedded by ``embedder``) saves embedding it again;
     ``chunk_lexical`` (chunk ids -> BM25 scores from a full-text index) replaces the
-    BM25 computed over the candidates alone.
+    BM25 computed over the candidates alone. When nothing is shown the result's
+    ``why_empty`` says why; its ``notes`` name the level and reports chosen.
     """
     cfg = config or GlobalSearchConfig()
     fetch = ChunkFetcher(chunk_text)
