@@ -24,6 +24,7 @@ from arborgraph.llm.config import LLMConfig
 from ingest.chunking import ChunkingConfig
 from raptor import RaptorConfig
 from graphrag import GraphConfig
+from graphrag.config import GlobalSearchConfig, GraphSearchConfig
 
 ENV_PREFIX = "ARBORGRAPH_"
 
@@ -126,6 +127,8 @@ class Config(BaseModel):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     tree: RaptorConfig = Field(default_factory=RaptorConfig)
     tree_search: TreeSearchConfig = Field(default_factory=TreeSearchConfig)
+    graph_search: GraphSearchConfig = Field(default_factory=GraphSearchConfig)
+    global_search: GlobalSearchConfig = Field(default_factory=GlobalSearchConfig)
     graph: GraphConfig = Field(default_factory=GraphConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
     graph_backend: GraphBackendConfig = Field(default_factory=GraphBackendConfig)

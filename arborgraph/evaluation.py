@@ -23,14 +23,11 @@ from pydantic import BaseModel, Field, ValidationError
 
 from arborgraph.core.errors import EvalError  # noqa: F401 (re-exported)
 from arborgraph.results import Context
+from arborgraph.router import QUESTION_TYPE_TO_ROUTE
 
 QuestionType = Literal["lookup", "drilldown", "relational", "global"]
-EXPECTED_ROUTE: dict[str, str] = {
-    "lookup": "lookup",
-    "drilldown": "tree",
-    "relational": "graph",
-    "global": "global",
-}
+# each question type's expected route: the router's map
+EXPECTED_ROUTE: dict[str, str] = dict(QUESTION_TYPE_TO_ROUTE)
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 REFERENCE_SYSTEM = "baseline:hybrid"
 CI_LEVEL = 0.95

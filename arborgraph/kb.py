@@ -18,10 +18,13 @@ from arborgraph.dense import DenseIndex
 from arborgraph.embedding import load_embedder
 from arborgraph.embedding_base import Embedder, EmbedderUnavailable
 from arborgraph.lexical import LexicalIndex
-from arborgraph.lookup import LookupHits, LookupIndex, LookupMode, lookup_search
+from arborgraph.compose import assemble, compose, flag_lexical_fallback, flag_stale
+from arborgraph.core.retrieval import Retrieval, RetrievalQuery, Retriever
+from arborgraph.fusion import fuse_routes, second_route
+from arborgraph.lookup import LookupIndex, LookupMode
 from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision, final_scores
-from arborgraph.scoped import fuse_contexts, load_scopes, merge_by_rank, readable, tree_node_lexical_scores
-from arborgraph.safety import INJECTION_FLAG, context_looks_injected
+from arborgraph.retrievers import GlobalRetriever, GraphRetriever, LookupRetriever, TreeRetriever, chunk_refs
+from arborgraph.scoped import load_scopes, readable
 from arborgraph.schema import IndexManifest
 from arborgraph.store import Generation, IndexDamaged, open_generation
 from arborgraph.structures import PUBLIC, scope_principals, scope_readable
@@ -29,6 +32,7 @@ from arborgraph.structures import PUBLIC, scope_principals, scope_readable
 if TYPE_CHECKING:
     from arborgraph.llm.base import ChatModel
     from arborgraph.ranking import AnyRanker
+    from arborgraph.rerank import RankingIndex
 
 ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
 DEFAULT_TOP_K = 20
@@ -250,63 +254,27 @@ class KnowledgeBase:
         contexts by number; without it ``answer`` stays None. ``llm_router=True`` (default:
         the ``router.llm`` setting) lets that LLM pick the route of an ``auto`` question.
         """
-        if (problem := question_problem(question)) is not None:
-            raise QueryError(problem)
-        if route != "auto" and route not in ROUTES:
-            raise QueryError(f"unknown route '{route}' (choose auto, {', '.join(ROUTES)})")
-        if route != "auto" and route not in self.routes:
-            raise QueryError(
-                f"this index has no '{route}' route (built: {', '.join(self.routes)}); "
-                "rebuild it with that structure enabled"
-            )
-        if top_k < 1 or budget_tokens < 1 or (candidates is not None and candidates < 1):
-            raise QueryError("top_k, budget_tokens and candidates must be positive")
-        pool = 3 * top_k if candidates is None else candidates
+        self._check_query(question, route, top_k, budget_tokens, candidates)
         when = dt.date.today() if as_of == "today" else as_of
-        mask = self.chunk_mask(principal, when, include_stale)
-        query_vector = self.embed_query(question)
-        # every route starts from the flat ranking (structures fuse with it, the router
-        # reads its spread): rank once
-        hits = lookup_search(
-            self.lookup_index, question, query_vector, mask=mask,
-            top_k=max(top_k, LOOKUP_DEPTH), config=self.config.retrieval,
+        q = self._retrieval_query(
+            question, principal, self.chunk_mask(principal, when, include_stale), top_k,
+            3 * top_k if candidates is None else candidates,
         )
-        if route == "auto":
-            use_llm = self.config.router.llm if llm_router is None else llm_router
-            decision = self.route_question(
-                question, hits.contexts, llm=(llm or self.chat_model()) if use_llm else None
-            )
-        else:
-            decision = RoutingDecision(route=route, forced=True, reason="route forced by caller")
-        notes: list[str] = []
-        if (note := self._fallback_note()) is not None:
-            notes.append(note)
-        contexts, retrieved = self._retrieve(
-            decision.route, question, query_vector, hits,
-            mask=mask, top_k=top_k, pool=pool, notes=notes, principal=principal,
-        )
-        second = self._second_route(decision)
+        fallback = self._fallback_note()
+        decision = self._decide(route, q, llm, llm_router)
+        found = self._run(decision.route, q)
+        second = second_route(decision, self.routes, self.config.router.min_confidence)
         if second is not None:
-            other, other_retrieved = self._retrieve(
-                second, question, query_vector, hits,
-                mask=mask, top_k=top_k, pool=pool, notes=notes, principal=principal,
-            )
             decision = decision.model_copy(update={"fused_with": second})
-            notes.append(
-                f"router not confident ({decision.confidence:.2f} < "
-                f"{self.config.router.min_confidence:.2f}): fused {decision.route} with {second} by RRF"
-            )
-            contexts = merge_by_rank([contexts, other])
-            retrieved.update({f"{second}:{k}": v for k, v in other_retrieved.items()})
+            found = fuse_routes(found, self._run(second, q), decision.confidence, self.config.router.min_confidence)
         mode = self.mode
-        if query_vector is None:
-            for ctx in contexts:
-                ctx.flags.append("lexical_fallback")
+        if q.query_vector is None:
+            flag_lexical_fallback(found.contexts)
             # also when the index has vectors but the model failed to load for this query
             mode = mode.model_copy(update={"lexical_fallback": True})
         if include_stale:
-            self._flag_stale(contexts, when)
-        kept, cut = self._assemble(contexts, budget_tokens, top_k)
+            flag_stale(found.contexts, self.store.stale_docs(when), self._doc_of_chunk)
+        kept, cut = assemble(found.contexts, budget_tokens, top_k, self._tokens)
         final_scores(kept)
         text = None
         if answer:
@@ -320,8 +288,8 @@ class KnowledgeBase:
             contexts=kept,
             mode=mode,
             answer=text,
-            notes=notes,
-            retrieved=retrieved,
+            notes=([fallback] if fallback else []) + found.notes,
+            retrieved=found.rankings,
             budget_cut=cut,
         )
 
@@ -353,12 +321,77 @@ class KnowledgeBase:
             self._chat = OpenAIChatModel(llm, cache, LLMUsage())
         return self._chat
 
-    def _second_route(self, decision: RoutingDecision) -> Route | None:
-        """The runner-up route when the router is not confident, else None."""
-        if decision.forced or decision.confidence >= self.config.router.min_confidence:
-            return None
-        ranked = [r for r in decision.scores if r != decision.route and r in self.routes]
-        return ranked[0] if ranked else None  # type: ignore[return-value]
+    def _check_query(
+        self, question: object, route: str, top_k: int, budget_tokens: int, candidates: int | None
+    ) -> None:
+        """Raise QueryError for a question or option :meth:`query` cannot take."""
+        if (problem := question_problem(question)) is not None:
+            raise QueryError(problem)
+        if route != "auto" and route not in ROUTES:
+            raise QueryError(f"unknown route '{route}' (choose auto, {', '.join(ROUTES)})")
+        if route != "auto" and route not in self.routes:
+            raise QueryError(
+                f"this index has no '{route}' route (built: {', '.join(self.routes)}); "
+                "rebuild it with that structure enabled"
+            )
+        if top_k < 1 or budget_tokens < 1 or (candidates is not None and candidates < 1):
+            raise QueryError("top_k, budget_tokens and candidates must be positive")
+
+    def _retrieval_query(
+        self, question: str, principal: str | None, mask: np.ndarray, top_k: int, pool: int
+    ) -> RetrievalQuery:
+        """The query every route and the ranking stage see: the question embedded, and
+        its flat hits under ``mask`` (every route starts from them: structures fuse with
+        them, the router reads their spread), ranked once."""
+        query_vector = self.embed_query(question)
+        hits = self._lookup().search(question, query_vector, mask, max(top_k, LOOKUP_DEPTH))
+        return RetrievalQuery(question, query_vector, mask, readable(self.scopes, principal), top_k, pool, hits)
+
+    def _decide(
+        self, route: str, q: RetrievalQuery, llm: "ChatModel | None", llm_router: bool | None
+    ) -> RoutingDecision:
+        if route != "auto":
+            return RoutingDecision(route=route, forced=True, reason="route forced by caller")  # type: ignore[arg-type]
+        use_llm = self.config.router.llm if llm_router is None else llm_router
+        return self.route_question(q.question, q.hits.contexts, llm=(llm or self.chat_model()) if use_llm else None)
+
+    def _lookup(self) -> LookupRetriever:
+        return LookupRetriever(self.lookup_index, self.config.retrieval)
+
+    def _retriever(self, route: str) -> Retriever:
+        """The route's retriever, built from the index's parts as they are now (the
+        query embedder loads on first use; settings and the graph server may be set)."""
+        if route == "lookup":
+            return self._lookup()
+        if route == "tree":
+            return TreeRetriever(self.lookup_index, self.config.tree_search, self.count_tokens)
+        if route == "graph":
+            return GraphRetriever(
+                self.lookup_index, self._embedder, settings=self.config.graph_search, servers=self.graph_backend
+            )
+        return GlobalRetriever(self.lookup_index, self._embedder, settings=self.config.global_search)
+
+    def _run(self, route: str, q: RetrievalQuery) -> Retrieval:
+        """One route's candidates for the final assembly: what its retriever found,
+        ordered by the ranking stage when there is one, else composed with the flat hits."""
+        found = self._retriever(route).retrieve(q)
+        ranked = None
+        # a structure that found nothing falls back to the flat hits as they are
+        if self.ranker is not None and (route == "lookup" or found.contexts):
+            from arborgraph.rerank import rerank
+
+            ranked = rerank(self._ranking_index, self.ranker, q, found, self.config.retrieval)
+        return compose(
+            found, q.hits, top_k=q.top_k, pool=q.pool,
+            retrieval=self.config.retrieval, tree_search=self.config.tree_search, ranked=ranked,
+        )
+
+    @cached_property
+    def _ranking_index(self) -> "RankingIndex":
+        """What the ranking stage reads of this index (its page layout computed once)."""
+        from arborgraph.rerank import RankingIndex
+
+        return RankingIndex(self.lookup_index, self.routes)
 
     def route_question(
         self, question: str, hits: list[Context] | None = None, llm: "ChatModel | None" = None
@@ -371,7 +404,7 @@ class KnowledgeBase:
         routes (the runner-up a low-confidence decision is fused with), and answers
         alone if the LLM call fails (the reason says so).
         """
-        from arborgraph.router import default_model, route_question
+        from arborgraph.router import default_model, route_question, with_llm_choice
 
         if hits is None and default_model().spread_stage is not None:
             hits = self.lookup(question, top_k=20)
@@ -389,58 +422,7 @@ class KnowledgeBase:
             chosen = llm_route(llm, question, self.routes)
         except LLMError as exc:
             return decision.model_copy(update={"reason": f"{decision.reason} (LLM router failed: {exc})"})
-        rest = {r: p for r, p in decision.scores.items() if r != chosen.route}
-        mass = sum(rest.values()) or 1.0
-        scores = {chosen.route: chosen.confidence} | {
-            r: round((1 - chosen.confidence) * p / mass, 4) for r, p in rest.items()
-        }
-        return chosen.model_copy(update={"scores": scores})
-
-    def _retrieve(
-        self,
-        route: Route,
-        question: str,
-        query_vector: np.ndarray | None,
-        hits: LookupHits,
-        *,
-        mask: np.ndarray,
-        top_k: int,
-        pool: int,
-        notes: list[str],
-        principal: str | None,
-    ) -> tuple[list[Context], dict[str, list[str]]]:
-        """The route's candidates, best first: ``top_k`` flat hits for lookup, ``pool``
-        contexts for the structured routes."""
-        scopes = readable(self.scopes, principal)
-        if route == "lookup":
-            if self.ranker is not None:
-                ranked = self._rerank(question, query_vector, hits, mask, scopes, route, [])
-                return ranked[:top_k], hits.rankings | {"ranker": [c.node_id for c in ranked]}
-            return hits.contexts[:top_k], hits.rankings
-        retrieved = {f"lookup/{k}": v for k, v in hits.rankings.items()}
-        contexts, why_empty = self._structure(route, question, query_vector, hits, mask, scopes, pool)
-        if not contexts:
-            notes.append(f"{route} route found nothing ({why_empty}); fell back to lookup")
-            return hits.contexts[:top_k], hits.rankings
-        retrieved[route] = [f"{c.kind}:{c.node_id}" for c in contexts]
-        if self.ranker is not None:
-            # the structure keeps its own context first (overview, chain, report); the
-            # ranker orders the chunks it reached together with lookup's candidates
-            header = [c for c in contexts if c.kind != "chunk"][: self.config.retrieval.structure_header]
-            chunks = [c for c in contexts if c.kind == "chunk"]
-            ranked = self._rerank(question, query_vector, hits, mask, scopes, route, chunks)
-            retrieved["ranker"] = [c.node_id for c in ranked]
-            return (header + ranked)[:pool], retrieved
-        return self._compose(route, contexts, hits.contexts)[:pool], retrieved
-
-    def _structure(
-        self, route: Route, question: str, query_vector: np.ndarray | None, hits: LookupHits,
-        mask: np.ndarray, scopes: list[Any], pool: int,
-    ) -> tuple[list[Context], str]:
-        """What the tree, graph or global route itself returns, and why it is empty if so."""
-        if route == "tree":
-            return self._tree(question, query_vector, mask, scopes, max_leaves=max(100, pool)), "the walk reached no readable node"
-        return self._graph(route, question, query_vector, mask, scopes, hits.contexts)
+        return with_llm_choice(decision, chosen)
 
     def ranking_candidates(
         self, question: str, route: Route, *, principal: str | None = None, top_k: int = DEFAULT_TOP_K,
@@ -448,193 +430,12 @@ class KnowledgeBase:
         """The chunk ids the ranking stage orders for ``question`` on ``route``, and their
         feature matrix (columns: :data:`arborgraph.ranking.FEATURES`), computed exactly
         as :meth:`query` computes them; for training and inspecting the ranker."""
-        from arborgraph.rerank import RankingQuery, candidates
+        from arborgraph.rerank import candidates
 
-        mask = self.chunk_mask(principal, dt.date.today())
-        query_vector = self.embed_query(question)
-        hits = lookup_search(
-            self.lookup_index, question, query_vector, mask=mask,
-            top_k=max(top_k, LOOKUP_DEPTH), config=self.config.retrieval,
-        )
-        scopes = readable(self.scopes, principal)
-        chunks: list[Context] = []
-        if route != "lookup":
-            found, _ = self._structure(route, question, query_vector, hits, mask, scopes, 3 * top_k)
-            chunks = [c for c in found if c.kind == "chunk"]
-        rows, matrix = candidates(self, RankingQuery(question, query_vector, hits, mask, scopes, route, chunks))
+        q = self._retrieval_query(question, principal, self.chunk_mask(principal, dt.date.today()), top_k, 3 * top_k)
+        found = self._retriever(route).retrieve(q)
+        rows, matrix = candidates(self._ranking_index, q, found, self.config.retrieval)
         return [self.store.chunk_ids[r] for r in rows], matrix
-
-    def _rerank(
-        self, question: str, query_vector: np.ndarray | None, hits: LookupHits, mask: np.ndarray,
-        scopes: list[Any], route: Route, chunks: list[Context],
-    ) -> list[Context]:
-        from arborgraph.rerank import RankingQuery, rerank
-
-        assert self.ranker is not None
-        return rerank(self, self.ranker, RankingQuery(question, query_vector, hits, mask, scopes, route, chunks))
-
-    def _compose(self, route: Route, found: list[Context], lookup_hits: list[Context]) -> list[Context]:
-        """The structure's own context first (overview, relation chain, report), then
-        chunks: the lookup ranking fused with the chunks the structure reached.
-
-        Measured on the SQLite question set (no LLM), the structures' own chunk rankings
-        lose evidence the flat ranking finds, even fused at weight 0.25; so by default
-        (``structure_weight=0``) the flat ranking leads and chunks only the structure
-        reached follow it.
-        """
-        cfg = self.config.retrieval
-        if route == "tree" and self.config.tree_search.focus_leaves > 0:
-            return self._focus_tree(found, lookup_hits)
-        if route in ("graph", "global") and cfg.compose.get(route, "flat-first") == "flat-first":
-            return self._compose_graph(found, lookup_hits)
-        if cfg.compose.get(route, "flat-first") == "structure":
-            return found
-        header = [c for c in found if c.kind != "chunk"][: cfg.structure_header]
-        chunks = [c for c in found if c.kind == "chunk"]
-        body = fuse_contexts(
-            {"lookup": lookup_hits, route: chunks}, {"lookup": 1.0, route: cfg.structure_weight}
-        )
-        return header + body
-
-    def _compose_graph(self, found: list[Context], lookup_hits: list[Context]) -> list[Context]:
-        """The relation chain (or community report), then the search's chunks in its
-        own order, then the lookup hits it did not keep.
-
-        Graph and global search were given the lookup hits and already lead with them
-        (see :func:`graphrag.search.graph_search` and
-        :func:`graphrag.global_search.global_search`); they only insert the
-        second-hop sections or page leads they are confident of, in place of the
-        weakest flat chunks of the window. Fusing with the lookup ranking again would
-        undo exactly those insertions.
-        """
-        header = [c for c in found if c.kind != "chunk"][: self.config.retrieval.structure_header]
-        chunks = [c for c in found if c.kind == "chunk"]
-        seen = {c.node_id for c in chunks}
-        return header + chunks + [c for c in lookup_hits if c.node_id not in seen]
-
-    def _focus_tree(self, found: list[Context], lookup_hits: list[Context]) -> list[Context]:
-        """The tree's overview, then its leaves fused by RRF with the lookup hits that
-        lie in the documents of its best leaves.
-
-        Drill-down evidence sits in a few sections of one page: the walk finds the page,
-        but ranks its sections by closeness to the whole question, so details answering
-        one part of it fall out of the window. Lookup hits from the same documents bring
-        those back; hits from other documents are left out, so the walk's choice of
-        page stands (SQLite questions, same tree: drill-down recall 0.62 -> 0.69,
-        full-hit 0.44 -> 0.56).
-        """
-        settings = self.config.tree_search
-        header = [c for c in found if c.kind != "chunk"]
-        leaves = [c for c in found if c.kind == "chunk"]
-        docs = {c.source for c in leaves[: settings.focus_leaves]}
-        inside = [c for c in lookup_hits if c.source in docs]
-        weights = {"tree": 1.0, "lookup": settings.focus_lookup_weight}
-        return header + fuse_contexts({"tree": leaves, "lookup": inside}, weights)
-
-    def _visible(self, mask: np.ndarray) -> Callable[[str], bool]:
-        row_of = self.store.row_of
-        return lambda chunk_id: chunk_id in row_of and bool(mask[row_of[chunk_id]])
-
-    def _tree(
-        self,
-        question: str,
-        query_vector: np.ndarray | None,
-        mask: np.ndarray,
-        scopes: list[Any],
-        *,
-        max_leaves: int | None = None,
-    ) -> list[Context]:
-        from raptor import collapsed_search, traverse
-
-        visible = self._visible(mask)
-        chunk_bm25 = self.lookup_index.lexical.scores(question)
-        budget = 10 * DEFAULT_BUDGET_TOKENS  # the query's own budget is applied later
-        lists = []
-        for scope in scopes:
-            lexical = tree_node_lexical_scores(scope, question, chunk_bm25, self.store.row_of)
-            if query_vector is not None:
-                beam = {"beam": self.config.tree_search.beam} if self.config.tree_search.beam else {}
-                found = traverse(
-                    scope.tree, query_vector, scope.tree.vectors, lexical_scores=lexical,
-                    budget_tokens=budget, count_tokens=self.count_tokens, max_leaves=max_leaves, **beam,
-                )
-            else:
-                found = collapsed_search(scope.tree, lexical, budget, self.count_tokens)
-            # stale (or otherwise hidden) sources: derived nodes drawing on them go too
-            lists.append([c for c in found if all(visible(cid) for cid in c.provenance)])
-        return merge_by_rank(lists)
-
-    def _chunk_ref(self, mask: np.ndarray) -> Callable[[str], Any]:
-        from graphrag import ChunkRef
-
-        store = self.store
-        visible = self._visible(mask)
-
-        def fetch(chunk_id: str) -> Any:
-            if not visible(chunk_id):
-                return None
-            row = store.row_of[chunk_id]
-            return ChunkRef(
-                text=store.texts[row], doc_id=store.doc_ids[row],
-                heading_path=list(store.heading_paths[row]), start=store.starts[row], end=store.ends[row],
-            )
-
-        return fetch
-
-    def _chunk_vectors(self, chunk_ids: Any) -> np.ndarray:
-        dense = self.lookup_index.dense
-        assert dense is not None
-        rows = [self.store.row_of[c] for c in chunk_ids]
-        return dense.vectors[rows]
-
-    def _graph(
-        self,
-        route: Route,
-        question: str,
-        query_vector: np.ndarray | None,
-        mask: np.ndarray,
-        scopes: list[Any],
-        lookup_hits: list[Context],
-    ) -> tuple[list[Context], str]:
-        from graphrag import global_search, graph_search
-
-        fetch = self._chunk_ref(mask)
-        candidates = {c.node_id: c.score for c in lookup_hits}
-        dense = self.lookup_index.dense is not None and query_vector is not None
-        chunk_vectors = self._chunk_vectors if dense else None
-        row_of = self.store.row_of
-        bm25_of_rows: list[np.ndarray] = []
-
-        def chunk_lexical(chunk_ids: Any) -> np.ndarray:
-            # the index's own BM25 (idf over the whole collection), scored once per question
-            if not bm25_of_rows:
-                bm25_of_rows.append(self.lookup_index.lexical.scores(question))
-            return bm25_of_rows[0][[row_of[c] for c in chunk_ids]]
-
-        lists, reasons = [], []
-        for scope in scopes:
-            search = graph_search if route == "graph" else global_search
-            server = self.graph_backend if route == "graph" else None
-            found = search(
-                scope.graph, question, chunk_text=fetch, embedder=self._embedder,
-                chunk_vectors=chunk_vectors, candidate_chunks=candidates,
-                query_vector=query_vector if dense else None, chunk_lexical=chunk_lexical,
-                **({"backend": server.backend(scope.scope, scope.graph)} if server else {}),
-            )
-            if found.reason:
-                reasons.append(found.reason)
-            lists.append(list(found))
-        return merge_by_rank(lists), "; ".join(reasons) or "no readable graph"
-
-    def _flag_stale(self, contexts: list[Context], when: dt.date | None) -> None:
-        stale = self.store.stale_docs(when)
-        if not stale:
-            return
-        for ctx in contexts:
-            docs = {self.store.doc_ids[self.store.row_of[c]] for c in ctx.provenance if c in self.store.row_of}
-            docs.add(ctx.source)
-            for doc_id in sorted(docs & stale.keys()):
-                ctx.flags.append(f"stale: {doc_id} {stale[doc_id]}")
 
     def lookup(
         self,
@@ -648,16 +449,7 @@ class KnowledgeBase:
         """Flat retrieval only (BM25, dense or hybrid): the baselines the eval compares to."""
         when = dt.date.today() if as_of == "today" else as_of
         vector = None if mode == "bm25" else self.embed_query(question)
-        hits = lookup_search(
-            self.lookup_index,
-            question,
-            vector,
-            mask=self.chunk_mask(principal, when),
-            top_k=top_k,
-            config=self.config.retrieval,
-            mode=mode,
-        )
-        return hits.contexts
+        return self._lookup().search(question, vector, self.chunk_mask(principal, when), top_k, mode=mode).contexts
 
     def _tokens(self, ctx: Context) -> int:
         """Tokens of a context; a whole chunk's count was stored when it was indexed
@@ -667,43 +459,9 @@ class KnowledgeBase:
             return self.store.n_tokens[row]
         return self.count_tokens(ctx.text)
 
-    def _assemble(
-        self, contexts: list[Context], budget_tokens: int, top_k: int
-    ) -> tuple[list[Context], list[str]]:
-        """Drop repeats, then keep up to ``top_k`` contexts, in order, that fit the token
-        budget (``cut``: those the budget left out before the ``top_k`` were found)."""
-        kept: list[Context] = []
-        cut: list[str] = []
-        seen: set[tuple[str, str]] = set()
-        used = 0
-        for ctx in contexts:
-            if len(kept) == top_k:
-                break
-            key = (ctx.kind, ctx.node_id)
-            if key in seen:
-                continue
-            seen.add(key)
-            cost = self._tokens(ctx)
-            if used + cost > budget_tokens and kept:
-                cut.append(ctx.node_id)
-                continue
-            kept.append(ctx)
-            used += cost
-        first_chunk = next((c for c in contexts if c.kind == "chunk"), None)
-        if first_chunk is not None and not any(c.kind == "chunk" for c in kept):
-            # never answer with derived text alone: make room for the manual's own words
-            cost = self._tokens(first_chunk)
-            while kept and (used + cost > budget_tokens or len(kept) >= top_k):
-                dropped = kept.pop()
-                used -= self._tokens(dropped)
-                cut.append(dropped.node_id)
-            kept.append(first_chunk)
-            cut = [c for c in cut if c != first_chunk.node_id]
-        # over what is finally kept, whichever way it got in
-        for ctx in kept:
-            if INJECTION_FLAG not in ctx.flags and context_looks_injected(ctx):
-                ctx.flags.append(INJECTION_FLAG)
-        return kept, cut
+    def _doc_of_chunk(self, chunk_id: str) -> str | None:
+        row = self.store.row_of.get(chunk_id)
+        return None if row is None else self.store.doc_ids[row]
 
     # -- exploration ------------------------------------------------------------------
 
@@ -759,7 +517,7 @@ class KnowledgeBase:
         from graphrag import GraphView
 
         when = dt.date.today() if as_of == "today" else as_of
-        return GraphView(chosen.graph, chunk_text=self._chunk_ref(self.chunk_mask(principal, when)))
+        return GraphView(chosen.graph, chunk_text=chunk_refs(self.store, self.chunk_mask(principal, when)))
 
     @cached_property
     def tree(self) -> Any:

@@ -9,10 +9,10 @@ import numpy as np
 
 from arborgraph.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig
+from arborgraph.core.retrieval import Retrieval
 from arborgraph.dense import DenseIndex
 from arborgraph.fusion import reciprocal_rank_fusion, top_indices
 from arborgraph.lexical import LexicalIndex
-from arborgraph.results import Context
 
 LookupMode = Literal["hybrid", "bm25", "dense"]
 
@@ -24,12 +24,6 @@ class LookupIndex:
     dense: DenseIndex | None  # None when the index is lexical-only
 
 
-@dataclass
-class LookupHits:
-    contexts: list[Context]
-    rankings: dict[str, list[str]]  # retriever name -> chunk ids, best first
-
-
 def lookup_search(
     index: LookupIndex,
     question: str,
@@ -39,8 +33,11 @@ def lookup_search(
     top_k: int,
     config: RetrievalConfig,
     mode: LookupMode = "hybrid",
-) -> LookupHits:
+) -> Retrieval:
     """Rank chunks for ``question``; rows where ``mask`` is False are never considered.
+
+    The result's ``rankings`` are each retriever's chunk ids (``bm25``, ``dense``),
+    best first, before fusion.
 
     The mask is applied before ranking, so content a caller may not see can neither
     appear nor push visible content out of the top ``k``.
@@ -79,4 +76,4 @@ def lookup_search(
             if chunk_id in scores_by_id[name]
         ]
         contexts.append(store.context(row, score=score, trace=[f"lookup/{mode}: " + ", ".join(trace)]))
-    return LookupHits(contexts=contexts, rankings=rankings)
+    return Retrieval(route="lookup", contexts=contexts, rankings=rankings)

@@ -1,22 +1,28 @@
 """The ranking stage's glue to an open index: signals of a query, candidates, new order.
 
 :mod:`arborgraph.ranking` holds the pure features and the model; this module reads what
-they need from a :class:`~arborgraph.kb.KnowledgeBase` (its BM25 and dense indexes, its
-chunk store and trees) for one query, honouring the caller's visibility mask: rows the
-caller may not read score nothing and count in no aggregate, so a restricted page can
-neither appear nor move a visible one.
+they need from an index (a :class:`RankingIndex`: its BM25 and dense indexes, its chunk
+store, and the readable scopes' trees and graphs the query names) for one
+:class:`~arborgraph.core.retrieval.RetrievalQuery` and the route's
+:class:`~arborgraph.core.retrieval.Retrieval`, honouring the caller's visibility mask:
+rows the caller may not read score nothing and count in no aggregate, so a restricted
+page can neither appear nor move a visible one.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from arborgraph.chunk_store import ChunkStore
+from arborgraph.config import RetrievalConfig
+from arborgraph.core.retrieval import Retrieval, RetrievalQuery
 from arborgraph.lexical import analyse
+from arborgraph.lookup import LookupIndex
 from arborgraph.ranking import (
     GRAPH_SIGNALS,
     PageLayout,
@@ -30,71 +36,73 @@ from arborgraph.ranking import (
 )
 from arborgraph.results import Context
 
-if TYPE_CHECKING:
-    from arborgraph.kb import KnowledgeBase
-    from arborgraph.lookup import LookupHits
-
 STRUCTURE_ROUTES = ("tree", "graph", "global")
 
 
-def layout_of(kb: "KnowledgeBase") -> PageLayout:
-    """The index's page layout, computed once per opened index."""
-    cached = kb.__dict__.get("_page_layout")
-    if cached is None:
-        store = kb.store
-        titles = {d: frozenset(analyse(info.title or "")) for d, info in store.docs.items()}
-        cached = page_layout(
-            store.doc_ids, store.starts, store.n_tokens,
-            [frozenset(analyse(" ".join(path))) for path in store.heading_paths],
-            [titles.get(d, frozenset()) for d in store.doc_ids],
-        )
-        kb.__dict__["_page_layout"] = cached
-    return cached
+@dataclass
+class RankingIndex:
+    """What the ranking stage reads of an opened index: its lookup index (chunk store,
+    BM25, dense vectors) and the routes it was built with; what it derives from them
+    (the page layout, each scope's tree parents) is computed once and kept."""
+
+    index: LookupIndex
+    routes: Sequence[str]
+    _layout: PageLayout | None = field(default=None, init=False, repr=False)
+    _parents: dict[str, dict[int, list[int]]] = field(default_factory=dict, init=False, repr=False)
+
+    @property
+    def store(self) -> ChunkStore:
+        return self.index.store
+
+    def layout(self) -> PageLayout:
+        """The index's page layout."""
+        if self._layout is None:
+            store = self.store
+            titles = {d: frozenset(analyse(info.title or "")) for d, info in store.docs.items()}
+            self._layout = page_layout(
+                store.doc_ids, store.starts, store.n_tokens,
+                [frozenset(analyse(" ".join(path))) for path in store.heading_paths],
+                [titles.get(d, frozenset()) for d in store.doc_ids],
+            )
+        return self._layout
+
+    def parent_rows(self, scope: Any) -> dict[int, list[int]]:
+        """Chunk row -> rows of its parents in ``scope``'s tree."""
+        if scope.tag not in self._parents:
+            tree = scope.tree
+            leaves = tree.leaves()
+            leaf_idx, parent_rows = tree.leaf_parent_rows()
+            out: dict[int, list[int]] = {}
+            row_of = self.store.row_of
+            for i, parent in zip(leaf_idx.tolist(), parent_rows.tolist()):
+                row = row_of.get(leaves[i].node_id)
+                if row is not None:
+                    out.setdefault(row, []).append(parent)
+            self._parents[scope.tag] = out
+        return self._parents[scope.tag]
 
 
-def _parent_rows(kb: "KnowledgeBase", scope: Any) -> dict[int, list[int]]:
-    """Chunk row -> rows of its parents in ``scope``'s tree (computed once per scope)."""
-    cache: dict[str, dict[int, list[int]]] = kb.__dict__.setdefault("_tree_parents", {})
-    if scope.tag not in cache:
-        tree = scope.tree
-        leaves = tree.leaves()
-        leaf_idx, parent_rows = tree.leaf_parent_rows()
-        out: dict[int, list[int]] = {}
-        row_of = kb.store.row_of
-        for i, parent in zip(leaf_idx.tolist(), parent_rows.tolist()):
-            row = row_of.get(leaves[i].node_id)
-            if row is not None:
-                out.setdefault(row, []).append(parent)
-        cache[scope.tag] = out
-    return cache[scope.tag]
+def route_chunks(reached: Retrieval) -> list[Context]:
+    """The chunks a structured route reached, in its order (none for lookup: its
+    ranking is the query's flat hits, which every route's candidates come from)."""
+    return reached.chunks if reached.route in STRUCTURE_ROUTES else []
 
 
-@dataclass(frozen=True)
-class RankingQuery:
-    """One query as the ranking stage sees it: the question and its vector, lookup's
-    hits, the caller's visibility mask and readable scopes, the route that ran and the
-    chunks it reached (empty for lookup)."""
-
-    question: str
-    query_vector: np.ndarray | None
-    hits: "LookupHits"
-    mask: np.ndarray
-    scopes: Sequence[Any]
-    route: str
-    route_chunks: Sequence[Context]
-
-
-def query_signals(kb: "KnowledgeBase", q: RankingQuery) -> QuerySignals:
-    """Every signal the features of the question's candidates are computed from."""
+def query_signals(
+    source: RankingIndex, q: RetrievalQuery, reached: Retrieval, cfg: RetrievalConfig
+) -> QuerySignals:
+    """Every signal the features of the question's candidates are computed from;
+    ``reached`` is what the route that ran found (for lookup: the flat hits), ``cfg``
+    the lookup weights the flat hits were fused with."""
     question, query_vector, hits, mask = q.question, q.query_vector, q.hits, q.mask
-    scopes, route, route_chunks = q.scopes, q.route, q.route_chunks
-    store = kb.store
-    lexical = kb.lookup_index.lexical
+    scopes, route = q.scopes, reached.route
+    store = source.store
+    lexical = source.index.lexical
     row_of = store.row_of
     bm25 = np.where(mask, lexical.scores(question), 0.0)
     dense = None
-    if kb.lookup_index.dense is not None and query_vector is not None:
-        dense = np.where(mask, kb.lookup_index.dense.scores(query_vector), -1.0)
+    if source.index.dense is not None and query_vector is not None:
+        dense = np.where(mask, source.index.dense.scores(query_vector), -1.0)
     terms = sorted(set(analyse(question)))
     n_rows = max(len(store), 1)
     term_rows = []
@@ -105,7 +113,6 @@ def query_signals(kb: "KnowledgeBase", q: RankingQuery) -> QuerySignals:
     rank_lists: dict[str, list[int]] = {
         name: [row_of[c] for c in ids if c in row_of] for name, ids in hits.rankings.items()
     }
-    cfg = kb.config.retrieval
     weights = {"bm25": cfg.weight_bm25, "dense": cfg.weight_dense}
     rrf: dict[int, float] = {}
     for name, rows_ in rank_lists.items():
@@ -113,15 +120,15 @@ def query_signals(kb: "KnowledgeBase", q: RankingQuery) -> QuerySignals:
             rrf[row] = rrf.get(row, 0.0) + weights.get(name, 1.0) / (cfg.rrf_k + i + 1)
     rank_lists["rrf"] = sorted(rrf, key=lambda r: (-rrf[r], r))
     if route in STRUCTURE_ROUTES:
-        rank_lists[route] = [row_of[c.node_id] for c in route_chunks if c.node_id in row_of]
+        rank_lists[route] = [row_of[c.node_id] for c in route_chunks(reached) if c.node_id in row_of]
     parent_cos: dict[int, float] = {}
-    if query_vector is not None and "tree" in kb.routes:
+    if query_vector is not None and "tree" in source.routes:
         wanted = wanted_rows(rank_lists)
         for scope in scopes:
             tree = scope.tree
             if tree.vectors is None:
                 continue
-            parents = _parent_rows(kb, scope)
+            parents = source.parent_rows(scope)
             rows_ = [r for r in wanted if r in parents]
             if not rows_:
                 continue
@@ -130,7 +137,7 @@ def query_signals(kb: "KnowledgeBase", q: RankingQuery) -> QuerySignals:
             for r in rows_:
                 best = max(cos[p] for p in parents[r])
                 parent_cos[r] = max(parent_cos.get(r, -1.0), best)
-    graph = _graph_signals(kb, question, scopes, wanted_rows(rank_lists), mask)
+    graph = _graph_signals(source, question, scopes, wanted_rows(rank_lists), mask)
     return QuerySignals(
         bm25=bm25, dense=dense, term_rows=term_rows, question_terms=frozenset(terms),
         rank_lists=rank_lists, rrf_scores=rrf, parent_cos=parent_cos, graph=graph,
@@ -142,7 +149,7 @@ def wanted_rows(rank_lists: dict[str, list[int]]) -> set[int]:
 
 
 def _graph_signals(
-    kb: "KnowledgeBase", question: str, scopes: Sequence[Any], rows: set[int], mask: np.ndarray
+    source: RankingIndex, question: str, scopes: Sequence[Any], rows: set[int], mask: np.ndarray
 ) -> dict[str, dict[int, float]]:
     """Entity and community signals of candidate rows, best over the readable scopes.
 
@@ -155,12 +162,12 @@ def _graph_signals(
     chunk's entities belongs to.
     """
     out: dict[str, dict[int, float]] = {name: {} for name in GRAPH_SIGNALS}
-    if not ({"graph", "global"} & set(kb.routes)) or not rows:
+    if not ({"graph", "global"} & set(source.routes)) or not rows:
         return out
     from graphrag.linking import link_entities
     from graphrag.search_index import mention_index, report_index
 
-    ids = kb.store.chunk_ids
+    ids = source.store.chunk_ids
     visible = [r for r in rows if mask[r]]
 
     def keep(name: str, row: int, value: float) -> None:
@@ -191,25 +198,29 @@ def _graph_signals(
     return out
 
 
-def candidates(kb: "KnowledgeBase", q: RankingQuery) -> tuple[list[int], np.ndarray]:
+def candidates(
+    source: RankingIndex, q: RetrievalQuery, reached: Retrieval, cfg: RetrievalConfig
+) -> tuple[list[int], np.ndarray]:
     """The candidate chunk rows of a query and their feature matrix."""
-    signals = query_signals(kb, q)
+    signals = query_signals(source, q, reached, cfg)
     rows = [r for r in candidate_rows(signals) if q.mask[r]]
-    return rows, feature_matrix(rows, signals, layout_of(kb))
+    return rows, feature_matrix(rows, signals, source.layout())
 
 
-def rerank(kb: "KnowledgeBase", model: AnyRanker, q: RankingQuery) -> list[Context]:
+def rerank(
+    source: RankingIndex, model: AnyRanker, q: RetrievalQuery, reached: Retrieval, cfg: RetrievalConfig
+) -> list[Context]:
     """The candidates as chunk contexts, best first by ``model``; each trace says the
     ranker's score and the features that raised it most."""
-    rows, matrix = candidates(kb, q)
-    earlier = {c.node_id: c for c in [*q.hits.contexts, *q.route_chunks] if c.kind == "chunk"}
+    rows, matrix = candidates(source, q, reached, cfg)
+    earlier = {c.node_id: c for c in [*q.hits.contexts, *route_chunks(reached)] if c.kind == "chunk"}
     position = {r: i for i, r in enumerate(rows)}
     out = []
     for row, score in rank(rows, matrix, model):
-        chunk_id = kb.store.chunk_ids[row]
+        chunk_id = source.store.chunk_ids[row]
         why = ", ".join(explain_features(model, matrix[position[row]])) or "no feature above average"
         trace = [f"ranker: {score:+.3f} ({why})"]
         if chunk_id in earlier:
             trace += earlier[chunk_id].trace
-        out.append(kb.store.context(row, score=round(score, 6), trace=trace))
+        out.append(source.store.context(row, score=round(score, 6), trace=trace))
     return out

@@ -22,6 +22,9 @@ import numpy as np
 
 from arborgraph.results import Route, RoutingDecision
 
+# The one map from a question type (how the question sets label questions, and the
+# classes the router model is trained on) to the route that answers it best; the
+# evaluation reads it as each question's expected route.
 QUESTION_TYPE_TO_ROUTE: dict[str, Route] = {
     "lookup": "lookup",
     "drilldown": "tree",
@@ -292,3 +295,15 @@ def route_question(
         reason=reason,
         scores={r: round(p, 4) for r, p in ranked},
     )
+
+
+def with_llm_choice(decision: RoutingDecision, chosen: RoutingDecision) -> RoutingDecision:
+    """The LLM's route ``chosen``, with the classifier's ``decision`` ordering the
+    other routes: they share what the LLM's confidence leaves, in the classifier's
+    proportions (so a low-confidence choice is fused with the classifier's runner-up)."""
+    rest = {r: p for r, p in decision.scores.items() if r != chosen.route}
+    mass = sum(rest.values()) or 1.0
+    scores = {chosen.route: chosen.confidence} | {
+        r: round((1 - chosen.confidence) * p / mass, 4) for r, p in rest.items()
+    }
+    return chosen.model_copy(update={"scores": scores})

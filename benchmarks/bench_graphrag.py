@@ -211,7 +211,7 @@ def main() -> None:
             qs = [q for q in questions if q.type == qtype]
             modes = ["bm25"] + (["hybrid"] if vectors is not None else [])
             rows = [evaluate(f"{m} baseline", qs, flat(m), args.budget_words) for m in modes]
-            rows.append(evaluate(f"{search.__name__} alone", qs, lambda q, s=search: s(kg, q, chunk_text=by_id), args.budget_words))
+            rows.append(evaluate(f"{search.__name__} alone", qs, lambda q, s=search: s(kg, q, chunk_text=by_id).contexts, args.budget_words))
             for m in modes:
                 extra: dict[str, Any] = {}
                 if m == "hybrid":
@@ -222,7 +222,7 @@ def main() -> None:
                         qs,
                         lambda q, s=search, m=m, extra=extra: s(
                             kg, q, chunk_text=by_id, candidate_chunks=base.rank(q, m), **extra
-                        ),
+                        ).contexts,
                         args.budget_words,
                     )
                 )

@@ -29,9 +29,9 @@ _EXPORTS = {
     "ExtractiveReportWriter": "graphrag.reports",
     "Extractor": "graphrag.extract.base",
     "Finding": "graphrag.model",
-    "GlobalSearchConfig": "graphrag.global_search",
+    "GlobalSearchConfig": "graphrag.config",
     "GraphConfig": "graphrag.config",
-    "GraphSearchConfig": "graphrag.search",
+    "GraphSearchConfig": "graphrag.config",
     "GraphView": "graphrag.explore",
     "HierarchicalLeiden": "graphrag.communities",
     "KnowledgeGraph": "graphrag.graph",
@@ -63,19 +63,19 @@ if TYPE_CHECKING:
     from graphrag.build import build_graph, detect_communities, extract_all
     from graphrag.chunks import ChunkRef
     from graphrag.communities import HierarchicalLeiden
-    from graphrag.config import GraphConfig
+    from graphrag.config import GlobalSearchConfig, GraphConfig, GraphSearchConfig
     from graphrag.explore import CommunityDetail, GraphView
     from graphrag.extract.base import CorpusAwareExtractor, Extractor
     from graphrag.extract.llm import LLMExtractor, LLMExtractorConfig
     from graphrag.extract.rules import RuleExtractor, RuleExtractorConfig
-    from graphrag.global_search import GlobalSearchConfig, global_search
+    from graphrag.global_search import global_search
     from graphrag.graph import KnowledgeGraph
     from graphrag.linking import LinkedEntity, link_entities
     from graphrag.llm_reports import LLMReportWriter
     from graphrag.model import ChunkExtraction, Community, CommunityReport, Entity, Evidence, ExtractedEntity, ExtractedRelation, Finding, Mention, Relation
     from graphrag.reports import ExtractiveReportWriter, ReportWriter, write_reports
     from graphrag.resolve import resolve
-    from graphrag.search import GraphSearchConfig, SearchResult, graph_search
+    from graphrag.search import SearchResult, graph_search
     from graphrag.tables import graph_from_tables, graph_to_tables
 
 

@@ -1,4 +1,4 @@
-"""Configuration of the graph build (pydantic)."""
+"""Configuration of the graph build and of graph and global search (pydantic)."""
 
 from __future__ import annotations
 
@@ -45,3 +45,55 @@ class GraphConfig(BaseModel):
     min_report_size: int = Field(3, description="communities smaller than this get no report")
     report_entities: int = Field(6, description="central entities named in a report")
     report_findings: int = Field(5, description="key findings per report")
+
+
+class GraphSearchConfig(BaseModel):
+    """Limits and weights of :func:`graphrag.search.graph_search` (``Config.graph_search``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget_words: int = Field(1500, description="stop adding contexts beyond this many words")
+    max_linked: int = 6
+    max_expand_nodes: int = Field(300, description="bound on the walk's neighbourhood")
+    neighbours_per_node: int = Field(40, description="strongest edges followed from each node")
+    damping: float = Field(0.7, description="PageRank damping; the restart goes to linked entities")
+    top_entities: int = Field(30, description="entities whose chunks become candidates")
+    max_candidates: int = Field(200, description="graph chunks scored against the question")
+    max_prior: int = Field(40, description="chunks of candidate_chunks considered")
+    max_relations: int = Field(2, description="relation contexts before the chunks")
+    max_path_len: int = 3
+    min_chain_specificity: float = Field(
+        0.3, description="entities in more chunks than this allows (normalised idf) stay out of chains"
+    )
+    graph_weight: float = 1.0
+    lexical_weight: float = 1.0
+    dense_weight: float = 1.0
+    prior_weight: float = 1.0
+    first_hop: int = Field(6, description="with candidate_chunks: how many of them lead the answer")
+    bridge_chunks: int = Field(2, description="second-hop home sections put into the answer's window")
+    min_bridge_score: float = Field(0.5, description="a second-hop section scoring below this is left out")
+    max_quote_words: int = Field(40, description="relation contexts quote at most this much")
+    time_limit_s: float = Field(2.0, description="the walk stops expanding after this long")
+
+
+class GlobalSearchConfig(BaseModel):
+    """Limits and weights of :func:`graphrag.global_search.global_search` (``Config.global_search``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget_words: int = 1500
+    first_hop: int = Field(4, description="with candidate_chunks: how many of them lead the answer")
+    max_reports: int = Field(3, description="community reports returned")
+    max_findings: int = Field(
+        # measured on the SQLite questions: each further finding (~50 words) pushed
+        # a chunk holding evidence out of a 1,500-word window
+        1, description="findings shown per report: those that match the question best"
+    )
+    chunks_per_community: int = Field(40, description="candidate chunks considered per community")
+    lexical_weight: float = 1.0
+    entity_weight: float = 0.5
+    dense_weight: float = 1.0
+    prior_weight: float = 1.0
+    min_report_size: int = 3
+    lead_chunks: int = Field(3, description="with candidate_chunks: page leads put into the answer's window")
+    max_lead_rank: int = Field(4, description="a page lead ranked below this among all page leads is left out")

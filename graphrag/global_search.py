@@ -18,8 +18,8 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from arborgraph.core.retrieval import Retrieval
 from arborgraph.embedding_base import Embedder
 from arborgraph.results import Context
 from graphrag.chunks import (
@@ -34,34 +34,12 @@ from graphrag.chunks import (
     normalise,
     rank_prior,
 )
+from graphrag.config import GlobalSearchConfig
 from graphrag.graph import KnowledgeGraph
 from graphrag.linking import link_entities
 from graphrag.model import CommunityReport
-from graphrag.search import ChunkScores, SearchResult, cosines
+from graphrag.search import ChunkScores, cosines
 from graphrag.search_index import mention_index, report_index
-
-
-class GlobalSearchConfig(BaseModel):
-    """Limits and weights of :func:`global_search`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    budget_words: int = 1500
-    first_hop: int = Field(4, description="with candidate_chunks: how many of them lead the answer")
-    max_reports: int = Field(3, description="community reports returned")
-    max_findings: int = Field(
-        # measured on the SQLite questions: each further finding (~50 words) pushed
-        # a chunk holding evidence out of a 1,500-word window
-        1, description="findings shown per report: those that match the question best"
-    )
-    chunks_per_community: int = Field(40, description="candidate chunks considered per community")
-    lexical_weight: float = 1.0
-    entity_weight: float = 0.5
-    dense_weight: float = 1.0
-    prior_weight: float = 1.0
-    min_report_size: int = 3
-    lead_chunks: int = Field(3, description="with candidate_chunks: page leads put into the answer's window")
-    max_lead_rank: int = Field(4, description="a page lead ranked below this among all page leads is left out")
 
 
 def global_search(
@@ -77,14 +55,15 @@ def global_search(
     config: GlobalSearchConfig | None = None,
     query_vector: np.ndarray | None = None,
     chunk_lexical: ChunkScores | None = None,
-) -> SearchResult:
+) -> Retrieval:
     """Top community reports for ``question`` and the chunks that ground them.
 
     A report is shown only if every chunk its findings cite is visible through
     ``chunk_text`` (derived text must not leak restricted sources). ``query_vector``
     (the question embedded by ``embedder``) saves embedding it again;
     ``chunk_lexical`` (chunk ids -> BM25 scores from a full-text index) replaces the
-    BM25 computed over the candidates alone.
+    BM25 computed over the candidates alone. When nothing is shown the result's
+    ``why_empty`` says why; its ``notes`` name the level and reports chosen.
     """
     cfg = config or GlobalSearchConfig()
     fetch = ChunkFetcher(chunk_text)
@@ -92,7 +71,7 @@ def global_search(
         r for r in kg.reports.values() if len(kg.communities[r.community_id].members) >= cfg.min_report_size
     ]
     if not sized:
-        return SearchResult(reason="the graph has no community reports visible to the caller")
+        return Retrieval(route="global", why_empty="the graph has no community reports visible to the caller")
     qvec = _question_vector(question, embedder, query_vector) if (report_vectors or chunk_vectors) else None
     scored = _score_reports(kg, question, sized, cfg, qvec, report_vectors)
     # derived text is shown only if all its sources are visible: checked lazily, for
@@ -109,12 +88,12 @@ def global_search(
     by_level = {lv: _cut(kg, scored, lv) for lv in levels}
     best = {lv: _top_visible(by_level[lv], visible, cfg.max_reports) for lv in levels}
     if not any(best.values()) and not any(visible(r) for r in sized):
-        return SearchResult(reason="the graph has no community reports visible to the caller")
+        return Retrieval(route="global", why_empty="the graph has no community reports visible to the caller")
     chosen_level = max(levels, key=lambda lv: (_level_fit(best[lv], cfg.max_reports), -lv))
     top = [(r, s) for r, s in best[chosen_level] if s > 0]
     if not top:
-        return SearchResult(reason="no community report matches the question")
-    trace = [f"level {chosen_level} of {all_levels}", "reports: " + ", ".join(f"{r.community_id}:{s:.2f}" for r, s in top)]
+        return Retrieval(route="global", why_empty="no community report matches the question")
+    notes = [f"level {chosen_level} of {all_levels}", "reports: " + ", ".join(f"{r.community_id}:{s:.2f}" for r, s in top)]
 
     reports = [_report_context(r, s, cfg.max_findings, question) for r, s in top]
     prior_refs = _visible_prior(candidate_chunks, fetch)
@@ -126,7 +105,7 @@ def global_search(
             kg, question, prior_refs, window_words, fetch, cfg, qvec, chunk_vectors, chunk_lexical
         )
         if leads:
-            trace.append("page leads: " + ", ".join(leads))
+            notes.append("page leads: " + ", ".join(leads))
     contexts = [chunk_context(cid, ref, 0.0, ["global_search", "flat retrieval"]) for cid, ref in prior_refs[: cfg.first_hop]]
     contexts += reports
     taken = {c.node_id for c in contexts if c.kind == "chunk"}
@@ -153,7 +132,7 @@ def global_search(
         seen.add(ctx.node_id)
         contexts.append(ctx)
         used += n_words(ctx.text)
-    return SearchResult(contexts, trace=trace)
+    return Retrieval(route="global", contexts=contexts, notes=notes)
 
 
 def page_leads(

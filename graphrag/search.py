@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import igraph as ig
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from arborgraph.core.retrieval import Retrieval
 from arborgraph.embedding_base import Embedder
 from arborgraph.results import Context
 from graphrag.chunks import (
@@ -44,6 +44,7 @@ from graphrag.chunks import (
     normalise,
     rank_prior,
 )
+from graphrag.config import GraphSearchConfig
 from graphrag.graph import KnowledgeGraph
 from graphrag.linking import LinkedEntity, link_entities, specificity
 from graphrag.model import CO_OCCURS, Relation
@@ -55,51 +56,9 @@ from graphrag.text import entity_key, singular
 # chunk ids -> their scores for the question (e.g. BM25 from a full-text index), in order
 ChunkScores = Callable[[Sequence[str]], np.ndarray]
 
-
-class GraphSearchConfig(BaseModel):
-    """Limits and weights of :func:`graph_search`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    budget_words: int = Field(1500, description="stop adding contexts beyond this many words")
-    max_linked: int = 6
-    max_expand_nodes: int = Field(300, description="bound on the walk's neighbourhood")
-    neighbours_per_node: int = Field(40, description="strongest edges followed from each node")
-    damping: float = Field(0.7, description="PageRank damping; the restart goes to linked entities")
-    top_entities: int = Field(30, description="entities whose chunks become candidates")
-    max_candidates: int = Field(200, description="graph chunks scored against the question")
-    max_prior: int = Field(40, description="chunks of candidate_chunks considered")
-    max_relations: int = Field(2, description="relation contexts before the chunks")
-    max_path_len: int = 3
-    min_chain_specificity: float = Field(
-        0.3, description="entities in more chunks than this allows (normalised idf) stay out of chains"
-    )
-    graph_weight: float = 1.0
-    lexical_weight: float = 1.0
-    dense_weight: float = 1.0
-    prior_weight: float = 1.0
-    first_hop: int = Field(6, description="with candidate_chunks: how many of them lead the answer")
-    bridge_chunks: int = Field(2, description="second-hop home sections put into the answer's window")
-    min_bridge_score: float = Field(0.5, description="a second-hop section scoring below this is left out")
-    max_quote_words: int = Field(40, description="relation contexts quote at most this much")
-    time_limit_s: float = Field(2.0, description="the walk stops expanding after this long")
-
-
-class SearchResult(list[Context]):
-    """The contexts (a list), with why nothing was found and what the question linked to."""
-
-    def __init__(
-        self,
-        contexts: Sequence[Context] = (),
-        *,
-        reason: str | None = None,
-        linked: Sequence[LinkedEntity] = (),
-        trace: Sequence[str] = (),
-    ) -> None:
-        super().__init__(contexts)
-        self.reason = reason
-        self.linked = list(linked)
-        self.trace = list(trace)
+# Deprecated: graph_search and global_search return arborgraph.core.retrieval.Retrieval
+# (contexts, why_empty, notes), no longer a list subclass; this name goes in 0.3.
+SearchResult = Retrieval
 
 
 @dataclass(slots=True)
@@ -123,7 +82,7 @@ def graph_search(
     backend: GraphBackend | None = None,
     query_vector: np.ndarray | None = None,
     chunk_lexical: ChunkScores | None = None,
-) -> SearchResult:
+) -> Retrieval:
     """Relation chain and supporting chunks for a relational question.
 
     ``chunk_text`` maps chunk ids to text (see :mod:`graphrag.chunks`); chunks it
@@ -132,7 +91,8 @@ def graph_search(
     ``chunk_vectors`` dense scoring of chunks; ``candidate_chunks`` (a flat
     retriever's ranking, ids best first or id -> score) leads the chunks (see the
     module docstring). Contexts stop once ``budget_words`` is reached. With no linked
-    entity the result is empty and ``result.reason`` says why. ``backend`` answers the
+    entity the result is empty and its ``why_empty`` says why; its ``notes`` say
+    which entities the question linked to and where the walk went. ``backend`` answers the
     walk's neighbour lookups (see :func:`expand`; default: ``kg`` in memory).
     ``query_vector`` (the question embedded by ``embedder``) saves embedding it again;
     ``chunk_lexical`` (chunk ids -> BM25 scores from a full-text index) replaces the
@@ -144,7 +104,7 @@ def graph_search(
         kg, question, max_entities=cfg.max_linked, embedder=embedder, entity_vectors=entity_vectors
     )
     if not linked:
-        return SearchResult(reason="no entity named in the question is in the graph")
+        return Retrieval(route="graph", why_empty="no entity named in the question is in the graph")
     fetch = ChunkFetcher(chunk_text)
     scores = expand(kg, linked, cfg, deadline=t0 + cfg.time_limit_s, backend=backend)
     dense = _DenseScorer(question, embedder, chunk_vectors, query_vector)
@@ -157,7 +117,7 @@ def graph_search(
         chunks = _with_first_hop(
             kg, question, linked, chunks, fetch, cfg, dense, candidate_chunks, lexical=chunk_lexical, reserved=used
         )
-    trace = [
+    notes = [
         "linked: " + ", ".join(f"{le.name} ({le.how}, {le.score:.2f})" for le in linked),
         "expanded: " + ", ".join(kg.entities[e].name for e in list(scores)[:8]),
     ]
@@ -174,8 +134,8 @@ def graph_search(
         contexts.append(ctx)
         used += n_words(ctx.text)
     if not contexts:
-        return SearchResult(reason="linked entities have no visible supporting chunks", linked=linked, trace=trace)
-    return SearchResult(contexts, linked=linked, trace=trace)
+        return Retrieval(route="graph", why_empty="linked entities have no visible supporting chunks", notes=notes)
+    return Retrieval(route="graph", contexts=contexts, notes=notes)
 
 
 def expand(

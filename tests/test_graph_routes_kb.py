@@ -56,3 +56,23 @@ def test_global_route_keeps_the_page_leads_global_search_put_into_the_window(sam
     before = [c.node_id for c in chunks[: leads[0]]]
     assert before == flat[: len(before)]
     assert sum(len(c.text.split()) for c in res.contexts[: res.contexts.index(chunks[leads[0]])]) < 1500
+
+
+def test_graph_and_global_search_settings_come_from_the_root_config(sample_index: Path) -> None:
+    import arborgraph
+    from arborgraph.config import load_config
+
+    question = "Which pragma sets the busy timeout?"
+    kb = arborgraph.open(sample_index)
+    assert any(c.kind == "relation" for c in kb.query(question, route="graph").contexts)
+    assert any(c.kind == "community_report" for c in kb.query(question, route="global").contexts)
+    # the sections load from the environment like any other, and reach the searches
+    settings = load_config(environ={
+        "ARBORGRAPH_GRAPH_SEARCH__MAX_RELATIONS": "0", "ARBORGRAPH_GLOBAL_SEARCH__MAX_REPORTS": "0",
+    })
+    kb.config.graph_search = settings.graph_search
+    kb.config.global_search = settings.global_search
+    assert not any(c.kind == "relation" for c in kb.query(question, route="graph").contexts)
+    res = kb.query(question, route="global")
+    assert not any(c.kind == "community_report" for c in res.contexts)
+    assert any("global route found nothing (no community report matches the question)" in n for n in res.notes)

@@ -151,9 +151,11 @@ def test_tables_refuse_another_schema_version(kg: KnowledgeGraph) -> None:
 
 def test_graph_search_returns_chain_then_supporting_chunks(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
     q = "What does sqlite3_busy_timeout install, and can the application still get SQLITE_BUSY?"
-    res = graph_search(kg, q, chunk_text=by_id)
-    assert res.reason is None
-    assert {le.name for le in res.linked} >= {"sqlite3_busy_timeout()", "SQLITE_BUSY"}
+    found = graph_search(kg, q, chunk_text=by_id)
+    assert found.why_empty is None and found.route == "graph"
+    linked = found.notes[0]
+    assert linked.startswith("linked: ") and "sqlite3_busy_timeout() (" in linked and "SQLITE_BUSY (" in linked
+    res = found.contexts
     kinds = [c.kind for c in res]
     assert "relation" in kinds and "chunk" in kinds
     assert kinds.index("chunk") > max(i for i, k in enumerate(kinds) if k == "relation")
@@ -170,7 +172,7 @@ def test_graph_search_returns_chain_then_supporting_chunks(kg: KnowledgeGraph, b
 def test_graph_search_hides_chunks_the_caller_may_not_see(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
     hidden = "c3ref_busy_handler.md"
     visible = {cid: c for cid, c in by_id.items() if c.doc_id != hidden}
-    res = graph_search(kg, "What does sqlite3_busy_timeout install?", chunk_text=visible.get)
+    res = graph_search(kg, "What does sqlite3_busy_timeout install?", chunk_text=visible.get).contexts
     assert res
     for c in res:
         assert c.source != hidden
@@ -179,11 +181,11 @@ def test_graph_search_hides_chunks_the_caller_may_not_see(kg: KnowledgeGraph, by
 
 def test_graph_search_without_linked_entity_says_why(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
     res = graph_search(kg, "how tall is the eiffel tower", chunk_text=by_id)
-    assert res == [] and res.reason
+    assert res.contexts == [] and res.why_empty
 
 
 def test_global_search_returns_reports_and_grounding_chunks(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
-    res = global_search(kg, "How do locking, transactions and the write-ahead log work together?", chunk_text=by_id)
+    res = global_search(kg, "How do locking, transactions and the write-ahead log work together?", chunk_text=by_id).contexts
     reports = [c for c in res if c.kind == "community_report"]
     assert reports and reports[0].level is not None
     assert [c.kind for c in res][: len(reports)] == ["community_report"] * len(reports)
@@ -191,7 +193,7 @@ def test_global_search_returns_reports_and_grounding_chunks(kg: KnowledgeGraph, 
     assert len(chunk_docs) >= 3  # evidence from several parts of the manual
     for r in reports:
         assert r.provenance and all(p in by_id for p in r.provenance)
-    fixed = global_search(kg, "write-ahead log", chunk_text=by_id, level=0)
+    fixed = global_search(kg, "write-ahead log", chunk_text=by_id, level=0).contexts
     assert all(c.level == 0 for c in fixed if c.kind == "community_report")
 
 
@@ -251,7 +253,7 @@ def test_graph_search_puts_a_second_hop_section_in_place_of_the_weakest_flat_chu
     scores = LexicalIndex.build([by_id[c].context_text() for c in ids]).scores(q)
     flat = [ids[i] for i in scores.argsort()[::-1][:30]]
     cfg = GraphSearchConfig()
-    chunks = [c for c in graph_search(kg, q, chunk_text=by_id, candidate_chunks=flat, config=cfg) if c.kind == "chunk"]
+    chunks = [c for c in graph_search(kg, q, chunk_text=by_id, candidate_chunks=flat, config=cfg).contexts if c.kind == "chunk"]
     added = [i for i, c in enumerate(chunks) if any(t.startswith("bridge=") for t in c.trace)]
     assert added and added == list(range(added[0], added[0] + len(added)))
     at = added[0]
@@ -285,7 +287,7 @@ def test_linking_reads_names_through_articles_and_capitalised_keywords(kg: Knowl
 
 def test_global_search_with_a_flat_ranking_keeps_it_first(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
     flat = [c for c in by_id if c.startswith("isolation.md")][:5]
-    res = global_search(kg, "How does SQLite isolate concurrent transactions?", chunk_text=by_id, candidate_chunks=flat)
+    res = global_search(kg, "How does SQLite isolate concurrent transactions?", chunk_text=by_id, candidate_chunks=flat).contexts
     assert [c.node_id for c in res[:4]] == flat[:4]
     assert any(c.kind == "community_report" for c in res)
     assert len({c.node_id for c in res}) == len(res)
@@ -323,11 +325,11 @@ def test_global_search_hides_reports_citing_chunks_the_caller_may_not_see(
     kg: KnowledgeGraph, by_id: dict[str, Chunk]
 ) -> None:
     q = "How do locking, transactions and the write-ahead log work together?"
-    everything = global_search(kg, q, chunk_text=by_id)
+    everything = global_search(kg, q, chunk_text=by_id).contexts
     shown = [c for c in everything if c.kind == "community_report"]
     hidden = shown[0].provenance[0].split("#")[0]  # a page the best report quotes
     visible = {cid: c for cid, c in by_id.items() if c.doc_id != hidden}
-    res = global_search(kg, q, chunk_text=visible.get)
+    res = global_search(kg, q, chunk_text=visible.get).contexts
     assert res
     for c in res:
         assert c.source != hidden and all(not p.startswith(hidden) for p in c.provenance)
@@ -361,7 +363,7 @@ def test_searches_use_the_given_question_vector_and_lexical_scores(
     res = graph_search(
         kg, q, chunk_text=by_id, chunk_vectors=vectors, query_vector=np.array([1.0, 0.0], dtype=np.float32),
         chunk_lexical=chunk_lexical,
-    )
+    ).contexts
     assert asked  # the full-text scores were used for the candidates
     chunks = [c for c in res if c.kind == "chunk"]
     assert chunks[0].source == target
@@ -370,7 +372,7 @@ def test_searches_use_the_given_question_vector_and_lexical_scores(
     glob = global_search(
         kg, q, chunk_text=by_id, chunk_vectors=vectors, query_vector=np.array([1.0, 0.0], dtype=np.float32),
         chunk_lexical=chunk_lexical,
-    )
+    ).contexts
     assert any(c.kind == "chunk" for c in glob)
 
 
@@ -405,7 +407,7 @@ def test_global_search_puts_leads_of_pages_its_flat_window_misses_into_the_windo
     q = "How do the write-ahead log, file locking and transaction isolation work together?"
     flat = [c for c in by_id if c.startswith("pragma.md#")]  # one page fills the window
     cfg = GlobalSearchConfig()
-    res = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, config=cfg)
+    res = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, config=cfg).contexts
     leads = [c for c in res if "page lead" in c.trace]
     assert 0 < len(leads) <= cfg.lead_chunks
     # each is the first chunk of a page the flat window does not quote
@@ -417,7 +419,7 @@ def test_global_search_puts_leads_of_pages_its_flat_window_misses_into_the_windo
     chunks = [c.node_id for c in res if c.kind == "chunk"]
     assert chunks[: cfg.first_hop] == flat[: cfg.first_hop]
     assert [c for c in chunks if c in flat] == flat[: len([c for c in chunks if c in flat])]
-    plain = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, config=GlobalSearchConfig(lead_chunks=0))
+    plain = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, config=GlobalSearchConfig(lead_chunks=0)).contexts
     assert not any("page lead" in c.trace for c in plain)
 
 
@@ -431,8 +433,8 @@ def test_global_search_leaves_out_page_leads_that_match_worse_than_the_window(
     # a question vector that only likes the flat page: every lead matches worse
     vectors = {c: np.array([1.0, 0.0] if c.startswith("pragma.md#") else [0.0, 1.0], dtype=np.float32) for c in by_id}
     qvec = np.array([1.0, 0.0], dtype=np.float32)
-    res = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, chunk_vectors=vectors, query_vector=qvec)
+    res = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, chunk_vectors=vectors, query_vector=qvec).contexts
     assert not any("page lead" in c.trace for c in res)
     # one that likes another page: its lead goes in
-    res = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, chunk_vectors=vectors, query_vector=np.array([0.0, 1.0], dtype=np.float32))
+    res = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, chunk_vectors=vectors, query_vector=np.array([0.0, 1.0], dtype=np.float32)).contexts
     assert any("page lead" in c.trace for c in res)

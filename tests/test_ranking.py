@@ -176,8 +176,9 @@ def test_structure_routes_keep_their_header_then_ranked_chunks(sample_index: Pat
 
 
 def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
+    from arborgraph.core.retrieval import RetrievalQuery
     from arborgraph.lookup import lookup_search
-    from arborgraph.rerank import RankingQuery, query_signals
+    from arborgraph.rerank import RankingIndex, query_signals
     from arborgraph.scoped import readable
 
     kb = arborgraph.open(sample_index)
@@ -189,7 +190,8 @@ def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     mask &= ~hidden
     vector = kb.embed_query(question)
     hits = lookup_search(kb.lookup_index, question, vector, mask=mask, top_k=50, config=kb.config.retrieval)
-    signals = query_signals(kb, RankingQuery(question, vector, hits, mask, readable(kb.scopes, None), "lookup", []))
+    query = RetrievalQuery(question, vector, mask, readable(kb.scopes, None), top_k=20, pool=60, hits=hits)
+    signals = query_signals(RankingIndex(kb.lookup_index, kb.routes), query, hits, kb.config.retrieval)
     rows = set(np.flatnonzero(hidden).tolist())
     assert not rows & {r for lst in signals.rank_lists.values() for r in lst}
     assert np.all(signals.bm25[hidden] == 0) and signals.dense is not None and np.all(signals.dense[hidden] == -1)

@@ -1,0 +1,76 @@
+"""The retriever contract: one query in, one :class:`Retrieval` out, on every route.
+
+Every route (lookup, tree, graph, global) is a :class:`Retriever`. It is given a
+:class:`RetrievalQuery` — the question, its vector, what the caller may read and the
+flat hits every route starts from — and answers with a :class:`Retrieval`: its
+contexts, best first, and its trace (the rankings it produced, why it is empty if so,
+notes for the caller). Routing, fusion, composition and the budget are pure functions
+over these values (:mod:`arborgraph.fusion`, :mod:`arborgraph.compose`); the ranking
+stage reads the same query (:mod:`arborgraph.rerank`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from arborgraph.results import Context
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """What a route found for one query.
+
+    ``contexts`` are best first. ``rankings`` name each ranking the route produced
+    (retriever name -> ids, best first: what :attr:`QueryResult.retrieved` shows);
+    ``why_empty`` says, when ``contexts`` is empty, why nothing was found; ``notes``
+    are plain-words remarks for the caller (fallbacks, fusion).
+    """
+
+    route: str
+    contexts: list[Context] = field(default_factory=list)
+    rankings: dict[str, list[str]] = field(default_factory=dict)
+    why_empty: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def chunks(self) -> list[Context]:
+        """The contexts that are chunks of the index (not summaries, relations, reports)."""
+        return [c for c in self.contexts if c.kind == "chunk"]
+
+    @property
+    def header(self) -> list[Context]:
+        """The structure's own contexts (summaries, relations, reports), in order."""
+        return [c for c in self.contexts if c.kind != "chunk"]
+
+
+@dataclass(frozen=True, eq=False)  # arrays inside: compared by identity
+class RetrievalQuery:
+    """One query as every route and the ranking stage see it.
+
+    ``mask`` is the caller's visibility over the index's chunk rows (False: never
+    shown, never counted), ``scopes`` the access scopes whose structures the caller
+    may read. ``top_k`` contexts are returned in the end; a structured route hands
+    ``pool`` candidates to the final assembly. ``hits`` is the flat lookup ranking
+    (route ``lookup``), computed once per query: structures fuse with it, the router
+    reads its spread, the ranking stage takes its candidates.
+    """
+
+    question: str
+    query_vector: np.ndarray | None
+    mask: np.ndarray
+    scopes: Sequence[Any]
+    top_k: int
+    pool: int
+    hits: Retrieval
+
+
+class Retriever(Protocol):
+    """A route: ``retrieve`` answers one query with what the route itself found."""
+
+    route: str
+
+    def retrieve(self, query: RetrievalQuery) -> Retrieval: ...

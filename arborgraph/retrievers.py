@@ -1,0 +1,231 @@
+"""The four routes of an opened index, each a :class:`~arborgraph.core.retrieval.Retriever`.
+
+Each is built from the parts of the index it reads (chunk store, lookup index, the
+route's settings, the query embedder, the graph server) and answers a
+:class:`~arborgraph.core.retrieval.RetrievalQuery` with what the route itself found:
+lookup the flat hits, tree the walk over every readable scope's RAPTOR tree, graph and
+global :func:`graphrag.graph_search` / :func:`graphrag.global_search` over every
+readable scope's graph. Per-scope lists are merged by reciprocal rank. Composing a
+route's result with the flat hits, the ranking stage and the budget come after
+(:mod:`arborgraph.compose`).
+
+Every route honours the query's mask: a chunk the caller may not read is never
+returned, nor a summary, relation or report drawing on one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from arborgraph.chunk_store import ChunkStore
+from arborgraph.config import RetrievalConfig, TreeSearchConfig
+from arborgraph.core.retrieval import Retrieval, RetrievalQuery
+from arborgraph.embedding_base import Embedder
+from arborgraph.fusion import merge_by_rank
+from arborgraph.lookup import LookupIndex, LookupMode, lookup_search
+from arborgraph.results import Context
+
+if TYPE_CHECKING:
+    from graphrag import ChunkRef, GlobalSearchConfig, GraphSearchConfig
+    from graphrag.neighbours import GraphBackend
+
+    from arborgraph.scoped import Scope
+
+# The walk fills ten times the default query budget (2,000 tokens): the query's own
+# budget is applied to the composed result, later.
+WALK_BUDGET_TOKENS = 20_000
+# a tree walk returns at least this many leaves, more when the route's pool is larger
+MIN_WALK_LEAVES = 100
+
+
+def visible_chunks(store: ChunkStore, mask: np.ndarray) -> Callable[[str], bool]:
+    """Whether a chunk id is one of the index's chunks the mask lets through."""
+    row_of = store.row_of
+    return lambda chunk_id: chunk_id in row_of and bool(mask[row_of[chunk_id]])
+
+
+def chunk_refs(store: ChunkStore, mask: np.ndarray) -> Callable[[str], "ChunkRef | None"]:
+    """Chunk id -> its text and place (a :class:`graphrag.ChunkRef`), None when the
+    mask hides it: how graph code reads chunks, and never one the caller may not read."""
+    from graphrag import ChunkRef
+
+    visible = visible_chunks(store, mask)
+
+    def fetch(chunk_id: str) -> ChunkRef | None:
+        if not visible(chunk_id):
+            return None
+        row = store.row_of[chunk_id]
+        return ChunkRef(
+            text=store.texts[row], doc_id=store.doc_ids[row],
+            heading_path=list(store.heading_paths[row]), start=store.starts[row], end=store.ends[row],
+        )
+
+    return fetch
+
+
+def context_ids(contexts: Sequence[Context]) -> list[str]:
+    """``kind:node_id`` of each context: the ids a structured route's ranking shows."""
+    return [f"{c.kind}:{c.node_id}" for c in contexts]
+
+
+def _merged(route: str, per_scope: Sequence[list[Context]], why_empty: str) -> Retrieval:
+    contexts = merge_by_rank(per_scope)
+    if not contexts:
+        return Retrieval(route=route, why_empty=why_empty)
+    return Retrieval(route=route, contexts=contexts, rankings={route: context_ids(contexts)})
+
+
+@dataclass(frozen=True)
+class LookupRetriever:
+    """Flat hybrid retrieval over chunks (BM25 and dense, fused by RRF)."""
+
+    index: LookupIndex
+    config: RetrievalConfig
+    route: str = "lookup"
+
+    def search(
+        self, question: str, query_vector: np.ndarray | None, mask: np.ndarray | None, top_k: int,
+        mode: LookupMode = "hybrid",
+    ) -> Retrieval:
+        """The ``top_k`` best chunks the mask lets through (see :func:`arborgraph.lookup.lookup_search`)."""
+        return lookup_search(
+            self.index, question, query_vector, mask=mask, top_k=top_k, config=self.config, mode=mode,
+        )
+
+    def retrieve(self, query: RetrievalQuery) -> Retrieval:
+        # the flat hits every route starts from are this route's answer: ranked once per query
+        return query.hits
+
+
+def tree_node_lexical_scores(
+    scope: "Scope", question: str, chunk_scores: np.ndarray, row_of: Mapping[str, int]
+) -> dict[str, float]:
+    """Positive BM25 scores of the scope's tree nodes: leaves from the chunk index
+    (``chunk_scores[row_of[chunk id]]``), summaries from the scope's summary index."""
+    leaf_ids, rows = scope.leaf_rows(row_of)
+    values = chunk_scores[rows]
+    scores: dict[str, float] = {leaf_ids[i]: float(values[i]) for i in np.flatnonzero(values > 0).tolist()}
+    summary_scores = scope.tree_lexical.scores(question)
+    for node_id, value in zip(scope.summary_ids, summary_scores):
+        if value > 0:
+            scores[node_id] = float(value)
+    return scores
+
+
+@dataclass(frozen=True)
+class TreeRetriever:
+    """The RAPTOR walk of every readable scope's tree (:func:`raptor.traverse`; without
+    a query vector, :func:`raptor.collapsed_search` over BM25 scores)."""
+
+    index: LookupIndex
+    settings: TreeSearchConfig
+    count_tokens: Callable[[str], int]
+    route: str = "tree"
+
+    def retrieve(self, query: RetrievalQuery) -> Retrieval:
+        from raptor import collapsed_search, traverse
+
+        store = self.index.store
+        visible = visible_chunks(store, query.mask)
+        chunk_bm25 = self.index.lexical.scores(query.question)
+        max_leaves = max(MIN_WALK_LEAVES, query.pool)
+        lists = []
+        for scope in query.scopes:
+            lexical = tree_node_lexical_scores(scope, query.question, chunk_bm25, store.row_of)
+            if query.query_vector is not None:
+                beam = {"beam": self.settings.beam} if self.settings.beam else {}
+                found = traverse(
+                    scope.tree, query.query_vector, scope.tree.vectors, lexical_scores=lexical,
+                    budget_tokens=WALK_BUDGET_TOKENS, count_tokens=self.count_tokens, max_leaves=max_leaves, **beam,
+                )
+            else:
+                found = collapsed_search(scope.tree, lexical, WALK_BUDGET_TOKENS, self.count_tokens)
+            # stale (or otherwise hidden) sources: derived nodes drawing on them go too
+            lists.append([c for c in found if all(visible(cid) for cid in c.provenance)])
+        return _merged(self.route, lists, "the walk reached no readable node")
+
+
+class GraphServers(Protocol):
+    """Where the graph route's neighbour lookups run for a scope (a Bolt server)."""
+
+    def backend(self, scope: str, kg: Any = None) -> "GraphBackend": ...
+
+
+@dataclass(frozen=True)
+class _GraphRoute:
+    """What graph and global search share: the caller's chunks, the flat hits as the
+    search's prior, the index's dense vectors and its BM25 over the whole collection."""
+
+    index: LookupIndex
+    embedder: Embedder | None
+
+    def _search_inputs(self, query: RetrievalQuery) -> dict[str, Any]:
+        store = self.index.store
+        dense = self.index.dense is not None and query.query_vector is not None
+        row_of = store.row_of
+        bm25_of_rows: list[np.ndarray] = []
+
+        def chunk_lexical(chunk_ids: Any) -> np.ndarray:
+            # the index's own BM25 (idf over the whole collection), scored once per question
+            if not bm25_of_rows:
+                bm25_of_rows.append(self.index.lexical.scores(query.question))
+            return bm25_of_rows[0][[row_of[c] for c in chunk_ids]]
+
+        return {
+            "chunk_text": chunk_refs(store, query.mask),
+            "embedder": self.embedder,
+            "chunk_vectors": self._chunk_vectors if dense else None,
+            "candidate_chunks": {c.node_id: c.score for c in query.hits.contexts},
+            "query_vector": query.query_vector if dense else None,
+            "chunk_lexical": chunk_lexical,
+        }
+
+    def _chunk_vectors(self, chunk_ids: Any) -> np.ndarray:
+        dense = self.index.dense
+        assert dense is not None
+        rows = [self.index.store.row_of[c] for c in chunk_ids]
+        return dense.vectors[rows]
+
+    def _merge(self, route: str, found: Sequence[Retrieval]) -> Retrieval:
+        reasons = [f.why_empty for f in found if f.why_empty]
+        return _merged(route, [f.contexts for f in found], "; ".join(reasons) or "no readable graph")
+
+
+@dataclass(frozen=True)
+class GraphRetriever(_GraphRoute):
+    """Graph search (:func:`graphrag.graph_search`) over every readable scope's graph,
+    its walk on the graph server when there is one."""
+
+    settings: "GraphSearchConfig | None" = None
+    servers: GraphServers | None = None
+    route: str = "graph"
+
+    def retrieve(self, query: RetrievalQuery) -> Retrieval:
+        from graphrag import graph_search
+
+        inputs = self._search_inputs(query)
+        found = []
+        for scope in query.scopes:
+            server = {"backend": self.servers.backend(scope.scope, scope.graph)} if self.servers else {}
+            found.append(graph_search(scope.graph, query.question, config=self.settings, **inputs, **server))
+        return self._merge(self.route, found)
+
+
+@dataclass(frozen=True)
+class GlobalRetriever(_GraphRoute):
+    """Global search (:func:`graphrag.global_search`): community reports and the chunks
+    that ground them, over every readable scope's graph."""
+
+    settings: "GlobalSearchConfig | None" = None
+    route: str = "global"
+
+    def retrieve(self, query: RetrievalQuery) -> Retrieval:
+        from graphrag import global_search
+
+        inputs = self._search_inputs(query)
+        found = [global_search(scope.graph, query.question, config=self.settings, **inputs) for scope in query.scopes]
+        return self._merge(self.route, found)
