@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arborgraph import __version__
-from arborgraph.config import Config
+from arborgraph.config import Config, GraphExtractConfig
 from arborgraph.incremental import PreviousIndex, fingerprint, load_graph_state
 from arborgraph.layout import scope_file_prefixes
 from arborgraph.manifest import ScopeRecord
@@ -32,6 +32,10 @@ def structure_settings(config: Config, embedding: str | None) -> tuple[dict[str,
     fingerprints): the tree's and the graph's settings."""
     tree = {"tree": config.tree.model_dump(mode="json"), "embedding": embedding, "llm": config.llm.model, "version": __version__}
     graph = {"graph": config.graph.model_dump(mode="json"), "llm": config.llm.model, "version": __version__}
+    # only when set: at their defaults (all indexes built before they could be set) the
+    # extractors leave the fingerprints as they were, so those indexes are reused
+    if config.graph_extract != GraphExtractConfig():
+        graph["extract"] = config.graph_extract.model_dump(mode="json")
     return tree, graph
 
 
