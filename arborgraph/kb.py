@@ -191,11 +191,9 @@ class KnowledgeBase:
         if self._given_embedder is not None:
             return self._given_embedder
         if self.mode.embedding and self.mode.embedding.startswith("openai/"):
-            from arborgraph.llm import LLMCache, LLMUsage
-            from arborgraph.llm.provider import OpenAIEmbedder
+            from arborgraph.llm.factory import open_provider
 
-            cache = LLMCache(self.index_dir / "cache" / "llm.sqlite")
-            return OpenAIEmbedder(self.config.llm, cache, LLMUsage())
+            return open_provider(self.config.llm, self.index_dir, chat=False, embeddings=True).embedder
         return load_embedder(self.config.embedding)
 
     def _fallback_note(self) -> str | None:
