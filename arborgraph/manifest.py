@@ -49,7 +49,13 @@ class FileRecord(BaseModel):
     rows: StrictInt | None = Field(default=None, ge=0)
 
 
-class StoreManifest(BaseModel):
+class _Stored(BaseModel):
+    def to_json(self) -> dict[str, Any]:
+        """The record as stored: the fields that were set (or read), nothing added."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+class StoreManifest(_Stored):
     """What the store itself needs of a manifest: its version, its generation and the
     checksummed list of every file (no file outside the list is ever read)."""
 
@@ -67,10 +73,6 @@ class StoreManifest(BaseModel):
             if rel.startswith("/") or "\\" in rel or any(p in ("", ".", "..") for p in parts):
                 raise ValueError("a file path is not a plain relative path inside the generation")
         return files
-
-    def to_json(self) -> dict[str, Any]:
-        """The manifest as stored: the fields that were set (or read), nothing added."""
-        return self.model_dump(mode="json", exclude_unset=True)
 
 
 class ModeRecord(BaseModel):
@@ -101,7 +103,7 @@ class ScopeRecord(BaseModel):
     graph_settings: str | None = None
 
 
-class BuildRecord(BaseModel):
+class BuildRecord(_Stored):
     """What a build records in the manifest, besides the store's part."""
 
     model_config = ConfigDict(extra="allow")
@@ -115,8 +117,7 @@ class BuildRecord(BaseModel):
     documents: dict[str, str]  # doc id -> content hash
     counts: dict[str, StrictInt]
     timings_s: dict[str, float] = Field(default_factory=dict)
-    # as :meth:`BuildReport.stored` dumps it (its index_dir is required: read ``{}`` as a
-    # report of nothing)
+    # as BuildReport.stored() writes it; a manifest without one reads as an empty report
     report: BuildReport = Field(default_factory=lambda: BuildReport(index_dir=""))
     # LLM usage, present only for builds with an LLM (``LLMUsage.to_dict``)
     llm_calls: StrictInt | None = None
@@ -136,10 +137,6 @@ class BuildRecord(BaseModel):
         """The ``llm_*`` fields this manifest holds, by name (sorted, as on disk)."""
         data = self.model_dump(mode="json", exclude_unset=True)
         return {k: v for k, v in sorted(data.items()) if k.startswith("llm")}
-
-    def to_json(self) -> dict[str, Any]:
-        """The record as stored: the fields that were set, nothing added."""
-        return self.model_dump(mode="json", exclude_unset=True)
 
 
 class Manifest(StoreManifest, BuildRecord):
