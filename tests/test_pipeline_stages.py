@@ -21,7 +21,7 @@ def test_the_timed_stages_are_the_timings_a_build_reports() -> None:
     ]
     assert len({s.name for s in STAGES}) == len(STAGES)
     optional = {s.name for s in STAGES if not s.when(load_config(environ={}))}
-    assert optional == {"check_contextual_prefixes", "contextual_prefixes"}
+    assert optional == {"contextual_prefixes"}
     lookup_only = load_config(environ={}, overrides={"build_tree": False, "build_graph": False})
     assert {s.name for s in STAGES if not s.when(lookup_only)} == optional | {"tree", "graph"}
 

@@ -233,13 +233,9 @@ def run_texts(b: BuildRun) -> None:
     b.chunked.texts = [c.context_text() for c in b.chunked.chunks]
 
 
-def check_contextual_prefixes(b: BuildRun) -> None:
-    """Refuse contextual prefixes without an LLM (before their stage's clock starts)."""
+def run_contextual_prefixes(b: BuildRun) -> None:
     if b.ready.chat is None:
         raise BuildError("contextual_prefixes needs an LLM: pass --llm-model (or set llm.model)")
-
-
-def run_contextual_prefixes(b: BuildRun) -> None:
     chunked = b.chunked
     chunked.prefixes = contextual_prefixes(b.ready.chat, b.loaded.docs, chunked.chunks, b.config, b.progress)
     chunked.texts = [f"{p}\n{t}" for p, t in zip(chunked.prefixes, chunked.texts)]
@@ -315,7 +311,6 @@ STAGES: tuple[Stage, ...] = (
     Stage("documents", run_documents, timed=False),
     Stage("contradictions", run_contradictions),
     Stage("texts", run_texts, timed=False),
-    Stage("check_contextual_prefixes", check_contextual_prefixes, lambda c: c.contextual_prefixes, timed=False),
     Stage("contextual_prefixes", run_contextual_prefixes, lambda c: c.contextual_prefixes),
     Stage("embed", run_embed),
     Stage("lexical", run_lexical),
