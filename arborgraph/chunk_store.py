@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from arborgraph import schema as S
+from arborgraph.chunk_rows import chunk_columns
 from arborgraph.results import Context
 
 
@@ -66,7 +67,7 @@ class ChunkStore:
                 acl=row[S.DOC_ACL],
                 importance=row[S.DOC_IMPORTANCE],
             )
-        col = chunks.to_pydict()
+        col = chunk_columns(chunks)
         return cls(
             chunk_ids=col[S.CHUNK_ID],
             doc_ids=col[S.CHUNK_DOC_ID],

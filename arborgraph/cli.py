@@ -466,7 +466,7 @@ def inspect(
         f"build report: {len(info['skipped'])} file(s) skipped, {len(info['warnings'])} warning(s)"
         " (--json lists them)",
     )
-    scopes = ", ".join(f"{s.get('scope')} ({s.get('chunks')} chunks)" for s in info["scopes"])
+    scopes = ", ".join(f"{s['scope']} ({s['chunks']} chunks)" for s in info["scopes"])
     say(out, f"scopes: {scopes or 'public'}")
     say(out, f"size: {info['bytes_total'] / 2**20:.1f} MiB")
     for name, t in info["tables"].items():

@@ -25,6 +25,7 @@ from ingest.chunking import ChunkingConfig
 from raptor import RaptorConfig
 from graphrag import GraphConfig
 from graphrag.config import GlobalSearchConfig, GraphSearchConfig
+from graphrag.extract import LLMExtractorConfig, RuleExtractorConfig
 
 ENV_PREFIX = "ARBORGRAPH_"
 
@@ -116,6 +117,16 @@ class GraphBackendConfig(BaseModel):
     timeout_s: float = Field(15.0, gt=0, description="seconds to wait for a connection")
 
 
+class GraphExtractConfig(BaseModel):
+    """The graph's entity and relation extractors: rule-based in a build without an LLM,
+    LLM-based with one (``graph_extract.rules.min_term_df = 2``, ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rules: RuleExtractorConfig = Field(default_factory=RuleExtractorConfig)
+    llm: LLMExtractorConfig = Field(default_factory=LLMExtractorConfig)
+
+
 class Config(BaseModel):
     """Everything a build and a query need; stored in the index manifest."""
 
@@ -130,6 +141,7 @@ class Config(BaseModel):
     graph_search: GraphSearchConfig = Field(default_factory=GraphSearchConfig)
     global_search: GlobalSearchConfig = Field(default_factory=GlobalSearchConfig)
     graph: GraphConfig = Field(default_factory=GraphConfig)
+    graph_extract: GraphExtractConfig = Field(default_factory=GraphExtractConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
     graph_backend: GraphBackendConfig = Field(default_factory=GraphBackendConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
+from arborgraph.chunk_rows import ChunkRow, decode_chunks, encode_chunks  # noqa: F401 (decode_chunks re-exported)
 from arborgraph.core.errors import ExecutorError  # noqa: F401 (re-exported)
 
 T = TypeVar("T")
@@ -406,9 +407,6 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-ChunkRow = tuple[str, int, str | None, list[str], int, int, int]
-
-
 def chunk_batch(job: tuple[dict[str, Any], list[Any]]) -> list[list[ChunkRow]]:
     """Chunk a batch of documents; per document, its chunks as rows for :func:`decode_chunks`."""
     from ingest import ChunkingConfig, chunk_document
@@ -416,30 +414,7 @@ def chunk_batch(job: tuple[dict[str, Any], list[Any]]) -> list[list[ChunkRow]]:
     chunking, docs = job
     config = ChunkingConfig.model_validate(chunking)
     with cyclic_gc_paused():
-        return [
-            [
-                (
-                    c.chunk_id, c.ordinal, None if doc.text[c.start : c.end] == c.text else c.text,
-                    c.heading_path, c.start, c.end, c.n_tokens,
-                )
-                for c in chunk_document(doc, config, _token_counter())
-            ]
-            for doc in docs
-        ]
-
-
-def decode_chunks(doc: Any, rows: list[ChunkRow]) -> list[Any]:
-    """The chunks of ``doc`` from the rows :func:`chunk_batch` sent back."""
-    from ingest.models import Chunk
-
-    return [
-        Chunk(
-            chunk_id=chunk_id, doc_id=doc.doc_id, ordinal=ordinal,
-            text=doc.text[start:end] if text is None else text,
-            heading_path=heading_path, start=start, end=end, n_tokens=n_tokens,
-        )
-        for chunk_id, ordinal, text, heading_path, start, end, n_tokens in rows
-    ]
+        return [encode_chunks(doc, chunk_document(doc, config, _token_counter())) for doc in docs]
 
 
 def fit_on(executor: Executor, extractor: Any, chunks: Sequence[Any]) -> None:

@@ -22,13 +22,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from arborgraph import layout
 from arborgraph import schema as S
-from arborgraph.schema import IndexManifest
+from arborgraph.chunk_rows import chunks_from_table
+from arborgraph.manifest import Manifest, index_manifest
 from arborgraph.store import Generation, IndexError_, build_running, open_generation
 from ingest.models import Chunk, Document
 
 DocStatus = Literal["pending", "processing", "done", "failed", "skipped"]
-STATUS_FILE = "build-status.json"
+STATUS_FILE = layout.STATUS
 
 
 @dataclass
@@ -45,34 +47,26 @@ class PreviousIndex:
             return None
         return self.chunks_by_doc.get(doc.doc_id)
 
-    def scope_fingerprint(self, tag: str) -> str | None:
-        for scope in self.generation.manifest.get("scopes", []):
-            if scope["tag"] == tag:
-                return scope.get("fingerprint")
-        return None
+    @property
+    def manifest(self) -> Manifest:
+        """The live generation's typed manifest."""
+        return index_manifest(self.generation)
 
 
 def load_previous(index_dir: Path) -> PreviousIndex | None:
     """The live generation of ``index_dir``, or None for a first build (or an unreadable one)."""
     try:
-        gen = open_generation(index_dir, shape=IndexManifest)
+        gen = open_generation(index_dir, shape=Manifest)
     except IndexError_:
         return None
-    manifest = gen.manifest
-    chunks = gen.table(S.CHUNKS).to_pylist()
+    manifest = index_manifest(gen)
     by_doc: dict[str, list[Chunk]] = {}
-    for row in chunks:
-        by_doc.setdefault(row[S.CHUNK_DOC_ID], []).append(
-            Chunk(
-                chunk_id=row[S.CHUNK_ID], doc_id=row[S.CHUNK_DOC_ID], ordinal=row[S.CHUNK_ORDINAL],
-                text=row[S.CHUNK_TEXT], heading_path=row[S.CHUNK_HEADING_PATH],
-                start=row[S.CHUNK_START], end=row[S.CHUNK_END], n_tokens=row[S.CHUNK_TOKENS],
-            )
-        )
+    for chunk in chunks_from_table(gen.table(S.CHUNKS)):
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
     return PreviousIndex(
         generation=gen,
-        doc_hashes=dict(manifest.get("documents", {})),
-        chunking=manifest.get("config", {}).get("chunking", {}),
+        doc_hashes=dict(manifest.documents),
+        chunking=manifest.config.get("chunking", {}),
         chunks_by_doc=by_doc,
     )
 
@@ -83,7 +77,7 @@ def load_graph_state(generation: Generation, tag: str) -> Any:
     from graphrag.schema import TABLE_NAMES, UPDATE_TABLE_NAMES
     from graphrag.update import state_from_tables
 
-    from arborgraph.structures import scoped
+    from arborgraph.layout import scoped
 
     names = (*TABLE_NAMES, *UPDATE_TABLE_NAMES)
     if not all(generation.has_table(scoped(name, tag)) for name in names):
@@ -120,14 +114,14 @@ class BuildStatus(BaseModel):
     documents: dict[str, DocumentStatus] = Field(default_factory=dict)
 
     def save(self, index_dir: Path) -> None:
-        path = Path(index_dir) / STATUS_FILE
+        path = layout.status_file(index_dir)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(self.model_dump_json(indent=1), encoding="utf-8")
         os.replace(tmp, path)
 
     @classmethod
     def load(cls, index_dir: Path) -> "BuildStatus | None":
-        path = Path(index_dir) / STATUS_FILE
+        path = layout.status_file(index_dir)
         if not path.is_file():
             return None
         try:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from arborgraph.core.errors import QueryError  # noqa: F401 (re-exported)
+from arborgraph import layout
 from arborgraph import schema as S
 from arborgraph.chunk_store import ChunkStore
 from arborgraph.config import Config
@@ -25,7 +26,7 @@ from arborgraph.lookup import LookupIndex, LookupMode
 from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision, final_scores
 from arborgraph.retrievers import GlobalRetriever, GraphRetriever, LookupRetriever, TreeRetriever, chunk_refs
 from arborgraph.scoped import load_scopes, readable
-from arborgraph.schema import IndexManifest
+from arborgraph.manifest import Manifest, index_manifest
 from arborgraph.store import Generation, IndexDamaged, open_generation
 from arborgraph.structures import PUBLIC, scope_principals, scope_readable
 
@@ -73,10 +74,12 @@ class KnowledgeBase:
         self.index_dir = index_dir
         self.on_disk = generation
         self.generation: str = generation.name  # "gen-000007"
+        # as read from disk (kept for callers that index it); the code reads the typed one
         self.manifest: dict[str, Any] = generation.manifest
+        self.index_manifest: Manifest = index_manifest(generation)
         try:
-            self.config = Config.model_validate(self.manifest["config"])
-        except (KeyError, ValueError) as exc:
+            self.config = Config.model_validate(self.index_manifest.config)
+        except ValueError as exc:
             first = str(exc).splitlines()[0]
             raise IndexDamaged(
                 f"{index_dir}: the index's configuration is not understood by this version "
@@ -92,16 +95,14 @@ class KnowledgeBase:
         )
         self.lookup_index = LookupIndex(
             store=self.store,
-            lexical=LexicalIndex.load(generation.subdir("bm25/chunks")),
+            lexical=LexicalIndex.load(generation.subdir(layout.CHUNKS_BM25)),
             dense=dense,
         )
-        mode = self.manifest["mode"]
+        mode = self.index_manifest.mode
         self.mode = BuildMode(
-            llm_model=mode.get("llm_model"),
-            embedding=mode.get("embedding"),
-            lexical_fallback=bool(mode.get("lexical_fallback")),
+            llm_model=mode.llm_model, embedding=mode.embedding, lexical_fallback=mode.lexical_fallback
         )
-        self.routes: list[str] = list(self.manifest.get("routes", ["lookup"]))
+        self.routes: list[str] = list(self.index_manifest.routes)
         self.scopes = load_scopes(generation)
         if TYPE_CHECKING:
             from arborgraph.neo4j import GraphServer
@@ -136,7 +137,7 @@ class KnowledgeBase:
         retrieval and say why, as with any other model mismatch.
         """
         index_dir = Path(index_dir)
-        generation = open_generation(index_dir, pin=True, shape=IndexManifest)
+        generation = open_generation(index_dir, pin=True, shape=Manifest)
         try:
             return cls(generation, index_dir, embedder=embedder)
         except BaseException:
@@ -200,11 +201,9 @@ class KnowledgeBase:
         if self._given_embedder is not None:
             return self._given_embedder
         if self.mode.embedding and self.mode.embedding.startswith("openai/"):
-            from arborgraph.llm import LLMCache, LLMUsage
-            from arborgraph.llm.provider import OpenAIEmbedder
+            from arborgraph.llm.factory import open_provider
 
-            cache = LLMCache(self.index_dir / "cache" / "llm.sqlite")
-            return OpenAIEmbedder(self.config.llm, cache, LLMUsage())
+            return open_provider(self.config.llm, self.index_dir, chat=False, embeddings=True).embedder
         return load_embedder(self.config.embedding)
 
     def _fallback_note(self) -> str | None:
@@ -296,29 +295,19 @@ class KnowledgeBase:
     def chat_model(self, model: str | None = None) -> "ChatModel":
         """The OpenAI-compatible chat model from the config (``model`` overrides its name),
         cached in the index's LLM cache; raises QueryError when none is configured."""
-        from arborgraph.llm import LLMCache, LLMUsage
+        from arborgraph.llm.factory import ProviderMissing, open_provider
 
         name = model or self.config.llm.model
         if not name:
             raise QueryError(
                 "--answer and --llm-router need an LLM: pass --llm-model NAME (or set llm.model / ARBORGRAPH_LLM__MODEL)"
             )
-        try:
-            from arborgraph.llm.provider import OpenAIChatModel
-        except ImportError as exc:
-            raise QueryError(str(exc)) from None
         if self._chat is None or self._chat.model != name:
-            import os
-
-            from arborgraph.llm.config import resolve_endpoint
-
             llm = self.config.llm.model_copy(update={"model": name})
-            try:  # before the cache is opened: a missing key is the user's to fix
-                resolve_endpoint(llm, os.environ)
-            except ValueError as exc:
+            try:  # checked before the cache is opened: a missing key is the user's to fix
+                self._chat = open_provider(llm, self.index_dir).chat
+            except (ProviderMissing, ValueError) as exc:
                 raise QueryError(str(exc)) from None
-            cache = LLMCache(self.index_dir / "cache" / "llm.sqlite")
-            self._chat = OpenAIChatModel(llm, cache, LLMUsage())
         return self._chat
 
     def _check_query(
@@ -534,7 +523,7 @@ class KnowledgeBase:
 
         info = self.info()
         counts = ", ".join(f"{k}: {v}" for k, v in info["counts"].items())
-        stages = self.manifest.get("report", {}).get("stages", {})
+        stages = self.index_manifest.report.stages
         rows = "".join(
             f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
             for k, v in [
@@ -561,42 +550,42 @@ class KnowledgeBase:
         to no one else, nor are build warnings that name it. Counts and sizes are the
         whole index's.
         """
-        files = self.manifest.get("files", {})
-        report = self.manifest.get("report", {})
+        manifest = self.index_manifest
+        files, report = manifest.files, manifest.report
         readable = self.store.readable_docs(principal)
         hidden = [d for d in self.store.docs if d not in readable]
         return {
             "index_dir": str(self.index_dir),
-            "generation": self.manifest.get("generation"),
-            "schema_version": self.manifest.get("schema_version"),
-            "arborgraph_version": self.manifest.get("arborgraph_version"),
-            "built_at": self.manifest.get("built_at"),
+            "generation": manifest.generation,
+            "schema_version": manifest.schema_version,
+            "arborgraph_version": manifest.arborgraph_version,
+            "built_at": manifest.built_at,
             "mode": {**self.mode.model_dump(), "label": self.mode.label},
             "routes": self.routes,
-            "counts": self.manifest.get("counts", {}),
-            "timings_s": self.manifest.get("timings_s", {}),
-            "bytes_total": sum(int(f["bytes"]) for f in files.values()),
+            "counts": manifest.counts,
+            "timings_s": manifest.timings_s,
+            "bytes_total": sum(f.bytes for f in files.values()),
             "tables": {
-                name: {"rows": info.get("rows"), "bytes": info["bytes"]}
+                name: {"rows": info.rows, "bytes": info.bytes}
                 for name, info in sorted(files.items())
-                if "rows" in info
+                if "rows" in info.model_fields_set
             },
-            **{k: v for k, v in self.manifest.items() if k.startswith("llm")},
-            "config": self.manifest.get("config", {}),
+            **manifest.llm_usage(),
+            "config": manifest.config,
             "documents": self._document_info(readable),
-            "skipped": report.get("skipped", []),
+            "skipped": [s.model_dump(mode="json") for s in report.skipped],
             # a warning naming a document the caller may not read is left out with it
-            "warnings": [w for w in report.get("warnings", []) if not any(d in str(w) for d in hidden)],
+            "warnings": [w for w in report.warnings if not any(d in w for d in hidden)],
             "scopes": [
-                s for s in self.manifest.get("scopes", [])
-                if isinstance(s, dict) and scope_readable(str(s.get("scope")), principal)
+                dict(sorted(s.model_dump(mode="json", exclude_unset=True).items()))  # keys as on disk
+                for s in manifest.scopes if scope_readable(s.scope, principal)
             ],
         }
 
     def _document_info(self, readable: set[str]) -> dict[str, dict[str, Any]]:
         """doc id -> content hash, format and title (the hash from the manifest, the
         rest from the documents table), for the ``readable`` documents only."""
-        hashes: dict[str, str] = self.manifest.get("documents", {})
+        hashes = self.index_manifest.documents
         rows = self.on_disk.table(S.DOCUMENTS, columns=[S.DOC_ID, S.DOC_FORMAT, S.DOC_TITLE]).to_pylist()
         described = {r[S.DOC_ID]: {"format": r[S.DOC_FORMAT], "title": r[S.DOC_TITLE]} for r in rows}
         return {

@@ -1,17 +1,16 @@
 """Names of the index's tables and columns, and the schema version, in one place.
 
 RAPTOR and GraphRAG tables keep their column names in ``raptor/schema.py`` and
-``graphrag/schema.py``; this module names the tables themselves, and gives the
-manifest its typed shape.
+``graphrag/schema.py``; this module names the tables themselves. The manifest's typed
+shape is :mod:`arborgraph.manifest` (its models are still importable from here, for
+one release).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
-
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # of the whole index; arborgraph.manifest checks it on every open
 
 # table names (files are tables/<name>.parquet)
 DOCUMENTS = "documents"
@@ -48,83 +47,16 @@ CHUNK_PREFIX = "context_prefix"  # only with LLM contextual prefixes: what was i
 CHUNK_VECTORS = "chunks"
 
 
-# -- the manifest's shape ------------------------------------------------------------
-# Checked on every open (arborgraph.store.open_generation): a manifest that does not
-# have this shape is a damaged index, refused in one line, never read field by field
-# until something raises.
-
-GENERATION_PATTERN = r"^gen-\d{6}$"
+# -- the manifest's shape: now in arborgraph.manifest ------------------------------------
+_MOVED = {
+    "FileRecord", "StoreManifest", "ModeRecord", "ScopeRecord", "IndexManifest", "GENERATION_PATTERN",
+}
 
 
-class FileRecord(BaseModel):
-    """One file of a generation: its checksum, size, and rows for tables and vectors."""
+def __getattr__(name: str) -> Any:
+    # Deprecated: import the manifest's models from arborgraph.manifest; these names go in 0.3.
+    if name in _MOVED:
+        from arborgraph import manifest
 
-    model_config = ConfigDict(extra="forbid")
-
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    bytes: StrictInt = Field(ge=0)
-    rows: StrictInt | None = Field(default=None, ge=0)
-
-
-class StoreManifest(BaseModel):
-    """What the store itself needs of a manifest: its version, its generation and the
-    checksummed list of every file (no file outside the list is ever read)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    schema_version: StrictInt
-    generation: str = Field(pattern=GENERATION_PATTERN)
-    files: dict[str, FileRecord] = Field(min_length=1)
-
-    @field_validator("files")
-    @classmethod
-    def _relative_paths(cls, files: dict[str, FileRecord]) -> dict[str, FileRecord]:
-        for rel in files:
-            parts = rel.split("/")
-            if rel.startswith("/") or "\\" in rel or any(p in ("", ".", "..") for p in parts):
-                raise ValueError("a file path is not a plain relative path inside the generation")
-        return files
-
-
-class ModeRecord(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    llm_model: str | None = None
-    embedding: str | None = None
-    lexical_fallback: StrictBool = False
-    lexical_fallback_reason: str | None = None
-
-
-class ScopeRecord(BaseModel):
-    """One access scope: its tag (in table names), its scope key, its fingerprints."""
-
-    model_config = ConfigDict(extra="allow")
-
-    tag: str = Field(pattern=r"^s\d{1,6}$")
-    scope: str = Field(min_length=1)
-    chunks: StrictInt = Field(ge=0)
-    tree_fingerprint: str | None = None
-    graph_fingerprint: str | None = None
-
-
-class IndexManifest(StoreManifest):
-    """The manifest of an index a build wrote: the store's part and what queries read."""
-
-    arborgraph_version: str
-    built_at: str
-    config: dict[str, Any]
-    mode: ModeRecord
-    routes: list[Literal["lookup", "tree", "graph", "global"]] = Field(min_length=1)
-    scopes: list[ScopeRecord]
-    documents: dict[str, str]
-    counts: dict[str, StrictInt]
-    timings_s: dict[str, float] = Field(default_factory=dict)
-    report: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("files")
-    @classmethod
-    def _has_the_core_tables(cls, files: dict[str, FileRecord]) -> dict[str, FileRecord]:
-        for rel in (f"tables/{DOCUMENTS}.parquet", f"tables/{CHUNKS}.parquet"):
-            if rel not in files:
-                raise ValueError(f"the file list has no {rel}")
-        return files
+        return getattr(manifest, "Manifest" if name == "IndexManifest" else name)
+    raise AttributeError(f"module 'arborgraph.schema' has no attribute {name!r}")

@@ -15,9 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from arborgraph import layout
 from arborgraph.lexical import LexicalIndex
+from arborgraph.manifest import index_manifest
 from arborgraph.store import Generation
-from arborgraph.structures import scope_readable, scoped
+from arborgraph.layout import scoped
+from arborgraph.structures import scope_readable
 
 
 @dataclass
@@ -35,7 +38,7 @@ class Scope:
 
     @cached_property
     def tree_lexical(self) -> LexicalIndex:
-        return LexicalIndex.load(self.generation.subdir(f"bm25/tree.{self.tag}"))
+        return LexicalIndex.load(self.generation.subdir(layout.tree_bm25_dir(self.tag)))
 
     def leaf_rows(self, row_of: Mapping[str, int]) -> tuple[list[str], np.ndarray]:
         """The tree's leaves that are chunks of the index, and their rows in it
@@ -64,16 +67,14 @@ def load_scope_tree(generation: Generation, tag: str) -> Any:
     from raptor import tree_from_tables
     from raptor.schema import NODES_TABLE
 
-    vectors = generation.vectors(scoped("tree", tag))
+    vectors = generation.vectors(scoped(layout.TREE, tag))
     table = generation.table(scoped(NODES_TABLE, tag))
     return tree_from_tables({NODES_TABLE: table}, vectors)
 
 
 def load_scopes(generation: Generation) -> list[Scope]:
-    return [
-        Scope(generation=generation, tag=s["tag"], scope=s["scope"])
-        for s in generation.manifest.get("scopes", [])
-    ]
+    """The access scopes of an index generation, in manifest order (nothing loaded yet)."""
+    return [Scope(generation=generation, tag=s.tag, scope=s.scope) for s in index_manifest(generation).scopes]
 
 
 def readable(scopes: Sequence[Scope], principal: str | None) -> list[Scope]:

@@ -1,19 +1,7 @@
 """The on-disk index: a directory of generations, swapped in atomically.
 
-Layout of an index directory::
-
-    INDEX/
-      CURRENT            -> text file naming the live generation ("gen-000003")
-      build.lock         the lock a build holds for its whole run (holds its pid)
-      last-generation    the last generation number handed out (never reused)
-      gen-000003/
-        manifest.json    schema version, config, model names, checksums, counts...
-        manifest.sha256  the SHA-256 of manifest.json, checked before it is read
-        tables/*.parquet named tables
-        vectors/*.npy    float32 matrices, row order = table row order
-        bm25/<name>/     lexical indexes
-      cache/             embedding and LLM caches, shared by every generation
-      build-status.json  per-document status of the build in progress (or the last)
+The paths are in :mod:`arborgraph.layout`, the manifest's shape and its reading and
+writing in :mod:`arborgraph.manifest`.
 
 A build holds an exclusive ``flock`` on ``build.lock`` from before it reads the live
 index until after it commits, so two builds never write one index at once. It writes
@@ -31,15 +19,13 @@ exclusively, so a pinned generation stays on disk until its reader closes it.
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import json
 import os
 import re
 import shutil
 import stat
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,21 +33,20 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import ValidationError
 
+from arborgraph import layout
 from arborgraph.core.errors import IndexUnusable, IndexNotFound, IndexDamaged, IndexBusy  # noqa: F401 (re-exported)
-from arborgraph.schema import SCHEMA_VERSION, StoreManifest
+from arborgraph.index_files import MAX_POINTER_BYTES, damaged, read_small, sha256_file, shown, write_atomic  # noqa: F401 (re-exported)
+from arborgraph.layout import cache_dir  # noqa: F401 (re-exported)
+from arborgraph.manifest import MAX_MANIFEST_BYTES, SCHEMA_VERSION, FileRecord, StoreManifest, read_manifest, write_manifest  # noqa: F401
 
-CURRENT_FILE = "CURRENT"
-MANIFEST_FILE = "manifest.json"
-MANIFEST_SUM_FILE = "manifest.sha256"
-LOCK_FILE = "build.lock"
-COUNTER_FILE = "last-generation"
-_GEN_RE = re.compile(r"^gen-(\d{6})$")
-_PRUNED_PREFIX = ".pruned-"
+# the old names of the layout's files, kept for callers of this module
+CURRENT_FILE = layout.CURRENT
+MANIFEST_FILE = layout.MANIFEST
+MANIFEST_SUM_FILE = layout.MANIFEST_SUM
+LOCK_FILE = layout.LOCK
+COUNTER_FILE = layout.COUNTER
 KEEP_OLD_GENERATIONS = 1  # besides those a reader pins: for readers that do not pin
-MAX_POINTER_BYTES = 64  # CURRENT and last-generation hold one short line
-MAX_MANIFEST_BYTES = 256 * 2**20
 # A build that finds the lock taken retries this long before failing: a reader of
 # the build status holds it for a moment to learn whether a build is running.
 LOCK_GRACE_S = 0.5
@@ -74,63 +59,16 @@ OPEN_ATTEMPTS = 5
 IndexError_ = IndexUnusable
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def cache_dir(index_dir: Path) -> Path:
-    return Path(index_dir) / "cache"
-
-
-def shown(text: str | bytes, limit: int = 24) -> str:
-    """A short, escaped prefix of untrusted text for an error message: never more than
-    ``limit`` characters of it, control characters and non-ASCII as escapes."""
-    cut = text[:limit]
-    more = "…" if len(text) > limit else ""
-    if isinstance(cut, bytes):
-        return repr(cut)[1:] + more  # b'...' -> '...'
-    return ascii(cut) + more
-
-
 def _generations(index_dir: Path) -> list[tuple[int, Path]]:
     """The generation directories (never symlinks), oldest first."""
     if not index_dir.is_dir():
         return []
     found = []
     for child in index_dir.iterdir():
-        match = _GEN_RE.match(child.name)
-        if match and not child.is_symlink() and child.is_dir():
-            found.append((int(match.group(1)), child))
+        number = layout.generation_number(child.name)
+        if number is not None and not child.is_symlink() and child.is_dir():
+            found.append((number, child))
     return sorted(found)
-
-
-def _read_small(path: Path, what: str, index_dir: Path, limit: int = MAX_POINTER_BYTES) -> bytes | None:
-    """The bytes of a one-line file (a pointer, a checksum), None when it does not
-    exist; refuses a symlink, anything but a regular file, and more than ``limit`` bytes."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise IndexDamaged(f"{index_dir}: {what} cannot be read ({exc.strerror})") from None
-    if stat.S_ISLNK(info.st_mode):
-        raise IndexDamaged(f"{index_dir}: {what} is a symlink; refusing to follow it")
-    if not stat.S_ISREG(info.st_mode):
-        raise IndexDamaged(f"{index_dir}: {what} is not a regular file")
-    if info.st_size > limit:
-        raise IndexDamaged(f"{index_dir}: {what} is {info.st_size} bytes, too long to be what it should")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise IndexDamaged(f"{index_dir}: {what} cannot be read ({exc.strerror})") from None
-    try:
-        return os.read(fd, limit + 1)
-    finally:
-        os.close(fd)
 
 
 def read_current(index_dir: Path | str) -> str | None:
@@ -142,7 +80,7 @@ def read_current(index_dir: Path | str) -> str | None:
     generation name, or a name whose directory is missing or is itself a symlink.
     """
     index_dir = Path(index_dir)
-    raw = _read_small(index_dir / CURRENT_FILE, CURRENT_FILE, index_dir)
+    raw = read_small(index_dir / CURRENT_FILE, CURRENT_FILE, index_dir)
     if raw is None:
         return None
     text = raw[:-1] if raw.endswith(b"\n") else raw
@@ -179,7 +117,7 @@ def check_index_dir(index_dir: Path) -> None:
         foreign
         and not os.path.lexists(index_dir / CURRENT_FILE)
         and not _generations(index_dir)
-        and not (index_dir / "cache").exists()
+        and not cache_dir(index_dir).exists()
     ):
         raise IndexUnusable(
             f"{index_dir} is a non-empty directory that is not an Arborgraph index; "
@@ -335,7 +273,7 @@ def _remove_if_unpinned(gen: Path) -> bool:
         except BlockingIOError:
             return False  # an open knowledge base still reads it
         # renamed first, so no reader finds a half-deleted generation under its name
-        trash = gen.with_name(_PRUNED_PREFIX + gen.name)
+        trash = gen.with_name(layout.PRUNED_PREFIX + gen.name)
         shutil.rmtree(trash, ignore_errors=True)
         try:
             os.rename(gen, trash)
@@ -361,9 +299,9 @@ class GenerationWriter:
         self.lock = lock if lock is not None else BuildLock(self.index_dir)
         try:
             self._clean_abandoned()
-            self.path = self.index_dir / f"gen-{self._allocate_number():06d}"
+            self.path = self.index_dir / layout.generation_name(self._allocate_number())
             self.path.mkdir()
-            for sub in ("tables", "vectors", "bm25"):
+            for sub in layout.GENERATION_SUBDIRS:
                 (self.path / sub).mkdir()
         except BaseException:
             self._release()
@@ -374,20 +312,20 @@ class GenerationWriter:
         """A generation number never handed out before in this index, recorded before
         its directory exists: an abandoned or pruned generation's number is not reused."""
         seen = [n for n, _ in _generations(self.index_dir)]
-        raw = _read_small(self.index_dir / COUNTER_FILE, COUNTER_FILE, self.index_dir)
+        raw = read_small(self.index_dir / COUNTER_FILE, COUNTER_FILE, self.index_dir)
         if raw is not None and raw.strip().isdigit():
             seen.append(int(raw.strip()))
         live = read_current(self.index_dir)
         if live is not None:
             seen.append(int(live[4:]))
         for child in self.index_dir.iterdir():
-            match = _GEN_RE.match(child.name.removeprefix(_PRUNED_PREFIX))
-            if match:
-                seen.append(int(match.group(1)))
+            number = layout.generation_number(child.name.removeprefix(layout.PRUNED_PREFIX))
+            if number is not None:
+                seen.append(number)
         number = max(seen, default=0) + 1
-        if number > 999_999:
+        if number > layout.MAX_GENERATION:
             raise IndexUnusable(f"{self.index_dir}: generation numbers are exhausted; build a new index")
-        _write_atomic(self.index_dir / COUNTER_FILE, f"{number}\n")
+        write_atomic(self.index_dir / COUNTER_FILE, f"{number}\n")
         return number
 
     def _clean_abandoned(self) -> None:
@@ -397,18 +335,18 @@ class GenerationWriter:
             if gen != live and not (gen / MANIFEST_FILE).exists():
                 shutil.rmtree(gen, ignore_errors=True)
         for child in self.index_dir.iterdir():
-            if child.name.startswith(_PRUNED_PREFIX) and not child.is_symlink():
+            if child.name.startswith(layout.PRUNED_PREFIX) and not child.is_symlink():
                 shutil.rmtree(child, ignore_errors=True)
 
     def write_table(self, name: str, table: pa.Table) -> None:
-        target = self.path / "tables" / f"{name}.parquet"
-        pq.write_table(table, target, compression="zstd")
-        self._files[f"tables/{name}.parquet"] = {"rows": table.num_rows}
+        rel = layout.table_file(name)
+        pq.write_table(table, self.path / rel, compression="zstd")
+        self._files[rel] = {"rows": table.num_rows}
 
     def write_vectors(self, name: str, vectors: np.ndarray) -> None:
-        target = self.path / "vectors" / f"{name}.npy"
-        np.save(target, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
-        self._files[f"vectors/{name}.npy"] = {"rows": int(vectors.shape[0])}
+        rel = layout.vectors_file(name)
+        np.save(self.path / rel, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+        self._files[rel] = {"rows": int(vectors.shape[0])}
 
     def dir_for(self, relative: str) -> Path:
         """A sub-directory for a component that writes its own files (e.g. BM25)."""
@@ -423,7 +361,7 @@ class GenerationWriter:
         Returns how many files were taken over.
         """
         taken = 0
-        for rel, info in previous.manifest.get("files", {}).items():
+        for rel, info in previous.record.files.items():
             if not rel.startswith(prefixes):
                 continue
             source, target = previous.path / rel, self.path / rel
@@ -432,27 +370,26 @@ class GenerationWriter:
                 os.link(source, target)
             except OSError:
                 shutil.copy2(source, target)
-            if info.get("rows") is not None:
-                self._files[rel] = {"rows": info["rows"]}
+            if info.rows is not None:
+                self._files[rel] = {"rows": info.rows}
             taken += 1
         return taken
 
-    def commit(self, manifest: dict[str, Any]) -> Path:
-        """Checksum every file, write the manifest and its checksum, and atomically make
+    def commit(self, manifest: Mapping[str, Any]) -> Path:
+        """Checksum every file, write the manifest (``manifest`` plus the store's part:
+        schema version, generation, file list) and its checksum, and atomically make
         this the live index; then prune old generations no reader pins."""
         checksums = {}
         for file in sorted(p for p in self.path.rglob("*") if p.is_file()):
             rel = file.relative_to(self.path).as_posix()
             checksums[rel] = {"sha256": sha256_file(file), "bytes": file.stat().st_size}
             checksums[rel].update(self._files.get(rel, {}))
-        manifest = dict(manifest)
-        manifest["schema_version"] = SCHEMA_VERSION
-        manifest["generation"] = self.path.name
-        manifest["files"] = checksums
-        text = json.dumps(manifest, indent=2, sort_keys=True)
-        _write_atomic(self.path / MANIFEST_FILE, text)
-        _write_atomic(self.path / MANIFEST_SUM_FILE, hashlib.sha256(text.encode()).hexdigest() + "\n")
-        _write_atomic(self.index_dir / CURRENT_FILE, self.path.name + "\n")
+        data = dict(manifest)
+        data["schema_version"] = SCHEMA_VERSION
+        data["generation"] = self.path.name
+        data["files"] = checksums
+        write_manifest(self.path, data)
+        write_atomic(self.index_dir / CURRENT_FILE, self.path.name + "\n")
         self._prune_old()
         self._release()
         return self.path
@@ -471,27 +408,15 @@ class GenerationWriter:
             _remove_if_unpinned(gen)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 @dataclass(frozen=True)
 class Generation:
-    """An opened, verified generation: its path, its manifest, and (when opened with
-    ``pin=True``) the pin that keeps builds from pruning it."""
+    """An opened, verified generation: its path, its manifest (as read, and as the
+    typed ``record`` it was validated as) and (when opened with ``pin=True``) the pin
+    that keeps builds from pruning it."""
 
     path: Path
     manifest: dict[str, Any]
+    record: StoreManifest = field(compare=False, repr=False)
     pin: GenerationPin | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -500,25 +425,25 @@ class Generation:
 
     def _listed(self, rel: str) -> Path:
         # only files the checksummed manifest lists are ever read
-        if rel not in self.manifest["files"]:
+        if rel not in self.record.files:
             raise IndexDamaged(f"{self.path.parent}: {rel} is not in the manifest of {self.name}")
         return self.path / rel
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
-        return pq.read_table(self._listed(f"tables/{name}.parquet"), columns=columns)
+        return pq.read_table(self._listed(layout.table_file(name)), columns=columns)
 
     def has_table(self, name: str) -> bool:
-        return f"tables/{name}.parquet" in self.manifest["files"]
+        return layout.table_file(name) in self.record.files
 
     def vectors(self, name: str) -> np.ndarray:
-        return np.load(self._listed(f"vectors/{name}.npy"), allow_pickle=False)
+        return np.load(self._listed(layout.vectors_file(name)), allow_pickle=False)
 
     def has_vectors(self, name: str) -> bool:
-        return f"vectors/{name}.npy" in self.manifest["files"]
+        return layout.vectors_file(name) in self.record.files
 
     def subdir(self, relative: str) -> Path:
         prefix = relative.rstrip("/") + "/"
-        if not any(rel.startswith(prefix) for rel in self.manifest["files"]):
+        if not any(rel.startswith(prefix) for rel in self.record.files):
             raise IndexDamaged(f"{self.path.parent}: {relative} is not in the manifest of {self.name}")
         return self.path / relative
 
@@ -558,76 +483,18 @@ def open_generation(
         if pin and held is None:
             continue  # pruned between reading CURRENT and pinning: read CURRENT again
         try:
-            manifest = _read_manifest(index_dir, gen, shape)
+            data, record = read_manifest(index_dir, gen, shape)
             if verify:
-                _verify_files(index_dir, gen, manifest["files"])
+                _verify_files(index_dir, gen, record.files)
         except BaseException:
             if held is not None:
                 held.close()
             raise
-        return Generation(path=gen, manifest=manifest, pin=held)
+        return Generation(path=gen, manifest=data, record=record, pin=held)
     raise IndexDamaged(f"{index_dir}: the live generation kept changing while opening it; try again")
 
 
-def _damaged(index_dir: Path, what: str) -> IndexDamaged:
-    return IndexDamaged(f"{index_dir}: index damaged: {what}")
-
-
-def _read_manifest(index_dir: Path, gen: Path, shape: type[StoreManifest]) -> dict[str, Any]:
-    path = gen / MANIFEST_FILE
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        raise IndexDamaged(f"{index_dir}: the live generation {gen.name} has no manifest") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} is not a regular file")
-    if info.st_size > MAX_MANIFEST_BYTES:
-        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} is {info.st_size} bytes, far too large")
-    try:
-        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as handle:
-            raw = handle.read(MAX_MANIFEST_BYTES + 1)
-    except OSError as exc:
-        raise IndexDamaged(f"{index_dir}: unreadable manifest ({exc.strerror})") from None
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} is not a JSON object")
-    # the version first: an index from another release is named as such, not as damage
-    version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise IndexDamaged(f"{index_dir}: manifest has no schema version")
-    if version > SCHEMA_VERSION:
-        raise IndexDamaged(
-            f"{index_dir}: index schema {version} is newer than this Arborgraph supports "
-            f"({SCHEMA_VERSION}); upgrade arborgraph"
-        )
-    if version < SCHEMA_VERSION:
-        raise IndexDamaged(
-            f"{index_dir}: index schema {version} is older than {SCHEMA_VERSION}; rebuild it"
-        )
-    expected = _read_small(gen / MANIFEST_SUM_FILE, f"{gen.name}/{MANIFEST_SUM_FILE}", index_dir, limit=80)
-    if expected is None:
-        raise _damaged(
-            index_dir,
-            f"{gen.name}/{MANIFEST_SUM_FILE} is missing (tampered, or written by an older "
-            "Arborgraph: rebuild the index)",
-        )
-    if expected.strip() != hashlib.sha256(raw).hexdigest().encode():
-        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} fails its checksum (tampered or corrupt)")
-    try:
-        shape.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(shown(str(part), 40) if isinstance(part, str) else str(part) for part in first["loc"])
-        raise _damaged(index_dir, f"{MANIFEST_FILE} {where or 'top level'}: {first['msg']}") from None
-    if data["generation"] != gen.name:
-        raise _damaged(index_dir, f"{gen.name}/{MANIFEST_FILE} describes {data['generation']}")
-    return data
-
-
-def _verify_files(index_dir: Path, gen: Path, files: dict[str, Any]) -> None:
+def _verify_files(index_dir: Path, gen: Path, files: Mapping[str, FileRecord]) -> None:
     root = os.path.realpath(gen)
     for rel, info in files.items():
         file = gen / rel
@@ -636,14 +503,14 @@ def _verify_files(index_dir: Path, gen: Path, files: dict[str, Any]) -> None:
         except (FileNotFoundError, NotADirectoryError):
             raise IndexDamaged(f"{index_dir}: {shown(rel, 80)} is missing (truncated index?)") from None
         if not stat.S_ISREG(meta.st_mode) or not os.path.realpath(file).startswith(root + os.sep):
-            raise _damaged(index_dir, f"{shown(rel, 80)} is not a regular file inside {gen.name}")
-        if meta.st_size != info["bytes"]:
+            raise damaged(index_dir, f"{shown(rel, 80)} is not a regular file inside {gen.name}")
+        if meta.st_size != info.bytes:
             raise IndexDamaged(f"{index_dir}: {shown(rel, 80)} has the wrong size (truncated or tampered)")
-        if sha256_file(file) != info["sha256"]:
+        if sha256_file(file) != info.sha256:
             raise IndexDamaged(f"{index_dir}: {shown(rel, 80)} fails its checksum (tampered or corrupt)")
-    own = {MANIFEST_FILE, MANIFEST_SUM_FILE}
+    own = {layout.MANIFEST, layout.MANIFEST_SUM}
     for folder, dirs, names in os.walk(gen):
         for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
             rel = Path(folder, name).relative_to(gen).as_posix()
             if rel not in files and rel not in own:
-                raise _damaged(index_dir, f"{gen.name} holds {shown(rel, 80)}, which its manifest does not list")
+                raise damaged(index_dir, f"{gen.name} holds {shown(rel, 80)}, which its manifest does not list")

@@ -22,6 +22,7 @@ from arborgraph.config import Config
 from arborgraph.embedding_base import Embedder
 from arborgraph.embedding_cache import EmbeddingCache
 from arborgraph.executor import cyclic_gc_paused, extract_many_on, fit_many_on
+from arborgraph.layout import TREE, scoped, tree_bm25_dir  # noqa: F401 (scoped re-exported)
 from arborgraph.lexical import LexicalIndex
 from arborgraph.progress import ProgressCallback
 from arborgraph.store import GenerationWriter
@@ -76,11 +77,6 @@ def partition_by_scope(docs: Sequence[Document], chunks: Sequence[Chunk]) -> lis
     ]
 
 
-def scoped(name: str, tag: str) -> str:
-    """The file name of a table or vector array of one scope: ``entities.s0``."""
-    return f"{name}.{tag}"
-
-
 def _embed_fn(
     embedder: Embedder | None, cache: EmbeddingCache | None
 ) -> Callable[[Sequence[str]], np.ndarray]:
@@ -117,15 +113,6 @@ def _hashing_embed(dim: int = 256) -> Callable[[Sequence[str]], np.ndarray]:
         return out
 
     return embed
-
-
-def scope_files(kind: str, tag: str) -> tuple[str, ...]:
-    """Path prefixes of one scope's files in a generation, for reuse by a rebuild."""
-    if kind == "tree":
-        return (f"tables/raptor_nodes.{tag}.", f"vectors/tree.{tag}.", f"bm25/tree.{tag}/")
-    from graphrag.schema import TABLE_NAMES, UPDATE_TABLE_NAMES
-
-    return tuple(f"tables/{name}.{tag}." for name in (*TABLE_NAMES, *UPDATE_TABLE_NAMES))
 
 
 def run_tree_stage(
@@ -200,10 +187,10 @@ def run_tree_stage(
             stats["summaries_redone"] += len(tree.summaries())
         for name, table in tree_to_tables(tree).items():
             writer.write_table(scoped(name, part.tag), table)
-        writer.write_vectors(scoped("tree", part.tag), tree.vectors)
+        writer.write_vectors(scoped(TREE, part.tag), tree.vectors)
         summaries = tree.summaries()
         LexicalIndex.build([f"{n.title}\n{n.text}" for n in summaries]).save(
-            writer.dir_for(f"bm25/tree.{part.tag}")
+            writer.dir_for(tree_bm25_dir(part.tag))
         )
         stats["trees"] += 1
         # processes a full build of this tree runs on (helpers refine clusters side by side)
@@ -251,7 +238,8 @@ def run_graph_stage(
         from graphrag import LLMExtractor, LLMReportWriter, RuleExtractor
         from graphrag.update import build_graph_state, state_to_tables, update_graph
 
-        extractor = LLMExtractor(chat) if chat is not None else RuleExtractor()
+        extract = config.graph_extract
+        extractor = LLMExtractor(chat, extract.llm) if chat is not None else RuleExtractor(extract.rules)
         parallel = chat is None and executor is not None and executor.workers > 1
         settings: dict[str, Any] = {
             "config": config.graph, "progress": progress,

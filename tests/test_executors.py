@@ -212,7 +212,7 @@ class _RecordingExecutor(SerialExecutor):
 def test_the_longest_documents_are_chunked_here_not_shipped_to_the_pool(
     sample_slice: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arborgraph.pipeline as pipeline
+    import arborgraph.pipeline.load as pipeline  # where load_documents reads it
 
     cfg = load_config()
     paths = [sample_slice / p for p in PAGES]

@@ -101,6 +101,11 @@ def test_sigkilled_build_resumes_with_only_the_missing_calls(
 
     again = build_index([docs], index, llm_config(llm_server.base_url, "sk-again"))
     assert chat_calls(llm_server, "sk-again") == 0 and again.stages["llm"]["llm_calls"] == 0
+    # queries embed the question with the index's OpenAI-compatible embedder
+    with arborgraph.open(index) as kb:
+        res = kb.query("What does AUTOINCREMENT do?", route="lookup")
+    assert kb.mode.embedding == "openai/stand-in-embed" and res.contexts
+    assert not any("lexical fallback" in n for n in res.notes), res.notes
 
 
 if __name__ == "__main__":

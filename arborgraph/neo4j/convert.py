@@ -171,17 +171,18 @@ def _consistent(nodes: list[Node], rels: list[Rel]) -> GraphRecords:
 def index_records(generation: "Generation") -> GraphRecords:
     """The records of an opened index generation (reads its tables)."""
     from arborgraph import schema as S
-    from arborgraph.structures import scoped
+    from arborgraph.layout import scoped
+    from arborgraph.manifest import index_manifest
     from graphrag.schema import TABLE_NAMES
     from raptor.schema import NODES_TABLE
 
     parts = []
-    for s in generation.manifest.get("scopes", []):
-        tag = s["tag"]
+    for s in index_manifest(generation).scopes:
+        tag = s.tag
         tree = generation.table(scoped(NODES_TABLE, tag)) if generation.has_table(scoped(NODES_TABLE, tag)) else None
         graph = None
         if all(generation.has_table(scoped(name, tag)) for name in TABLE_NAMES):
             graph = {name: generation.table(scoped(name, tag)) for name in TABLE_NAMES}
-        parts.append(ScopeTables(s["scope"], tree, graph))
+        parts.append(ScopeTables(s.scope, tree, graph))
     return records_from_tables(generation.table(S.DOCUMENTS), generation.table(S.CHUNKS), parts)
 

@@ -1,0 +1,34 @@
+"""What a build did: the report :func:`arborgraph.pipeline.build_index` returns, the
+CLI renders, and the manifest stores (without its timings, kept at its top level)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from arborgraph.contradictions import Contradiction
+from ingest.models import SkippedFile
+
+
+class BuildReport(BaseModel):
+    """What a build did, for the CLI's closing report and the manifest."""
+
+    index_dir: str
+    generation: str = ""
+    documents: int = 0
+    chunks: int = 0
+    skipped: list[SkippedFile] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    embedding: str | None = None
+    embedding_fallback: str | None = None  # why retrieval is lexical-only
+    embeddings_cached: int = 0
+    embeddings_computed: int = 0
+    lock_wait: str | None = None  # set when this build waited for another one to finish
+    contradictions: list[Contradiction] = Field(default_factory=list)
+    timings_s: dict[str, float] = Field(default_factory=dict)
+    stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    def stored(self) -> dict[str, Any]:
+        """The report as the manifest stores it: its timings are the manifest's own field."""
+        return self.model_dump(mode="json", exclude={"timings_s"})

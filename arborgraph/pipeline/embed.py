@@ -1,0 +1,92 @@
+"""Stages ``contextual_prefixes`` (with an LLM, when asked), ``embed`` and ``lexical``:
+the text every chunk is indexed by, its vector (through the embedding cache) and the
+BM25 index over those texts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arborgraph.config import Config
+from arborgraph.embedding import load_embedder
+from arborgraph.embedding_base import Embedder, EmbedderUnavailable
+from arborgraph.embedding_cache import EmbeddingCache
+from arborgraph.lexical import LexicalIndex
+from arborgraph.progress import ProgressCallback
+from ingest.models import Chunk, Document
+
+
+def try_load_embedder(config: Config) -> tuple[Embedder | None, str | None]:
+    """The configured embedder, or (None, reason) so the build falls back to lexical."""
+    try:
+        return load_embedder(config.embedding), None
+    except EmbedderUnavailable as exc:
+        return None, str(exc)
+
+
+def contextual_prefixes(
+    chat: Any, docs: Sequence[Document], chunks: Sequence[Chunk], config: Config, progress: ProgressCallback
+) -> list[str]:
+    """One LLM sentence per chunk situating it in its document (cached like every call).
+
+    The prefix is embedded and BM25-indexed in front of the chunk; users still see the
+    chunk alone.
+    """
+    from arborgraph.llm import contextual_prefixes as ask
+
+    by_doc: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    out: dict[str, str] = {}
+    for n, doc in enumerate(docs, start=1):
+        members = by_doc.get(doc.doc_id, [])
+        outline = " / ".join(b.text for b in doc.blocks if b.kind == "heading")[:1500]
+        excerpt = f"{outline}\n\n{doc.text[:2000]}"
+        found = ask(
+            chat, doc.title, excerpt, [(c.chunk_id, c.text) for c in members],
+            concurrency=config.llm.concurrency,
+        )
+        out.update({c.chunk_id: p.strip() for c, p in zip(members, found)})
+        progress("contextual_prefixes", n, len(docs))
+    return [out[c.chunk_id] for c in chunks]
+
+
+@dataclass
+class Embedded:
+    """What stage ``embed`` made: the embedder (None: lexical-only, and why), the chunk
+    vectors in chunk order, and the embedding cache's counts and warnings."""
+
+    embedder: Embedder | None
+    fallback: str | None = None
+    vectors: np.ndarray | None = None
+    cached: int = 0
+    computed: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def embed_texts(
+    texts: Sequence[str], embedder: Embedder | None, why_not: str | None, cache_file: Path,
+    progress: ProgressCallback,
+) -> Embedded:
+    """Embed ``texts`` with ``embedder`` through the embedding cache at ``cache_file``
+    (nothing to do without an embedder: the build is lexical-only, for ``why_not``)."""
+    if embedder is None:
+        return Embedded(embedder=None, fallback=why_not)
+    cache = EmbeddingCache(cache_file)
+    try:
+        vectors = cache.embed(embedder, list(texts), lambda d, t: progress("embed", d, t))
+    finally:
+        cache.close()
+    return Embedded(
+        embedder=embedder, vectors=vectors, cached=cache.hits, computed=cache.misses,
+        warnings=list(cache.warnings),
+    )
+
+
+def build_lexical(texts: Sequence[str], config: Config, target: Path) -> None:
+    """The BM25 index over the chunks' indexed texts, saved in ``target``."""
+    LexicalIndex.build(list(texts), k1=config.retrieval.bm25_k1, b=config.retrieval.bm25_b).save(target)

@@ -1,0 +1,188 @@
+"""``build_index``: take the index's build lock, run the stages in order, commit.
+
+Any failure or interruption leaves the previous index as it was: the new generation is
+written beside it and replaces it only at the commit, and a failed build records why in
+the per-document status.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from arborgraph import __version__
+from arborgraph import layout
+from arborgraph.build_report import BuildReport
+from arborgraph.config import Config
+from arborgraph.core.errors import BuildError
+from arborgraph.executor import make_executor
+from arborgraph.incremental import load_previous
+from arborgraph.manifest import BuildRecord, ModeRecord
+from arborgraph.pipeline.embed import try_load_embedder
+from arborgraph.pipeline.load import input_kilobytes
+from arborgraph.pipeline.stages import STAGES, BuildRun, EmbedderFactory, Stage
+from arborgraph.progress import ProgressCallback, no_progress
+from arborgraph.store import BuildLock, check_index_dir
+from ingest.metadata import GivenMetadata
+
+# the progress stage reported once when a build waits for another build's lock
+LOCK_WAIT_STAGE = "waiting for another build"
+
+
+def check_index_target(index_dir: Path) -> None:
+    """Raise :class:`BuildError` unless ``index_dir`` is, or can be made, a writable directory."""
+    for path in (index_dir, *index_dir.parents):
+        if not path.exists():
+            continue
+        if not path.is_dir():
+            raise BuildError(f"cannot build an index at {index_dir}: {path} is a file, not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise BuildError(f"cannot build an index at {index_dir}: {path} is not writable")
+        return
+
+
+def build_index(
+    inputs: Sequence[str | Path],
+    index_dir: str | Path,
+    config: Config | None = None,
+    *,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    progress: ProgressCallback = no_progress,
+    embedder_factory: EmbedderFactory = try_load_embedder,
+    wait_for_lock: bool = False,
+) -> BuildReport:
+    """Build (or rebuild) the index at ``index_dir`` from ``inputs``.
+
+    ``metadata`` maps doc ids (or ``fnmatch`` patterns over them) to document metadata
+    (``acl``, ``version``, ``valid_from``, ``valid_to``, ``source``, ``title``, ...),
+    validated like a sidecar and overriding the files' own; it is stored with each
+    document, so a rebuild with the same mapping reuses all it can, and a changed
+    ``acl`` moves the document to its new access scope.
+
+    One build at a time writes an index: this one holds the index's build lock from
+    before it reads the live generation until it has committed its own. When another
+    build holds it, this one raises :class:`arborgraph.store.IndexBusy` at once, or
+    with ``wait_for_lock`` waits for it (reporting ``progress(LOCK_WAIT_STAGE, 0,
+    None)`` first, the holder's pid in :attr:`BuildReport.lock_wait`).
+
+    Raises :class:`NoUsableDocuments` when nothing in ``inputs`` can be indexed; the
+    previous index, if any, is left untouched in that case and on any other failure.
+    """
+    config = config or Config()
+    index_dir = Path(index_dir)
+    check_index_target(index_dir)
+    check_index_dir(index_dir)
+    # what this build creates before it knows there is anything to index
+    created = index_dir if not index_dir.exists() else layout.cache_dir(index_dir)
+    created_now = not created.exists()
+    waited: list[str] = []
+
+    def on_wait(message: str) -> None:
+        waited.append(message)
+        progress(LOCK_WAIT_STAGE, 0, None)
+
+    lock = BuildLock(index_dir, wait=wait_for_lock, on_wait=on_wait)
+    try:
+        started = time.perf_counter()  # the build's total time counts from here
+        previous = load_previous(index_dir)
+        # made first: a pool's workers start, and chunk documents, while later files load
+        unchanged = set(previous.doc_hashes.values()) if previous is not None else set()
+        max_file_bytes = int(config.ingest.max_file_mb * 2**20)
+        executor = make_executor(config.executor, input_kilobytes(inputs, unchanged, max_file_bytes=max_file_bytes))
+        run = BuildRun(
+            inputs=inputs, index_dir=index_dir, config=config, lock=lock,
+            metadata=GivenMetadata(metadata), progress=progress, embedder_factory=embedder_factory,
+            previous=previous, executor=executor,
+            report=BuildReport(index_dir=str(index_dir), lock_wait=waited[0] if waited else None),
+            created=created, created_now=created_now,
+        )
+        return run_stages(run, STAGES, started=started)
+    finally:
+        lock.release()
+
+
+def run_stages(run: BuildRun, stages: Sequence[Stage], *, started: float) -> BuildReport:
+    """Run ``stages`` in order (those the config builds), timing the timed ones, then
+    commit the new generation; on any failure, abort it and record why. ``started``
+    (a ``time.perf_counter()``) is when the build began, for its total time."""
+    report = run.report
+    try:
+        for stage in stages:
+            if not stage.when(run.config):
+                continue
+            begun = time.perf_counter()
+            stage.run(run)
+            if stage.timed:
+                report.timings_s[stage.name] = round(time.perf_counter() - begun, 3)
+        report.timings_s["total"] = round(time.perf_counter() - started, 3)
+        commit(run)
+    except BaseException as exc:
+        fail(run, exc)
+        raise
+    finally:
+        provider = run.prepared.provider if run.prepared is not None else None
+        if provider is not None:
+            provider.close()
+    provider = run.prepared.provider if run.prepared is not None else None
+    if provider is not None:
+        report.stages["llm"] = provider.usage.to_dict()
+    return report
+
+
+def manifest_record(run: BuildRun) -> BuildRecord:
+    """What the build records in the new generation's manifest."""
+    config, report, loaded = run.config, run.report, run.loaded
+    provider = run.ready.provider
+    return BuildRecord(
+        arborgraph_version=__version__,
+        built_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        config=config.to_manifest(),
+        mode=ModeRecord(
+            llm_model=config.llm.model,
+            embedding=report.embedding,
+            lexical_fallback=report.embedding is None,
+            lexical_fallback_reason=report.embedding_fallback,
+        ),
+        routes=run.routes,
+        scopes=run.scopes.records,
+        documents={d.doc_id: d.content_hash for d in loaded.docs},
+        counts={"documents": len(loaded.docs), "chunks": len(run.chunked.chunks), "skipped": len(loaded.skipped)},
+        timings_s=report.timings_s,
+        report=report.stored(),
+        **(provider.usage.to_dict() if provider is not None else {}),
+    )
+
+
+def commit(run: BuildRun) -> None:
+    """Write the manifest and make the new generation the live index."""
+    prepared = run.ready
+    record = manifest_record(run)
+    run.executor.close()
+    run.report.generation = prepared.writer.commit(record.to_json()).name
+    status = prepared.status
+    for doc in run.loaded.docs:
+        status.documents[doc.doc_id].status = "done"
+    status.state = "done"
+    status.save(run.index_dir)
+
+
+def fail(run: BuildRun, exc: BaseException) -> None:
+    """Undo a failed build: abort its generation, stop its workers, and record why in
+    the status of every document it had not finished (when it had started writing)."""
+    prepared = run.prepared
+    if prepared is not None:
+        prepared.writer.abort()
+    run.executor.close()
+    if run.warmup is not None and run.warmup.poll() is None:
+        run.warmup.kill()
+    if prepared is not None:
+        status = prepared.status
+        status.state = "failed"
+        for record in status.documents.values():
+            if record.status in ("pending", "processing"):
+                record.reason = f"build stopped: {type(exc).__name__}: {exc}"[:300]
+        status.save(run.index_dir)

@@ -1,0 +1,107 @@
+"""Stages ``scopes`` (untimed), ``tree`` and ``graph``: the chunks split by access scope,
+each scope's fingerprints, and its RAPTOR tree and entity graph, kept, updated or
+built anew (:mod:`arborgraph.structures` builds them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from arborgraph import __version__
+from arborgraph.config import Config, GraphExtractConfig
+from arborgraph.incremental import PreviousIndex, fingerprint, load_graph_state
+from arborgraph.layout import scope_file_prefixes
+from arborgraph.manifest import ScopeRecord
+from arborgraph.scoped import load_scope_tree
+from arborgraph.store import GenerationWriter
+from arborgraph.structures import ScopePart, partition_by_scope
+from ingest.models import Chunk, Document
+
+
+@dataclass
+class Scopes:
+    """What stage ``scopes`` made: the chunks of each access scope and their records."""
+
+    parts: list[ScopePart]
+    records: list[ScopeRecord]
+
+
+def structure_settings(config: Config, embedding: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a scope's tree and graph depend on besides its chunks (hashed into its
+    fingerprints): the tree's and the graph's settings."""
+    tree = {"tree": config.tree.model_dump(mode="json"), "embedding": embedding, "llm": config.llm.model, "version": __version__}
+    graph = {"graph": config.graph.model_dump(mode="json"), "llm": config.llm.model, "version": __version__}
+    # only when set: at their defaults (all indexes built before they could be set) the
+    # extractors leave the fingerprints as they were, so those indexes are reused
+    if config.graph_extract != GraphExtractConfig():
+        graph["extract"] = config.graph_extract.model_dump(mode="json")
+    return tree, graph
+
+
+def scope_records(
+    docs: Sequence[Document], chunks: Sequence[Chunk], config: Config, embedding: str | None
+) -> Scopes:
+    """The chunks split by access scope, with each scope's record for the manifest."""
+    parts = partition_by_scope(docs, chunks)
+    tree_settings, graph_settings = structure_settings(config, embedding)
+    records = [
+        ScopeRecord(
+            tag=p.tag, scope=p.scope, chunks=len(p.chunks),
+            tree_fingerprint=fingerprint(p.chunks, tree_settings, p.scope) if config.build_tree else None,
+            tree_settings=fingerprint([], tree_settings, p.scope),
+            graph_fingerprint=fingerprint(p.chunks, graph_settings, p.scope) if config.build_graph else None,
+            graph_settings=fingerprint([], graph_settings, p.scope),
+        )
+        for p in parts
+    ]
+    return Scopes(parts=parts, records=records)
+
+
+@dataclass
+class Reuse:
+    """What a rebuild may take from the live index, scope by scope (never anything when
+    there is no live index)."""
+
+    previous: PreviousIndex | None
+    scopes: Scopes
+    config: Config
+
+    def _pair(self, part: ScopePart) -> tuple[ScopeRecord | None, ScopeRecord]:
+        new = next(r for r in self.scopes.records if r.tag == part.tag)
+        old = self.previous.manifest.scope(part.tag) if self.previous is not None else None
+        return old, new
+
+    def reusable(self, kind: str, writer: GenerationWriter) -> Callable[[ScopePart], bool]:
+        """Whether a scope's ``kind`` (tree, graph) is unchanged: then its files are linked
+        over from the live generation (and the check says so)."""
+        key = f"{kind}_fingerprint"
+
+        def check(part: ScopePart) -> bool:
+            if self.previous is None:
+                return False
+            old, new = self._pair(part)
+            if old is None or getattr(old, key) is None or getattr(old, key) != getattr(new, key):
+                return False
+            return writer.reuse(self.previous.generation, scope_file_prefixes(kind, part.tag)) > 0
+
+        return check
+
+    def _same_settings(self, part: ScopePart, key: str) -> bool:
+        """Whether the live index has this scope, built with the same ``key`` settings."""
+        if self.previous is None:
+            return False
+        old, new = self._pair(part)
+        return old is not None and getattr(old, key) == getattr(new, key)
+
+    def previous_tree(self, part: ScopePart) -> Any:
+        """The previous tree of this scope when only its chunks changed, else None."""
+        if self.previous is None or not self.config.build_tree or not self._same_settings(part, "tree_settings"):
+            return None
+        return load_scope_tree(self.previous.generation, part.tag)
+
+    def previous_graph(self, part: ScopePart) -> Any:
+        """The previous graph state of this scope when only its chunks changed, else None."""
+        if self.previous is None or not self.config.build_graph or not self._same_settings(part, "graph_settings"):
+            return None
+        return load_graph_state(self.previous.generation, part.tag)
