@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from arborgraph import schema as S
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 
 
 @dataclass

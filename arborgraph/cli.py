@@ -58,7 +58,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 def _user_errors() -> tuple[type[Exception], ...]:
     from arborgraph.config import ConfigError
-    from arborgraph.executor import ExecutorError
+    from arborgraph.core.errors import ExecutorError
     from arborgraph.pipeline import BuildError
     from arborgraph.kb import QueryError
     from arborgraph.store import IndexUnusable
@@ -67,7 +67,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
 
 
 def _llm_errors() -> tuple[type[Exception], ...]:
-    from arborgraph.llm.base import LLMError
+    from arborgraph.core.errors import LLMError
 
     return (LLMError,)
 

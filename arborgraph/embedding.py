@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from arborgraph.embedding_base import Embedder, EmbedderUnavailable
+from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.protocols import Embedder
 from arborgraph.onnx_export import (
     DEFAULT_MODEL,
     TORCH_EXTRA,
@@ -41,7 +42,7 @@ from arborgraph.onnx_export import (
     quiet_transformers,
     sentence_transformers_dir,
 )
-from arborgraph.packaged_model import (
+from arborgraph.core.model_files import (
     MANIFEST_NAME,
     OnnxModelFiles,
     PipelineFacts,

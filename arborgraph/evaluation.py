@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from arborgraph.core.errors import EvalError  # noqa: F401 (re-exported)
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 
 QuestionType = Literal["lookup", "drilldown", "relational", "global"]
 EXPECTED_ROUTE: dict[str, str] = {

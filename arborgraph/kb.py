@@ -16,10 +16,11 @@ from arborgraph.chunk_store import ChunkStore
 from arborgraph.config import Config
 from arborgraph.dense import DenseIndex
 from arborgraph.embedding import load_embedder
-from arborgraph.embedding_base import Embedder, EmbedderUnavailable
-from arborgraph.lexical import LexicalIndex
+from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.protocols import Embedder
+from arborgraph.core.lexical import LexicalIndex
 from arborgraph.lookup import LookupHits, LookupIndex, LookupMode, lookup_search
-from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision, final_scores
+from arborgraph.core.results import BuildMode, Context, QueryResult, Route, RoutingDecision, final_scores
 from arborgraph.scoped import fuse_contexts, load_scopes, merge_by_rank, readable, tree_node_lexical_scores
 from arborgraph.safety import INJECTION_FLAG, context_looks_injected
 from arborgraph.schema import IndexManifest
@@ -27,7 +28,7 @@ from arborgraph.store import Generation, IndexDamaged, open_generation
 from arborgraph.structures import PUBLIC, scope_principals, scope_readable
 
 if TYPE_CHECKING:
-    from arborgraph.llm.base import ChatModel
+    from arborgraph.core.protocols import ChatModel
     from arborgraph.ranking import AnyRanker
 
 ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
@@ -376,7 +377,7 @@ class KnowledgeBase:
         )
         if llm is None:
             return decision
-        from arborgraph.llm.base import LLMError
+        from arborgraph.core.errors import LLMError
         from arborgraph.router_llm import llm_route
 
         try:

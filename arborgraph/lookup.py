@@ -11,8 +11,8 @@ from arborgraph.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig
 from arborgraph.dense import DenseIndex
 from arborgraph.fusion import reciprocal_rank_fusion, top_indices
-from arborgraph.lexical import LexicalIndex
-from arborgraph.results import Context
+from arborgraph.core.lexical import LexicalIndex
+from arborgraph.core.results import Context
 
 LookupMode = Literal["hybrid", "bm25", "dense"]
 

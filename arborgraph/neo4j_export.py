@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from neo4j import Driver, Session
 
-    from arborgraph.progress import ProgressCallback
+    from arborgraph.core.protocols import ProgressCallback
     from arborgraph.store import Generation
 
 MARK = "Arborgraph"

@@ -29,8 +29,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
 
-from arborgraph.embedding_base import EmbedderUnavailable
-from arborgraph.packaged_model import PipelineFacts, file_sha256
+from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.model_files import PipelineFacts, file_sha256
 
 __all__ = [
     "DEFAULT_MODEL",

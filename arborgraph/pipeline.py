@@ -27,12 +27,13 @@ from arborgraph import __version__
 from arborgraph.config import Config
 from arborgraph.contradictions import Contradiction, find_contradictions
 from arborgraph.embedding import load_embedder
-from arborgraph.embedding_base import Embedder, EmbedderUnavailable
+from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.protocols import Embedder, ProgressCallback, no_progress
 from arborgraph.embedding_cache import EmbeddingCache
-from arborgraph.lexical import LexicalIndex
-from arborgraph.progress import ProgressCallback, no_progress
+from arborgraph.core.lexical import LexicalIndex
 from arborgraph.store import CURRENT_FILE, BuildLock, GenerationWriter, cache_dir, check_index_dir
-from arborgraph.executor import Executor, chunk_batch, decode_chunks, make_executor, map_as_produced
+from arborgraph.core.protocols import Executor
+from arborgraph.executor import chunk_batch, decode_chunks, make_executor, map_as_produced
 from arborgraph.incremental import BuildStatus, DocumentStatus, fingerprint, load_graph_state, load_previous
 from arborgraph.incremental import PreviousIndex
 from arborgraph.scoped import load_scope_tree

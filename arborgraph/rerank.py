@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arborgraph.lexical import analyse
+from arborgraph.core.text import analyse
 from arborgraph.ranking import (
     GRAPH_SIGNALS,
     PageLayout,
@@ -28,7 +28,7 @@ from arborgraph.ranking import (
     page_layout,
     rank,
 )
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 
 if TYPE_CHECKING:
     from arborgraph.kb import KnowledgeBase

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from arborgraph.fusion import reciprocal_rank_fusion
-from arborgraph.lexical import LexicalIndex
-from arborgraph.results import Context
+from arborgraph.core.lexical import LexicalIndex
+from arborgraph.core.results import Context
 from arborgraph.store import Generation
 from arborgraph.structures import scope_readable, scoped
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from arborgraph.llm.concurrency import run_ordered, workers_for
-from arborgraph.progress import ProgressCallback, no_progress
+from arborgraph.core.concurrency import run_ordered, workers_for
+from arborgraph.core.protocols import ProgressCallback, no_progress
 from graphrag import schema
 from graphrag.communities import HierarchicalLeiden, aggregate_edges
 from graphrag.config import GraphConfig

@@ -15,8 +15,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from arborgraph.llm.base import ChatModel, LLMError
-from arborgraph.llm.errors import naming_item
+from arborgraph.core.errors import LLMError
+from arborgraph.core.protocols import ChatModel
+from arborgraph.core.concurrency import naming_item
 
 M = TypeVar("M", bound=BaseModel)
 
