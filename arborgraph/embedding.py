@@ -1,8 +1,8 @@
 """Local sentence embedders: the shipped ONNX int8 all-MiniLM-L6-v2, and sentence-transformers.
 
-Both implement :class:`arborgraph.embedding_base.Embedder`. The default,
+Both implement :class:`arborgraph.core.protocols.Embedder`. The default,
 ``all-MiniLM-L6-v2/onnx-int8``, runs the int8 ONNX model shipped inside the package
-(:mod:`arborgraph.packaged_model`) with onnxruntime and the model's own ``tokenizer.json``:
+(:mod:`arborgraph.core.model_files`) with onnxruntime and the model's own ``tokenizer.json``:
 no torch, nothing downloaded, every file checked against the model's manifest on load.
 Other local models are a directory made by ``scripts/build_onnx_model.py`` (same
 pipeline, no torch either) or a sentence-transformers model directory, which is exported

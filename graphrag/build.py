@@ -95,7 +95,7 @@ def build_graph(
 
     ``chunks`` should be in document order (ties in names and descriptions go to the
     earliest chunk). Without ``report_writer`` reports are extractive (no model).
-    Extraction or report errors (e.g. :class:`arborgraph.llm.base.LLMError`) propagate.
+    Extraction or report errors (e.g. :class:`arborgraph.core.errors.LLMError`) propagate.
     """
     prog = progress or no_progress
     extractions = extract_all(chunks, extractor, prog)

@@ -2,7 +2,7 @@
 
 Malformed replies are first repaired (code fences, text around the object, trailing
 commas), then retried with the validation error quoted back to the model; after the
-last attempt :class:`arborgraph.llm.base.LLMError` is raised. Nothing is dropped
+last attempt :class:`arborgraph.core.errors.LLMError` is raised. Nothing is dropped
 silently.
 """
 
