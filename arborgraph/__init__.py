@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from arborgraph.config import Config
     from arborgraph.kb import KnowledgeBase
-    from arborgraph.progress import ProgressCallback
+    from arborgraph.core.protocols import ProgressCallback
 
 __all__ = ["build", "open", "current_generation", "IndexUnusable", "IndexNotFound", "IndexDamaged", "QueryError", "__version__"]
 
@@ -57,7 +57,7 @@ def build(
     """
     from arborgraph.pipeline import build_index
     from arborgraph.kb import KnowledgeBase
-    from arborgraph.progress import no_progress
+    from arborgraph.core.protocols import no_progress
 
     if isinstance(paths, (str, Path)):
         paths = [paths]

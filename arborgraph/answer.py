@@ -12,8 +12,8 @@ import html
 import re
 from collections.abc import Sequence
 
-from arborgraph.llm.base import ChatModel
-from arborgraph.results import Context
+from arborgraph.core.protocols import ChatModel
+from arborgraph.core.results import Context
 from arborgraph.safety import INJECTION_FLAG
 
 SYSTEM_PROMPT = (

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from arborgraph import schema as S
 from arborgraph.chunk_rows import chunk_columns
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 
 
 @dataclass

@@ -2,7 +2,10 @@
 
 User mistakes (bad paths, a directory that is not an index, a route the index lacks,
 a malformed questions file) end with one line on stderr and a non-zero exit code,
-never a traceback.
+never a traceback: every command's :class:`~arborgraph.core.errors.UserError` is
+reported in one place (the command group, :class:`_Commands`), with exit status 2; a
+service that failed (:class:`~arborgraph.core.errors.ExternalError`: an LLM endpoint
+after its retries...) with status 1.
 
 Text from users and documents (paths, routes, file names, titles, headings, passages)
 is printed literally: never parsed as Rich markup, with control characters shown as
@@ -20,14 +23,53 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Task, TextColumn
 from rich.text import Text
 
+from typer.core import TyperGroup
+
+from arborgraph.core.errors import ExternalError, LLMError, UserError
 from arborgraph.display import printable
 
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Commands(TyperGroup):
+    """The ``arborgraph`` command group: it reports every command's errors, once.
+
+    A :class:`UserError` is one line and exit status 2; an :class:`ExternalError`
+    (a model call that failed after its retries, say) one line and status 1; anything
+    else is a bug and keeps its traceback.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            raise fail(str(exc), EXIT_USER_ERROR) from None
+        except LLMError as exc:
+            raise fail(_llm_failure(ctx.invoked_subcommand, exc), 1) from None
+        except ExternalError as exc:
+            raise fail(str(exc), 1) from None
+        except KeyboardInterrupt:
+            if ctx.invoked_subcommand != "build":
+                raise
+            raise fail("interrupted; the previous index (if any) is unchanged", EXIT_INTERRUPTED) from None
+
+
+def _llm_failure(command: str | None, exc: LLMError) -> str:
+    if command == "build":
+        return (f"LLM call failed, build stopped (the previous index is unchanged; "
+                f"re-run to resume from the cache): {exc}")
+    return f"LLM call failed: {exc}"
+
+
 app = typer.Typer(
+    cls=_Commands,
     add_completion=False,
     no_args_is_help=True,
     help="Arborgraph: build and query RAPTOR-tree + entity-graph indexes over technical manuals.",
@@ -35,8 +77,6 @@ app = typer.Typer(
 )
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
-
-EXIT_USER_ERROR = 2
 
 
 def say(console: Console, *parts: str | tuple[str, str]) -> None:
@@ -54,22 +94,6 @@ def say(console: Console, *parts: str | tuple[str, str]) -> None:
 def fail(message: str, code: int = 1) -> typer.Exit:
     say(err, ("error: ", "bold red"), message)
     return typer.Exit(code)
-
-
-def _user_errors() -> tuple[type[Exception], ...]:
-    from arborgraph.config import ConfigError
-    from arborgraph.executor import ExecutorError
-    from arborgraph.pipeline import BuildError
-    from arborgraph.kb import QueryError
-    from arborgraph.store import IndexUnusable
-
-    return (BuildError, ConfigError, QueryError, IndexUnusable, ExecutorError)
-
-
-def _llm_errors() -> tuple[type[Exception], ...]:
-    from arborgraph.llm.base import LLMError
-
-    return (LLMError,)
 
 
 class _CountColumn(ProgressColumn):
@@ -179,7 +203,7 @@ def build(
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="when another build is writing this index: wait for it, or (default) fail at once")] = False,
 ) -> None:
     """Build or update an index from DOCS."""
-    from arborgraph.pipeline import LOCK_WAIT_STAGE, NoUsableDocuments, build_index
+    from arborgraph.pipeline import LOCK_WAIT_STAGE, build_index
     from arborgraph.config import load_config
 
     overrides: dict[str, Any] = {}
@@ -195,27 +219,17 @@ def build(
         overrides["llm"] = {
             k: v for k, v in (("model", llm_model), ("embedding_model", embedding_model)) if v
         }
-    try:
-        cfg = load_config(config, overrides)
-        with _ProgressBar(enabled=not quiet and not json_out) as bar:
+    cfg = load_config(config, overrides)
+    with _ProgressBar(enabled=not quiet and not json_out) as bar:
 
-            def progress(stage: str, done: int, total: int | None) -> None:
-                if stage == LOCK_WAIT_STAGE:  # said even with --quiet: the build seems stuck otherwise
-                    err.print(f"{LOCK_WAIT_STAGE} on this index to finish…", markup=False, highlight=False)
-                else:
-                    bar(stage, done, total)
+        def progress(stage: str, done: int, total: int | None) -> None:
+            if stage == LOCK_WAIT_STAGE:  # said even with --quiet: the build seems stuck otherwise
+                err.print(f"{LOCK_WAIT_STAGE} on this index to finish…", markup=False, highlight=False)
+            else:
+                bar(stage, done, total)
 
-            report = build_index(docs, index, cfg, progress=progress, wait_for_lock=wait)
-            bar.report_timings(report.timings_s)
-    except NoUsableDocuments as exc:
-        raise fail(str(exc), EXIT_USER_ERROR) from None
-    except _user_errors() as exc:
-        raise fail(str(exc), EXIT_USER_ERROR) from None
-    except _llm_errors() as exc:
-        raise fail(f"LLM call failed, build stopped (the previous index is unchanged; "
-                   f"re-run to resume from the cache): {exc}", 1) from None
-    except KeyboardInterrupt:
-        raise fail("interrupted; the previous index (if any) is unchanged", 130) from None
+        report = build_index(docs, index, cfg, progress=progress, wait_for_lock=wait)
+        bar.report_timings(report.timings_s)
     if json_out:
         print(json.dumps(report.model_dump(mode="json"), indent=2))
         return
@@ -328,7 +342,7 @@ def query(
         items = _read_questions(batch) if batch is not None else []
         kb = _open(index)
         if graph_backend is not None:
-            from arborgraph.neo4j_backend import graph_server
+            from arborgraph.neo4j import graph_server
 
             given = {"uri": graph_backend, "user": graph_user, "database": graph_database}
             settings = kb.config.graph_backend.model_copy(update={k: v for k, v in given.items() if v})
@@ -345,10 +359,6 @@ def query(
             return
         assert question is not None
         res = kb.query(question, **kwargs)
-    except _user_errors() as exc:
-        raise fail(str(exc), EXIT_USER_ERROR) from None
-    except _llm_errors() as exc:
-        raise fail(f"LLM call failed: {exc}", 1) from None
     finally:
         if kb is not None and kb.graph_backend is not None:
             kb.graph_backend.close()
@@ -365,7 +375,8 @@ def _not_json_constant(name: str) -> Any:
 def _read_questions(path: Path) -> list[tuple[Any, str]]:
     """Every line of a batch file, checked before the first question is asked, so a bad
     line stops the batch with FILE:LINE and nothing on stdout (never half the answers)."""
-    from arborgraph.kb import QueryError, question_problem
+    from arborgraph.core.errors import QueryError
+    from arborgraph.kb import question_problem
 
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -439,10 +450,7 @@ def inspect(
     json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
 ) -> None:
     """Show what an index holds: manifest, counts, sizes."""
-    try:
-        info = _open(index).info(principal=as_principal)
-    except _user_errors() as exc:
-        raise fail(str(exc), EXIT_USER_ERROR) from None
+    info = _open(index).info(principal=as_principal)
     if json_out:
         print(json.dumps(info, indent=2, default=str))
         return
@@ -482,14 +490,11 @@ def eval_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Evidence recall, full-hit rate and MRR per question type, vs flat baselines."""
-    from arborgraph.evaluation import EvalError, evaluate, format_report, load_questions
+    from arborgraph.evaluation import evaluate, format_report, load_questions
 
-    try:
-        kb = _open(index)
-        qs = load_questions(questions)
-        report = evaluate(kb, qs, budget_words=budget_words)
-    except (EvalError, *_user_errors()) as exc:
-        raise fail(str(exc), EXIT_USER_ERROR) from None
+    kb = _open(index)
+    qs = load_questions(questions)
+    report = evaluate(kb, qs, budget_words=budget_words)
     data = report.model_dump(mode="json")
     if output:
         output.write_text(json.dumps(data, indent=2), encoding="utf-8")
@@ -526,25 +531,21 @@ def export_neo4j(
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Export the index to Neo4j over Bolt (incremental), or as CSV files for neo4j-admin import."""
-    from arborgraph.core.errors import UserError
     from arborgraph.neo4j import CsvReport, ExportReport, connect, export_records, index_records, write_csv
     from arborgraph.store import open_generation
 
     if (uri is None) == (csv is None):
         raise fail("give exactly one of --uri (export over Bolt) or --csv DIR (files for neo4j-admin)", EXIT_USER_ERROR)
-    try:
-        records = index_records(open_generation(index))
-        if csv is not None:
-            report: CsvReport | ExportReport = write_csv(records, csv)
-        else:
-            assert uri is not None
-            driver = connect(uri, user, password, timeout=timeout)
-            try:
-                report = export_records(records, driver, database=database, batch_size=batch_size, workers=workers)
-            finally:
-                driver.close()
-    except UserError as exc:
-        raise fail(str(exc), EXIT_USER_ERROR) from None
+    records = index_records(open_generation(index))
+    if csv is not None:
+        report: CsvReport | ExportReport = write_csv(records, csv)
+    else:
+        assert uri is not None
+        driver = connect(uri, user, password, timeout=timeout)
+        try:
+            report = export_records(records, driver, database=database, batch_size=batch_size, workers=workers)
+        finally:
+            driver.close()
     if json_out:
         print(json.dumps(report.as_dict(), indent=2))
     elif isinstance(report, CsvReport):

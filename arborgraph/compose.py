@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
 from arborgraph.core.retrieval import Retrieval
 from arborgraph.fusion import fuse_contexts
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 from arborgraph.safety import INJECTION_FLAG, context_looks_injected
 
 

@@ -1,8 +1,8 @@
 """Local sentence embedders: the shipped ONNX int8 all-MiniLM-L6-v2, and sentence-transformers.
 
-Both implement :class:`arborgraph.embedding_base.Embedder`. The default,
+Both implement :class:`arborgraph.core.protocols.Embedder`. The default,
 ``all-MiniLM-L6-v2/onnx-int8``, runs the int8 ONNX model shipped inside the package
-(:mod:`arborgraph.packaged_model`) with onnxruntime and the model's own ``tokenizer.json``:
+(:mod:`arborgraph.core.model_files`) with onnxruntime and the model's own ``tokenizer.json``:
 no torch, nothing downloaded, every file checked against the model's manifest on load.
 Other local models are a directory made by ``scripts/build_onnx_model.py`` (same
 pipeline, no torch either) or a sentence-transformers model directory, which is exported
@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from arborgraph.embedding_base import Embedder, EmbedderUnavailable
+from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.protocols import Embedder
 from arborgraph.onnx_export import (
     DEFAULT_MODEL,
     TORCH_EXTRA,
@@ -41,7 +42,7 @@ from arborgraph.onnx_export import (
     quiet_transformers,
     sentence_transformers_dir,
 )
-from arborgraph.packaged_model import (
+from arborgraph.core.model_files import (
     MANIFEST_NAME,
     OnnxModelFiles,
     PipelineFacts,

@@ -1,30 +1,6 @@
-"""The interface every text embedder implements."""
+"""Deprecated: import from arborgraph.core.protocols (Embedder) and arborgraph.core.errors (EmbedderUnavailable); this module goes in 0.3."""
 
-from __future__ import annotations
+from arborgraph.core.errors import EmbedderUnavailable  # noqa: F401
+from arborgraph.core.protocols import Embedder  # noqa: F401
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
-
-from arborgraph.core.errors import EmbedderUnavailable  # noqa: F401 (re-exported)
-
-if TYPE_CHECKING:
-    # Annotations only: the token counter imports this module (through the model-file
-    # checks) in pool workers that must not load numpy.
-    import numpy as np
-
-
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors.
-
-    ``name`` identifies model *and* pipeline (e.g. "all-MiniLM-L6-v2/onnx-int8"), so the
-    embedding cache never mixes vectors from two pipelines.
-    """
-
-    name: str
-    dim: int
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Return an array of shape (len(texts), dim), rows of unit length."""
-        ...
-
-
+__all__ = ["Embedder", "EmbedderUnavailable"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from arborgraph.embedding_base import Embedder
+from arborgraph.core.protocols import Embedder
 from ingest.cache_db import CacheDB
 
 BATCH = 256  # texts per commit: bounds the work lost to an interruption

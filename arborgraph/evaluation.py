@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from arborgraph.core.errors import EvalError  # noqa: F401 (re-exported)
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 from arborgraph.router import QUESTION_TYPE_TO_ROUTE
 
 QuestionType = Literal["lookup", "drilldown", "relational", "global"]

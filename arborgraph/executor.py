@@ -9,105 +9,19 @@ Workers receive data and a function by reference; nothing is persisted with pick
 from __future__ import annotations
 
 import gc
-import multiprocessing
-import multiprocessing.context
 import os
 import pickle
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from arborgraph.chunk_rows import ChunkRow, decode_chunks, encode_chunks  # noqa: F401 (decode_chunks re-exported)
 from arborgraph.core.errors import ExecutorError  # noqa: F401 (re-exported)
+from arborgraph.core.processes import available_cores, worker_context
+from arborgraph.core.protocols import Executor
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-# -- worker processes that never run the caller's script -------------------------------
-#
-# A fork server (or spawn) worker normally imports the parent's __main__ again before it
-# runs anything. A script that calls arborgraph.build() at top level, without an
-# ``if __name__ == "__main__":`` guard (the README's example as a file), would build
-# again inside every worker; multiprocessing stops that with "An attempt has been made
-# to start a new process before the current process has finished its bootstrapping
-# phase", the pool breaks and the build fails. Our workers run only functions of
-# arborgraph, ingest, raptor and graphrag, so they are started without the parent's
-# __main__: a script works guarded or not (and so do notebooks and the REPL).
-_launching = threading.local()
-_patch_lock = threading.Lock()
-_MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
-
-
-def _install_preparation_filter() -> None:
-    """Wrap multiprocessing's preparation data once: for launches made by our pools
-    (marked in a thread-local), leave out what would make the child import __main__."""
-    from multiprocessing import spawn
-
-    with _patch_lock:
-        if getattr(spawn.get_preparation_data, "_arborgraph", False):
-            return
-        original = spawn.get_preparation_data
-
-        def preparation_data(name: str) -> dict[str, Any]:
-            data = original(name)
-            if getattr(_launching, "library_pool", False):
-                for key in _MAIN_KEYS:
-                    data.pop(key, None)
-            return data
-
-        preparation_data._arborgraph = True  # type: ignore[attr-defined]
-        spawn.get_preparation_data = preparation_data
-
-
-def _library_popen(process_obj: Any) -> Any:
-    from multiprocessing import popen_forkserver
-
-    _launching.library_pool = True
-    try:
-        return popen_forkserver.Popen(process_obj)
-    finally:
-        _launching.library_pool = False
-
-
-class _LibraryProcess(multiprocessing.context.ForkServerProcess):
-    @staticmethod
-    def _Popen(process_obj: Any) -> Any:  # noqa: N802 - multiprocessing's name
-        return _library_popen(process_obj)
-
-
-class _LibraryContext(multiprocessing.context.ForkServerContext):
-    Process = _LibraryProcess
-
-
-def worker_context(preload: Sequence[str] = ()) -> multiprocessing.context.BaseContext:
-    """The multiprocessing context of every Arborgraph pool: a fork server (forking the
-    parent is unsafe once torch and ONNX Runtime have started threads) whose workers do
-    not import the caller's ``__main__``. Functions sent to them must therefore be
-    importable from a module, not defined in the calling script."""
-    _install_preparation_filter()
-    context = _LibraryContext()
-    if preload:
-        context.set_forkserver_preload(list(preload))
-    return context
-
-
-class Executor(Protocol):
-    name: str
-    workers: int
-
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-        """``fn`` of every item, in order; a pool starts work on an item as soon as an
-        iterator yields it."""
-        ...
-
-    def imap(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        """:meth:`map`, each result yielded as soon as it and those before it are done
-        (the caller uses the first results while workers compute the last)."""
-        ...
-
-    def close(self) -> None: ...
 
 
 class SerialExecutor:
@@ -216,14 +130,6 @@ class DaskExecutor:
 # this shared machine); on a machine other work keeps busy the pool gains little or
 # nothing.
 AUTO_POOL_MIN_KB = 2_000
-
-
-def available_cores() -> int:
-    """Cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on every platform
-        return os.cpu_count() or 1
 
 
 def make_executor(spec: str, size_kb: int) -> Executor:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from arborgraph.core.retrieval import Retrieval
-from arborgraph.results import Context, Route, RoutingDecision
+from arborgraph.core.results import Context, Route, RoutingDecision
 
 RRF_K = 60
 

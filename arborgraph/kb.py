@@ -17,13 +17,14 @@ from arborgraph.chunk_store import ChunkStore
 from arborgraph.config import Config
 from arborgraph.dense import DenseIndex
 from arborgraph.embedding import load_embedder
-from arborgraph.embedding_base import Embedder, EmbedderUnavailable
-from arborgraph.lexical import LexicalIndex
+from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.protocols import Embedder
+from arborgraph.core.lexical import LexicalIndex
 from arborgraph.compose import assemble, compose, flag_lexical_fallback, flag_stale
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery, Retriever
 from arborgraph.fusion import fuse_routes, second_route
 from arborgraph.lookup import LookupIndex, LookupMode
-from arborgraph.results import BuildMode, Context, QueryResult, Route, RoutingDecision, final_scores
+from arborgraph.core.results import BuildMode, Context, QueryResult, Route, RoutingDecision, final_scores
 from arborgraph.retrievers import GlobalRetriever, GraphRetriever, LookupRetriever, TreeRetriever, chunk_refs
 from arborgraph.scoped import load_scopes, readable
 from arborgraph.manifest import Manifest, index_manifest
@@ -31,7 +32,7 @@ from arborgraph.store import Generation, IndexDamaged, open_generation
 from arborgraph.structures import PUBLIC, scope_principals, scope_readable
 
 if TYPE_CHECKING:
-    from arborgraph.llm.base import ChatModel
+    from arborgraph.core.protocols import ChatModel
     from arborgraph.ranking import AnyRanker
     from arborgraph.rerank import RankingIndex
 
@@ -404,7 +405,7 @@ class KnowledgeBase:
         )
         if llm is None:
             return decision
-        from arborgraph.llm.base import LLMError
+        from arborgraph.core.errors import LLMError
         from arborgraph.router_llm import llm_route
 
         try:

@@ -12,7 +12,7 @@ from arborgraph.config import RetrievalConfig
 from arborgraph.core.retrieval import Retrieval
 from arborgraph.dense import DenseIndex
 from arborgraph.fusion import reciprocal_rank_fusion, top_indices
-from arborgraph.lexical import LexicalIndex
+from arborgraph.core.lexical import LexicalIndex
 
 LookupMode = Literal["hybrid", "bm25", "dense"]
 

@@ -1,7 +1,7 @@
 """Sentence-transformers model directories and their one-off export to ONNX (the ``[torch]`` extra).
 
 The default model needs none of this: it ships as an ONNX int8 model inside the package
-(:mod:`arborgraph.packaged_model`), built by ``scripts/build_onnx_model.py`` with
+(:mod:`arborgraph.core.model_files`), built by ``scripts/build_onnx_model.py`` with
 :func:`export_onnx`. This module serves the maintainers' build script, the
 sentence-transformers backend and other local models given as a sentence-transformers
 directory, all of which need torch, transformers and onnx.
@@ -29,8 +29,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
 
-from arborgraph.embedding_base import EmbedderUnavailable
-from arborgraph.packaged_model import PipelineFacts, file_sha256
+from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.model_files import PipelineFacts, file_sha256
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -1,13 +1,5 @@
-"""Progress reporting as data: library code calls a callback, front-ends render it."""
+"""Deprecated: import from arborgraph.core.protocols; this module goes in 0.3."""
 
-from __future__ import annotations
+from arborgraph.core.protocols import ProgressCallback, no_progress  # noqa: F401
 
-from typing import Protocol
-
-
-class ProgressCallback(Protocol):
-    def __call__(self, stage: str, done: int, total: int | None) -> None: ...
-
-
-def no_progress(stage: str, done: int, total: int | None) -> None:
-    """The default callback: report nothing."""
+__all__ = ["ProgressCallback", "no_progress"]

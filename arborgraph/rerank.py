@@ -21,7 +21,7 @@ import numpy as np
 from arborgraph.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery
-from arborgraph.lexical import analyse
+from arborgraph.core.text import analyse
 from arborgraph.lookup import LookupIndex
 from arborgraph.ranking import (
     GRAPH_SIGNALS,
@@ -34,7 +34,7 @@ from arborgraph.ranking import (
     page_layout,
     rank,
 )
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 
 STRUCTURE_ROUTES = ("tree", "graph", "global")
 

@@ -24,10 +24,10 @@ import numpy as np
 from arborgraph.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery
-from arborgraph.embedding_base import Embedder
+from arborgraph.core.protocols import Embedder
 from arborgraph.fusion import merge_by_rank
 from arborgraph.lookup import LookupIndex, LookupMode, lookup_search
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 
 if TYPE_CHECKING:
     from graphrag import ChunkRef, GlobalSearchConfig, GraphSearchConfig

@@ -15,12 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from arborgraph.results import Route, RoutingDecision
+from arborgraph.core.results import Route, RoutingDecision
 
 # The one map from a question type (how the question sets label questions, and the
 # classes the router model is trained on) to the route that answers it best; the
@@ -209,12 +208,6 @@ def default_model() -> RouterModel:
     """The router model shipped with the package."""
     text = resources.files("arborgraph").joinpath("data", MODEL_FILE).read_text(encoding="utf-8")
     return RouterModel.from_json(json.loads(text))
-
-
-def load_model(path: str | Path | None = None) -> RouterModel:
-    if path is None:
-        return default_model()
-    return RouterModel.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
 def _describe(feature: str) -> str | None:

@@ -13,9 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from arborgraph.llm.base import ChatModel, LLMError
+from arborgraph.core.errors import LLMError
+from arborgraph.core.protocols import ChatModel
 from arborgraph.llm.structured import structured_chat
-from arborgraph.results import RoutingDecision
+from arborgraph.core.results import RoutingDecision
 
 ROUTE_DESCRIPTIONS = {
     "lookup": "a single fact, value, default, name or short definition found in one place",

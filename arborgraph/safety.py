@@ -20,7 +20,7 @@ import unicodedata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from arborgraph.results import Context
+    from arborgraph.core.results import Context
 
 INJECTION_FLAG = "possible_injection"
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from arborgraph import layout
-from arborgraph.lexical import LexicalIndex
+from arborgraph.core.lexical import LexicalIndex
 from arborgraph.manifest import index_manifest
 from arborgraph.store import Generation
 from arborgraph.layout import scoped

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from arborgraph.config import Config
-from arborgraph.embedding_base import Embedder
+from arborgraph.core.protocols import Embedder
 from arborgraph.embedding_cache import EmbeddingCache
 from arborgraph.executor import cyclic_gc_paused, extract_many_on, fit_many_on
 from arborgraph.layout import TREE, scoped, tree_bm25_dir  # noqa: F401 (scoped re-exported)
-from arborgraph.lexical import LexicalIndex
-from arborgraph.progress import ProgressCallback
+from arborgraph.core.lexical import LexicalIndex
+from arborgraph.core.protocols import ProgressCallback
 from arborgraph.store import GenerationWriter
 from ingest.models import Chunk, Document
 
@@ -97,7 +97,7 @@ def _hashing_embed(dim: int = 256) -> Callable[[Sequence[str]], np.ndarray]:
     """
     import hashlib
 
-    from arborgraph.lexical import analyse
+    from arborgraph.core.text import analyse
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), dim), dtype=np.float32)

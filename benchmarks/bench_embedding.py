@@ -52,7 +52,7 @@ from arborgraph.embedding import (  # noqa: E402
     load_embedder,
     local_model_dir,
 )
-from arborgraph.embedding_base import Embedder  # noqa: E402
+from arborgraph.core.protocols import Embedder  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "embedding.json"
 CORPUS = ROOT / "examples" / "sqlite"

@@ -51,7 +51,7 @@ from bench_embedding import WARMUP_TEXTS, corpus_chunks, machine_info, pages_of 
 
 from arborgraph.config import Config, load_config  # noqa: E402
 from arborgraph.embedding import EmbeddingConfig, load_embedder  # noqa: E402
-from arborgraph.embedding_base import Embedder  # noqa: E402
+from arborgraph.core.protocols import Embedder  # noqa: E402
 from arborgraph.evaluation import EvalReport, Question, evaluate, load_questions  # noqa: E402
 from arborgraph.kb import KnowledgeBase  # noqa: E402
 from arborgraph.pipeline import build_index  # noqa: E402

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from arborgraph.evaluation import load_questions, score_contexts  # noqa: E402
-from arborgraph.lexical import LexicalIndex  # noqa: E402
-from arborgraph.results import Context  # noqa: E402
+from arborgraph.core.lexical import LexicalIndex  # noqa: E402
+from arborgraph.core.results import Context  # noqa: E402
 from graphrag import (  # noqa: E402
     GraphConfig,
     KnowledgeGraph,

@@ -102,7 +102,7 @@ def one_round(mode: str, docs_dir: Path, workers: int) -> dict[str, Any]:
     from arborgraph.config import Config
     from arborgraph.executor import ProcessExecutor, SerialExecutor, extract_many_on, fit_many_on
     from arborgraph.pipeline import chunk_remaining, load_documents
-    from arborgraph.progress import no_progress
+    from arborgraph.core.protocols import no_progress
     from graphrag import RuleExtractor
     from ingest import load_token_counter
 

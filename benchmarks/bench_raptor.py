@@ -301,7 +301,7 @@ def load_tree(directory: Path) -> Tree:
 def bench_eval(index_dir: Path, tree_dir: Path, questions: Path, budget_words: int, beams: list[int]) -> dict[str, object]:
     import arborgraph
     from arborgraph.evaluation import load_questions, score_contexts
-    from arborgraph.lexical import LexicalIndex
+    from arborgraph.core.lexical import LexicalIndex
     from ingest import load_token_counter
     from raptor import traverse
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from arborgraph.evaluation import EXPECTED_ROUTE, Question, load_questions, score_contexts  # noqa: E402
 from arborgraph.kb import KnowledgeBase  # noqa: E402
-from arborgraph.results import Context  # noqa: E402
+from arborgraph.core.results import Context  # noqa: E402
 
 WINDOWS = (750, 1500, 3000, 6000, 20000)
 TOP_K = 100

@@ -1,6 +1,9 @@
 """GraphRAG for technical manuals: entity-relation graph, hierarchical Leiden
 communities, community reports, graph and global retrieval, exploration.
 
+Library code that imports only itself, ``ingest`` and ``arborgraph.core`` (never
+``raptor`` or the rest of ``arborgraph``; ``tests/test_layers.py`` keeps it so).
+
 >>> from graphrag import RuleExtractor, GraphConfig, build_graph, graph_search
 >>> kg = build_graph(chunks, extractor=RuleExtractor(), config=GraphConfig())  # doctest: +SKIP
 >>> graph_search(kg, "Which pragma enables WAL?", chunk_text=chunks_by_id)  # doctest: +SKIP

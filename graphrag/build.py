@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from arborgraph.llm.concurrency import run_ordered, workers_for
-from arborgraph.progress import ProgressCallback, no_progress
+from arborgraph.core.concurrency import run_ordered, workers_for
+from arborgraph.core.protocols import ProgressCallback, no_progress
 from graphrag import schema
 from graphrag.communities import HierarchicalLeiden, aggregate_edges
 from graphrag.config import GraphConfig
@@ -95,7 +95,7 @@ def build_graph(
 
     ``chunks`` should be in document order (ties in names and descriptions go to the
     earliest chunk). Without ``report_writer`` reports are extractive (no model).
-    Extraction or report errors (e.g. :class:`arborgraph.llm.base.LLMError`) propagate.
+    Extraction or report errors (e.g. :class:`arborgraph.core.errors.LLMError`) propagate.
     """
     prog = progress or no_progress
     extractions = extract_all(chunks, extractor, prog)

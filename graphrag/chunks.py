@@ -18,8 +18,8 @@ from typing import Any, Union
 
 import numpy as np
 
-from arborgraph.lexical import analyse
-from arborgraph.results import Context
+from arborgraph.core.text import analyse
+from arborgraph.core.results import Context
 
 
 @dataclass(frozen=True, slots=True)

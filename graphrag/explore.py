@@ -54,7 +54,7 @@ class CommunityDetail:
         return list(self.report.findings) if self.report else []
 
     def _repr_html_(self) -> str:
-        from arborgraph.cards import community_card
+        from arborgraph.core.cards import community_card
 
         return community_card(self.community, self.members, self.report)
 

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from arborgraph.core.retrieval import Retrieval
-from arborgraph.embedding_base import Embedder
-from arborgraph.results import Context
+from arborgraph.core.protocols import Embedder
+from arborgraph.core.results import Context
 from graphrag.chunks import (
     ChunkFetcher,
     ChunkRef,

@@ -112,9 +112,6 @@ class KnowledgeGraph:
             return [self.entities[name]]
         return [self.entities[e] for e in self.name_index.get(entity_key(name), [])]
 
-    def weight_between(self, a: str, b: str) -> float:
-        return sum(r.weight for r in self.adjacency.get(a, []) if r.source == b or r.target == b)
-
     @property
     def levels(self) -> list[int]:
         return sorted({c.level for c in self.communities.values()})

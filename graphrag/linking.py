@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arborgraph.embedding_base import Embedder
+from arborgraph.core.protocols import Embedder
+from arborgraph.core.text import ENTITY_STOPWORDS
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import Entity
-from graphrag.text import QUESTION_WORDS, STOPWORDS, entity_key, word_spans
+from graphrag.text import QUESTION_WORDS, entity_key, word_spans
 
 MAX_NGRAM = 5
 
@@ -117,7 +118,7 @@ _ARTICLES = frozenset({"a", "an", "the"})
 def _edge_stopword(word: str) -> bool:
     """A stopword cannot start or end a name, unless written in capitals: "LIKE",
     "IN" and "ALL" in a question about a query language are its keywords."""
-    return word.lower() in STOPWORDS and not (len(word) > 1 and word.isupper())
+    return word.lower() in ENTITY_STOPWORDS and not (len(word) > 1 and word.isupper())
 
 
 def _identifier_like(word: str) -> bool:

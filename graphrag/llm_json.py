@@ -2,7 +2,7 @@
 
 Malformed replies are first repaired (code fences, text around the object, trailing
 commas), then retried with the validation error quoted back to the model; after the
-last attempt :class:`arborgraph.llm.base.LLMError` is raised. Nothing is dropped
+last attempt :class:`arborgraph.core.errors.LLMError` is raised. Nothing is dropped
 silently.
 """
 
@@ -15,8 +15,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from arborgraph.llm.base import ChatModel, LLMError
-from arborgraph.llm.errors import naming_item
+from arborgraph.core.errors import LLMError
+from arborgraph.core.protocols import ChatModel
+from arborgraph.core.concurrency import naming_item
 
 M = TypeVar("M", bound=BaseModel)
 

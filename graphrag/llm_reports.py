@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from arborgraph.llm.base import ChatModel
-from arborgraph.llm.concurrency import chat_concurrency
+from arborgraph.core.protocols import ChatModel
+from arborgraph.core.concurrency import chat_concurrency
 from graphrag.llm_json import ask_json
 from graphrag.model import CommunityReport, Finding
 from graphrag.reports import CommunityContext

@@ -99,7 +99,7 @@ class Entity:
         return [m.chunk_id for m in self.mentions]
 
     def _repr_html_(self) -> str:
-        from arborgraph.cards import card, short_list
+        from arborgraph.core.cards import card, short_list
 
         return card(self.name, f"entity · {self.type} · {self.id}", [
             ("aliases", short_list(self.aliases)),
@@ -137,7 +137,7 @@ class Community:
     children: list[int] = field(default_factory=list)
 
     def _repr_html_(self) -> str:
-        from arborgraph.cards import community_card
+        from arborgraph.core.cards import community_card
 
         # the record knows its members by id only; GraphView.community(id) names them
         return community_card(self, self.members, None, members_label="member ids")
@@ -171,7 +171,7 @@ class CommunityReport:
         return list(seen)
 
     def _repr_html_(self) -> str:
-        from arborgraph.cards import card, short_list
+        from arborgraph.core.cards import card, short_list
 
         return card(self.title, f"community {self.community_id} · level {self.level} · rank {self.rank:.1f}", [
             ("grounded in", short_list(self.chunk_ids)),

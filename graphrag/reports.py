@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from arborgraph.llm.concurrency import run_ordered, workers_for
+from arborgraph.core.concurrency import run_ordered, workers_for
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
 

@@ -29,8 +29,8 @@ import igraph as ig
 import numpy as np
 
 from arborgraph.core.retrieval import Retrieval
-from arborgraph.embedding_base import Embedder
-from arborgraph.results import Context
+from arborgraph.core.protocols import Embedder
+from arborgraph.core.results import Context
 from graphrag.chunks import (
     ChunkFetcher,
     ChunkRef,

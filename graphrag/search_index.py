@@ -20,7 +20,7 @@ import igraph as ig
 import numpy as np
 import scipy.sparse as sp
 
-from arborgraph.lexical import LexicalIndex
+from arborgraph.core.lexical import LexicalIndex
 from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import CommunityReport

@@ -1,6 +1,8 @@
 """Small text utilities shared by extraction, resolution and search.
 
-Pure functions, no language data files: the stopword list is inline.
+Pure functions, no language data files. The stopwords are
+:data:`arborgraph.core.text.ENTITY_STOPWORDS`; sentences are cut by
+:func:`arborgraph.core.text.sentence_spans` with its relation rules.
 """
 
 from __future__ import annotations
@@ -9,26 +11,7 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
-STOPWORDS = frozenset(
-    """
-    a about above after again against all almost also although always am among an and
-    another any anyone anything are around as at be became because become becomes been
-    before being below between both but by can cannot could did do does doing done down
-    during each either else enough especially etc even ever every few for from further
-    get gets getting given gives go goes going got had has have having he her here hers
-    herself him himself his how however i if in instead into is it its itself just least
-    less let like likely made make makes many may me might more most much must my myself
-    need needs neither never no nor not now of off often on once one only onto or other
-    others otherwise our ours ourselves out over own per perhaps quite rather really same
-    see seen several shall she should show shown since so some something sometimes still
-    such than that the their theirs them themselves then there therefore these they this
-    those though through thus to together too toward towards under unless until up upon
-    us use used uses using usually very via was way ways we well were what whatever when
-    whenever where whereas wherever whether which while who whom whose why will with
-    within without would yet you your yours yourself yourselves
-    e g i e eg ie vs
-    """.split()
-)
+from arborgraph.core.text import RELATION_SENTENCES, sentence_spans
 
 # Question and prose words that say nothing about the topic.
 QUESTION_WORDS = frozenset(
@@ -41,10 +24,7 @@ QUESTION_WORDS = frozenset(
 )
 
 _WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_]*(?:[-'.][A-Za-z0-9_]+)*")
-# a sentence may also start with a lowercase identifier ("sqlite3_open() opens ...")
-_SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z`\"'(\[]|[a-z]\w*[_(])")
 _LIST_ITEM_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_ABBREV_RE = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|Fig|No|Sec)\.)$", re.IGNORECASE)
 
 
 def words(text: str) -> list[str]:
@@ -56,11 +36,6 @@ def word_spans(text: str) -> Iterator[tuple[str, int, int]]:
     """(token, start, end) for each word token; the token keeps its case."""
     for m in _WORD_RE.finditer(text):
         yield m.group(0), m.start(), m.end()
-
-
-def content_words(text: str) -> list[str]:
-    """Lowercased words of ``text`` minus stopwords and question words."""
-    return [w for w in words(text) if w not in STOPWORDS and w not in QUESTION_WORDS]
 
 
 def singular(word: str) -> str:
@@ -169,7 +144,7 @@ def split_units(text: str, code: list[tuple[int, int]] | None = None) -> list[tu
     def flush_para() -> None:
         nonlocal para_start
         if para_start is not None:
-            units.extend(_sentences(text, para_start, para_end))
+            units.extend(sentence_spans(text, para_start, para_end, RELATION_SENTENCES))
             para_start = None
 
     for line in text.splitlines(keepends=True):
@@ -195,14 +170,3 @@ def split_units(text: str, code: list[tuple[int, int]] | None = None) -> list[tu
         para_end = end
     flush_para()
     return units
-
-
-def _sentences(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
-    s = start
-    for m in _SENT_END_RE.finditer(text, start, end):
-        if _ABBREV_RE.search(text, max(start, m.start() - 8), m.start()):
-            continue
-        yield s, m.start()
-        s = m.end()
-    if s < end:
-        yield s, end

@@ -37,7 +37,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from arborgraph.progress import ProgressCallback, no_progress
+from arborgraph.core.protocols import ProgressCallback, no_progress
 from graphrag import schema as S
 from graphrag.build import default_report_writer, detect_communities, extract_each, graph_meta, leiden_edges
 from graphrag.config import GraphConfig

@@ -1,5 +1,7 @@
 """Ingestion: loading a collection of documents and cutting them into chunks.
 
+It imports only itself and ``arborgraph.core`` (``tests/test_layers.py`` keeps it so).
+
 >>> from ingest import iter_collection, chunk_document, ChunkingConfig, load_token_counter
 >>> count = load_token_counter()
 >>> for item in iter_collection(["manuals/"]):          # doctest: +SKIP

@@ -1,7 +1,9 @@
 """Finding sentence, line and word boundaries as spans of a text (pure functions).
 
 Every function returns ``(start, end)`` offsets into the text it is given, trimmed
-of surrounding whitespace, so callers can cut a document without copying it.
+of surrounding whitespace, so callers can cut a document without copying it. Sentences
+are :func:`arborgraph.core.text.sentence_spans` with its chunk rules (line breaks end a
+unit too); lines, words and runs of characters are cut here.
 """
 
 from __future__ import annotations
@@ -9,24 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-Span = tuple[int, int]
+from arborgraph.core.text import Span, sentence_spans, trim
 
-# A sentence ends at . ! or ? (plus closing quotes/brackets) followed by whitespace and
-# then something that can start a sentence. Linear: no nested quantifiers.
-_SENTENCE_END = re.compile(r"([.!?][\"')\]»”’]*)\s+(?=[\"'(\[«“‘]?[A-Z0-9À-Ý])|\n+")
-_ABBREVIATIONS = frozenset(
-    "e.g i.e etc vs cf al fig figs no nos dr mr mrs ms st jr sr inc ltd approx eq resp sec ch vol pp".split()
-)
+__all__ = ["Span", "char_spans", "line_spans", "sentence_spans", "trim", "word_spans"]
+
 _WORD = re.compile(r"\S+")
-
-
-def trim(text: str, start: int, end: int) -> Span | None:
-    """Shrink a span to exclude leading/trailing whitespace; None if nothing is left."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if start < end else None
 
 
 def line_spans(text: str, start: int, end: int) -> list[Span]:
@@ -45,31 +34,6 @@ def line_spans(text: str, start: int, end: int) -> list[Span]:
                 spans.append((line_start, line_end))
         pos = stop + 1
     return spans
-
-
-def sentence_spans(text: str, start: int, end: int) -> list[Span]:
-    """Sentences (and hard line breaks) of ``text[start:end]``."""
-    spans: list[Span] = []
-    piece_start = start
-    for match in _SENTENCE_END.finditer(text, start, end):
-        if match.group(0)[0] == "." and _is_abbreviation(text, piece_start, match.start()):
-            continue
-        span = trim(text, piece_start, match.end(1) if match.group(1) else match.start())
-        if span:
-            spans.append(span)
-        piece_start = match.end()
-    span = trim(text, piece_start, end)
-    if span:
-        spans.append(span)
-    return spans
-
-
-def _is_abbreviation(text: str, floor: int, dot: int) -> bool:
-    word_start = dot
-    while word_start > floor and not text[word_start - 1].isspace():
-        word_start -= 1
-    word = text[word_start:dot].lower().lstrip("([\"'")
-    return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
 
 
 def word_spans(text: str, start: int, end: int) -> list[Span]:

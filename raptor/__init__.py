@@ -1,6 +1,8 @@
 """RAPTOR summary tree: clustering, summaries, build, retrieval and exploration.
 
-Pure library code: the index store and CLI wire it up in ``arborgraph``. The heavy
+Pure library code: it imports only itself, ``ingest`` and ``arborgraph.core`` (the
+shared types, protocols and text tools; ``tests/test_layers.py`` keeps it so), and the
+index store and CLI wire it up in ``arborgraph``. The heavy
 parts (scikit-learn, UMAP, pyarrow) load on first use, so importing ``raptor`` for its
 config stays cheap.
 """

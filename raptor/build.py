@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from arborgraph.executor import available_cores
-from arborgraph.llm.concurrency import run_ordered, workers_for
-from arborgraph.progress import ProgressCallback, no_progress
+from arborgraph.core.processes import available_cores
+from arborgraph.core.concurrency import run_ordered, workers_for
+from arborgraph.core.protocols import ProgressCallback, no_progress
 from raptor.config import RaptorConfig
 from raptor.pool import Deferred, TreePool
 from raptor.summary import Cluster, ClusterMember, Summariser

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from arborgraph.llm.base import ChatModel, LLMError
-from arborgraph.llm.concurrency import chat_concurrency
-from arborgraph.llm.errors import naming_item
+from arborgraph.core.errors import LLMError
+from arborgraph.core.protocols import ChatModel
+from arborgraph.core.concurrency import chat_concurrency, naming_item
 from raptor.summary import Cluster, Summary
 
 CountTokens = Callable[[str], int]

@@ -40,7 +40,7 @@ class TreePool:
         self.waited_s = 0.0
         self._lock = threading.Lock()
         self._busy = 0  # jobs on helpers, started or queued
-        from arborgraph.executor import worker_context
+        from arborgraph.core.processes import worker_context
 
         context = worker_context()  # a fork server whose helpers never import __main__
         self._pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=context, initializer=_import_all, initargs=(tuple(imports),))

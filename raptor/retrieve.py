@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 from raptor.tree import Node, Tree
 
 CountTokens = Callable[[str], int]

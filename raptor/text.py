@@ -14,24 +14,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from arborgraph.core.text import SUMMARY_SENTENCES, SUMMARY_STOPWORDS, sentence_spans
+
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
 _TABLE_ROW = re.compile(r"^\s*\|")
 _TERMINAL = re.compile(r"[.!?:][\"')\]`*_]*$")
-# A boundary: terminal punctuation (maybe closed by a quote/bracket), whitespace, and
-# the start of a new sentence.
-_BOUNDARY = re.compile(r"(?<=[.!?])([\"')\]]?)\s+(?=[A-Z0-9\"'(`\[*_])")
-_ABBREVIATIONS = frozenset(
-    {"e.g.", "i.e.", "etc.", "vs.", "cf.", "mr.", "mrs.", "dr.", "no.", "fig.", "sec.", "approx."}
-)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*")
 _NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
-
-STOPWORDS = frozenset(
-    ["a", "about", "above", "after", "again", "against", "all", "also", "although", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot", "could", "did", "do", "does", "doing", "done", "down", "during", "each", "either", "else", "etc", "even", "ever", "every", "few", "for", "from", "further", "get", "gets", "given", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "however", "if", "in", "into", "is", "it", "its", "itself", "just", "least", "less", "let", "like", "made", "make", "makes", "many", "may", "me", "might", "more", "most", "much", "must", "my", "need", "needs", "no", "nor", "not", "now", "of", "off", "often", "on", "once", "one", "only", "onto", "or", "other", "others", "otherwise", "our", "out", "over", "own", "per", "rather", "same", "see", "several", "shall", "she", "should", "since", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "though", "through", "thus", "to", "too", "two", "under", "until", "up", "upon", "us", "use", "used", "uses", "using", "very", "via", "was", "we", "were", "what", "when", "whenever", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "would", "yet", "you", "your", "following", "example", "examples", "described", "section", "chapter", "document", "value", "values", "way", "ways", "set", "sets", "first", "second", "new", "true", "false", "null", "within", "across", "able", "instead", "usually", "always", "never"]
-)
-
 
 @dataclass(frozen=True)
 class Unit:
@@ -94,19 +85,7 @@ def split_units(text: str) -> list[Unit]:
 
 
 def _sentences(text: str) -> list[str]:
-    out: list[str] = []
-    start = 0
-    for m in _BOUNDARY.finditer(text):
-        end = m.start() + len(m.group(1))
-        last_word = text[start:end].rsplit(" ", 1)[-1].lower()
-        if last_word in _ABBREVIATIONS or re.fullmatch(r"[a-z]\.", last_word):
-            continue
-        out.append(text[start:end])
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        out.append(tail)
-    return out
+    return [text[start:end] for start, end in sentence_spans(text, 0, len(text), SUMMARY_SENTENCES)]
 
 
 def is_summary_sentence(unit: Unit, min_words: int = 4) -> bool:
@@ -118,11 +97,12 @@ def is_summary_sentence(unit: Unit, min_words: int = 4) -> bool:
 
 
 def terms(text: str) -> list[str]:
-    """Content words and identifiers of ``text``, lower-cased, stopwords removed."""
+    """Content words and identifiers of ``text``, lower-cased, stopwords removed
+    (:data:`arborgraph.core.text.SUMMARY_STOPWORDS`)."""
     out = []
     for w in _WORD.findall(text):
         lw = w.lower()
-        if len(lw) >= 3 and lw not in STOPWORDS:
+        if len(lw) >= 3 and lw not in SUMMARY_STOPWORDS:
             out.append(lw)
     return out
 

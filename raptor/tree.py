@@ -68,7 +68,7 @@ class Node:
         return self.level == 0
 
     def _repr_html_(self) -> str:
-        from arborgraph.cards import card, short_list
+        from arborgraph.core.cards import card, short_list
 
         kind = "leaf chunk" if self.is_leaf else f"summary · level {self.level}"
         return card(self.title or self.node_id, f"{kind} · {self.node_id}", [
@@ -179,10 +179,6 @@ class Tree:
     def with_vectors(self, vectors: np.ndarray) -> Tree:
         """The same tree with ``vectors`` attached (one row per node, in node order)."""
         return Tree(nodes=self.nodes, root_id=self.root_id, vectors=np.asarray(vectors))
-
-    def descendant_leaves(self, node_id: str) -> list[str]:
-        """Leaf ids under ``node_id``, in leaf order."""
-        return list(self.node(node_id).chunk_ids)
 
 
 def ordered_union(groups: Sequence[Sequence[str]], order: dict[str, int]) -> tuple[str, ...]:

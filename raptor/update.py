@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arborgraph.llm.concurrency import run_ordered, workers_for
+from arborgraph.core.concurrency import run_ordered, workers_for
 
-from arborgraph.progress import ProgressCallback, no_progress
+from arborgraph.core.protocols import ProgressCallback, no_progress
 from raptor.build import _check_inputs, _docs_by_coverage, build_tree, summary_vectors
 from raptor.config import RaptorConfig
 from raptor.summary import Cluster, ClusterMember, Summariser, Summary

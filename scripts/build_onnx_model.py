@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from arborgraph.embedding import DEFAULT_MODEL, EmbeddingConfig, load_embedder  # noqa: E402
-from arborgraph.embedding_base import EmbedderUnavailable  # noqa: E402
+from arborgraph.core.errors import EmbedderUnavailable  # noqa: E402
 from arborgraph.onnx_export import (  # noqa: E402
     MODEL_PACKAGE,
     export_onnx,
@@ -49,7 +49,7 @@ from arborgraph.onnx_export import (  # noqa: E402
     model_digests,
     model_spec,
 )
-from arborgraph.packaged_model import (  # noqa: E402
+from arborgraph.core.model_files import (  # noqa: E402
     MANIFEST_NAME,
     ModelManifest,
     file_entry,

@@ -141,7 +141,7 @@ def test_piped_output_is_not_wrapped(sample_index: Path) -> None:
 
 def test_summary_header_names_its_title_and_source_once(sample_index: Path) -> None:
     from arborgraph.cli import _context_header
-    from arborgraph.results import Context
+    from arborgraph.core.results import Context
 
     def header(ctx: Context) -> str:
         return "".join(p if isinstance(p, str) else p[0] for p in _context_header(1, ctx))

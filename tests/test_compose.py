@@ -7,7 +7,7 @@ from arborgraph.compose import assemble, compose, flag_stale
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
 from arborgraph.core.retrieval import Retrieval
 from arborgraph.fusion import fuse_routes, second_route
-from arborgraph.results import Context, RoutingDecision
+from arborgraph.core.results import Context, RoutingDecision
 from arborgraph.router import with_llm_choice
 
 

@@ -56,7 +56,7 @@ def test_unknown_ids_say_what_exists(sample_kb) -> None:  # type: ignore[no-unty
 
 
 def test_long_titles_are_shortened_on_the_card() -> None:
-    from arborgraph.cards import TITLE_CHARS, card
+    from arborgraph.core.cards import TITLE_CHARS, card
 
     title = " · ".join(f"Section {i} of a long manual" for i in range(20))
     page = card(title, "summary", [], "body")
@@ -65,7 +65,7 @@ def test_long_titles_are_shortened_on_the_card() -> None:
 
 
 def test_cards_escape_markup() -> None:
-    from arborgraph.cards import card
+    from arborgraph.core.cards import card
 
     html = card("<script>x</script>", "sub", [("k", "<b>v</b>")], "body <i>")
     assert "<script>" not in html and "&lt;script&gt;" in html and "&lt;b&gt;v" in html

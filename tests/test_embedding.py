@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arborgraph import embedding, onnx_export, packaged_model
+from arborgraph import embedding, onnx_export
+from arborgraph.core import model_files as packaged_model
 from arborgraph.embedding import (
     EmbeddingConfig,
     OnnxEmbedder,
@@ -31,8 +32,8 @@ from arborgraph.embedding import (
     load_embedder,
     local_model_dir,
 )
-from arborgraph.embedding_base import EmbedderUnavailable
-from arborgraph.packaged_model import ModelFilesError, file_sha256, packaged_model_dir
+from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.model_files import ModelFilesError, file_sha256, packaged_model_dir
 from ingest import load_token_counter
 
 REFERENCE = Path(__file__).parent / "data" / "embedding"

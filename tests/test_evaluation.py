@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from arborgraph.evaluation import evaluate, format_report, load_questions, paired_bootstrap, score_contexts
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 
 
 def _ctx(text: str, n: int) -> Context:

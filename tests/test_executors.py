@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from arborgraph.config import load_config
+from arborgraph.core.errors import ExecutorError
+from arborgraph.core.processes import available_cores
 from arborgraph.executor import (
     AUTO_POOL_MIN_KB,
-    ExecutorError,
     SerialExecutor,
-    available_cores,
     chunk_batch,
     decode_chunks,
     decode_extraction,
@@ -25,7 +25,7 @@ from arborgraph.executor import (
     tapering_batches,
 )
 from arborgraph.pipeline import build_index, input_kilobytes, load_documents
-from arborgraph.progress import no_progress
+from arborgraph.core.protocols import no_progress
 from ingest import load_token_counter
 
 PAGES = ["wal.md", "c3ref_busy_timeout.md", "lockingv3.md", "autoinc.md"]

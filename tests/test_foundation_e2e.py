@@ -18,7 +18,7 @@ import arborgraph
 from arborgraph.pipeline import NoUsableDocuments, build_index
 from arborgraph.config import load_config
 from arborgraph.embedding import load_embedder
-from arborgraph.packaged_model import packaged_model_dir
+from arborgraph.core.model_files import packaged_model_dir
 from arborgraph.kb import KnowledgeBase
 from arborgraph.store import open_generation
 

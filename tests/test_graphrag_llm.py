@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from arborgraph.llm import LLMCache, LLMConfig, LLMUsage
-from arborgraph.llm.base import LLMError
+from arborgraph.core.errors import LLMError
 from arborgraph.llm.provider import OpenAIChatModel
 from graphrag import (
     GraphConfig,

@@ -244,7 +244,7 @@ def test_stages_match_build_graph(chunks: list[Chunk], kg: KnowledgeGraph, confi
 def test_graph_search_puts_a_second_hop_section_in_place_of_the_weakest_flat_chunk(
     kg: KnowledgeGraph, by_id: dict[str, Chunk]
 ) -> None:
-    from arborgraph.lexical import LexicalIndex
+    from arborgraph.core.lexical import LexicalIndex
     from graphrag.chunks import ChunkFetcher, n_words
     from graphrag.search import GraphSearchConfig, heading_homes
 
@@ -343,7 +343,7 @@ def test_searches_use_the_given_question_vector_and_lexical_scores(
 ) -> None:
     import numpy as np
 
-    from arborgraph.lexical import LexicalIndex
+    from arborgraph.core.lexical import LexicalIndex
 
     ids = sorted(by_id)
     lexical = LexicalIndex.build([by_id[c].text for c in ids])

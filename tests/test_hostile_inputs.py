@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import arborgraph
-from arborgraph.lexical import LexicalIndex
+from arborgraph.core.lexical import LexicalIndex
 from arborgraph.pipeline import build_index
 
 ROUTES = ["lookup", "tree", "graph", "global", "auto"]

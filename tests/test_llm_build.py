@@ -199,7 +199,7 @@ def test_llm_build_stages_call_concurrently_with_serial_results(tmp_path: Path, 
 def test_failed_call_stops_the_build_naming_the_item(tmp_path: Path, docs: Path, llm_server) -> None:  # type: ignore[no-untyped-def]
     """A call that fails for good (no retries left) stops the build with an error naming
     its item; no generation is published, and the next run completes from the cache."""
-    from arborgraph.llm.base import LLMError
+    from arborgraph.core.errors import LLMError
     from llm_server import Fault
 
     llm_server.set_reply(manual_reply)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from llm_server import EMBEDDINGS_PATH, FakeOpenAIServer, Fault, fake_embedding
 
-from arborgraph.embedding_base import Embedder
+from arborgraph.core.protocols import Embedder
 from arborgraph.llm import LLMCache, LLMConfig, LLMError, LLMUsage
 from arborgraph.llm.provider import OpenAIEmbedder
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, field_validator
 
 from arborgraph.llm import LLMCache, LLMError, LLMUsage, structured_chat
 from arborgraph.llm.cache import request_key
-from arborgraph.llm.concurrency import run_ordered
+from arborgraph.core.concurrency import run_ordered
 from arborgraph.llm.config import LLMConfig, resolve_endpoint
 from arborgraph.llm.retry import backoff_delay, is_retryable_status, parse_retry_after
 from arborgraph.llm.structured import (

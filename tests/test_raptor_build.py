@@ -18,7 +18,7 @@ from raptor import (
     Tree,
     build_tree,
 )
-from arborgraph.executor import available_cores
+from arborgraph.core.processes import available_cores
 from raptor.build import tree_workers
 from raptor.text import split_units
 

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from arborgraph.llm import LLMCache, LLMConfig, LLMUsage
-from arborgraph.llm.base import ChatModel, LLMError
+from arborgraph.core.errors import LLMError
+from arborgraph.core.protocols import ChatModel
 from arborgraph.llm.provider import OpenAIChatModel
 from llm_server import FakeOpenAIServer, Fault
 from raptor import Cluster, ClusterMember, LLMSummariser

@@ -88,7 +88,7 @@ def test_scores_are_the_final_orderings(sample_kb, route: str) -> None:  # type:
 
 
 def test_final_scores_take_a_rankers_scores() -> None:
-    from arborgraph.results import Context, final_scores
+    from arborgraph.core.results import Context, final_scores
 
     contexts = [Context(text=t, source="a.md", node_id=t, score=s) for t, s in (("x", 3.0), ("y", 9.0))]
     final_scores(contexts, [0.9, 0.4])

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from arborgraph.fusion import reciprocal_rank_fusion, top_indices
-from arborgraph.lexical import LexicalIndex, analyse
+from arborgraph.core.lexical import LexicalIndex
+from arborgraph.core.text import analyse
 
 
 def test_identifiers_are_kept_whole_and_split() -> None:

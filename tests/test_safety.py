@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 from arborgraph.safety import context_looks_injected, looks_like_injection, normalise
 from conftest import SAMPLE_MANUAL
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from arborgraph.results import Context
+from arborgraph.core.results import Context
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ The provider classes (``OpenAIChatModel``, ``OpenAIEmbedder``) live in
 ``arborgraph.llm.provider`` and need the ``[llm]`` extra; nothing imported here does.
 """
 
-from arborgraph.llm.base import ChatModel, LLMError
+from arborgraph.core.errors import LLMError
+from arborgraph.core.protocols import ChatModel
 from arborgraph.llm.cache import LLMCache
 from arborgraph.llm.config import LLMConfig
 from arborgraph.llm.contextual import contextual_prefix, contextual_prefixes

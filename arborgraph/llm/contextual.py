@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from arborgraph.llm.base import ChatModel, LLMError
-from arborgraph.llm.concurrency import run_ordered
-from arborgraph.llm.errors import naming_item
+from arborgraph.core.errors import LLMError
+from arborgraph.core.protocols import ChatModel
+from arborgraph.core.concurrency import naming_item, run_ordered
 
 STAGE = "contextual_prefix"
 

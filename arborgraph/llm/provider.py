@@ -25,9 +25,9 @@ except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
         "install it with: pip install 'arborgraph[llm]'"
     ) from _exc
 
-from arborgraph.llm.base import LLMError
+from arborgraph.core.errors import LLMError
 from arborgraph.llm.cache import LLMCache, request_key
-from arborgraph.llm.concurrency import run_ordered
+from arborgraph.core.concurrency import run_ordered
 from arborgraph.llm.config import LLMConfig, resolve_endpoint
 from arborgraph.llm.retry import backoff_delay, is_retryable_status, parse_retry_after
 from arborgraph.llm.structured import (

@@ -9,8 +9,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from arborgraph.core.errors import MalformedReply  # noqa: F401 (re-exported)
-from arborgraph.llm.base import ChatModel, LLMError
-from arborgraph.llm.errors import naming_item
+from arborgraph.core.errors import LLMError
+from arborgraph.core.protocols import ChatModel
+from arborgraph.core.concurrency import naming_item
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -24,7 +24,7 @@ from arborgraph.neo4j.servers import ServerDialect, detect_dialect
 if TYPE_CHECKING:
     from neo4j import Driver, Session
 
-    from arborgraph.progress import ProgressCallback
+    from arborgraph.core.protocols import ProgressCallback
 
 DEFAULT_WORKERS = 1  # parallel sessions per stage (where the server allows; more is opt-in)
 

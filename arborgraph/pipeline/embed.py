@@ -13,10 +13,11 @@ import numpy as np
 
 from arborgraph.config import Config
 from arborgraph.embedding import load_embedder
-from arborgraph.embedding_base import Embedder, EmbedderUnavailable
+from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.protocols import Embedder
 from arborgraph.embedding_cache import EmbeddingCache
-from arborgraph.lexical import LexicalIndex
-from arborgraph.progress import ProgressCallback
+from arborgraph.core.lexical import LexicalIndex
+from arborgraph.core.protocols import ProgressCallback
 from ingest.models import Chunk, Document
 
 

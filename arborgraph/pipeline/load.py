@@ -11,9 +11,10 @@ from typing import Any, NamedTuple
 
 from arborgraph.chunk_rows import decode_chunks
 from arborgraph.config import Config
-from arborgraph.executor import Executor, chunk_batch, map_as_produced
+from arborgraph.core.protocols import Executor
+from arborgraph.executor import chunk_batch, map_as_produced
 from arborgraph.incremental import PreviousIndex
-from arborgraph.progress import ProgressCallback, no_progress
+from arborgraph.core.protocols import ProgressCallback, no_progress
 from ingest import chunk_document, iter_collection
 from ingest.collection import input_kilobytes as collection_kilobytes
 from ingest.metadata import GivenMetadata

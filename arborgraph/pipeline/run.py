@@ -25,7 +25,7 @@ from arborgraph.manifest import BuildRecord, ModeRecord
 from arborgraph.pipeline.embed import try_load_embedder
 from arborgraph.pipeline.load import input_kilobytes
 from arborgraph.pipeline.stages import STAGES, BuildRun, EmbedderFactory, Stage
-from arborgraph.progress import ProgressCallback, no_progress
+from arborgraph.core.protocols import ProgressCallback, no_progress
 from arborgraph.store import BuildLock, check_index_dir
 from ingest.metadata import GivenMetadata
 

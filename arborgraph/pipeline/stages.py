@@ -23,16 +23,16 @@ from arborgraph.build_report import BuildReport
 from arborgraph.config import Config
 from arborgraph.contradictions import find_contradictions
 from arborgraph.core.errors import BuildError, NoUsableDocuments
-from arborgraph.embedding_base import Embedder
+from arborgraph.core.protocols import Embedder
 from arborgraph.embedding_cache import EmbeddingCache
-from arborgraph.executor import Executor
+from arborgraph.core.protocols import Executor
 from arborgraph.incremental import BuildStatus, DocumentStatus, PreviousIndex
 from arborgraph.llm.factory import Provider, ProviderMissing, open_provider
 from arborgraph.pipeline.embed import Embedded, build_lexical, contextual_prefixes, embed_texts
 from arborgraph.pipeline.load import Loaded, chunk_remaining, load_documents
 from arborgraph.pipeline.scopes import Reuse, Scopes, scope_records
 from arborgraph.pipeline.tables import write_tables
-from arborgraph.progress import ProgressCallback
+from arborgraph.core.protocols import ProgressCallback
 from arborgraph.store import BuildLock, GenerationWriter
 from arborgraph.structures import run_graph_stage, run_tree_stage
 from ingest import load_token_counter

@@ -29,8 +29,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from arborgraph import __version__
 from arborgraph.answer import generate_answer
 from arborgraph.kb import QueryError
-from arborgraph.llm.base import LLMError
-from arborgraph.results import Context
+from arborgraph.core.errors import LLMError
+from arborgraph.core.results import Context
 from arborgraph.service import views
 from arborgraph.service.auth import Authenticator, Caller, Unauthorized
 from arborgraph.service.limits import BodyLimit, ServeSettings, WorkerThreads

@@ -1,7 +1,9 @@
 """The service's commands: ``serve``, ``keys add|list|revoke`` and ``mcp``.
 
-:func:`register` adds them to the main ``arborgraph`` app; the server's own packages
-(fastapi, uvicorn, mcp) are imported only when a command runs.
+:func:`register` adds them to the main ``arborgraph`` app, whose command group reports
+their errors (a bad keys file or principal, an index that cannot be served) as for
+every command; the server's own packages (fastapi, uvicorn, mcp) are imported only
+when a command runs.
 """
 
 from __future__ import annotations
@@ -39,7 +41,10 @@ def _service_logging() -> None:
 
 
 def _served(index: Path, poll_seconds: float) -> Any:
-    """The served index, loaded with stdout kept clean (MCP speaks on it)."""
+    """The served index, loaded with stdout kept clean (MCP speaks on it).
+
+    Its error is said here, not left to the command group: uvicorn's ``--workers``
+    processes call it through :func:`app_from_environment`, outside any command."""
     from arborgraph.service.swap import ServedIndex
     from arborgraph.store import IndexError_
 
@@ -97,8 +102,6 @@ def serve(
     """Serve an index over HTTP (/v1/..., /metrics, MCP at /mcp) until interrupted."""
     try:
         import uvicorn
-
-        from arborgraph.service.keys import KeyError_
     except ImportError:
         raise _fail(SERVE_EXTRA_HINT) from None
     if require_key and keys is None:
@@ -120,7 +123,7 @@ def serve(
             uvicorn.run("arborgraph.service.cli:app_from_environment", factory=True, workers=workers, **common)
             return
         app = build_app(settings)
-    except (KeyError_, ImportError) as exc:
+    except ImportError as exc:
         raise _fail(str(exc)) from None
     served = app.state.served
     logging.getLogger("arborgraph.service").info(
@@ -145,13 +148,10 @@ def mcp(
         from arborgraph.service.mcp_server import build_mcp, fixed_principal
     except ImportError:
         raise _fail(SERVE_EXTRA_HINT) from None
-    from arborgraph.service.keys import KeyError_, check_principal
+    from arborgraph.service.keys import check_principal
 
     if as_principal is not None:
-        try:
-            check_principal(as_principal)
-        except KeyError_ as exc:
-            raise _fail(str(exc)) from None
+        check_principal(as_principal)
     _service_logging()
     served = _served(index, poll_seconds)
     server = build_mcp(served, fixed_principal(as_principal), threads=WorkerThreads(concurrency, timeout, narrow=served.preparing))
@@ -170,12 +170,9 @@ def keys_add(
     principal: Annotated[str, typer.Option("--principal", help="who the key acts as (a name in documents' acl)")],
 ) -> None:
     """Create a random key for PRINCIPAL; prints the key alone on stdout (shown once)."""
-    from arborgraph.service.keys import KeyError_, KeyStore
+    from arborgraph.service.keys import KeyStore
 
-    try:
-        key, record = KeyStore(keys).add(principal)
-    except KeyError_ as exc:
-        raise _fail(str(exc)) from None
+    key, record = KeyStore(keys).add(principal)
     print(f"added {record.id} for principal {record.principal!r} to {keys}", file=sys.stderr)
     print(key)
 
@@ -186,12 +183,9 @@ def keys_list(
     json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
 ) -> None:
     """The keys in the file: id, principal, creation date, revoked (never the keys)."""
-    from arborgraph.service.keys import KeyError_, KeyStore
+    from arborgraph.service.keys import KeyStore
 
-    try:
-        records = KeyStore(keys).records()
-    except KeyError_ as exc:
-        raise _fail(str(exc)) from None
+    records = KeyStore(keys).records()
     if json_out:
         print(json.dumps([{k: v for k, v in asdict(r).items() if k != "sha256"} for r in records], indent=2))
         return
@@ -205,12 +199,9 @@ def keys_revoke(
     keys: Annotated[Path, typer.Option("--keys", help="keys file")],
 ) -> None:
     """Revoke a key by id: a running server refuses it from its next request."""
-    from arborgraph.service.keys import KeyError_, KeyStore
+    from arborgraph.service.keys import KeyStore
 
-    try:
-        record = KeyStore(keys).revoke(key_id)
-    except KeyError_ as exc:
-        raise _fail(str(exc)) from None
+    record = KeyStore(keys).revoke(key_id)
     print(f"revoked {record.id} ({record.principal})", file=sys.stderr)
 
 

@@ -23,14 +23,16 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from arborgraph.core.errors import UserError
 from ingest.models import PRINCIPAL_FORBIDDEN
 
 KEY_PREFIX = "ag_"
 FILE_VERSION = 1
 
 
-class KeyError_(ValueError):
-    """A keys file that cannot be used, or a key operation that cannot be done."""
+class KeyError_(UserError, ValueError):
+    """A keys file that cannot be used, or a key operation that cannot be done (the
+    CLI says so in one line and exits 2, as for every :class:`UserError`)."""
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from arborgraph.llm.base import ChatModel
-from arborgraph.llm.concurrency import chat_concurrency
+from arborgraph.core.protocols import ChatModel
+from arborgraph.core.concurrency import chat_concurrency
 from graphrag.llm_json import ask_json
 from graphrag.model import RELATION_TYPES, ChunkExtraction, ExtractedEntity, ExtractedRelation
 from graphrag.text import split_units

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from arborgraph.core.text import ENTITY_STOPWORDS
 from graphrag.extract.relations import is_see_also_unit, relation_between
 from graphrag.extract.terms import TermCounts, TermVocabulary, heading_term
 from graphrag.model import CO_OCCURS, ChunkExtraction, ExtractedEntity, ExtractedRelation
-from graphrag.text import STOPWORDS, code_regions, entity_key, split_units
+from graphrag.text import code_regions, entity_key, split_units
 from graphrag.vocab import (
     DATA_TYPES,
     DEFINITION_VERBS,
@@ -468,7 +469,7 @@ def _prose_word(word: str) -> bool:
     """A plain English word that cannot be an identifier's name here."""
     w = word.lower()
     return "_" not in w and (
-        w in STOPWORDS or w in GENERIC_WORDS or w in VERBISH or w in HEAD_NOUN_TYPES or w.rstrip("s") in HEAD_NOUN_TYPES
+        w in ENTITY_STOPWORDS or w in GENERIC_WORDS or w in VERBISH or w in HEAD_NOUN_TYPES or w.rstrip("s") in HEAD_NOUN_TYPES
     )
 
 

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from graphrag.text import STOPWORDS, singular
+from arborgraph.core.text import ENTITY_STOPWORDS
+from graphrag.text import singular
 from graphrag.vocab import GENERIC_WORDS, VERBISH
 
 # Ordinary words: lowercase or Capitalised, letters with inner hyphens only. An
@@ -54,7 +55,7 @@ def _plain(word: str) -> bool:
     w = word.lower()
     return (
         len(w) > 1
-        and w not in STOPWORDS
+        and w not in ENTITY_STOPWORDS
         and w not in GENERIC_WORDS
         and not w.endswith("ly")
     )

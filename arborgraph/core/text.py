@@ -1,0 +1,221 @@
+"""The text toolkit every layer shares: the analyser, the sentence splitter, the
+stopword list and the abbreviation list.
+
+Three kinds of text are cut into sentences, each with its own rules (a
+:class:`SentenceRules`) run by the one :func:`sentence_spans`:
+
+- :data:`CHUNK_SENTENCES`, the chunker's (``ingest``): raw document text, where a
+  line break also ends a unit, closing quotes of several scripts, and every
+  abbreviation of :data:`ABBREVIATIONS` and single initials.
+- :data:`SUMMARY_SENTENCES`, the extractive summariser's (``raptor``):
+  whitespace-normalised prose, whose sentences may start with Markdown emphasis.
+- :data:`RELATION_SENTENCES`, the relation extractor's (``graphrag``): chunk
+  paragraphs, where a sentence may start with a lower-case identifier
+  (``sqlite3_open() opens ...``) and a closing quote is left out of the span.
+
+The summariser and the extractor use a part of :data:`ABBREVIATIONS` and each their
+own extension of :data:`STOPWORDS`: each part is what that stage was built and
+measured with, and widening one would move sentence boundaries, summaries and
+extracted relations (the golden snapshot would say so). The BM25 analyser drops only
+:data:`BM25_STOPWORDS`, the short list every index's postings were built with.
+
+Pure functions over strings and offsets; no language data files.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+Span = tuple[int, int]
+
+# -- word lists ---------------------------------------------------------------------------
+
+# Abbreviations a full stop may follow without ending a sentence, lower-case and without
+# their final dot.
+ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs cf al fig figs no nos dr mr mrs ms st jr sr inc ltd approx eq resp sec ch vol pp".split()
+)
+SUMMARY_ABBREVIATIONS = frozenset("e.g i.e etc vs cf mr mrs dr no fig sec approx".split())
+RELATION_ABBREVIATIONS = frozenset("e.g i.e etc vs cf approx fig no sec".split())
+
+# English function words: they say nothing about what a passage is about.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all also although always am an and any are as at
+    be because been before being below between both but by can cannot could did do does
+    doing done down during each either else etc even ever every few for from further get
+    gets given had has have having he her here hers him his how however if in instead
+    into is it its itself just least less let like made make makes many may me might
+    more most much must my need needs never no nor not now of off often on once one only
+    onto or other others otherwise our out over own per rather same see several shall
+    she should since so some such than that the their theirs them then there these they
+    this those though through thus to too under until up upon us use used uses using
+    usually very via was way ways we were what when whenever where whether which while
+    who whom whose why will with within without would yet you your
+    """.split()
+)
+# The key terms of a summary also leave out the words every manual's prose is full of.
+SUMMARY_STOPWORDS = STOPWORDS | frozenset(
+    """
+    able across chapter described document example examples false first following new
+    null second section set sets true two value values
+    """.split()
+)
+# Entity names and their linking also leave out more function words, and the letters of
+# "e.g." and "i.e." as a word tokeniser cuts them.
+ENTITY_STOPWORDS = STOPWORDS | frozenset(
+    """
+    almost among another anyone anything around became become becomes e eg enough
+    especially g getting gives go goes going got herself himself i ie likely myself
+    neither ours ourselves perhaps quite really seen show shown something sometimes
+    still themselves therefore together toward towards unless vs well whatever whereas
+    wherever yours yourself yourselves
+    """.split()
+)
+# bm25s's English list: a part of STOPWORDS.
+BM25_STOPWORDS = frozenset(
+    """
+    a an and are as at be but by for if in into is it no not of on or such that the
+    their then there these they this to was will with
+    """.split()
+)
+
+# -- the analyser -------------------------------------------------------------------------
+
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_]+")
+_PART_RE = re.compile(r"[A-Za-z]+|[0-9]+")
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    try:
+        import Stemmer  # PyStemmer: Snowball in C, ships its data, no download
+    except ImportError:  # pragma: no cover - dependency declared in pyproject
+        return None
+    return Stemmer.Stemmer("english")
+
+
+def analyse(text: str) -> list[str]:
+    """Lower-cased, stop-word-free, stemmed tokens; identifiers also split into parts.
+
+    Technical manuals are full of identifiers (``journal_mode``, ``sqlite3_open_v2``),
+    so each identifier is kept whole *and* its parts are added: "journal mode" in a
+    question then matches ``journal_mode`` in the manual, and the exact identifier
+    still scores highest (this is the BM25 analyser).
+    """
+    tokens: list[str] = []
+    for raw in _TOKEN_RE.findall(text.lower()):
+        parts = _PART_RE.findall(raw)
+        if len(parts) > 1:
+            tokens.append(raw)
+            tokens.extend(p for p in parts if len(p) > 1 and p not in BM25_STOPWORDS)
+        elif len(raw) > 1 and raw not in BM25_STOPWORDS:
+            tokens.append(raw)
+    stemmer = _stemmer()
+    return stemmer.stemWords(tokens) if stemmer is not None else tokens
+
+
+# -- the sentence splitter ----------------------------------------------------------------
+
+
+def trim(text: str, start: int, end: int) -> Span | None:
+    """Shrink a span to exclude leading/trailing whitespace; None if nothing is left."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
+@dataclass(frozen=True)
+class SentenceRules:
+    """How one kind of text breaks into sentences.
+
+    ``boundary`` matches the gap between two sentences; the first sentence ends where
+    its group 1 ends (at the match's start when group 1 did not take part).
+    ``is_abbreviation(text, piece_start, match)`` says whether the full stop before the
+    gap belongs to an abbreviation (then it is no gap). With ``trim`` the spans exclude
+    surrounding whitespace and empty ones are dropped; without, they run from gap to gap.
+    """
+
+    boundary: re.Pattern[str]
+    is_abbreviation: Callable[[str, int, re.Match[str]], bool]
+    trim: bool = True
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None, rules: SentenceRules | None = None) -> list[Span]:
+    """The sentences of ``text[start:end]`` as ``(start, end)`` offsets into ``text``,
+    cut by ``rules`` (default :data:`CHUNK_SENTENCES`)."""
+    rules = CHUNK_SENTENCES if rules is None else rules
+    end = len(text) if end is None else end
+    spans: list[Span] = []
+    piece_start = start
+    for match in rules.boundary.finditer(text, start, end):
+        if rules.is_abbreviation(text, piece_start, match):
+            continue
+        stop = match.end(1) if match.group(1) is not None else match.start()
+        if rules.trim:
+            span = trim(text, piece_start, stop)
+            if span:
+                spans.append(span)
+        else:
+            spans.append((piece_start, stop))
+        piece_start = match.end()
+    if rules.trim:
+        span = trim(text, piece_start, end)
+        if span:
+            spans.append(span)
+    elif piece_start < end:
+        spans.append((piece_start, end))
+    return spans
+
+
+# Chunks: . ! or ? (plus closing quotes/brackets) followed by whitespace and then
+# something that can start a sentence, or a line break. Linear: no nested quantifiers.
+_CHUNK_END = re.compile(r"([.!?][\"')\]»”’]*)\s+(?=[\"'(\[«“‘]?[A-Z0-9À-Ý])|\n+")
+
+
+def _chunk_abbreviation(text: str, floor: int, match: re.Match[str]) -> bool:
+    if match.group(0)[0] != ".":
+        return False
+    dot = match.start()
+    word_start = dot
+    while word_start > floor and not text[word_start - 1].isspace():
+        word_start -= 1
+    word = text[word_start:dot].lower().lstrip("([\"'")
+    return word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+
+
+CHUNK_SENTENCES = SentenceRules(_CHUNK_END, _chunk_abbreviation)
+
+# Summaries: terminal punctuation (maybe closed by a quote/bracket), whitespace, and the
+# start of a new sentence.
+_SUMMARY_END = re.compile(r"(?<=[.!?])([\"')\]]?)\s+(?=[A-Z0-9\"'(`\[*_])")
+_INITIAL = re.compile(r"[a-z]\.")
+
+
+def _summary_abbreviation(text: str, piece_start: int, match: re.Match[str]) -> bool:
+    last_word = text[piece_start : match.end(1)].rsplit(" ", 1)[-1].lower()
+    return (last_word.endswith(".") and last_word[:-1] in SUMMARY_ABBREVIATIONS) or bool(
+        _INITIAL.fullmatch(last_word)
+    )
+
+
+SUMMARY_SENTENCES = SentenceRules(_SUMMARY_END, _summary_abbreviation)
+
+# Relations: a sentence may also start with a lowercase identifier ("sqlite3_open()
+# opens ..."); the empty group ends a sentence before its closing quote.
+_RELATION_END = re.compile(r"(?<=[.!?])()[\"')\]]?\s+(?=[A-Z`\"'(\[]|[a-z]\w*[_(])")
+_RELATION_ABBREVIATION = re.compile(
+    r"(?:\b(?:" + "|".join(re.escape(a) for a in sorted(RELATION_ABBREVIATIONS)) + r")\.)$", re.IGNORECASE
+)
+
+
+def _relation_abbreviation(text: str, piece_start: int, match: re.Match[str]) -> bool:
+    return _RELATION_ABBREVIATION.search(text, max(piece_start, match.start() - 8), match.start()) is not None
+
+
+RELATION_SENTENCES = SentenceRules(_RELATION_END, _relation_abbreviation, trim=False)
