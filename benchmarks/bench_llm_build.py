@@ -1,7 +1,7 @@
 """An LLM-mode build of 10 sample-manual pages: calls within the bound, cached rebuild,
 and wall time at concurrency 8 vs 1.
 
-The loopback OpenAI stand-in (tests/llm_server.py) answers with canned replies made
+The loopback OpenAI stand-in (tests/support/llm_server.py) answers with canned replies made
 from the prompt (``manual_reply``: summaries, extraction entities and relations,
 reports citing the listed chunk ids), each after ``DELAY_S``; embeddings come from the
 stand-in too, so no local model is loaded. Three builds:
@@ -33,7 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from llm_server import CHAT_PATH, EMBEDDINGS_PATH, FakeOpenAIServer, manual_reply  # noqa: E402
 
@@ -120,7 +120,7 @@ def main() -> int:
         "speedup_8_vs_1": round(wall1 / wall8, 2),
         "same_calls_at_both": chat1 == chat8 and stage_table(serial) == by_stage,
         "note": (
-            "Canned replies from the loopback stand-in (tests/llm_server.py manual_reply), not a model: "
+            "Canned replies from the loopback stand-in (tests/support/llm_server.py manual_reply), not a model: "
             "call counts and the cache behaviour are the pipeline's; tokens are the stand-in's word counts."
         ),
     }

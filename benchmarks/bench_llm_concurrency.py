@@ -1,6 +1,6 @@
 """Concurrency of the OpenAI-compatible provider against a slow loopback endpoint.
 
-The loopback OpenAI stand-in (tests/llm_server.py) answers every chat call after
+The loopback OpenAI stand-in (tests/support/llm_server.py) answers every chat call after
 200 ms. 100 distinct calls go through ``OpenAIChatModel.chat_many`` at concurrency 8
 over a fresh cache; the target is at most 4 s (the ideal is 13 waves x 0.2 s = 2.6 s).
 Also measured: a rerun over the filled cache (must send zero requests) and 10 calls at
@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from llm_server import CHAT_PATH, FakeOpenAIServer  # noqa: E402
 
@@ -79,7 +79,7 @@ def main() -> None:
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "endpoint": "loopback OpenAI stand-in (tests/llm_server.py), real openai client",
+        "endpoint": "loopback OpenAI stand-in (tests/support/llm_server.py), real openai client",
         "server_delay_s": DELAY_S,
         "calls": CALLS,
         "concurrency": CONCURRENCY,

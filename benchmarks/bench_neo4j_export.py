@@ -47,7 +47,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from arborgraph import neo4j as X  # noqa: E402
 from arborgraph.neo4j.servers import FALKOR_BYTE_BUDGET  # noqa: E402

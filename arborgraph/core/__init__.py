@@ -1,6 +1,6 @@
 """Arborgraph's core: the types, protocols, errors and text tools every layer shares.
 
-Nothing here imports any other part of the project (``tests/test_layers.py`` keeps it
+Nothing here imports any other part of the project (``tests/unit/test_layers.py`` keeps it
 so): ``ingest/`` builds on this package alone, ``raptor/`` and ``graphrag/`` on it and
 ``ingest``, and the index, build, query, service and CLI layers on all of them.
 

@@ -1,0 +1,154 @@
+"""The rule-based extractor on real pages of the bundled SQLite manual."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graphrag import RuleExtractor
+from graphrag.extract.relations import relation_between
+from graphrag.model import ChunkExtraction
+from graphrag.text import code_regions, entity_key, split_units
+from ingest import ChunkingConfig, Document, chunk_document, iter_collection, load_token_counter
+from ingest.models import Chunk
+
+MANUAL = Path(__file__).resolve().parents[2] / "examples" / "sqlite"
+PAGES = ["pragma.md", "rescode.md", "lang_corefunc.md", "wal.md", "compile.md", "datatype3.md", "lang_createtable.md"]
+
+
+@pytest.fixture(scope="module")
+def chunks() -> list[Chunk]:
+    count = load_token_counter()
+    out: list[Chunk] = []
+    for item in iter_collection([MANUAL / p for p in PAGES]):
+        assert isinstance(item, Document), item
+        out.extend(chunk_document(item, ChunkingConfig(), count))
+    return out
+
+
+@pytest.fixture(scope="module")
+def extractor(chunks: list[Chunk]) -> RuleExtractor:
+    return RuleExtractor().fit(chunks)
+
+
+def _chunk_with(chunks: list[Chunk], text: str) -> Chunk:
+    found = [c for c in chunks if text in c.text]
+    assert found, f"no chunk contains {text!r}"
+    return found[0]
+
+
+def _types(ex: ChunkExtraction) -> dict[str, str]:
+    return {e.name: e.type for e in ex.entities}
+
+
+def test_pragmas_are_parameters_with_their_pragma_alias(chunks: list[Chunk], extractor: RuleExtractor) -> None:
+    ex = extractor.extract(_chunk_with(chunks, "PRAGMA schema.journal_mode = DELETE"))
+    jm = next(e for e in ex.entities if e.name == "journal_mode")
+    assert jm.type == "parameter" and "PRAGMA journal_mode" in jm.aliases
+
+
+def test_result_codes_functions_options_and_types(chunks: list[Chunk], extractor: RuleExtractor) -> None:
+    types = _types(extractor.extract(_chunk_with(chunks, "The SQLITE_BUSY result code indicates")))
+    assert types["SQLITE_BUSY"] == "error_code"
+    all_types: dict[str, set[str]] = {}
+    for c in chunks:
+        for e in extractor.extract(c).entities:
+            all_types.setdefault(e.name, set()).add(e.type)
+    assert "function" in all_types["zeroblob()"]  # lang_corefunc: zeroblob(N)
+    assert "function" in all_types["sqlite3_wal_checkpoint()"]
+    assert "option" in all_types["SQLITE_ENABLE_FTS5"]  # compile.md: a compile-time option
+    assert "data_type" in all_types["INTEGER"]
+    assert "statement" in all_types["CREATE TABLE"]
+    assert "keyword" in all_types["WITHOUT ROWID"]
+    # learned multi-word terms and heading terms, no stopword-edged junk
+    terms = {n for n, ts in all_types.items() if "term" in ts}
+    assert {"rollback journal", "database connection"} <= {t.lower() for t in terms}
+    assert not any(t.split()[0].lower() in {"the", "of", "and", "is"} for t in terms)
+
+
+def test_mention_offsets_point_at_the_text(chunks: list[Chunk], extractor: RuleExtractor) -> None:
+    for c in chunks[:60]:
+        for e in extractor.extract(c).entities:
+            for s, t in e.spans:
+                if t > s:  # (0, 0) marks the section heading's entity
+                    assert entity_key(c.text[s:t]) in {entity_key(e.name), *(entity_key(a) for a in e.aliases)}
+
+
+def test_acronym_gets_its_expansion_as_alias(chunks: list[Chunk], extractor: RuleExtractor) -> None:
+    ex = extractor.extract(_chunk_with(chunks, '"Write-Ahead Log" option (hereafter referred to as "WAL")'))
+    wal = next(e for e in ex.entities if e.name == "WAL")
+    assert "Write-Ahead Log" in wal.aliases
+
+
+def test_typed_relations_from_real_sentences(chunks: list[Chunk], extractor: RuleExtractor) -> None:
+    ex = extractor.extract(_chunk_with(chunks, "WAL normally requires that the VFS support shared-memory"))
+    rels = {(r.source, r.type, r.target) for r in ex.relations}
+    assert ("WAL", "requires", "VFS") in rels
+    # every relation cites the sentence it was read from; links to the section's
+    # topic cite the sentence naming the other entity but do not describe the relation
+    c = _chunk_with(chunks, "WAL normally requires that the VFS support shared-memory")
+    for r in ex.relations:
+        assert r.span is not None
+        if r.description:
+            assert c.text[r.span[0] : r.span[1]] == r.description
+        else:
+            assert r.type == "co_occurs" and "Write-Ahead Logging" in (r.source, r.target)
+
+
+@pytest.mark.parametrize(
+    ("between", "expected"),
+    [
+        (" is controlled by the ", ("configures", True)),
+        (" is limited by the ", ("limits", True)),
+        (" normally requires that the ", ("requires", False)),
+        (" is defined in ", ("defined_in", False)),
+        (" is a ", ("is_a", False)),
+        (", such as ", ("is_a", True)),
+        (" contains the ", ("part_of", True)),
+        (" uses many fewer ", ("uses", False)),
+        (" and ", None),
+    ],
+)
+def test_relation_patterns(between: str, expected: tuple[str, bool] | None) -> None:
+    assert relation_between(between) == expected
+
+
+def test_code_is_kept_out_of_prose_relations(chunks: list[Chunk]) -> None:
+    c = _chunk_with(chunks, "PRAGMA journal_mode=WAL;")
+    regions = code_regions(c.text)
+    assert any("PRAGMA journal_mode=WAL;" in c.text[s:e] for s, e in regions)
+    units = [c.text[s:e] for s, e in split_units(c.text, regions)]
+    assert "PRAGMA journal_mode=WAL;" in units
+
+
+def test_extraction_is_deterministic(chunks: list[Chunk]) -> None:
+    one, two = RuleExtractor().fit(chunks), RuleExtractor().fit(list(reversed(chunks)))
+    assert one.vocabulary_.terms_ == two.vocabulary_.terms_  # chunk order does not matter
+    assert [one.extract(c) for c in chunks[:80]] == [two.extract(c) for c in chunks[:80]]
+
+
+def test_works_without_fit_and_on_backticked_markdown() -> None:
+    text = "Use `PRAGMA synchronous=NORMAL` with `journal_mode` set to WAL; see `sqlite3_wal_hook()`."
+    c = Chunk(chunk_id="x#0", doc_id="x", ordinal=0, text=text, heading_path=["X"], start=0, end=len(text), n_tokens=20)
+    types = _types(RuleExtractor().extract(c))
+    assert types["synchronous"] == "parameter"
+    assert types["sqlite3_wal_hook()"] == "function"
+    assert types["journal_mode"] == "identifier"
+
+
+def test_term_counts_of_parts_add_up_to_the_same_fit(chunks: list[Chunk], extractor: RuleExtractor) -> None:
+    """Term statistics counted in parts (as a pool's workers do) and merged fit the very
+    vocabulary one count over every chunk does."""
+    from graphrag.extract.terms import TermCounts
+
+    fresh = RuleExtractor()
+    texts = [c.text for c in chunks]
+    parts = [fresh.count_terms(texts[i::3]) for i in range(3)]
+    whole = fresh.count_terms(texts)
+    merged = TermCounts.merged(parts)
+    assert merged == whole
+    assert merged.n_texts == len(chunks) and len(merged.df_gram) > 1000
+    fitted = fresh.fit(chunks, counts=merged)
+    assert fitted.fitted_state() == extractor.fitted_state()
+    assert len(fitted.vocabulary_.terms_) > 20
