@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,3 +60,46 @@ def sample_kb(sample_index: Path):  # type: ignore[no-untyped-def]
     import arborgraph
 
     return arborgraph.open(sample_index)
+
+
+# -- spreading the files over the workers (scripts/test: -n 2 --dist loadfile) ----------
+
+# Files in order of their time in this suite (a clean-clone run, slowest first), so that
+# both workers start on the long ones and the short files fill in at the end, instead of
+# one long file running alone while the other worker idles. Unlisted files follow in
+# their usual order. (xdist keeps this order with --no-loadscope-reorder.)
+SLOWEST_FILES = [
+    "test_raptor_build.py", "test_raptor_cluster.py", "test_web.py", "test_foundation_e2e.py",
+    "test_notebooks.py", "test_raptor_warmup.py", "test_llm_build.py", "test_graph_update.py",
+    "test_executors.py", "test_cli_output.py", "test_readme_snippets.py", "test_incremental.py",
+    "test_incremental_reuse.py", "test_service.py", "test_results_contract.py",
+    "test_hostile_inputs.py", "test_loader_fuzz.py", "test_index_hardening.py",
+    "test_service_swap.py", "test_golden.py",
+]
+# Files run on the same worker, one after the other. Both compile UMAP's numba kernels
+# (the first UMAP fit in a process; in a clean clone numba's cache is empty): side by side
+# each compiles them, in turn the second uses what the first compiled.
+SHARED_WORKER = {"test_raptor_build.py": "umap-kernels", "test_raptor_cluster.py": "umap-kernels"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slowest files first."""
+    rank = {name: i for i, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: keeps order in a file
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own; absent without xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, each file one unit of work (so module fixtures build once),
+    except that the files of one ``SHARED_WORKER`` group form a single unit. (Not
+    ``--dist loadgroup`` with marks: xdist 3.8 cannot rename pytest 9's node ids.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedWorkerScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SHARED_WORKER.get(Path(path).name, path)
+
+    return SharedWorkerScheduling(config, log)
