@@ -99,14 +99,15 @@ def graph_search(
     BM25 computed over the candidates alone.
     """
     cfg = config or GraphSearchConfig()
-    t0 = time.perf_counter()
     linked = link_entities(
         kg, question, max_entities=cfg.max_linked, embedder=embedder, entity_vectors=entity_vectors
     )
     if not linked:
         return Retrieval(route="graph", why_empty="no entity named in the question is in the graph")
     fetch = ChunkFetcher(chunk_text)
-    scores = expand(kg, linked, cfg, deadline=t0 + cfg.time_limit_s, backend=backend)
+    # the limit bounds the walk alone: linking (which in a fresh process also loads the
+    # entity index) must not eat into it, or a slow start changes what the walk finds
+    scores = expand(kg, linked, cfg, deadline=time.perf_counter() + cfg.time_limit_s, backend=backend)
     dense = _DenseScorer(question, embedder, chunk_vectors, query_vector)
     chunks = score_chunks(
         kg, question, scores, fetch, cfg, dense=dense, prior=candidate_chunks, lexical=chunk_lexical
