@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +31,40 @@ SLICE = [
 ]
 
 
+def _shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder of this test session shared by its xdist workers (one process's own
+    temporary folder without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # .../pytest-N, above every worker's popen-gwK
+    return base / name
+
+
+@contextlib.contextmanager
+def _session_lock(path: Path) -> Iterator[None]:
+    """Held by one worker at a time: the first makes a shared thing, the others wait for
+    it and then use it."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def sample_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory holding a copy of the manual slice (tests may not edit examples/)."""
-    target = tmp_path_factory.mktemp("manual")
-    for name in SLICE:
-        shutil.copy(SAMPLE_MANUAL / name, target / name)
+    """A directory holding a copy of the manual slice (tests may not edit examples/, nor
+    this copy: the xdist workers share it)."""
+    target = _shared_dir(tmp_path_factory, "manual")
+    with _session_lock(target.with_name("manual.lock")):
+        if not target.is_dir():
+            partial = target.with_name("manual.partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir()
+            for name in SLICE:
+                shutil.copy(SAMPLE_MANUAL / name, partial / name)
+            partial.rename(target)
     return target
 
 
@@ -47,11 +78,17 @@ def copy_pages(sample_slice: Path, target: Path, pages: list[str] | tuple[str, .
 
 @pytest.fixture(scope="session")
 def sample_index(sample_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An index built once per session from the slice, with every structure."""
+    """An index built once per session from the slice, with every structure: by the
+    first xdist worker to ask for it, while the others wait (tests only read it)."""
     import arborgraph
 
-    index = tmp_path_factory.mktemp("index") / "idx"
-    arborgraph.build([sample_slice], index)
+    index = _shared_dir(tmp_path_factory, "index") / "idx"
+    built = index.with_name("built")
+    with _session_lock(index.parent.with_name("index.lock")):
+        if not built.exists():
+            index.parent.mkdir(exist_ok=True)
+            arborgraph.build([sample_slice], index)
+            built.touch()
     return index
 
 
@@ -69,17 +106,20 @@ def sample_kb(sample_index: Path):  # type: ignore[no-untyped-def]
 # one long file running alone while the other worker idles. Unlisted files follow in
 # their usual order. (xdist keeps this order with --no-loadscope-reorder.)
 SLOWEST_FILES = [
-    "test_raptor_build.py", "test_raptor_cluster.py", "test_web.py", "test_foundation_e2e.py",
-    "test_notebooks.py", "test_raptor_warmup.py", "test_llm_build.py", "test_graph_update.py",
+    "test_raptor_warmup.py", "test_raptor_build.py", "test_raptor_cluster.py", "test_notebooks.py",
+    "test_web.py", "test_foundation_e2e.py", "test_llm_build.py", "test_graph_update.py",
     "test_executors.py", "test_cli_output.py", "test_readme_snippets.py", "test_incremental.py",
     "test_incremental_reuse.py", "test_service.py", "test_results_contract.py",
     "test_hostile_inputs.py", "test_loader_fuzz.py", "test_index_hardening.py",
     "test_service_swap.py", "test_golden.py",
 ]
-# Files run on the same worker, one after the other. Both compile UMAP's numba kernels
-# (the first UMAP fit in a process; in a clean clone numba's cache is empty): side by side
-# each compiles them, in turn the second uses what the first compiled.
-SHARED_WORKER = {"test_raptor_build.py": "umap-kernels", "test_raptor_cluster.py": "umap-kernels"}
+# Files run on the same worker, in this order, one after the other: every file that runs
+# UMAP's numba kernels. In a clean clone numba's cache is empty; the warm-up test fills
+# it (test_raptor_warmup.py) and the others load what it compiled, where side by side or
+# first each would compile them itself (a minute of CPU each). The other worker starts on
+# files that need no UMAP.
+UMAP_FILES = ("test_raptor_warmup.py", "test_raptor_build.py", "test_raptor_cluster.py", "test_notebooks.py")
+SHARED_WORKER = {name: "umap-kernels" for name in UMAP_FILES}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
