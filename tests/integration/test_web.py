@@ -86,13 +86,11 @@ def screens(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class Browser:
-    """One fresh Chromium profile; ``console`` collects every error the pages report."""
+    """A fresh browser context (its own cookies and storage, as a new profile has);
+    ``console`` collects every error the pages report."""
 
-    def __init__(self, playwright: Any, profile: Path) -> None:
-        self.context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=_chromium(), args=CHROMIUM_ARGS, headless=True,
-            viewport={"width": 1280, "height": 800},
-        )
+    def __init__(self, chromium: Any) -> None:
+        self.context = chromium.new_context(viewport={"width": 1280, "height": 800})
         self.console: list[str] = []
 
     def page(self, url: str, key: str | None) -> Page:
@@ -112,16 +110,27 @@ class Browser:
         return page
 
 
-@pytest.fixture()
-def browser(tmp_path: Path) -> Iterator[Browser]:
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One headless Chromium for the module (starting one costs seconds of CPU); each
+    test gets its own context in it."""
     _chromium()
     with sync_playwright() as playwright:
-        opened = Browser(playwright, tmp_path / "profile")
+        launched = playwright.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS, headless=True)
         try:
-            yield opened
+            yield launched
         finally:
-            opened.context.close()
-        assert opened.console == [], opened.console
+            launched.close()
+
+
+@pytest.fixture()
+def browser(chromium: Any) -> Iterator[Browser]:
+    opened = Browser(chromium)
+    try:
+        yield opened
+    finally:
+        opened.context.close()
+    assert opened.console == [], opened.console
 
 
 def ask(page: Page, question: str, route: str = "auto", answer: bool = False) -> None:
