@@ -83,7 +83,9 @@ def current_generation(index_dir: str | Path) -> str:
     with ``KnowledgeBase.generation`` to learn whether a ``refresh()`` would change
     anything. Raises ``arborgraph.IndexNotFound`` when there is no usable pointer.
     """
-    from arborgraph.store import CURRENT_FILE, IndexNotFound, read_current
+    from arborgraph.core.errors import IndexNotFound
+    from arborgraph.index_dir import read_current
+    from arborgraph.layout import CURRENT as CURRENT_FILE
 
     index_dir = Path(index_dir)
     if not index_dir.is_dir():

@@ -182,6 +182,9 @@ class _ProgressBar:
 
 
 def _open(index: Path):  # type: ignore[no-untyped-def]
+    from arborgraph.index_dir import live_generation
+
+    live_generation(index)  # a mistaken path fails before the query engine loads (seconds)
     import arborgraph
 
     return arborgraph.open(index)
@@ -203,6 +206,9 @@ def build(
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="when another build is writing this index: wait for it, or (default) fail at once")] = False,
 ) -> None:
     """Build or update an index from DOCS."""
+    from arborgraph.index_dir import check_build_target
+
+    check_build_target(index)  # as the build does, but before the pipeline loads (seconds)
     from arborgraph.pipeline import LOCK_WAIT_STAGE, build_index
     from arborgraph.config import load_config
 
@@ -324,7 +330,7 @@ def query(
     Each context's score is the final ranking's (1.0 for the first, never increasing
     down the list); --explain shows what each retriever scored it.
     """
-    from arborgraph.kb import question_problem
+    from arborgraph.core.questions import question_problem
 
     if (question is None) == (batch is None):
         raise fail("give either a QUESTION or --batch FILE", EXIT_USER_ERROR)
@@ -376,7 +382,7 @@ def _read_questions(path: Path) -> list[tuple[Any, str]]:
     """Every line of a batch file, checked before the first question is asked, so a bad
     line stops the batch with FILE:LINE and nothing on stdout (never half the answers)."""
     from arborgraph.core.errors import QueryError
-    from arborgraph.kb import question_problem
+    from arborgraph.core.questions import question_problem
 
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from arborgraph.core.errors import QueryError  # noqa: F401 (re-exported)
+from arborgraph.core.questions import question_problem  # noqa: F401 (re-exported)
 from arborgraph import layout
 from arborgraph import schema as S
 from arborgraph.chunk_store import ChunkStore
@@ -41,24 +42,6 @@ DEFAULT_TOP_K = 20
 DEFAULT_BUDGET_TOKENS = 2000
 # structured routes fuse their chunks with this many flat hits
 LOOKUP_DEPTH = 50
-
-
-def question_problem(question: object) -> str | None:
-    """Why ``question`` cannot be asked (empty, not text, not valid Unicode), or None.
-
-    Checked by :meth:`KnowledgeBase.query` and, for every line before the first answer,
-    by the CLI's batch mode.
-    """
-    if not isinstance(question, str):
-        return "the question must be a string"
-    if not question.strip():
-        return "the question is empty"
-    try:
-        question.encode("utf-8")
-    except UnicodeEncodeError:
-        # a lone surrogate: from a JSON "\udc80" escape or undecodable bytes on the command line
-        return "the question is not valid Unicode (it holds a lone surrogate or bytes that are not UTF-8)"
-    return None
 
 
 class KnowledgeBase:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import shutil
 import stat
 import time
@@ -36,6 +35,9 @@ import pyarrow.parquet as pq
 
 from arborgraph import layout
 from arborgraph.core.errors import IndexUnusable, IndexNotFound, IndexDamaged, IndexBusy  # noqa: F401 (re-exported)
+from arborgraph.index_dir import (  # noqa: F401 (re-exported)
+    check_index_dir, current_generation, generation_dirs as _generations, live_generation, read_current,
+)
 from arborgraph.index_files import MAX_POINTER_BYTES, damaged, read_small, sha256_file, shown, write_atomic  # noqa: F401 (re-exported)
 from arborgraph.layout import cache_dir  # noqa: F401 (re-exported)
 from arborgraph.manifest import MAX_MANIFEST_BYTES, SCHEMA_VERSION, FileRecord, StoreManifest, read_manifest, write_manifest  # noqa: F401
@@ -57,72 +59,6 @@ OPEN_ATTEMPTS = 5
 
 # Deprecated: the old name, which read like the builtin IndexError. Use IndexUnusable.
 IndexError_ = IndexUnusable
-
-
-def _generations(index_dir: Path) -> list[tuple[int, Path]]:
-    """The generation directories (never symlinks), oldest first."""
-    if not index_dir.is_dir():
-        return []
-    found = []
-    for child in index_dir.iterdir():
-        number = layout.generation_number(child.name)
-        if number is not None and not child.is_symlink() and child.is_dir():
-            found.append((number, child))
-    return sorted(found)
-
-
-def read_current(index_dir: Path | str) -> str | None:
-    """The live generation's name from ``CURRENT`` ("gen-000007"), fully validated;
-    None when the directory has no ``CURRENT``.
-
-    Raises :class:`IndexDamaged` (one line, quoting at most a short escaped prefix of
-    the pointer) for a symlink, a non-regular or oversized file, bytes that are not a
-    generation name, or a name whose directory is missing or is itself a symlink.
-    """
-    index_dir = Path(index_dir)
-    raw = read_small(index_dir / CURRENT_FILE, CURRENT_FILE, index_dir)
-    if raw is None:
-        return None
-    text = raw[:-1] if raw.endswith(b"\n") else raw
-    if not re.fullmatch(rb"gen-\d{6}", text):
-        raise IndexDamaged(
-            f"{index_dir}: {CURRENT_FILE} is not a generation pointer (it starts {shown(raw)})"
-        )
-    name = text.decode("ascii")
-    target = index_dir / name
-    try:
-        info = os.lstat(target)
-    except FileNotFoundError:
-        raise IndexDamaged(f"{index_dir}: {CURRENT_FILE} names {name}, which is missing") from None
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise IndexDamaged(f"{index_dir}: {CURRENT_FILE} names {name}, which is not a generation directory")
-    return name
-
-
-def current_generation(index_dir: Path) -> Path | None:
-    """The live generation directory, or None when the directory holds no index."""
-    name = read_current(index_dir)
-    return None if name is None else Path(index_dir) / name
-
-
-def check_index_dir(index_dir: Path) -> None:
-    """Refuse to write an index into a directory that holds something else."""
-    if index_dir.exists() and not index_dir.is_dir():
-        raise IndexUnusable(f"{index_dir} exists and is not a directory")
-    if not index_dir.is_dir():
-        return
-    ours = {LOCK_FILE, COUNTER_FILE}
-    foreign = any(child.name not in ours for child in index_dir.iterdir())
-    if (
-        foreign
-        and not os.path.lexists(index_dir / CURRENT_FILE)
-        and not _generations(index_dir)
-        and not cache_dir(index_dir).exists()
-    ):
-        raise IndexUnusable(
-            f"{index_dir} is a non-empty directory that is not an Arborgraph index; "
-            "refusing to write into it"
-        )
 
 
 class BuildLock:
@@ -471,14 +407,8 @@ def open_generation(
     :meth:`Generation.close`.
     """
     index_dir = Path(index_dir)
-    if not index_dir.exists():
-        raise IndexNotFound(f"{index_dir}: no such directory")
-    if not index_dir.is_dir():
-        raise IndexNotFound(f"{index_dir}: not a directory")
     for _ in range(OPEN_ATTEMPTS):
-        gen = current_generation(index_dir)
-        if gen is None:
-            raise IndexNotFound(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
+        gen = live_generation(index_dir)
         held = GenerationPin.take(gen) if pin else None
         if pin and held is None:
             continue  # pruned between reading CURRENT and pinning: read CURRENT again

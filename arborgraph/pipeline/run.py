@@ -8,7 +8,6 @@ the per-document status.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,23 +25,12 @@ from arborgraph.pipeline.embed import try_load_embedder
 from arborgraph.pipeline.load import input_kilobytes
 from arborgraph.pipeline.stages import STAGES, BuildRun, EmbedderFactory, Stage
 from arborgraph.core.protocols import ProgressCallback, no_progress
-from arborgraph.store import BuildLock, check_index_dir
+from arborgraph.index_dir import check_build_target, check_index_target  # noqa: F401 (re-exported)
+from arborgraph.store import BuildLock
 from ingest.metadata import GivenMetadata
 
 # the progress stage reported once when a build waits for another build's lock
 LOCK_WAIT_STAGE = "waiting for another build"
-
-
-def check_index_target(index_dir: Path) -> None:
-    """Raise :class:`BuildError` unless ``index_dir`` is, or can be made, a writable directory."""
-    for path in (index_dir, *index_dir.parents):
-        if not path.exists():
-            continue
-        if not path.is_dir():
-            raise BuildError(f"cannot build an index at {index_dir}: {path} is a file, not a directory")
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise BuildError(f"cannot build an index at {index_dir}: {path} is not writable")
-        return
 
 
 def build_index(
@@ -74,8 +62,7 @@ def build_index(
     """
     config = config or Config()
     index_dir = Path(index_dir)
-    check_index_target(index_dir)
-    check_index_dir(index_dir)
+    check_build_target(index_dir)
     # what this build creates before it knows there is anything to index
     created = index_dir if not index_dir.exists() else layout.cache_dir(index_dir)
     created_now = not created.exists()
