@@ -17,7 +17,7 @@ from conftest import ROOT, SAMPLE_MANUAL
 
 README = ROOT / "README.md"
 # a few pages, so the build takes seconds; the README's question is among them
-PAGES = ["c3ref_busy_timeout.md", "c3ref_busy_handler.md", "lockingv3.md", "wal.md", "pragma.md"]
+PAGES = ["c3ref_busy_timeout.md", "c3ref_busy_handler.md", "lockingv3.md", "wal.md"]
 
 # Makes the build use a process pool on this small slice, as it does on the whole
 # manual (from 2 MB of input on two or more cores): the pool is what broke unguarded

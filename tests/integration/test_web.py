@@ -48,15 +48,19 @@ def _chromium() -> str:
 # -- fixtures -------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def web_index(tmp_path_factory: pytest.TempPathFactory, sample_slice: Path) -> Path:
-    """The manual slice plus two documents only team-a and team-b may read."""
+def web_index(tmp_path_factory: pytest.TempPathFactory, sample_slice: Path, sample_index: Path) -> Path:
+    """The manual slice plus two documents only team-a and team-b may read: a copy of
+    the session's index of the slice, updated with the two (its pages are reused, not
+    embedded again)."""
     docs = tmp_path_factory.mktemp("web-docs")
     for page in sample_slice.iterdir():
         shutil.copy(page, docs / page.name)
     (docs / "bluefin.md").write_text(SECRET_A)
     (docs / "marlin.md").write_text(SECRET_B)
     index = tmp_path_factory.mktemp("web-index") / "idx"
-    build_index([docs], index)
+    shutil.copytree(sample_index, index)
+    report = build_index([docs], index)
+    assert (report.stages["documents"]["added"], report.stages["documents"]["unchanged"]) == (2, 20)
     return index
 
 
