@@ -81,16 +81,9 @@ def current_generation(index_dir: str | Path) -> str:
     """The name of ``index_dir``'s live generation ("gen-000007"), read from its
     ``CURRENT`` pointer with full validation and without opening the index: compare it
     with ``KnowledgeBase.generation`` to learn whether a ``refresh()`` would change
-    anything. Raises ``arborgraph.IndexNotFound`` when there is no usable pointer.
+    anything. Raises ``arborgraph.IndexNotFound`` when there is no index there and
+    ``arborgraph.IndexDamaged`` for a pointer that is not a plain one to a generation.
     """
-    from arborgraph.core.errors import IndexNotFound
-    from arborgraph.index_dir import read_current
-    from arborgraph.layout import CURRENT as CURRENT_FILE
+    from arborgraph.index_dir import live_generation
 
-    index_dir = Path(index_dir)
-    if not index_dir.is_dir():
-        raise IndexNotFound(f"{index_dir}: no such directory")
-    name = read_current(index_dir)
-    if name is None:
-        raise IndexNotFound(f"{index_dir}: not an Arborgraph index (no {CURRENT_FILE} file)")
-    return name
+    return live_generation(Path(index_dir)).name
