@@ -9,12 +9,14 @@ checkout helps. Measured:
 - ``pytest_s`` and the counts: pytest's own summary line;
 - ``setup_s``: the rest (``wall_s - pytest_s``: mostly ``scripts/setup``);
 - ``user_s`` / ``system_s``: the CPU of ``.ci/run`` and everything it started;
+- ``slowest``: pytest's ``--durations`` report (given through ``PYTEST_ADDOPTS``, since
+  ``.ci/run`` takes no arguments), the ``--slowest`` longest phases;
 - ``probe_s``: CPU seconds of a fixed pure-Python loop, before and after, to tell a slow
   stretch of this (virtual) machine from a slower suite; the 1-minute load average too.
 
 Writes ``benchmarks/results/suite.json``.
 
-    python benchmarks/bench_suite.py [--root DIR] [--keep]
+    python benchmarks/bench_suite.py [--root DIR] [--keep] [--slowest 15]
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "suite.json"
 SUMMARY = re.compile(r"=+ (?P<counts>.*?) in (?P<seconds>[\d.]+)s")
+DURATION = re.compile(r"^(?P<seconds>[\d.]+)s (?P<phase>setup|call|teardown)\s+(?P<test>\S+)$", re.MULTILINE)
 
 
 def probe() -> float:
@@ -50,8 +53,8 @@ def children_cpu() -> tuple[float, float]:
     return usage.ru_utime, usage.ru_stime
 
 
-def run_suite(clone: Path) -> dict[str, Any]:
-    env = {**os.environ, "CI": "true"}
+def run_suite(clone: Path, slowest: int) -> dict[str, Any]:
+    env = {**os.environ, "CI": "true", "PYTEST_ADDOPTS": f"--durations={slowest}"}
     env.pop("NUMBA_CACHE_DIR", None)  # the clone's own, empty, as on CI
     user0, sys0 = children_cpu()
     start = time.monotonic()
@@ -75,6 +78,10 @@ def run_suite(clone: Path) -> dict[str, Any]:
         "user_s": round(user1 - user0, 1),
         "system_s": round(sys1 - sys0, 1),
         "counts": counts,
+        "slowest": [
+            {"seconds": float(m.group("seconds")), "phase": m.group("phase"), "test": m.group("test")}
+            for m in DURATION.finditer(done.stdout)
+        ],
         "tail": done.stdout.splitlines()[-3:] + done.stderr.splitlines()[-3:],
     }
 
@@ -84,6 +91,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=ROOT.parent, help="where the fresh clone goes")
     parser.add_argument("--keep", action="store_true", help="keep the clone afterwards")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--slowest", type=int, default=15, help="how many of the longest test phases to record")
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                             check=True).stdout.strip()
@@ -92,7 +100,7 @@ def main() -> None:
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     before = {"probe_s": probe(), "load_1min": round(os.getloadavg()[0], 2)}
     try:
-        result = run_suite(clone)
+        result = run_suite(clone, args.slowest)
     finally:
         if not args.keep:
             shutil.rmtree(clone, ignore_errors=True)
