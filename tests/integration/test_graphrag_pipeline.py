@@ -24,10 +24,9 @@ from graphrag import (
 from graphrag import schema as S
 from graphrag.build import detect_communities, extract_all
 from graphrag.resolve import resolve
-from ingest import ChunkingConfig, Document, chunk_document, iter_collection, load_token_counter
 from ingest.models import Chunk
+from manual_chunks import manual_chunks
 
-MANUAL = Path(__file__).resolve().parents[2] / "examples" / "sqlite"
 PAGES = [
     "wal.md", "lockingv3.md", "lang_transaction.md", "isolation.md", "tempfiles.md",
     "c3ref_busy_timeout.md", "c3ref_busy_handler.md", "c3ref_wal_autocheckpoint.md",
@@ -39,12 +38,7 @@ PAGES = [
 
 @pytest.fixture(scope="module")
 def chunks() -> list[Chunk]:
-    count = load_token_counter()
-    out: list[Chunk] = []
-    for item in iter_collection([MANUAL / p for p in PAGES]):
-        assert isinstance(item, Document), item
-        out.extend(chunk_document(item, ChunkingConfig(), count))
-    return out
+    return manual_chunks(PAGES)
 
 
 @pytest.fixture(scope="module")

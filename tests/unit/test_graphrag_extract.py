@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from graphrag import RuleExtractor
 from graphrag.extract.relations import relation_between
 from graphrag.model import ChunkExtraction
 from graphrag.text import code_regions, entity_key, split_units
-from ingest import ChunkingConfig, Document, chunk_document, iter_collection, load_token_counter
 from ingest.models import Chunk
+from manual_chunks import manual_chunks
 
-MANUAL = Path(__file__).resolve().parents[2] / "examples" / "sqlite"
 PAGES = ["pragma.md", "rescode.md", "lang_corefunc.md", "wal.md", "compile.md", "datatype3.md", "lang_createtable.md"]
 
 
 @pytest.fixture(scope="module")
 def chunks() -> list[Chunk]:
-    count = load_token_counter()
-    out: list[Chunk] = []
-    for item in iter_collection([MANUAL / p for p in PAGES]):
-        assert isinstance(item, Document), item
-        out.extend(chunk_document(item, ChunkingConfig(), count))
-    return out
+    return manual_chunks(PAGES)
 
 
 @pytest.fixture(scope="module")
