@@ -62,7 +62,7 @@ def run_suite(clone: Path, slowest: int) -> dict[str, Any]:
                           capture_output=True, text=True)
     wall = time.monotonic() - start
     user1, sys1 = children_cpu()
-    found = [m for m in SUMMARY.finditer(done.stdout)]
+    found = list(SUMMARY.finditer(done.stdout))
     summary = found[-1] if found else None
     counts = {}
     if summary:
