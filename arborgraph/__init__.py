@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from arborgraph.core.version import __version__
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -26,8 +26,7 @@ __all__ = ["build", "open", "current_generation", "IndexUnusable", "IndexNotFoun
 def __getattr__(name: str) -> Any:
     # the error classes, imported on first use so ``import arborgraph`` stays light
     if name in ("IndexUnusable", "IndexNotFound", "IndexDamaged"):
-        from arborgraph import store
-
+        from arborgraph.index import store
         return getattr(store, name)
     if name == "QueryError":
         from arborgraph.kb import QueryError
@@ -52,7 +51,7 @@ def build(
     validated like a sidecar and overriding frontmatter and sidecars.
 
     Builds of one index exclude each other: while another holds it, this raises
-    ``arborgraph.store.IndexBusy`` at once, or with ``wait_for_lock=True`` waits for it
+    ``arborgraph.index.store.IndexBusy`` at once, or with ``wait_for_lock=True`` waits for it
     (telling ``progress`` first, stage ``"waiting for another build"``).
     """
     from arborgraph.pipeline import build_index
@@ -84,6 +83,6 @@ def current_generation(index_dir: str | Path) -> str:
     anything. Raises ``arborgraph.IndexNotFound`` when there is no index there and
     ``arborgraph.IndexDamaged`` for a pointer that is not a plain one to a generation.
     """
-    from arborgraph.index_dir import live_generation
+    from arborgraph.index.index_dir import live_generation
 
     return live_generation(Path(index_dir)).name

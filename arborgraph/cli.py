@@ -182,7 +182,7 @@ class _ProgressBar:
 
 
 def _open(index: Path):  # type: ignore[no-untyped-def]
-    from arborgraph.index_dir import live_generation
+    from arborgraph.index.index_dir import live_generation
 
     live_generation(index)  # a mistaken path fails before the query engine loads (seconds)
     import arborgraph
@@ -206,7 +206,7 @@ def build(
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="when another build is writing this index: wait for it, or (default) fail at once")] = False,
 ) -> None:
     """Build or update an index from DOCS."""
-    from arborgraph.index_dir import check_build_target
+    from arborgraph.index.index_dir import check_build_target
 
     check_build_target(index)  # as the build does, but before the pipeline loads (seconds)
     from arborgraph.pipeline import LOCK_WAIT_STAGE, build_index
@@ -496,7 +496,7 @@ def eval_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Evidence recall, full-hit rate and MRR per question type, vs flat baselines."""
-    from arborgraph.evaluation import evaluate, format_report, load_questions
+    from arborgraph.query.evaluation import evaluate, format_report, load_questions
 
     kb = _open(index)
     qs = load_questions(questions)
@@ -538,7 +538,7 @@ def export_neo4j(
 ) -> None:
     """Export the index to Neo4j over Bolt (incremental), or as CSV files for neo4j-admin import."""
     from arborgraph.neo4j import CsvReport, ExportReport, connect, export_records, index_records, write_csv
-    from arborgraph.store import open_generation
+    from arborgraph.index.store import open_generation
 
     if (uri is None) == (csv is None):
         raise fail("give exactly one of --uri (export over Bolt) or --csv DIR (files for neo4j-admin)", EXIT_USER_ERROR)

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from arborgraph.core.errors import ConfigError  # noqa: F401 (re-exported)
-from arborgraph.embedding import EmbeddingConfig
+from arborgraph.models.embedding import EmbeddingConfig
 from arborgraph.llm.config import LLMConfig
 from ingest.chunking import ChunkingConfig
 from raptor import RaptorConfig

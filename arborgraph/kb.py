@@ -12,30 +12,30 @@ import numpy as np
 
 from arborgraph.core.errors import QueryError  # noqa: F401 (re-exported)
 from arborgraph.core.questions import question_problem  # noqa: F401 (re-exported)
-from arborgraph import layout
-from arborgraph import schema as S
-from arborgraph.chunk_store import ChunkStore
+from arborgraph.index import layout
+from arborgraph.index import schema as S
+from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import Config
-from arborgraph.dense import DenseIndex
-from arborgraph.embedding import load_embedder
+from arborgraph.query.dense import DenseIndex
+from arborgraph.models.embedding import load_embedder
 from arborgraph.core.errors import EmbedderUnavailable
 from arborgraph.core.protocols import Embedder
 from arborgraph.core.lexical import LexicalIndex
-from arborgraph.compose import assemble, compose, flag_lexical_fallback, flag_stale
+from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery, Retriever
-from arborgraph.fusion import fuse_routes, second_route
-from arborgraph.lookup import LookupIndex, LookupMode
+from arborgraph.query.fusion import fuse_routes, second_route
+from arborgraph.query.lookup import LookupIndex, LookupMode
 from arborgraph.core.results import BuildMode, Context, QueryResult, Route, RoutingDecision, final_scores
-from arborgraph.retrievers import GlobalRetriever, GraphRetriever, LookupRetriever, TreeRetriever, chunk_refs
-from arborgraph.scoped import load_scopes, readable
-from arborgraph.manifest import Manifest, index_manifest
-from arborgraph.store import Generation, IndexDamaged, open_generation
-from arborgraph.structures import PUBLIC, scope_principals, scope_readable
+from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, LookupRetriever, TreeRetriever, chunk_refs
+from arborgraph.index.scoped import load_scopes, readable
+from arborgraph.index.manifest import Manifest, index_manifest
+from arborgraph.index.store import Generation, IndexDamaged, open_generation
+from arborgraph.index.scoped import PUBLIC, scope_principals, scope_readable
 
 if TYPE_CHECKING:
     from arborgraph.core.protocols import ChatModel
-    from arborgraph.ranking import AnyRanker
-    from arborgraph.rerank import RankingIndex
+    from arborgraph.query.ranking import AnyRanker
+    from arborgraph.query.rerank import RankingIndex
 
 ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
 DEFAULT_TOP_K = 20
@@ -103,7 +103,7 @@ class KnowledgeBase:
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
         self._chat: Any = None
-        from arborgraph.ranking import load_model
+        from arborgraph.query.ranking import load_model
 
         # the learned ranking stage (None: the routes' own orders); settable, e.g. by
         # benchmarks/train_ranker.py to score a fold's model
@@ -261,7 +261,7 @@ class KnowledgeBase:
         final_scores(kept)
         text = None
         if answer:
-            from arborgraph.answer import generate_answer
+            from arborgraph.query.answer import generate_answer
 
             text = generate_answer(llm or self.chat_model(), question, kept)
         return QueryResult(
@@ -351,7 +351,7 @@ class KnowledgeBase:
         ranked = None
         # a structure that found nothing falls back to the flat hits as they are
         if self.ranker is not None and (route == "lookup" or found.contexts):
-            from arborgraph.rerank import rerank
+            from arborgraph.query.rerank import rerank
 
             ranked = rerank(self._ranking_index, self.ranker, q, found, self.config.retrieval)
         return compose(
@@ -362,7 +362,7 @@ class KnowledgeBase:
     @cached_property
     def _ranking_index(self) -> "RankingIndex":
         """What the ranking stage reads of this index (its page layout computed once)."""
-        from arborgraph.rerank import RankingIndex
+        from arborgraph.query.rerank import RankingIndex
 
         return RankingIndex(self.lookup_index, self.routes)
 
@@ -377,7 +377,7 @@ class KnowledgeBase:
         routes (the runner-up a low-confidence decision is fused with), and answers
         alone if the LLM call fails (the reason says so).
         """
-        from arborgraph.router import default_model, route_question, with_llm_choice
+        from arborgraph.query.router import default_model, route_question, with_llm_choice
 
         if hits is None and default_model().spread_stage is not None:
             hits = self.lookup(question, top_k=20)
@@ -389,7 +389,7 @@ class KnowledgeBase:
         if llm is None:
             return decision
         from arborgraph.core.errors import LLMError
-        from arborgraph.router_llm import llm_route
+        from arborgraph.query.router_llm import llm_route
 
         try:
             chosen = llm_route(llm, question, self.routes)
@@ -401,9 +401,9 @@ class KnowledgeBase:
         self, question: str, route: Route, *, principal: str | None = None, top_k: int = DEFAULT_TOP_K,
     ) -> tuple[list[str], np.ndarray]:
         """The chunk ids the ranking stage orders for ``question`` on ``route``, and their
-        feature matrix (columns: :data:`arborgraph.ranking.FEATURES`), computed exactly
+        feature matrix (columns: :data:`arborgraph.query.ranking.FEATURES`), computed exactly
         as :meth:`query` computes them; for training and inspecting the ranker."""
-        from arborgraph.rerank import candidates
+        from arborgraph.query.rerank import candidates
 
         q = self._retrieval_query(question, principal, self.chunk_mask(principal, dt.date.today()), top_k, 3 * top_k)
         found = self._retriever(route).retrieve(q)

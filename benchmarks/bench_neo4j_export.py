@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from arborgraph import neo4j as X  # noqa: E402
 from arborgraph.neo4j.servers import FALKOR_BYTE_BUDGET  # noqa: E402
-from arborgraph.store import open_generation  # noqa: E402
+from arborgraph.index.store import open_generation  # noqa: E402
 
 SLICE = [  # the test suite's slice of the SQLite manual (tests/conftest.py)
     "wal.md", "lockingv3.md", "lang_transaction.md", "isolation.md", "tempfiles.md",

@@ -47,7 +47,7 @@ TEXTS = 600
 EMBED = """
 import json, sys
 import numpy as np
-import arborgraph.embedding as embedding
+import arborgraph.models.embedding as embedding
 texts = json.loads(open(sys.argv[1], encoding="utf-8").read())
 embedder = embedding.load_embedder(embedding.EmbeddingConfig())
 np.save(sys.argv[2], embedder.encode(texts))

@@ -100,7 +100,7 @@ class _Meter:
 def one_round(mode: str, docs_dir: Path, workers: int) -> dict[str, Any]:
     """One measured pass over the stages in this process; ``mode`` serial or process."""
     from arborgraph.config import Config
-    from arborgraph.executor import ProcessExecutor, SerialExecutor, extract_many_on, fit_many_on
+    from arborgraph.pipeline.executor import ProcessExecutor, SerialExecutor, extract_many_on, fit_many_on
     from arborgraph.pipeline import chunk_remaining, load_documents
     from arborgraph.core.protocols import no_progress
     from graphrag import RuleExtractor
@@ -127,7 +127,7 @@ def one_round(mode: str, docs_dir: Path, workers: int) -> dict[str, Any]:
         with meter.stage("chunk"):  # as arborgraph.pipeline.build_index does
             chunks = chunk_remaining(docs, chunked, config, load_token_counter())
         extractor = RuleExtractor()
-        gc.disable()  # as arborgraph.structures.run_graph_stage runs the graph stage
+        gc.disable()  # as arborgraph.pipeline.structures.run_graph_stage runs the graph stage
         parallel = executor.workers > 1
         with meter.stage("fit"):  # as graphrag.update.update_graph with the hooks structures passes
             if parallel:

@@ -126,7 +126,7 @@ def bench_build(
 ) -> dict[str, object]:
     """Full tree builds, ``rounds`` x every ``workers`` setting alternating (None: the
     default, sized to the machine); every build must give the same tree."""
-    from arborgraph.embedding import EmbeddingConfig, load_embedder
+    from arborgraph.models.embedding import EmbeddingConfig, load_embedder
     from ingest import load_token_counter
     from raptor import ExtractiveSummariser, TreeView, build_tree, tree_to_tables
     from raptor.build import tree_workers
@@ -153,7 +153,7 @@ def bench_build(
     TreePool.close = counting_close  # type: ignore[method-assign]
 
     def build_once(config: RaptorConfig) -> tuple[Tree, dict[str, object], ExtractiveSummariser]:
-        # as the index builds it (arborgraph.structures.run_tree_stage)
+        # as the index builds it (arborgraph.pipeline.structures.run_tree_stage)
         summariser = ExtractiveSummariser(
             embed=embedder.encode, count_tokens=count, max_tokens=config.summary_max_tokens,
             max_sentences_embedded=16, sentence_vectors=False,
@@ -233,7 +233,7 @@ def bench_update(gen: Path, page: str | None, compare_build: bool) -> dict[str, 
     """update_tree after one page changed, against the tree saved with the index."""
     import pyarrow.parquet as pq
 
-    from arborgraph.embedding import EmbeddingConfig, load_embedder
+    from arborgraph.models.embedding import EmbeddingConfig, load_embedder
     from ingest import load_token_counter
     from raptor import ExtractiveSummariser, build_tree, tree_from_tables
     from raptor.schema import NODES_TABLE
@@ -300,7 +300,7 @@ def load_tree(directory: Path) -> Tree:
 
 def bench_eval(index_dir: Path, tree_dir: Path, questions: Path, budget_words: int, beams: list[int]) -> dict[str, object]:
     import arborgraph
-    from arborgraph.evaluation import load_questions, score_contexts
+    from arborgraph.query.evaluation import load_questions, score_contexts
     from arborgraph.core.lexical import LexicalIndex
     from ingest import load_token_counter
     from raptor import traverse

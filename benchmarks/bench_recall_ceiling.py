@@ -4,7 +4,7 @@ The quality targets of the tree, graph and router issues are evidence recall at 
 1,500-word window. This script asks what a better *ordering* of each system's own
 candidates could at most give: for ``auto``, every built route and the flat baselines,
 it scores the same questions with the window at 750, 1,500, 3,000, 6,000 and 20,000
-words (the harness's own :func:`arborgraph.evaluation.score_contexts`, each system asked
+words (the harness's own :func:`arborgraph.query.evaluation.score_contexts`, each system asked
 for 100 contexts, and the routes for a 40,000-token budget so that nothing is cut before
 the window is). If a system's recall at 20,000 words is below a target at 1,500 words,
 no reordering, fusion or composition of what that system retrieves can reach it: the
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arborgraph.evaluation import EXPECTED_ROUTE, Question, load_questions, score_contexts  # noqa: E402
+from arborgraph.query.evaluation import EXPECTED_ROUTE, Question, load_questions, score_contexts  # noqa: E402
 from arborgraph.kb import KnowledgeBase  # noqa: E402
 from arborgraph.core.results import Context  # noqa: E402
 

@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import arborgraph  # noqa: E402
-from arborgraph.evaluation import (  # noqa: E402
+from arborgraph.query.evaluation import (  # noqa: E402
     REFERENCE_SYSTEM,
     Question,
     QuestionScore,
@@ -54,7 +54,7 @@ from arborgraph.evaluation import (  # noqa: E402
     load_questions,
     normalize,
 )
-from arborgraph.ranking import (  # noqa: E402
+from arborgraph.query.ranking import (  # noqa: E402
     FEATURES,
     FLAT_FEATURES,
     MODEL_FILE,

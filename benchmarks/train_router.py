@@ -3,7 +3,7 @@
 Stage 1 (wording): a logistic regression over question features, trained on
 labelled router questions written for three manuals (SQLite, Linux, nginx). Stage 2
 (spread): a logistic regression over stage 1's log-probabilities and the spread of each
-question's flat hits over the manual (:func:`arborgraph.router.spread_features`); it
+question's flat hits over the manual (:func:`arborgraph.query.router.spread_features`); it
 needs an index of the manual, so it trains on the questions over manuals indexed here,
 with stage-1 probabilities predicted out of fold so it learns how far to trust stage 1
 on questions stage 1 did not see.
@@ -43,7 +43,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict, cross_va
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arborgraph.router import (  # noqa: E402
+from arborgraph.query.router import (  # noqa: E402
     MODEL_FILE,
     SPREAD_FEATURES,
     RouterModel,

@@ -47,7 +47,6 @@ _EXPORTS = {
     "ReportWriter": "graphrag.reports",
     "RuleExtractor": "graphrag.extract.rules",
     "RuleExtractorConfig": "graphrag.extract.rules",
-    "SearchResult": "graphrag.search",
     "build_graph": "graphrag.build",
     "detect_communities": "graphrag.build",
     "extract_all": "graphrag.build",
@@ -78,7 +77,7 @@ if TYPE_CHECKING:
     from graphrag.model import ChunkExtraction, Community, CommunityReport, Entity, Evidence, ExtractedEntity, ExtractedRelation, Finding, Mention, Relation
     from graphrag.reports import ExtractiveReportWriter, ReportWriter, write_reports
     from graphrag.resolve import resolve
-    from graphrag.search import SearchResult, graph_search
+    from graphrag.search import graph_search
     from graphrag.tables import graph_from_tables, graph_to_tables
 
 

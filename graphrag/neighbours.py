@@ -1,5 +1,5 @@
 """Where graph search gets each entity's relations: the in-memory adjacency, or a
-graph server (:class:`arborgraph.neo4j_backend.Neo4jGraphBackend`).
+graph server (:class:`arborgraph.neo4j.backend.Neo4jGraphBackend`).
 
 A backend answers one batched question — the relations touching each of some
 entities, strongest first, at most ``limit`` each — so a server answers a whole hop

@@ -56,11 +56,6 @@ from graphrag.text import entity_key, singular
 # chunk ids -> their scores for the question (e.g. BM25 from a full-text index), in order
 ChunkScores = Callable[[Sequence[str]], np.ndarray]
 
-# Deprecated: graph_search and global_search return arborgraph.core.retrieval.Retrieval
-# (contexts, why_empty, notes), no longer a list subclass; this name goes in 0.3.
-SearchResult = Retrieval
-
-
 @dataclass(slots=True)
 class _Scored:
     chunk_id: str
@@ -152,7 +147,7 @@ def expand(
 
     ``backend`` answers the neighbour lookups (default: ``kg``'s in-memory adjacency);
     a graph server holding the same graph gives the same scores
-    (:class:`arborgraph.neo4j_backend.Neo4jGraphBackend`)."""
+    (:class:`arborgraph.neo4j.backend.Neo4jGraphBackend`)."""
     lookup = backend if backend is not None else MemoryGraphBackend(kg)
     seeds = {le.entity_id: le.score for le in linked}
     nodes: dict[str, None] = dict.fromkeys(seeds)

@@ -26,7 +26,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 import arborgraph  # noqa: E402
 from arborgraph.config import Config  # noqa: E402
 from arborgraph.kb import KnowledgeBase  # noqa: E402
-from arborgraph.store import CURRENT_FILE  # noqa: E402
+from arborgraph.index.store import CURRENT_FILE  # noqa: E402
 from raptor import RaptorConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@ process and ``workers - 1`` helpers.
 
 The heavy parts of a tree build (UMAP's numba kernels, scikit-learn's many small
 mixture fits) hold the GIL, so threads would not run them side by side: the helpers
-are processes. They come from a fork server, as :class:`arborgraph.executor.ProcessExecutor`'s
+are processes. They come from a fork server, as :class:`arborgraph.pipeline.executor.ProcessExecutor`'s
 do: forking the build's process itself is unsafe once ONNX Runtime, torch or numba's
 parallel kernels have started their threads. Helpers start (and import what their
 jobs need) when the pool is made, while the build's process is still busy with its

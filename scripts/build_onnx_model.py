@@ -6,7 +6,7 @@ result ships in the package, and embedding needs neither torch nor a download.
 
 Writes into ``arborgraph/data/models/all-MiniLM-L6-v2/`` (or ``--out``):
 
-- ``model.onnx``: the export recipe of :func:`arborgraph.onnx_export.export_onnx`, the same
+- ``model.onnx``: the export recipe of :func:`arborgraph.models.onnx_export.export_onnx`, the same
   one the embedder used to run into ``~/.cache/arborgraph/onnx`` (so the vectors, and the
   embedder name ``all-MiniLM-L6-v2/onnx-int8`` that keys indexes and the embedding cache,
   are unchanged); the same package versions give the same bytes;
@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from arborgraph.embedding import DEFAULT_MODEL, EmbeddingConfig, load_embedder  # noqa: E402
+from arborgraph.models.embedding import DEFAULT_MODEL, EmbeddingConfig, load_embedder  # noqa: E402
 from arborgraph.core.errors import EmbedderUnavailable  # noqa: E402
-from arborgraph.onnx_export import (  # noqa: E402
+from arborgraph.models.onnx_export import (  # noqa: E402
     MODEL_PACKAGE,
     export_onnx,
     export_settings,

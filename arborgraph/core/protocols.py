@@ -57,7 +57,7 @@ class ChatModel(Protocol):
 
 
 class Executor(Protocol):
-    """Where per-document and per-chunk work runs (``arborgraph.executor`` has them)."""
+    """Where per-document and per-chunk work runs (``arborgraph.pipeline.executor`` has them)."""
 
     name: str
     workers: int

@@ -5,8 +5,8 @@ Every route (lookup, tree, graph, global) is a :class:`Retriever`. It is given a
 flat hits every route starts from — and answers with a :class:`Retrieval`: its
 contexts, best first, and its trace (the rankings it produced, why it is empty if so,
 notes for the caller). Routing, fusion, composition and the budget are pure functions
-over these values (:mod:`arborgraph.fusion`, :mod:`arborgraph.compose`); the ranking
-stage reads the same query (:mod:`arborgraph.rerank`).
+over these values (:mod:`arborgraph.query.fusion`, :mod:`arborgraph.query.compose`); the ranking
+stage reads the same query (:mod:`arborgraph.query.rerank`).
 """
 
 from __future__ import annotations

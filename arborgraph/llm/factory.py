@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arborgraph.layout import llm_cache_file
+from arborgraph.index.layout import llm_cache_file
 from arborgraph.llm.cache import LLMCache
 from arborgraph.llm.config import LLMConfig, resolve_endpoint
 from arborgraph.llm.usage import LLMUsage

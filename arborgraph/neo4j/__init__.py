@@ -12,7 +12,7 @@ The property graph (every node also carries the label ``Arborgraph`` and a uniqu
     (:Community)-[:PARENT_COMMUNITY]->(:Community)       child -> parent
 
 Trees, entities and communities exist once per access scope (see
-:mod:`arborgraph.structures`), so their uids carry a scope key; every such node has a
+:mod:`arborgraph.pipeline.structures`), so their uids carry a scope key; every such node has a
 ``scope`` property.
 
 The modules, in the order data flows through them:

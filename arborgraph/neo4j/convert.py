@@ -2,8 +2,8 @@
 reads an opened generation).
 
 This is the one module of the package that knows the index's table layout: it reads
-the column names of ``arborgraph.schema``, ``raptor.schema`` and ``graphrag.schema`` and
-the scope helpers of ``arborgraph.structures``, imported where they are used.
+the column names of ``arborgraph.index.schema``, ``raptor.schema`` and ``graphrag.schema`` and
+the scope helpers of ``arborgraph.pipeline.structures``, imported where they are used.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from arborgraph.neo4j.records import (
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from arborgraph.store import Generation
+    from arborgraph.index.store import Generation
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,8 @@ def records_from_tables(
     documents: "pa.Table", chunks: "pa.Table", scopes: Sequence[ScopeTables]
 ) -> GraphRecords:
     """The nodes and relationships of an index, from its tables (pure)."""
-    from arborgraph import schema as S
-    from arborgraph.structures import scope_of
+    from arborgraph.index import schema as S
+    from arborgraph.index.scoped import scope_of
     from graphrag import schema as G
     from raptor import schema as R
 
@@ -170,9 +170,9 @@ def _consistent(nodes: list[Node], rels: list[Rel]) -> GraphRecords:
 
 def index_records(generation: "Generation") -> GraphRecords:
     """The records of an opened index generation (reads its tables)."""
-    from arborgraph import schema as S
-    from arborgraph.layout import scoped
-    from arborgraph.manifest import index_manifest
+    from arborgraph.index import schema as S
+    from arborgraph.index.layout import scoped
+    from arborgraph.index.manifest import index_manifest
     from graphrag.schema import TABLE_NAMES
     from raptor.schema import NODES_TABLE
 

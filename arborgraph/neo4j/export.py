@@ -183,7 +183,7 @@ def export_index(
     progress: "ProgressCallback | None" = None,
 ) -> ExportReport:
     """Export the live generation of ``index_dir`` over Bolt (see :func:`export_records`)."""
-    from arborgraph.store import open_generation
+    from arborgraph.index.store import open_generation
 
     records = index_records(open_generation(Path(index_dir)))
     return export_records(records, driver, database=database, batch_size=batch_size, workers=workers, progress=progress)

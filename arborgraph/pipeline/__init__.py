@@ -19,46 +19,59 @@ names in :attr:`BuildReport.timings_s`:
     tree                   a RAPTOR tree per scope (kept, updated or built)
     graph                  an entity graph per scope (kept, updated or built)
 
-then writes the manifest (:mod:`arborgraph.manifest`) and commits: the new generation
+then writes the manifest (:mod:`arborgraph.index.manifest`) and commits: the new generation
 replaces the live one only at the end. Any failure or interruption leaves the previous
 index as it was.
+
+The names below load on first use, so that the pool's work functions
+(:mod:`arborgraph.pipeline.executor`) import only what they run.
 """
 
-from arborgraph.build_report import BuildReport
-from arborgraph.core.errors import BuildError, NoUsableDocuments
-from arborgraph.chunk_rows import chunks_table
-from arborgraph.pipeline.embed import try_load_embedder
-from arborgraph.pipeline.load import (
-    CHUNK_JOB_CHARS,
-    LOCAL_CHUNK_CHARS,
-    Loaded,
-    chunk_remaining,
-    input_kilobytes,
-    load_documents,
-)
-from arborgraph.pipeline.run import LOCK_WAIT_STAGE, build_index, check_index_target
-from arborgraph.pipeline.stages import STAGES, BuildRun, Stage
-from arborgraph.pipeline.stages import start_umap_warmup as _start_umap_warmup
-from arborgraph.pipeline.tables import documents_table
+from __future__ import annotations
 
-__all__ = [
-    "BuildError",
-    "BuildReport",
-    "BuildRun",
-    "CHUNK_JOB_CHARS",
-    "LOCAL_CHUNK_CHARS",
-    "LOCK_WAIT_STAGE",
-    "Loaded",
-    "NoUsableDocuments",
-    "STAGES",
-    "Stage",
-    "build_index",
-    "check_index_target",
-    "chunk_remaining",
-    "chunks_table",
-    "documents_table",
-    "input_kilobytes",
-    "load_documents",
-    "try_load_embedder",
-    "_start_umap_warmup",
-]
+from typing import TYPE_CHECKING
+
+from ingest.lazy import lazy_exports
+
+_EXPORTS = {
+    "BuildError": "arborgraph.core.errors",
+    "NoUsableDocuments": "arborgraph.core.errors",
+    "BuildReport": "arborgraph.index.build_report",
+    "chunks_table": "arborgraph.index.chunk_rows",
+    "try_load_embedder": "arborgraph.pipeline.embed",
+    "CHUNK_JOB_CHARS": "arborgraph.pipeline.load",
+    "LOCAL_CHUNK_CHARS": "arborgraph.pipeline.load",
+    "Loaded": "arborgraph.pipeline.load",
+    "chunk_remaining": "arborgraph.pipeline.load",
+    "input_kilobytes": "arborgraph.pipeline.load",
+    "load_documents": "arborgraph.pipeline.load",
+    "LOCK_WAIT_STAGE": "arborgraph.pipeline.run",
+    "build_index": "arborgraph.pipeline.run",
+    "check_index_target": "arborgraph.pipeline.run",
+    "STAGES": "arborgraph.pipeline.stages",
+    "BuildRun": "arborgraph.pipeline.stages",
+    "Stage": "arborgraph.pipeline.stages",
+    "start_umap_warmup": "arborgraph.pipeline.stages",
+    "documents_table": "arborgraph.pipeline.tables",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from arborgraph.core.errors import BuildError, NoUsableDocuments
+    from arborgraph.index.build_report import BuildReport
+    from arborgraph.index.chunk_rows import chunks_table
+    from arborgraph.pipeline.embed import try_load_embedder
+    from arborgraph.pipeline.load import (
+        CHUNK_JOB_CHARS,
+        LOCAL_CHUNK_CHARS,
+        Loaded,
+        chunk_remaining,
+        input_kilobytes,
+        load_documents,
+    )
+    from arborgraph.pipeline.run import LOCK_WAIT_STAGE, build_index, check_index_target
+    from arborgraph.pipeline.stages import STAGES, BuildRun, Stage, start_umap_warmup
+    from arborgraph.pipeline.tables import documents_table
+
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from arborgraph.config import Config
-from arborgraph.embedding import load_embedder
+from arborgraph.models.embedding import load_embedder
 from arborgraph.core.errors import EmbedderUnavailable
 from arborgraph.core.protocols import Embedder
-from arborgraph.embedding_cache import EmbeddingCache
+from arborgraph.pipeline.embedding_cache import EmbeddingCache
 from arborgraph.core.lexical import LexicalIndex
 from arborgraph.core.protocols import ProgressCallback
 from ingest.models import Chunk, Document

@@ -9,11 +9,11 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from arborgraph.chunk_rows import decode_chunks
+from arborgraph.index.chunk_rows import decode_chunks
 from arborgraph.config import Config
 from arborgraph.core.protocols import Executor
-from arborgraph.executor import chunk_batch, map_as_produced
-from arborgraph.incremental import PreviousIndex
+from arborgraph.pipeline.executor import chunk_batch, map_as_produced
+from arborgraph.pipeline.incremental import PreviousIndex
 from arborgraph.core.protocols import ProgressCallback, no_progress
 from ingest import chunk_document, iter_collection
 from ingest.collection import input_kilobytes as collection_kilobytes

@@ -13,20 +13,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arborgraph import __version__
-from arborgraph import layout
-from arborgraph.build_report import BuildReport
+from arborgraph.core.version import __version__
+from arborgraph.index import layout
+from arborgraph.index.build_report import BuildReport
 from arborgraph.config import Config
 from arborgraph.core.errors import BuildError
-from arborgraph.executor import make_executor
-from arborgraph.incremental import load_previous
-from arborgraph.manifest import BuildRecord, ModeRecord
+from arborgraph.pipeline.executor import make_executor
+from arborgraph.pipeline.incremental import load_previous
+from arborgraph.index.manifest import BuildRecord, ModeRecord
 from arborgraph.pipeline.embed import try_load_embedder
 from arborgraph.pipeline.load import input_kilobytes
 from arborgraph.pipeline.stages import STAGES, BuildRun, EmbedderFactory, Stage
 from arborgraph.core.protocols import ProgressCallback, no_progress
-from arborgraph.index_dir import check_build_target, check_index_target  # noqa: F401 (re-exported)
-from arborgraph.store import BuildLock
+from arborgraph.index.index_dir import check_build_target, check_index_target  # noqa: F401 (re-exported)
+from arborgraph.index.store import BuildLock
 from ingest.metadata import GivenMetadata
 
 # the progress stage reported once when a build waits for another build's lock
@@ -53,7 +53,7 @@ def build_index(
 
     One build at a time writes an index: this one holds the index's build lock from
     before it reads the live generation until it has committed its own. When another
-    build holds it, this one raises :class:`arborgraph.store.IndexBusy` at once, or
+    build holds it, this one raises :class:`arborgraph.index.store.IndexBusy` at once, or
     with ``wait_for_lock`` waits for it (reporting ``progress(LOCK_WAIT_STAGE, 0,
     None)`` first, the holder's pid in :attr:`BuildReport.lock_wait`).
 

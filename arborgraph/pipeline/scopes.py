@@ -1,6 +1,6 @@
 """Stages ``scopes`` (untimed), ``tree`` and ``graph``: the chunks split by access scope,
 each scope's fingerprints, and its RAPTOR tree and entity graph, kept, updated or
-built anew (:mod:`arborgraph.structures` builds them)."""
+built anew (:mod:`arborgraph.pipeline.structures` builds them)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arborgraph import __version__
+from arborgraph.core.version import __version__
 from arborgraph.config import Config, GraphExtractConfig
-from arborgraph.incremental import PreviousIndex, fingerprint, load_graph_state
-from arborgraph.layout import scope_file_prefixes
-from arborgraph.manifest import ScopeRecord
-from arborgraph.scoped import load_scope_tree
-from arborgraph.store import GenerationWriter
-from arborgraph.structures import ScopePart, partition_by_scope
+from arborgraph.pipeline.incremental import PreviousIndex, fingerprint, load_graph_state
+from arborgraph.index.layout import scope_file_prefixes
+from arborgraph.index.manifest import ScopeRecord
+from arborgraph.index.scoped import load_scope_tree
+from arborgraph.index.store import GenerationWriter
+from arborgraph.pipeline.structures import ScopePart, partition_by_scope
 from ingest.models import Chunk, Document
 
 

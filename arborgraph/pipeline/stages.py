@@ -3,7 +3,7 @@
 Each stage is a thin wrapper: it takes what it needs from the :class:`BuildRun` (the
 inputs of the build and what earlier stages made), calls the stage's function (in
 ``load``, ``embed``, ``tables``, ``scopes``; the tree and graph builders in
-:mod:`arborgraph.structures`) and records what that returned. A stage with ``timed``
+:mod:`arborgraph.pipeline.structures`) and records what that returned. A stage with ``timed``
 has its wall time in ``BuildReport.timings_s[name]``; the untimed ones are quick
 bookkeeping between them.
 """
@@ -18,23 +18,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arborgraph import layout
-from arborgraph.build_report import BuildReport
+from arborgraph.index import layout
+from arborgraph.index.build_report import BuildReport
 from arborgraph.config import Config
-from arborgraph.contradictions import find_contradictions
+from arborgraph.pipeline.contradictions import find_contradictions
 from arborgraph.core.errors import BuildError, NoUsableDocuments
 from arborgraph.core.protocols import Embedder
-from arborgraph.embedding_cache import EmbeddingCache
+from arborgraph.pipeline.embedding_cache import EmbeddingCache
 from arborgraph.core.protocols import Executor
-from arborgraph.incremental import BuildStatus, DocumentStatus, PreviousIndex
+from arborgraph.pipeline.incremental import BuildStatus, DocumentStatus, PreviousIndex
 from arborgraph.llm.factory import Provider, ProviderMissing, open_provider
 from arborgraph.pipeline.embed import Embedded, build_lexical, contextual_prefixes, embed_texts
 from arborgraph.pipeline.load import Loaded, chunk_remaining, load_documents
 from arborgraph.pipeline.scopes import Reuse, Scopes, scope_records
 from arborgraph.pipeline.tables import write_tables
 from arborgraph.core.protocols import ProgressCallback
-from arborgraph.store import BuildLock, GenerationWriter
-from arborgraph.structures import run_graph_stage, run_tree_stage
+from arborgraph.index.store import BuildLock, GenerationWriter
+from arborgraph.pipeline.structures import run_graph_stage, run_tree_stage
 from ingest import load_token_counter
 from ingest.metadata import GivenMetadata
 from ingest.models import Chunk

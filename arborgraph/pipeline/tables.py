@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from arborgraph import schema as S
-from arborgraph.chunk_rows import chunks_table
-from arborgraph.store import GenerationWriter
+from arborgraph.index import schema as S
+from arborgraph.index.chunk_rows import chunks_table
+from arborgraph.index.store import GenerationWriter
 from ingest.models import Chunk, Document
 
 # document metadata with a column of its own; the rest goes to the extra_json column

@@ -26,8 +26,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, 
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from arborgraph import __version__
-from arborgraph.answer import generate_answer
+from arborgraph.core.version import __version__
+from arborgraph.query.answer import generate_answer
 from arborgraph.kb import QueryError
 from arborgraph.core.errors import LLMError
 from arborgraph.core.results import Context

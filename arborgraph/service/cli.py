@@ -46,12 +46,12 @@ def _served(index: Path, poll_seconds: float) -> Any:
     Its error is said here, not left to the command group: uvicorn's ``--workers``
     processes call it through :func:`app_from_environment`, outside any command."""
     from arborgraph.service.swap import ServedIndex
-    from arborgraph.store import IndexError_
+    from arborgraph.index.store import IndexUnusable
 
     try:
         with contextlib.redirect_stdout(sys.stderr):
             return ServedIndex(index, poll_seconds=poll_seconds)
-    except IndexError_ as exc:
+    except IndexUnusable as exc:
         raise _fail(str(exc)) from None
 
 

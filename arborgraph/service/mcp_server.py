@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from arborgraph import __version__
+from arborgraph.core.version import __version__
 from arborgraph.kb import QueryError
 from arborgraph.service import views
 from arborgraph.service.limits import WorkerThreads

@@ -39,7 +39,7 @@ def generation_name(kb: KnowledgeBase) -> str:
 def live_generation(index_dir: Path) -> str | None:
     """The name of the index's live generation, or None when it has none."""
     import arborgraph
-    from arborgraph.store import IndexUnusable
+    from arborgraph.index.store import IndexUnusable
 
     try:
         return arborgraph.current_generation(index_dir)

@@ -89,7 +89,7 @@ def load_corpus(corpus_dir: Path = CORPUS_DIR) -> dict[str, str]:
 def load_index_corpus(index_dir: Path) -> dict[str, str]:
     """Normalised full text of every document of an Arborgraph index, keyed by doc id."""
     # Imported here so the default check (the sample manual) runs without the package.
-    from arborgraph.store import open_generation
+    from arborgraph.index.store import open_generation
 
     docs = open_generation(index_dir).table("documents", ["doc_id", "text"]).to_pylist()
     return {d["doc_id"]: normalize(d["text"]) for d in docs}
@@ -289,11 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         parser.error(f"cannot read {path}: {exc}")
     if args.index is not None:
-        from arborgraph.store import IndexError_
+        from arborgraph.index.store import IndexUnusable
 
         try:
             fails = verify(path, index=args.index, min_per_type=args.min_per_type)
-        except IndexError_ as exc:
+        except IndexUnusable as exc:
             parser.error(str(exc))
     else:
         fails = verify(path, min_per_type=args.min_per_type)

@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arborgraph import embedding, onnx_export
+from arborgraph.models import embedding, onnx_export
 from arborgraph.core import model_files as packaged_model
-from arborgraph.embedding import (
+from arborgraph.models.embedding import (
     EmbeddingConfig,
     OnnxEmbedder,
     SentenceTransformerEmbedder,

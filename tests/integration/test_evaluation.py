@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arborgraph.evaluation import evaluate, format_report, load_questions, paired_bootstrap, score_contexts
+from arborgraph.query.evaluation import evaluate, format_report, load_questions, paired_bootstrap, score_contexts
 from arborgraph.core.results import Context
 
 

@@ -12,7 +12,7 @@ import pytest
 from arborgraph.config import load_config
 from arborgraph.core.errors import ExecutorError
 from arborgraph.core.processes import available_cores
-from arborgraph.executor import (
+from arborgraph.pipeline.executor import (
     AUTO_POOL_MIN_KB,
     SerialExecutor,
     chunk_batch,
@@ -100,7 +100,7 @@ def test_tapering_batches_cover_every_item_once_and_shrink_as_the_work_runs_out(
 def test_a_batch_context_is_unpickled_once_for_the_batches_sharing_it() -> None:
     import pickle
 
-    from arborgraph.executor import _run_batch
+    from arborgraph.pipeline.executor import _run_batch
 
     first, same = pickle.dumps({"k": 1}), pickle.dumps({"k": 1})
     a = _run_batch((_context_of, first, [1]))
@@ -174,7 +174,7 @@ def test_pool_work_functions_import_no_index_stack(sample_slice: Path) -> None:
 
     script = f"""
 import sys
-from arborgraph.executor import chunk_batch, extract_batch
+from arborgraph.pipeline.executor import chunk_batch, extract_batch
 from graphrag import RuleExtractor
 from ingest import ChunkingConfig, chunk_document, load_token_counter
 from ingest.loaders import load_document
@@ -185,7 +185,7 @@ chunking = ChunkingConfig()
 assert chunk_batch((chunking.model_dump(mode="json"), [doc]))[0]
 chunks = chunk_document(doc, chunking, load_token_counter())
 assert extract_batch((RuleExtractor().fit(chunks), chunks))
-heavy = ("numpy", "pyarrow", "scipy", "raptor", "bm25s", "arborgraph.structures")
+heavy = ("numpy", "pyarrow", "scipy", "raptor", "bm25s", "arborgraph.pipeline.structures")
 print(sorted(m for m in heavy if m in sys.modules))
 """
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

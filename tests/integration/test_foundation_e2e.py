@@ -17,10 +17,10 @@ import pytest
 import arborgraph
 from arborgraph.pipeline import NoUsableDocuments, build_index
 from arborgraph.config import load_config
-from arborgraph.embedding import load_embedder
+from arborgraph.models.embedding import load_embedder
 from arborgraph.core.model_files import packaged_model_dir
 from arborgraph.kb import KnowledgeBase
-from arborgraph.store import open_generation
+from arborgraph.index.store import open_generation
 
 
 def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ import pytest
 import arborgraph
 from arborgraph.config import load_config
 from arborgraph.pipeline import build_index
-from arborgraph.safety import INJECTION_FLAG
+from arborgraph.query.safety import INJECTION_FLAG
 from tenants import API_METADATA, PHRASINGS, SECRET_C, SECRETS, write_tenant_docs
 
 ROUTES = ["lookup", "tree", "graph", "global", "auto"]
@@ -144,7 +144,7 @@ def test_a_tenant_explores_its_own_tree_and_graph(tenant_index: Path) -> None:
 
 
 def test_principal_names_cannot_merge_scopes(tmp_path: Path) -> None:
-    from arborgraph.structures import scope_of, scope_readable
+    from arborgraph.index.scoped import scope_of, scope_readable
 
     # "a,c" as one name would share the scope key of the list [a, c]
     docs = tmp_path / "docs"
@@ -296,7 +296,7 @@ def test_injection_flag_survives_a_tight_budget(tenant_index: Path, route: str) 
 
 
 def test_injected_headings_are_flagged_and_cannot_forge_prompt_attributes(tenant_index: Path) -> None:
-    from arborgraph.answer import answer_messages
+    from arborgraph.query.answer import answer_messages
 
     kb = arborgraph.open(tenant_index)
     res = kb.query("page cache recently used database pages in memory", route="lookup", top_k=1)
@@ -311,7 +311,7 @@ def test_injected_headings_are_flagged_and_cannot_forge_prompt_attributes(tenant
 
 
 def test_one_disagreement_is_reported_once() -> None:
-    from arborgraph.contradictions import find_contradictions
+    from arborgraph.pipeline.contradictions import find_contradictions
     from ingest.models import Chunk
 
     def chunk(doc: str, value: str) -> Chunk:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 import arborgraph
-from arborgraph.incremental import BuildStatus
+from arborgraph.pipeline.incremental import BuildStatus
 from arborgraph.pipeline import build_index
 
 ROUTES = ["lookup", "tree", "graph", "global"]

@@ -15,10 +15,10 @@ import pytest
 
 import graphrag.update as graph_update
 import ingest.parse_cache as parse_cache
-from arborgraph import schema as S
+from arborgraph.index import schema as S
 from arborgraph.config import Config
 from arborgraph.pipeline import build_index, input_kilobytes
-from arborgraph.store import open_generation
+from arborgraph.index.store import open_generation
 from graphrag import RuleExtractor
 from graphrag.schema import EXTRACTIONS
 from graphrag.tables import extractions_to_table

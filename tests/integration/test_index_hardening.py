@@ -25,9 +25,9 @@ import pytest
 
 import arborgraph
 from arborgraph.config import load_config
-from arborgraph.incremental import BuildStatus
+from arborgraph.pipeline.incremental import BuildStatus
 from arborgraph.pipeline import LOCK_WAIT_STAGE, build_index
-from arborgraph.store import BuildLock, GenerationWriter, IndexBusy, IndexError_, open_generation
+from arborgraph.index.store import BuildLock, GenerationWriter, IndexBusy, IndexUnusable, open_generation
 from conftest import copy_pages
 
 LOOKUP_ONLY = load_config(overrides={"build_tree": False, "build_graph": False})
@@ -232,7 +232,7 @@ def test_a_bad_current_pointer_is_refused_in_one_line_without_its_content(
     scratch.mkdir()
     spoil_pointer(how, index, scratch)
     for attempt in (lambda: arborgraph.open(index), lambda: arborgraph.current_generation(index)):
-        with pytest.raises(IndexError_) as caught:
+        with pytest.raises(IndexUnusable) as caught:
             attempt()
         message = str(caught.value)
         assert "\n" not in message and "TOPSECRET" not in message, message
@@ -261,7 +261,7 @@ def edit_manifest(index: Path, change: Callable[[dict[str, Any]], None], *, forg
 
 
 def refused(index: Path, match: str) -> str:
-    with pytest.raises(IndexError_, match=match) as caught:
+    with pytest.raises(IndexUnusable, match=match) as caught:
         arborgraph.open(index)
     message = str(caught.value)
     assert "\n" not in message and len(message) < len(str(index)) + 160, message

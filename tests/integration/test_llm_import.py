@@ -52,7 +52,7 @@ def test_base_and_package_work_without_openai() -> None:
     result = run_python(
         BLOCK_OPENAI
         + """
-import arborgraph.llm.base
+import arborgraph.llm.cache
 from arborgraph.llm import LLMCache, LLMConfig, LLMUsage, contextual_prefix, structured_chat
 print("openai loaded:", "openai" in sys.modules)
 """

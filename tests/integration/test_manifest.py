@@ -1,4 +1,4 @@
-"""The typed manifest (arborgraph.manifest) reads what earlier builds wrote, writes the
+"""The typed manifest (arborgraph.index.manifest) reads what earlier builds wrote, writes the
 same text back, and a fresh build writes manifests of the same shape.
 
 ``tests/data/manifests/`` holds manifest.json files written by builds on main before
@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from arborgraph import layout
+from arborgraph.index import layout
 from arborgraph.config import load_config
-from arborgraph.manifest import Manifest, ScopeRecord, manifest_text
+from arborgraph.index.manifest import Manifest, ScopeRecord, manifest_text
 from arborgraph.pipeline import build_index
-from arborgraph.store import open_generation
+from arborgraph.index.store import open_generation
 
 OLD = Path(__file__).resolve().parents[1] / "data" / "manifests"
 NAMES = sorted(p.name for p in OLD.glob("*.json"))

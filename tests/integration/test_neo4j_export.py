@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 from arborgraph import neo4j as X
 from arborgraph.neo4j import Neo4jGraphBackend, cypher_expand, memory_expand, neighbours_cypher, relations_among, walk
 from arborgraph.neo4j import servers
-from arborgraph.store import open_generation
+from arborgraph.index.store import open_generation
 from graphrag.neighbours import MemoryGraphBackend
 from falkordb_server import FalkorServer, falkordb  # noqa: F401  (the Bolt server fixture)
 
@@ -215,18 +215,6 @@ def test_opening_an_index_with_the_graph_in_memory_loads_no_neo4j_code(index_v1:
     done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[]", "[]"]
-
-
-def test_old_module_paths_still_work() -> None:
-    from arborgraph import neo4j_backend, neo4j_export
-
-    assert neo4j_export.export_index is X.export_index and neo4j_export.GraphRecords is X.GraphRecords
-    assert neo4j_backend.GraphServer is X.GraphServer and neo4j_backend.walk is X.walk
-    assert neo4j_export.falkordb(byte_budget=1200) == X.FalkorDBDialect(byte_budget=1200)
-    assert neo4j_export.schema_statements(neo4j_export.NEO4J) == X.NEO4J.schema_statements()
-    assert neo4j_backend.RELATIONS_PER_RECORD == {"neo4j": 1000, "falkordb": 8}
-    assert "Deprecated: import from arborgraph.neo4j" in (neo4j_export.__doc__ or "")
-    assert "Deprecated: import from arborgraph.neo4j" in (neo4j_backend.__doc__ or "")
 
 
 # -- Cypher for real Neo4j, as text ---------------------------------------------------------
@@ -544,7 +532,7 @@ def test_long_values_with_quotes_and_backslashes_survive_falkordb(server: Falkor
 
 
 def test_backend_neighbours_match_the_in_memory_graph(server: FalkorServer, index_v1: Path) -> None:
-    from arborgraph.scoped import load_scopes
+    from arborgraph.index.scoped import load_scopes
     from graphrag.linking import LinkedEntity
     from graphrag.search import GraphSearchConfig, expand
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import arborgraph
-from arborgraph.ranking import (
+from arborgraph.query.ranking import (
     FEATURES,
     FLAT_FEATURES,
     MODEL_FILE,
@@ -177,9 +177,9 @@ def test_structure_routes_keep_their_header_then_ranked_chunks(sample_index: Pat
 
 def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     from arborgraph.core.retrieval import RetrievalQuery
-    from arborgraph.lookup import lookup_search
-    from arborgraph.rerank import RankingIndex, query_signals
-    from arborgraph.scoped import readable
+    from arborgraph.query.lookup import lookup_search
+    from arborgraph.query.rerank import RankingIndex, query_signals
+    from arborgraph.index.scoped import readable
 
     kb = arborgraph.open(sample_index)
     question = "What does the busy timeout do while the WAL is checkpointed?"
@@ -200,7 +200,7 @@ def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
 
 
 def test_tree_model_scores_by_its_splits_and_refuses_malformed_trees() -> None:
-    from arborgraph.ranking import TreeRankerModel, model_from_json
+    from arborgraph.query.ranking import TreeRankerModel, model_from_json
 
     # one tree: bm25_rel <= 0.5 -> leaf 0 (-1.0), else leaf 1 (+2.0); a second, a constant
     data = {

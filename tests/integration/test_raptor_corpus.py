@@ -54,7 +54,7 @@ class MemoEmbed:
 @functools.cache
 def embedder() -> MemoEmbed:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from arborgraph.embedding import EmbeddingConfig, load_embedder
+    from arborgraph.models.embedding import EmbeddingConfig, load_embedder
 
     model = load_embedder(EmbeddingConfig())
     return MemoEmbed(model.encode)

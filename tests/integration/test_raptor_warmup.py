@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from arborgraph.config import Config
-from arborgraph.pipeline import _start_umap_warmup
+from arborgraph.pipeline.stages import start_umap_warmup as _start_umap_warmup
 
 
 # the kernels umap-learn compiles without caching them itself (see raptor.cluster)

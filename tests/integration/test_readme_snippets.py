@@ -23,7 +23,7 @@ PAGES = ["c3ref_busy_timeout.md", "c3ref_busy_handler.md", "lockingv3.md", "wal.
 # manual (from 2 MB of input on two or more cores): the pool is what broke unguarded
 # scripts. Only the pool's threshold changes; the snippet runs as written.
 FORCE_POOL = """
-import arborgraph.executor as executor
+import arborgraph.pipeline.executor as executor
 executor.AUTO_POOL_MIN_KB = 0
 executor.available_cores = lambda: 2
 """
@@ -95,7 +95,7 @@ def test_readme_question_is_answered_and_the_old_miss_is_recorded(sample_kb) -> 
     """The README asks what the system answers (its page first among the contexts);
     the question it used to ask, which never reached PRAGMA busy_timeout on the whole
     manual, is kept as a known miss for the ranking work."""
-    from arborgraph.evaluation import load_questions
+    from arborgraph.query.evaluation import load_questions
 
     example = next(s for s in python_snippets() if "arborgraph.build(" in s)
     question = re.search(r'kb\.query\("([^"]+)"\)', example).group(1)  # type: ignore[union-attr]

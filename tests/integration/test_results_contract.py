@@ -105,9 +105,6 @@ def test_error_classes_do_not_shadow_builtins(tmp_path: Path) -> None:
     (tmp_path / "idx" / "CURRENT").write_text("gen-000001")
     with pytest.raises(arborgraph.IndexDamaged):
         arborgraph.open(tmp_path / "idx")
-    from arborgraph.store import IndexError_
-
-    assert IndexError_ is arborgraph.IndexUnusable  # the old name still catches both
 
 
 SECRET_TITLE = "Project Kraken rollout"

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from arborgraph.router import (
+from arborgraph.query.router import (
     SPREAD_FEATURES,
     RouterModel,
     SpreadStage,

@@ -3,12 +3,12 @@ assembly, route fusion and the LLM router's blend."""
 
 from __future__ import annotations
 
-from arborgraph.compose import assemble, compose, flag_stale
+from arborgraph.query.compose import assemble, compose, flag_stale
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
 from arborgraph.core.retrieval import Retrieval
-from arborgraph.fusion import fuse_routes, second_route
+from arborgraph.query.fusion import fuse_routes, second_route
 from arborgraph.core.results import Context, RoutingDecision
-from arborgraph.router import with_llm_choice
+from arborgraph.query.router import with_llm_choice
 
 
 def chunk(node_id: str, source: str = "a.md", text: str = "words") -> Context:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from arborgraph import layout
-from arborgraph.chunk_rows import chunks_from_table, chunks_table, decode_chunks, encode_chunks
+from arborgraph.index import layout
+from arborgraph.index.chunk_rows import chunks_from_table, chunks_table, decode_chunks, encode_chunks
 from arborgraph.config import ConfigError, load_config
 from arborgraph.pipeline import STAGES
 from arborgraph.pipeline.scopes import structure_settings

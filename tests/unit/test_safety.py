@@ -8,7 +8,7 @@ import re
 import pytest
 
 from arborgraph.core.results import Context
-from arborgraph.safety import context_looks_injected, looks_like_injection, normalise
+from arborgraph.query.safety import context_looks_injected, looks_like_injection, normalise
 from conftest import SAMPLE_MANUAL
 
 INJECTIONS = [

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from arborgraph.schema import SCHEMA_VERSION
-from arborgraph.store import CURRENT_FILE, GenerationWriter, IndexError_, open_generation
+from arborgraph.index.schema import SCHEMA_VERSION
+from arborgraph.index.store import CURRENT_FILE, GenerationWriter, IndexUnusable, open_generation
 
 
 def _write(index: Path, rows: int) -> Path:
@@ -53,11 +53,11 @@ def test_old_generations_are_pruned(tmp_path: Path) -> None:
 
 def test_not_an_index(tmp_path: Path) -> None:
     (tmp_path / "somefile").write_text("hello")
-    with pytest.raises(IndexError_, match="not an Arborgraph index"):
+    with pytest.raises(IndexUnusable, match="not an Arborgraph index"):
         open_generation(tmp_path)
-    with pytest.raises(IndexError_, match="no such directory"):
+    with pytest.raises(IndexUnusable, match="no such directory"):
         open_generation(tmp_path / "missing")
-    with pytest.raises(IndexError_, match="refusing to write"):
+    with pytest.raises(IndexUnusable, match="refusing to write"):
         GenerationWriter(tmp_path)
 
 
@@ -65,7 +65,7 @@ def test_truncated_file_is_refused(tmp_path: Path) -> None:
     gen = _write(tmp_path / "idx", 50)
     target = gen / "vectors" / "chunks.npy"
     target.write_bytes(target.read_bytes()[:-16])
-    with pytest.raises(IndexError_, match="wrong size"):
+    with pytest.raises(IndexUnusable, match="wrong size"):
         open_generation(tmp_path / "idx")
 
 
@@ -75,7 +75,7 @@ def test_tampered_file_is_refused(tmp_path: Path) -> None:
     data = bytearray(target.read_bytes())
     data[-1] ^= 0xFF
     target.write_bytes(bytes(data))
-    with pytest.raises(IndexError_, match="checksum"):
+    with pytest.raises(IndexUnusable, match="checksum"):
         open_generation(tmp_path / "idx")
 
 
@@ -84,17 +84,17 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     manifest = json.loads((gen / "manifest.json").read_text())
     manifest["schema_version"] = SCHEMA_VERSION + 1
     (gen / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(IndexError_, match="newer than this Arborgraph supports"):
+    with pytest.raises(IndexUnusable, match="newer than this Arborgraph supports"):
         open_generation(tmp_path / "idx")
 
 
 def test_missing_manifest_is_refused(tmp_path: Path) -> None:
     gen = _write(tmp_path / "idx", 2)
     (gen / "manifest.json").unlink()
-    with pytest.raises(IndexError_, match="no manifest"):
+    with pytest.raises(IndexUnusable, match="no manifest"):
         open_generation(tmp_path / "idx")
     (tmp_path / "idx" / CURRENT_FILE).write_text("../../etc\n")
-    with pytest.raises(IndexError_, match="not a generation"):
+    with pytest.raises(IndexUnusable, match="not a generation"):
         open_generation(tmp_path / "idx")
 
 
@@ -113,7 +113,7 @@ def test_a_pinned_generation_outlives_pruning_until_released(tmp_path: Path) -> 
 
 
 def test_a_writer_takes_the_build_lock(tmp_path: Path) -> None:
-    from arborgraph.store import IndexBusy
+    from arborgraph.index.store import IndexBusy
 
     index = tmp_path / "idx"
     _write(index, 1)

@@ -1,6 +1,6 @@
 """Careful reads and writes of an index's own small files (pointers, the manifest).
 
-Shared by :mod:`arborgraph.store` and :mod:`arborgraph.manifest`: nothing here follows
+Shared by :mod:`arborgraph.index.store` and :mod:`arborgraph.index.manifest`: nothing here follows
 a symlink or reads an unbounded file, and every write is atomic and durable.
 """
 

@@ -5,7 +5,7 @@ cache, :mod:`ingest.parse_cache`, keyed by the file's bytes and the loader code)
 compares each document's content hash with the manifest: unchanged documents keep
 their chunks, every chunk's vector comes from the embedding cache, and a scope whose
 chunks are all unchanged keeps its tree and graph as they were; a scope whose chunks
-changed updates its previous tree (:func:`arborgraph.scoped.load_scope_tree`) and
+changed updates its previous tree (:func:`arborgraph.index.scoped.load_scope_tree`) and
 graph (:func:`load_graph_state`). Per-document status is persisted while the build
 runs, so an interrupted batch can be told apart from a finished one and resumed.
 """
@@ -22,11 +22,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from arborgraph import layout
-from arborgraph import schema as S
-from arborgraph.chunk_rows import chunks_from_table
-from arborgraph.manifest import Manifest, index_manifest
-from arborgraph.store import Generation, IndexError_, build_running, open_generation
+from arborgraph.index import layout
+from arborgraph.index import schema as S
+from arborgraph.index.chunk_rows import chunks_from_table
+from arborgraph.index.manifest import Manifest, index_manifest
+from arborgraph.index.store import Generation, IndexUnusable, build_running, open_generation
 from ingest.models import Chunk, Document
 
 DocStatus = Literal["pending", "processing", "done", "failed", "skipped"]
@@ -57,7 +57,7 @@ def load_previous(index_dir: Path) -> PreviousIndex | None:
     """The live generation of ``index_dir``, or None for a first build (or an unreadable one)."""
     try:
         gen = open_generation(index_dir, shape=Manifest)
-    except IndexError_:
+    except IndexUnusable:
         return None
     manifest = index_manifest(gen)
     by_doc: dict[str, list[Chunk]] = {}
@@ -77,7 +77,7 @@ def load_graph_state(generation: Generation, tag: str) -> Any:
     from graphrag.schema import TABLE_NAMES, UPDATE_TABLE_NAMES
     from graphrag.update import state_from_tables
 
-    from arborgraph.layout import scoped
+    from arborgraph.index.layout import scoped
 
     names = (*TABLE_NAMES, *UPDATE_TABLE_NAMES)
     if not all(generation.has_table(scoped(name, tag)) for name in names):

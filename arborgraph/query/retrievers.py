@@ -7,7 +7,7 @@ lookup the flat hits, tree the walk over every readable scope's RAPTOR tree, gra
 global :func:`graphrag.graph_search` / :func:`graphrag.global_search` over every
 readable scope's graph. Per-scope lists are merged by reciprocal rank. Composing a
 route's result with the flat hits, the ranking stage and the budget come after
-(:mod:`arborgraph.compose`).
+(:mod:`arborgraph.query.compose`).
 
 Every route honours the query's mask: a chunk the caller may not read is never
 returned, nor a summary, relation or report drawing on one.
@@ -21,19 +21,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from arborgraph.chunk_store import ChunkStore
+from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery
 from arborgraph.core.protocols import Embedder
-from arborgraph.fusion import merge_by_rank
-from arborgraph.lookup import LookupIndex, LookupMode, lookup_search
+from arborgraph.query.fusion import merge_by_rank
+from arborgraph.query.lookup import LookupIndex, LookupMode, lookup_search
 from arborgraph.core.results import Context
 
 if TYPE_CHECKING:
     from graphrag import ChunkRef, GlobalSearchConfig, GraphSearchConfig
     from graphrag.neighbours import GraphBackend
 
-    from arborgraph.scoped import Scope
+    from arborgraph.index.scoped import Scope
 
 # The walk fills ten times the default query budget (2,000 tokens): the query's own
 # budget is applied to the composed result, later.
@@ -91,7 +91,7 @@ class LookupRetriever:
         self, question: str, query_vector: np.ndarray | None, mask: np.ndarray | None, top_k: int,
         mode: LookupMode = "hybrid",
     ) -> Retrieval:
-        """The ``top_k`` best chunks the mask lets through (see :func:`arborgraph.lookup.lookup_search`)."""
+        """The ``top_k`` best chunks the mask lets through (see :func:`arborgraph.query.lookup.lookup_search`)."""
         return lookup_search(
             self.index, question, query_vector, mask=mask, top_k=top_k, config=self.config, mode=mode,
         )

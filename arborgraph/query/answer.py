@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from arborgraph.core.protocols import ChatModel
 from arborgraph.core.results import Context
-from arborgraph.safety import INJECTION_FLAG
+from arborgraph.query.safety import INJECTION_FLAG
 
 SYSTEM_PROMPT = (
     "You answer questions about technical documentation using only the numbered sources "

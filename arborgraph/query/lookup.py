@@ -7,11 +7,11 @@ from typing import Literal
 
 import numpy as np
 
-from arborgraph.chunk_store import ChunkStore
+from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig
 from arborgraph.core.retrieval import Retrieval
-from arborgraph.dense import DenseIndex
-from arborgraph.fusion import reciprocal_rank_fusion, top_indices
+from arborgraph.query.dense import DenseIndex
+from arborgraph.query.fusion import reciprocal_rank_fusion, top_indices
 from arborgraph.core.lexical import LexicalIndex
 
 LookupMode = Literal["hybrid", "bm25", "dense"]

@@ -1,6 +1,6 @@
 """The ranking stage's glue to an open index: signals of a query, candidates, new order.
 
-:mod:`arborgraph.ranking` holds the pure features and the model; this module reads what
+:mod:`arborgraph.query.ranking` holds the pure features and the model; this module reads what
 they need from an index (a :class:`RankingIndex`: its BM25 and dense indexes, its chunk
 store, and the readable scopes' trees and graphs the query names) for one
 :class:`~arborgraph.core.retrieval.RetrievalQuery` and the route's
@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from arborgraph.chunk_store import ChunkStore
+from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery
 from arborgraph.core.text import analyse
-from arborgraph.lookup import LookupIndex
-from arborgraph.ranking import (
+from arborgraph.query.lookup import LookupIndex
+from arborgraph.query.ranking import (
     GRAPH_SIGNALS,
     PageLayout,
     QuerySignals,

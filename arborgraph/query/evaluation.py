@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from arborgraph.core.errors import EvalError  # noqa: F401 (re-exported)
 from arborgraph.core.results import Context
-from arborgraph.router import QUESTION_TYPE_TO_ROUTE
+from arborgraph.query.router import QUESTION_TYPE_TO_ROUTE
 
 QuestionType = Literal["lookup", "drilldown", "relational", "global"]
 # each question type's expected route: the router's map

@@ -20,35 +20,14 @@ import numpy as np
 
 from arborgraph.config import Config
 from arborgraph.core.protocols import Embedder
-from arborgraph.embedding_cache import EmbeddingCache
-from arborgraph.executor import cyclic_gc_paused, extract_many_on, fit_many_on
-from arborgraph.layout import TREE, scoped, tree_bm25_dir  # noqa: F401 (scoped re-exported)
+from arborgraph.pipeline.embedding_cache import EmbeddingCache
+from arborgraph.pipeline.executor import cyclic_gc_paused, extract_many_on, fit_many_on
+from arborgraph.index.layout import TREE, scoped, tree_bm25_dir  # noqa: F401 (scoped re-exported)
 from arborgraph.core.lexical import LexicalIndex
 from arborgraph.core.protocols import ProgressCallback
-from arborgraph.store import GenerationWriter
+from arborgraph.index.scoped import PUBLIC, scope_of
+from arborgraph.index.store import GenerationWriter
 from ingest.models import Chunk, Document
-
-PUBLIC = "public"
-
-
-def scope_of(acl: list[str] | None) -> str:
-    """The scope key of a document: 'public' or 'acl:a,b' (principals sorted; 'acl:'
-    for an empty list, which nobody may read). Principal names cannot hold a comma
-    (see ``DocumentMetadata``), so two different lists never share a key."""
-    return PUBLIC if acl is None else "acl:" + ",".join(sorted(set(acl)))
-
-
-def scope_principals(scope: str) -> list[str]:
-    """The principals who may read a restricted scope (empty for 'public')."""
-    members = scope[len("acl:") :] if scope.startswith("acl:") else ""
-    return members.split(",") if members else []
-
-
-def scope_readable(scope: str, principal: str | None) -> bool:
-    if scope == PUBLIC:
-        return True
-    return principal is not None and principal in scope_principals(scope)
-
 
 @dataclass(frozen=True)
 class ScopePart:

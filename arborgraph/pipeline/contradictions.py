@@ -12,8 +12,7 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel
-
+from arborgraph.index.build_report import Claim, Contradiction
 from ingest.models import Chunk
 
 # Values: numbers (with a unit), quoted or code literals, booleans, UPPER_CASE names.
@@ -36,23 +35,6 @@ _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 # Every pattern needs the word "default": text without it cannot match, and most chunks
 # lack it, so they are not split into sentences at all (same claims, a fraction of the time).
 _CUE = re.compile(r"(?i:default)")
-
-
-class Claim(BaseModel):
-    key: str
-    value: str
-    doc_id: str
-    chunk_id: str
-    sentence: str
-
-
-class Contradiction(BaseModel):
-    key: str
-    first: Claim
-    second: Claim
-    # both documents are versions of one ``source``: the newer supersedes the older at
-    # query time, so differing is expected (reported for review all the same)
-    between_versions: bool = False
 
 
 def _norm_key(key: str) -> str:

@@ -1,7 +1,7 @@
 """The on-disk index: a directory of generations, swapped in atomically.
 
-The paths are in :mod:`arborgraph.layout`, the manifest's shape and its reading and
-writing in :mod:`arborgraph.manifest`.
+The paths are in :mod:`arborgraph.index.layout`, the manifest's shape and its reading and
+writing in :mod:`arborgraph.index.manifest`.
 
 A build holds an exclusive ``flock`` on ``build.lock`` from before it reads the live
 index until after it commits, so two builds never write one index at once. It writes
@@ -33,14 +33,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arborgraph import layout
+from arborgraph.index import layout
 from arborgraph.core.errors import IndexUnusable, IndexNotFound, IndexDamaged, IndexBusy  # noqa: F401 (re-exported)
-from arborgraph.index_dir import (  # noqa: F401 (re-exported)
+from arborgraph.index.index_dir import (  # noqa: F401 (re-exported)
     check_index_dir, current_generation, generation_dirs as _generations, live_generation, read_current,
 )
-from arborgraph.index_files import MAX_POINTER_BYTES, damaged, read_small, sha256_file, shown, write_atomic  # noqa: F401 (re-exported)
-from arborgraph.layout import cache_dir  # noqa: F401 (re-exported)
-from arborgraph.manifest import MAX_MANIFEST_BYTES, SCHEMA_VERSION, FileRecord, StoreManifest, read_manifest, write_manifest  # noqa: F401
+from arborgraph.index.index_files import MAX_POINTER_BYTES, damaged, read_small, sha256_file, shown, write_atomic  # noqa: F401 (re-exported)
+from arborgraph.index.layout import cache_dir  # noqa: F401 (re-exported)
+from arborgraph.index.manifest import MAX_MANIFEST_BYTES, SCHEMA_VERSION, FileRecord, StoreManifest, read_manifest, write_manifest  # noqa: F401
 
 # the old names of the layout's files, kept for callers of this module
 CURRENT_FILE = layout.CURRENT
@@ -56,9 +56,6 @@ LOCK_GRACE_S = 0.5
 # reader could pin it (it then reads CURRENT again).
 OPEN_ATTEMPTS = 5
 
-
-# Deprecated: the old name, which read like the builtin IndexError. Use IndexUnusable.
-IndexError_ = IndexUnusable
 
 
 class BuildLock:

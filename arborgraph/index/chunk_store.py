@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from arborgraph import schema as S
-from arborgraph.chunk_rows import chunk_columns
+from arborgraph.index import schema as S
+from arborgraph.index.chunk_rows import chunk_columns
 from arborgraph.core.results import Context
 
 

@@ -6,7 +6,7 @@ Both implement :class:`arborgraph.core.protocols.Embedder`. The default,
 no torch, nothing downloaded, every file checked against the model's manifest on load.
 Other local models are a directory made by ``scripts/build_onnx_model.py`` (same
 pipeline, no torch either) or a sentence-transformers model directory, which is exported
-to ONNX once (:mod:`arborgraph.onnx_export`) or run by sentence-transformers; both of
+to ONNX once (:mod:`arborgraph.models.onnx_export`) or run by sentence-transformers; both of
 those need the ``[torch]`` extra.
 
 Dynamic int8 quantises each activation tensor with a scale taken from the whole tensor,
@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from arborgraph.core.errors import EmbedderUnavailable
 from arborgraph.core.protocols import Embedder
-from arborgraph.onnx_export import (
+from arborgraph.models.onnx_export import (
     DEFAULT_MODEL,
     TORCH_EXTRA,
     Precision,

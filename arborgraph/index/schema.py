@@ -2,15 +2,12 @@
 
 RAPTOR and GraphRAG tables keep their column names in ``raptor/schema.py`` and
 ``graphrag/schema.py``; this module names the tables themselves. The manifest's typed
-shape is :mod:`arborgraph.manifest` (its models are still importable from here, for
-one release).
+shape is :mod:`arborgraph.index.manifest`.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-SCHEMA_VERSION = 1  # of the whole index; arborgraph.manifest checks it on every open
+SCHEMA_VERSION = 1  # of the whole index; arborgraph.index.manifest checks it on every open
 
 # table names (files are tables/<name>.parquet)
 DOCUMENTS = "documents"
@@ -46,17 +43,3 @@ CHUNK_PREFIX = "context_prefix"  # only with LLM contextual prefixes: what was i
 # vector files (vectors/<name>.npy)
 CHUNK_VECTORS = "chunks"
 
-
-# -- the manifest's shape: now in arborgraph.manifest ------------------------------------
-_MOVED = {
-    "FileRecord", "StoreManifest", "ModeRecord", "ScopeRecord", "IndexManifest", "GENERATION_PATTERN",
-}
-
-
-def __getattr__(name: str) -> Any:
-    # Deprecated: import the manifest's models from arborgraph.manifest; these names go in 0.3.
-    if name in _MOVED:
-        from arborgraph import manifest
-
-        return getattr(manifest, "Manifest" if name == "IndexManifest" else name)
-    raise AttributeError(f"module 'arborgraph.schema' has no attribute {name!r}")

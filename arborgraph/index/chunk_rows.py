@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from arborgraph import schema as S
+from arborgraph.index import schema as S
 from ingest.models import Chunk, Document
 
 if TYPE_CHECKING:

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 
-from arborgraph import layout
-from arborgraph.build_report import BuildReport
+from arborgraph.index import layout
+from arborgraph.index.build_report import BuildReport
 from arborgraph.core.errors import IndexDamaged
-from arborgraph.index_files import damaged, read_small, shown, write_atomic
-from arborgraph.schema import CHUNKS, DOCUMENTS, SCHEMA_VERSION
+from arborgraph.index.index_files import damaged, read_small, shown, write_atomic
+from arborgraph.index.schema import CHUNKS, DOCUMENTS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from arborgraph.store import Generation
+    from arborgraph.index.store import Generation
 
 MAX_MANIFEST_BYTES = 256 * 2**20
 

@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
 from arborgraph.core.retrieval import Retrieval
-from arborgraph.fusion import fuse_contexts
+from arborgraph.query.fusion import fuse_contexts
 from arborgraph.core.results import Context
-from arborgraph.safety import INJECTION_FLAG, context_looks_injected
+from arborgraph.query.safety import INJECTION_FLAG, context_looks_injected
 
 
 def compose(

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-MODEL_FILE = Path(__file__).resolve().parent / "data" / "ranker_model.json"
+MODEL_FILE = Path(__file__).resolve().parents[1] / "data" / "ranker_model.json"
 MODEL_FORMAT = "arborgraph-ranker/1"
 
 FLAT_FEATURES: tuple[str, ...] = (

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from arborgraph.chunk_rows import ChunkRow, decode_chunks, encode_chunks  # noqa: F401 (decode_chunks re-exported)
+from arborgraph.index.chunk_rows import ChunkRow, decode_chunks, encode_chunks  # noqa: F401 (decode_chunks re-exported)
 from arborgraph.core.errors import ExecutorError  # noqa: F401 (re-exported)
 from arborgraph.core.processes import available_cores, worker_context
 from arborgraph.core.protocols import Executor
@@ -57,7 +57,7 @@ class ProcessExecutor:
         # imported once in the fork server, so each worker starts with what its work
         # functions need (chunking, token counting, the rule extractor) loaded
         context = worker_context(
-            ["ingest.chunking", "ingest.tokens", "graphrag.extract.rules", "arborgraph.executor"]
+            ["ingest.chunking", "ingest.tokens", "graphrag.extract.rules", "arborgraph.pipeline.executor"]
         )
         self._pool = ProcessPoolExecutor(
             max_workers=self.workers, mp_context=context, initializer=_warm_worker
@@ -300,7 +300,7 @@ def cyclic_gc_paused() -> Iterator[None]:
     of small acyclic records, and the collector rescanning them took about half the
     time of a graph update of the sample manual. Reference counting still frees them.
 
-    Here, not in :mod:`arborgraph.structures`, so a pool worker using it does not import
+    Here, not in :mod:`arborgraph.pipeline.structures`, so a pool worker using it does not import
     that module's dependencies (numpy, pyarrow, the RAPTOR and BM25 stacks: 0.6-1 CPU-s
     per worker).
     """

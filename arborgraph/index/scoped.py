@@ -1,9 +1,9 @@
 """Query-time access to the per-scope trees and graphs of an opened index.
 
-Each access scope has its own tree and graph (see :mod:`arborgraph.structures`). A
-retriever (:mod:`arborgraph.retrievers`) runs over every scope the caller may read,
+Each access scope has its own tree and graph (see :mod:`arborgraph.pipeline.structures`). A
+retriever (:mod:`arborgraph.query.retrievers`) runs over every scope the caller may read,
 and the per-scope lists are merged by reciprocal rank
-(:func:`arborgraph.fusion.merge_by_rank`) so no scope dominates by score scale alone.
+(:func:`arborgraph.query.fusion.merge_by_rank`) so no scope dominates by score scale alone.
 """
 
 from __future__ import annotations
@@ -15,12 +15,33 @@ from typing import Any
 
 import numpy as np
 
-from arborgraph import layout
+from arborgraph.index import layout
 from arborgraph.core.lexical import LexicalIndex
-from arborgraph.manifest import index_manifest
-from arborgraph.store import Generation
-from arborgraph.layout import scoped
-from arborgraph.structures import scope_readable
+from arborgraph.index.manifest import index_manifest
+from arborgraph.index.store import Generation
+from arborgraph.index.layout import scoped
+
+PUBLIC = "public"
+
+
+def scope_of(acl: list[str] | None) -> str:
+    """The scope key of a document: 'public' or 'acl:a,b' (principals sorted; 'acl:'
+    for an empty list, which nobody may read). Principal names cannot hold a comma
+    (see ``DocumentMetadata``), so two different lists never share a key."""
+    return PUBLIC if acl is None else "acl:" + ",".join(sorted(set(acl)))
+
+
+def scope_principals(scope: str) -> list[str]:
+    """The principals who may read a restricted scope (empty for 'public')."""
+    members = scope[len("acl:") :] if scope.startswith("acl:") else ""
+    return members.split(",") if members else []
+
+
+def scope_readable(scope: str, principal: str | None) -> bool:
+    """Whether ``principal`` (None: anonymous) may read what ``scope`` holds."""
+    if scope == PUBLIC:
+        return True
+    return principal is not None and principal in scope_principals(scope)
 
 
 @dataclass

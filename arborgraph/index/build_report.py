@@ -7,8 +7,28 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from arborgraph.contradictions import Contradiction
 from ingest.models import SkippedFile
+
+
+class Claim(BaseModel):
+    """One document's statement of a default: ``key`` is ``value``, with its sentence."""
+
+    key: str
+    value: str
+    doc_id: str
+    chunk_id: str
+    sentence: str
+
+
+class Contradiction(BaseModel):
+    """Two documents stating different values for one key (found by pipeline.contradictions)."""
+
+    key: str
+    first: Claim
+    second: Claim
+    # both documents are versions of one ``source``: the newer supersedes the older at
+    # query time, so differing is expected (reported for review all the same)
+    between_versions: bool = False
 
 
 class BuildReport(BaseModel):

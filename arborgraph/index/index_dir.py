@@ -1,7 +1,7 @@
 """What a folder must be for an index to be read from or written into it.
 
 Checked without numpy, pyarrow or the query engine, so that the command line can
-refuse a mistaken path at once, before it loads the rest (:mod:`arborgraph.store`
+refuse a mistaken path at once, before it loads the rest (:mod:`arborgraph.index.store`
 re-exports all of it and checks again when it opens or writes).
 """
 
@@ -12,9 +12,9 @@ import re
 import stat
 from pathlib import Path
 
-from arborgraph import layout
+from arborgraph.index import layout
 from arborgraph.core.errors import BuildError, IndexDamaged, IndexNotFound, IndexUnusable
-from arborgraph.index_files import read_small, shown
+from arborgraph.index.index_files import read_small, shown
 
 
 def generation_dirs(index_dir: Path) -> list[tuple[int, Path]]:

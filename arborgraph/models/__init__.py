@@ -1,0 +1,1 @@
+"""Embedding models: the shipped ONNX model and the export of other local ones."""
