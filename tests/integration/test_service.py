@@ -275,6 +275,24 @@ def test_exploration_routes(server: Server, tenant_index: Path, keys: dict[str, 
     assert get(server, "/v1/tree/outline", depth=99)[0] == 422
 
 
+def test_index_info_is_what_each_caller_may_read(server: Server, tenant_index: Path, keys: dict[str, Any]) -> None:
+    kb = arborgraph.open(tenant_index)
+    public_docs = kb.store.readable_docs(None)
+    status, anonymous = get(server, "/v1/index")
+    assert status == 200 and set(anonymous["documents"]) == public_docs
+    assert anonymous["counts"]["documents"] == len(public_docs)
+    assert anonymous["counts"]["chunks"] == sum(d in public_docs for d in kb.store.doc_ids)
+    public_tags = {s["tag"] for s in anonymous["scopes"]}
+    assert [s["scope"] for s in anonymous["scopes"]] == ["public"]
+    scoped = [name for name in anonymous["tables"] if re.search(r"\.s\d+\.", name)]
+    assert scoped and all(name.split(".")[-2] in public_tags for name in scoped)  # no restricted scope's row counts
+    assert anonymous["bytes_total"] is None and anonymous["tables"]["tables/chunks.parquet"]["bytes"] is None
+    status, team_a = get(server, "/v1/index", key=keys["team-a"])
+    assert status == 200 and "bluefin.md" in team_a["documents"] and "marlin.md" not in team_a["documents"]
+    assert team_a["counts"]["documents"] == len(public_docs) + 1
+    assert {s["scope"] for s in team_a["scopes"]} == {"public", "acl:team-a"}
+
+
 # -- isolation: every route x {HTTP, MCP} x {other principal, anonymous, revoked key} --
 
 def _forbidden_words(principal: str | None) -> list[str]:
@@ -490,7 +508,9 @@ def test_keys_and_questions_never_reach_the_logs(server: Server, keys: dict[str,
     assert post(server, "/v1/query", {"question": MARKER_QUESTION}, key=keys["team-a"])[0] == 200
     assert post(server, "/v1/query", {"question": MARKER_QUESTION}, key=keys["revoked"])[0] == 401
     assert post(server, "/v1/query", {"question": MARKER_QUESTION, "top_k": "x"})[0] == 422
+    # a question and a key in a query string: the access log keeps the path alone
+    assert get(server, "/v1/web/entities", q="quokka-lantern", api_key=keys["team-b"])[0] == 200
     logs = server.logs()
-    assert "POST /v1/query" in logs  # the access log is there ...
+    assert "POST /v1/query" in logs and "GET /v1/web/entities" in logs  # the access log is there ...
     for secret in (keys["team-a"], keys["team-b"], keys["revoked"], MARKER_QUESTION, "quokka"):
         assert secret not in logs  # ... without keys or question text
