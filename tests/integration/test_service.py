@@ -19,6 +19,7 @@ from llm_server import FakeOpenAIServer
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from service_server import ROOT, Server, cli, cli_env, request, running_server
 from tenants import API_METADATA, PHRASINGS, SECRETS, write_tenant_docs
 
@@ -448,6 +449,12 @@ def _check_mcp(results: list[tuple[str, bool, str, dict[str, Any]]], principal: 
     assert any(not err for name, err, _, _ in results if name == "search")
 
 
+def _leaf_errors(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaf_errors(inner)]
+    return [error]
+
+
 def test_isolation_over_mcp_http(server: Server, tenant_index: Path, keys: dict[str, Any]) -> None:
     calls = _mcp_calls(_secret_targets(tenant_index))
     for caller, principal in [("anonymous", None), ("team-b", "team-b")]:
@@ -455,8 +462,10 @@ def test_isolation_over_mcp_http(server: Server, tenant_index: Path, keys: dict[
     # the owner's own secret does come back: the probes can see restricted text at all
     own = anyio.run(_mcp_over_http, server.url, keys["team-a"], [("search", {"question": "Bluefin launch code", "route": "lookup"})])
     assert "ZEBRA-7731" in own[0][2]
-    with pytest.raises(Exception):  # the revoked key gets no session at all
+    with pytest.raises(BaseExceptionGroup) as refused:  # the revoked key gets no session at all
         anyio.run(_mcp_over_http, server.url, keys["revoked"], calls[:1])
+    leaves = _leaf_errors(refused.value)
+    assert leaves and all(isinstance(e, MCPError) and "error response" in str(e) for e in leaves), leaves
     status, _, data = request("POST", server.url + "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, key=keys["revoked"])
     assert status == 401 and b"unknown or revoked key" in data
 
