@@ -467,7 +467,7 @@ def _rollback_hint(index_dir: Path, damaged_gen: Path | None) -> str:
     good = last_intact_generation(index_dir, damaged_gen)
     if good is None:
         return ""
-    return f"; {good.name} is intact: 'arborgraph rollback --index {index_dir}' makes it live"
+    return f"; {good.name} is intact (arborgraph rollback makes it live)"
 
 
 def rollback(index_dir: Path | str, to: str | None = None) -> tuple[str | None, str]:
