@@ -50,7 +50,7 @@ class IngestConfig(BaseModel):
 
 
 class RetrievalConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
@@ -80,7 +80,7 @@ class RetrievalConfig(BaseModel):
 
 
 class TreeSearchConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     beam: int | None = Field(
         None, ge=1, description="nodes kept per level when descending the tree (None: raptor's default)"
@@ -94,7 +94,7 @@ class TreeSearchConfig(BaseModel):
 
 
 class RouterConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     min_confidence: float = Field(
         0.55, ge=0, le=1, description="below this, the two best routes are run and fused"
@@ -106,7 +106,7 @@ class GraphBackendConfig(BaseModel):
     """Where the graph route looks up neighbours: in memory, or on the Bolt server
     (Neo4j) the index was exported to with ``arborgraph export-neo4j``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     uri: str = Field("memory", description="'memory', or the server's bolt:// or neo4j:// URI")
     user: str = "neo4j"

@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig
 from arborgraph.core.retrieval import Retrieval
-from arborgraph.query.dense import DenseIndex
+from arborgraph.index.opened import Index
 from arborgraph.query.fusion import reciprocal_rank_fusion, top_indices
-from arborgraph.core.lexical import LexicalIndex
 
 LookupMode = Literal["hybrid", "bm25", "dense"]
 
 
-@dataclass
-class LookupIndex:
-    store: ChunkStore
-    lexical: LexicalIndex
-    dense: DenseIndex | None  # None when the index is lexical-only
-
-
 def lookup_search(
-    index: LookupIndex,
+    index: Index,
     question: str,
     query_vector: np.ndarray | None,
     *,

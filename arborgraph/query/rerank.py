@@ -22,7 +22,7 @@ from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery
 from arborgraph.core.text import analyse
-from arborgraph.query.lookup import LookupIndex
+from arborgraph.index.opened import Index
 from arborgraph.query.ranking import (
     GRAPH_SIGNALS,
     PageLayout,
@@ -45,7 +45,7 @@ class RankingIndex:
     BM25, dense vectors) and the routes it was built with; what it derives from them
     (the page layout, each scope's tree parents) is computed once and kept."""
 
-    index: LookupIndex
+    index: Index
     routes: Sequence[str]
     _layout: PageLayout | None = field(default=None, init=False, repr=False)
     _parents: dict[str, dict[int, list[int]]] = field(default_factory=dict, init=False, repr=False)

@@ -26,7 +26,8 @@ from arborgraph.config import RetrievalConfig, TreeSearchConfig
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery
 from arborgraph.core.protocols import Embedder
 from arborgraph.query.fusion import merge_by_rank
-from arborgraph.query.lookup import LookupIndex, LookupMode, lookup_search
+from arborgraph.index.opened import Index
+from arborgraph.query.lookup import LookupMode, lookup_search
 from arborgraph.core.results import Context
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def _merged(route: str, per_scope: Sequence[list[Context]], why_empty: str) -> R
 class LookupRetriever:
     """Flat hybrid retrieval over chunks (BM25 and dense, fused by RRF)."""
 
-    index: LookupIndex
+    index: Index
     config: RetrievalConfig
     route: str = "lookup"
 
@@ -121,7 +122,7 @@ class TreeRetriever:
     """The RAPTOR walk of every readable scope's tree (:func:`raptor.traverse`; without
     a query vector, :func:`raptor.collapsed_search` over BM25 scores)."""
 
-    index: LookupIndex
+    index: Index
     settings: TreeSearchConfig
     count_tokens: Callable[[str], int]
     route: str = "tree"
@@ -154,13 +155,15 @@ class GraphServers(Protocol):
 
     def backend(self, scope: str, kg: Any = None) -> "GraphBackend": ...
 
+    def close(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class _GraphRoute:
     """What graph and global search share: the caller's chunks, the flat hits as the
     search's prior, the index's dense vectors and its BM25 over the whole collection."""
 
-    index: LookupIndex
+    index: Index
     embedder: Embedder | None
 
     def _search_inputs(self, query: RetrievalQuery) -> dict[str, Any]:
