@@ -22,3 +22,7 @@ class DenseIndex:
         # more time waking and spinning its threads than computing (16 ms vs 1.6 ms
         # for 4,856 x 384 on 2 busy cores)
         return np.einsum("ij,j->i", self.vectors, np.asarray(query_vector, dtype=np.float32).reshape(-1))
+
+    def scores_of(self, rows: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+        """Cosines of the given rows alone."""
+        return np.einsum("ij,j->i", self.vectors[rows], np.asarray(query_vector, dtype=np.float32).reshape(-1))

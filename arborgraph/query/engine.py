@@ -24,6 +24,7 @@ every route needs, so that no caller's first question pays for it.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from arborgraph.index.scoped import readable
 from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale
 from arborgraph.query.fusion import fuse_routes, second_route
 from arborgraph.query.lookup import LookupMode
+from arborgraph.query.scores import score_question
 from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, GraphServers, LookupRetriever, TreeRetriever
 from arborgraph.query.settings import QuerySettings
 
@@ -57,6 +59,8 @@ ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
 LOOKUP_DEPTH = 50
 # visibility masks kept: one per (principal, date, include_stale) seen lately
 MASKS_KEPT = 64
+# token counts of texts kept (tree summaries, reports): a few MB at most
+TOKEN_COUNTS_KEPT = 50_000
 
 
 class _Default:
@@ -137,9 +141,11 @@ class QueryEngine:
 
     @cached_property
     def count_tokens(self) -> Callable[[str], int]:
+        """The embedding model's token count of a text; counts of texts seen before (the
+        trees' summaries, asked about by every walk) are kept."""
         from ingest import load_token_counter
 
-        return load_token_counter()
+        return functools.lru_cache(maxsize=TOKEN_COUNTS_KEPT)(load_token_counter())
 
     # -- the question's vector ------------------------------------------------------
 
@@ -308,8 +314,11 @@ class QueryEngine:
         its flat hits under ``mask`` (every route starts from them: structures fuse with
         them, the router reads their spread), ranked once."""
         query_vector = self.embed_query(question)
-        hits = self._lookup(s).search(question, query_vector, mask, max(top_k, LOOKUP_DEPTH))
-        return RetrievalQuery(question, query_vector, mask, readable(self.index.scopes, principal), top_k, pool, hits)
+        scores = score_question(self.index, question, query_vector)
+        hits = self._lookup(s).search(scores, mask, max(top_k, LOOKUP_DEPTH))
+        return RetrievalQuery(
+            question, query_vector, mask, readable(self.index.scopes, principal), top_k, pool, hits, scores
+        )
 
     def _decide(
         self, route: str, q: RetrievalQuery, llm: "ChatModel | None", use_llm: bool, s: QuerySettings
@@ -413,7 +422,8 @@ class QueryEngine:
         when = dt.date.today() if as_of == "today" else as_of
         vector = None if mode == "bm25" else self.embed_query(question)
         k = top_k or self.settings.top_k
-        return self._lookup(self.settings).search(question, vector, self.chunk_mask(principal, when), k, mode=mode).contexts
+        scores = score_question(self.index, question, vector)
+        return self._lookup(self.settings).search(scores, self.chunk_mask(principal, when), k, mode=mode).contexts
 
     def tokens(self, ctx: Context) -> int:
         """Tokens of a context; a whole chunk's count was stored when it was indexed

@@ -23,7 +23,7 @@ import numpy as np
 
 from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
-from arborgraph.core.retrieval import Retrieval, RetrievalQuery
+from arborgraph.core.retrieval import QueryScores, Retrieval, RetrievalQuery
 from arborgraph.core.protocols import Embedder
 from arborgraph.query.fusion import merge_by_rank
 from arborgraph.index.opened import Index
@@ -88,14 +88,9 @@ class LookupRetriever:
     config: RetrievalConfig
     route: str = "lookup"
 
-    def search(
-        self, question: str, query_vector: np.ndarray | None, mask: np.ndarray | None, top_k: int,
-        mode: LookupMode = "hybrid",
-    ) -> Retrieval:
+    def search(self, scores: QueryScores, mask: np.ndarray | None, top_k: int, mode: LookupMode = "hybrid") -> Retrieval:
         """The ``top_k`` best chunks the mask lets through (see :func:`arborgraph.query.lookup.lookup_search`)."""
-        return lookup_search(
-            self.index, question, query_vector, mask=mask, top_k=top_k, config=self.config, mode=mode,
-        )
+        return lookup_search(self.index.store, scores, mask=mask, top_k=top_k, config=self.config, mode=mode)
 
     def retrieve(self, query: RetrievalQuery) -> Retrieval:
         # the flat hits every route starts from are this route's answer: ranked once per query
@@ -132,7 +127,7 @@ class TreeRetriever:
 
         store = self.index.store
         visible = visible_chunks(store, query.mask)
-        chunk_bm25 = self.index.lexical.scores(query.question)
+        chunk_bm25 = query.scores.bm25
         max_leaves = max(MIN_WALK_LEAVES, query.pool)
         lists = []
         for scope in query.scopes:
@@ -170,13 +165,10 @@ class _GraphRoute:
         store = self.index.store
         dense = self.index.dense is not None and query.query_vector is not None
         row_of = store.row_of
-        bm25_of_rows: list[np.ndarray] = []
+        bm25 = query.scores.bm25  # the index's own BM25 (idf over the whole collection)
 
         def chunk_lexical(chunk_ids: Any) -> np.ndarray:
-            # the index's own BM25 (idf over the whole collection), scored once per question
-            if not bm25_of_rows:
-                bm25_of_rows.append(self.index.lexical.scores(query.question))
-            return bm25_of_rows[0][[row_of[c] for c in chunk_ids]]
+            return bm25[[row_of[c] for c in chunk_ids]]
 
         return {
             "chunk_text": chunk_refs(store, query.mask),

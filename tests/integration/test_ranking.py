@@ -176,6 +176,7 @@ def test_structure_routes_keep_their_header_then_ranked_chunks(sample_index: Pat
 def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     from arborgraph.core.retrieval import RetrievalQuery
     from arborgraph.query.lookup import lookup_search
+    from arborgraph.query.scores import score_question
     from arborgraph.query.rerank import RankingIndex, query_signals
     from arborgraph.index.scoped import readable
 
@@ -186,8 +187,9 @@ def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     assert hidden.any()
     mask = kb.chunk_mask(None, None) & ~hidden
     vector = kb.embed_query(question)
-    hits = lookup_search(kb.index, question, vector, mask=mask, top_k=50, config=kb.config.retrieval)
-    query = RetrievalQuery(question, vector, mask, readable(kb.scopes, None), top_k=20, pool=60, hits=hits)
+    scores = score_question(kb.index, question, vector)
+    hits = lookup_search(kb.store, scores, mask=mask, top_k=50, config=kb.config.retrieval)
+    query = RetrievalQuery(question, vector, mask, readable(kb.scopes, None), top_k=20, pool=60, hits=hits, scores=scores)
     signals = query_signals(RankingIndex(kb.index, kb.routes), query, hits, kb.config.retrieval)
     rows = set(np.flatnonzero(hidden).tolist())
     assert not rows & {r for lst in signals.rank_lists.values() for r in lst}
