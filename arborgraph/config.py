@@ -77,6 +77,23 @@ class RetrievalConfig(BaseModel):
     ranker_model: str | None = Field(
         None, description="a ranker model JSON file (default: the one shipped with Arborgraph)"
     )
+    ann_expansion: int = Field(
+        256, ge=16, description="approximate dense search (large indexes): HNSW candidates explored per question"
+    )
+
+
+class VectorIndexConfig(BaseModel):
+    """The approximate nearest-neighbour index a build adds for large collections
+    (usearch's HNSW over float16 vectors); below ``ann_min_rows`` chunks, dense search is
+    exact and no such index is built."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ann_min_rows: int = Field(
+        50_000, ge=1, description="chunks from which dense search is approximate (an HNSW index is built)"
+    )
+    connectivity: int = Field(16, ge=4, le=128, description="HNSW links per node")
+    expansion_add: int = Field(128, ge=8, description="HNSW candidates kept while inserting")
 
 
 class TreeSearchConfig(BaseModel):
@@ -145,6 +162,7 @@ class Config(BaseModel):
     router: RouterConfig = Field(default_factory=RouterConfig)
     graph_backend: GraphBackendConfig = Field(default_factory=GraphBackendConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    vectors: VectorIndexConfig = Field(default_factory=VectorIndexConfig)
     build_tree: bool = True
     build_graph: bool = True
     tree_drift_threshold: float = Field(

@@ -19,7 +19,7 @@ from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.index.manifest import Manifest, index_manifest
 from arborgraph.index.scoped import Scope, load_scopes
 from arborgraph.index.store import Generation, open_generation
-from arborgraph.index.vectors import DenseIndex
+from arborgraph.index.vectors import DenseIndex, load_ann
 
 
 @dataclass(eq=False)
@@ -43,9 +43,11 @@ class Index:
         index_dir = Path(index_dir)
         generation = open_generation(index_dir, pin=True, shape=Manifest)
         try:
-            dense = (
-                DenseIndex(generation.vectors(S.CHUNK_VECTORS)) if generation.has_vectors(S.CHUNK_VECTORS) else None
-            )
+            dense = None
+            if generation.has_vectors(S.CHUNK_VECTORS):
+                ann = load_ann(generation.file(layout.CHUNKS_ANN)) if layout.CHUNKS_ANN in generation.record.files else None
+                # a large collection's vectors are mapped, not read: queries touch few rows
+                dense = DenseIndex(generation.vectors(S.CHUNK_VECTORS, mmap=ann is not None), ann)
             return cls(
                 index_dir=index_dir,
                 on_disk=generation,

@@ -314,8 +314,12 @@ class QueryEngine:
         its flat hits under ``mask`` (every route starts from them: structures fuse with
         them, the router reads their spread), ranked once."""
         query_vector = self.embed_query(question)
-        scores = score_question(self.index, question, query_vector)
-        hits = self._lookup(s).search(scores, mask, max(top_k, LOOKUP_DEPTH))
+        depth = max(top_k, LOOKUP_DEPTH)
+        scores = score_question(
+            self.index, question, query_vector, mask=mask,
+            depth=max(depth, s.retrieval.candidates), expansion=s.retrieval.ann_expansion,
+        )
+        hits = self._lookup(s).search(scores, mask, depth)
         return RetrievalQuery(
             question, query_vector, mask, readable(self.index.scopes, principal), top_k, pool, hits, scores
         )
@@ -422,8 +426,12 @@ class QueryEngine:
         when = dt.date.today() if as_of == "today" else as_of
         vector = None if mode == "bm25" else self.embed_query(question)
         k = top_k or self.settings.top_k
-        scores = score_question(self.index, question, vector)
-        return self._lookup(self.settings).search(scores, self.chunk_mask(principal, when), k, mode=mode).contexts
+        mask = self.chunk_mask(principal, when)
+        retrieval = self.settings.retrieval
+        scores = score_question(
+            self.index, question, vector, mask=mask, depth=max(k, retrieval.candidates), expansion=retrieval.ann_expansion
+        )
+        return self._lookup(self.settings).search(scores, mask, k, mode=mode).contexts
 
     def tokens(self, ctx: Context) -> int:
         """Tokens of a context; a whole chunk's count was stored when it was indexed

@@ -156,8 +156,8 @@ def feature_rows(layout: PageLayout, candidates: set[int]) -> np.ndarray:
     if not candidates:
         return np.zeros(0, dtype=np.int64)
     rows = np.fromiter(candidates, dtype=np.int64)
-    pages = np.isin(layout.doc_index, np.unique(layout.doc_index[rows]))
-    return np.unique(np.concatenate([np.flatnonzero(pages), layout.previous[rows], layout.following[rows]]).clip(min=0))
+    pages = layout.page_rows(np.unique(layout.doc_index[rows]))
+    return np.unique(np.concatenate([pages, layout.previous[rows], layout.following[rows]]).clip(min=0))
 
 
 def _graph_signals(
