@@ -124,15 +124,25 @@ class QueryEngine:
                 if self._embedder is None and self._embedder_error is None:
                     self._load_embedder(embedding)
         default_model()
-        self.count_tokens  # noqa: B018 - cached property: loading is the point
+        count = self.count_tokens
+        if "tree" in self.index.routes:
+            for scope in self.index.scopes:
+                for node in scope.tree.summaries()[:TOKEN_COUNTS_KEPT]:
+                    count(node.text)  # every walk's budget counts the summaries it passes
         if self.ranker is not None:
-            self._ranking_index.layout()
+            ranking = self._ranking_index
+            ranking.layout()
+            if "tree" in self.index.routes:
+                for scope in self.index.scopes:
+                    ranking.parent_rows(scope)
         if {"graph", "global"} & set(self.index.routes):
             from graphrag.search_index import mention_index, report_index
 
             for scope in self.index.scopes:
-                mention_index(scope.graph)
-                report_index(scope.graph)
+                kg = scope.graph
+                kg.adjacency, kg.chunk_entities, kg.name_index, kg.word_keys, kg.membership  # noqa: B018
+                mention_index(kg)
+                report_index(kg)
 
     def close(self) -> None:
         """Close the graph server's connections (the index is its owner's to close)."""
