@@ -47,7 +47,8 @@ class LexicalIndex:
 
     @classmethod
     def load(cls, directory: Path) -> "LexicalIndex":
-        retriever = bm25s.BM25.load(str(directory))
+        # mapped, not read: a large index's postings load as questions touch them
+        retriever = bm25s.BM25.load(str(directory), mmap=True)
         n_rows = int((Path(directory) / "rows.txt").read_text(encoding="utf-8"))
         return cls(retriever, n_rows)
 

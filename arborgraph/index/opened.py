@@ -21,6 +21,14 @@ from arborgraph.index.scoped import Scope, load_scopes
 from arborgraph.index.store import Generation, open_generation
 from arborgraph.index.vectors import DenseIndex, load_ann
 
+# what queries read of the tables (not the documents' whole texts)
+DOCUMENT_COLUMNS = [
+    S.DOC_ID, S.DOC_TITLE, S.DOC_SOURCE, S.DOC_VERSION, S.DOC_VALID_FROM, S.DOC_VALID_TO, S.DOC_ACL, S.DOC_IMPORTANCE,
+]
+CHUNK_COLUMNS = [
+    S.CHUNK_ID, S.CHUNK_DOC_ID, S.CHUNK_TEXT, S.CHUNK_HEADING_PATH, S.CHUNK_START, S.CHUNK_END, S.CHUNK_TOKENS,
+]
+
 
 @dataclass(eq=False)
 class Index:
@@ -52,7 +60,9 @@ class Index:
                 index_dir=index_dir,
                 on_disk=generation,
                 manifest=index_manifest(generation),
-                store=ChunkStore.from_tables(generation.table(S.DOCUMENTS), generation.table(S.CHUNKS)),
+                store=ChunkStore.from_tables(
+                    generation.table(S.DOCUMENTS, columns=DOCUMENT_COLUMNS), generation.table(S.CHUNKS, columns=CHUNK_COLUMNS)
+                ),
                 lexical=LexicalIndex.load(generation.subdir(layout.CHUNKS_BM25)),
                 dense=dense,
                 scopes=load_scopes(generation),

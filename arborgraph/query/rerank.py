@@ -12,7 +12,7 @@ page can neither appear nor move a visible one.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,14 +56,15 @@ class RankingIndex:
         return self.index.store
 
     def layout(self) -> PageLayout:
-        """The index's page layout."""
+        """The index's page layout (the analysed headings and titles of its rows are
+        worked out as the ranking stage reads them, once per distinct heading path)."""
         if self._layout is None:
             store = self.store
             titles = {d: frozenset(analyse(info.title or "")) for d, info in store.docs.items()}
             self._layout = page_layout(
                 store.doc_ids, store.starts, store.n_tokens,
-                [frozenset(analyse(" ".join(path))) for path in store.heading_paths],
-                [titles.get(d, frozenset()) for d in store.doc_ids],
+                RowTerms(lambda row: tuple(store.heading_paths[row]), lambda path: frozenset(analyse(" ".join(path))), len(store)),
+                RowTerms(lambda row: store.doc_ids[row], lambda doc: titles.get(doc, frozenset()), len(store)),
             )
         return self._layout
 
@@ -81,6 +82,25 @@ class RankingIndex:
                     out.setdefault(row, []).append(parent)
             self._parents[scope.tag] = out
         return self._parents[scope.tag]
+
+
+class RowTerms(Sequence[frozenset[str]]):
+    """Analysed terms of each row, computed when read and kept per distinct key (many
+    rows share a heading path or a page title)."""
+
+    def __init__(self, key_of: Callable[[int], Hashable], terms_of: Callable[[Any], frozenset[str]], n: int) -> None:
+        self._key_of, self._terms_of, self._n = key_of, terms_of, n
+        self._memo: dict[Hashable, frozenset[str]] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, row: int) -> frozenset[str]:  # type: ignore[override]
+        key = self._key_of(int(row))
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = self._terms_of(key)
+        return found
 
 
 def route_chunks(reached: Retrieval) -> list[Context]:
