@@ -19,8 +19,12 @@ if TYPE_CHECKING:
     from arborgraph.config import Config
     from arborgraph.kb import KnowledgeBase
     from arborgraph.core.protocols import ProgressCallback
+    from arborgraph.query.settings import QuerySettings
 
-__all__ = ["build", "open", "current_generation", "IndexUnusable", "IndexNotFound", "IndexDamaged", "QueryError", "__version__"]
+__all__ = [
+    "build", "open", "current_generation", "IndexUnusable", "IndexNotFound", "IndexDamaged", "QueryError",
+    "QuerySettings", "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -29,9 +33,13 @@ def __getattr__(name: str) -> Any:
         from arborgraph.index import store
         return getattr(store, name)
     if name == "QueryError":
-        from arborgraph.kb import QueryError
+        from arborgraph.core.errors import QueryError
 
         return QueryError
+    if name == "QuerySettings":
+        from arborgraph.query.settings import QuerySettings
+
+        return QuerySettings
     raise AttributeError(f"module 'arborgraph' has no attribute {name!r}")
 
 
@@ -67,13 +75,24 @@ def build(
     return KnowledgeBase.open(index_dir)
 
 
-def open(index_dir: str | Path) -> "KnowledgeBase":  # noqa: A001 - the API the issue names
+def open(  # noqa: A001 - the API the issue names
+    index_dir: str | Path,
+    settings: "QuerySettings | Mapping[str, Any] | None" = None,
+    *,
+    graph_password: str | None = None,
+    warm: bool = True,
+) -> "KnowledgeBase":
     """Open an existing index; raises :class:`arborgraph.IndexNotFound` when there is
     none at ``index_dir`` and :class:`arborgraph.IndexDamaged` when it cannot be used
-    (both are :class:`arborgraph.IndexUnusable`)."""
+    (both are :class:`arborgraph.IndexUnusable`).
+
+    ``settings`` are its query settings (:class:`arborgraph.QuerySettings`, or changes to
+    the index's own: ``{"top_k": 5, "retrieval": {"ranker": False}}``); ``warm`` loads
+    what every route needs now, so that no question pays for it (see
+    :meth:`arborgraph.kb.KnowledgeBase.open`)."""
     from arborgraph.kb import KnowledgeBase
 
-    return KnowledgeBase.open(index_dir)
+    return KnowledgeBase.open(index_dir, settings, graph_password=graph_password, warm=warm)
 
 
 def current_generation(index_dir: str | Path) -> str:

@@ -181,13 +181,14 @@ class _ProgressBar:
                 self.progress.update(task_id, seconds=timings_s[stage])
 
 
-def _open(index: Path):  # type: ignore[no-untyped-def]
+def _open(index: Path, settings: Any = None, *, graph_password: str | None = None):  # type: ignore[no-untyped-def]
+    """The index, opened for one command: each part loads when the command first needs it."""
     from arborgraph.index.index_dir import live_generation
 
     live_generation(index)  # a mistaken path fails before the query engine loads (seconds)
     import arborgraph
 
-    return arborgraph.open(index)
+    return arborgraph.open(index, settings, graph_password=graph_password, warm=False)
 
 
 @app.command()
@@ -346,13 +347,9 @@ def query(
     try:
         # the batch file is checked whole before the index is even opened
         items = _read_questions(batch) if batch is not None else []
-        kb = _open(index)
-        if graph_backend is not None:
-            from arborgraph.neo4j import graph_server
-
-            given = {"uri": graph_backend, "user": graph_user, "database": graph_database}
-            settings = kb.config.graph_backend.model_copy(update={k: v for k, v in given.items() if v})
-            kb.graph_backend = graph_server(settings, password=graph_password)
+        server = {"uri": graph_backend, "user": graph_user, "database": graph_database}
+        settings = {"graph_backend": {k: v for k, v in server.items() if v}} if graph_backend is not None else None
+        kb = _open(index, settings, graph_password=graph_password)
         if answer or llm_router:
             kwargs["llm"] = kb.chat_model(llm_model)
         if llm_router:

@@ -50,7 +50,7 @@ class IngestConfig(BaseModel):
 
 
 class RetrievalConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
@@ -77,10 +77,27 @@ class RetrievalConfig(BaseModel):
     ranker_model: str | None = Field(
         None, description="a ranker model JSON file (default: the one shipped with Arborgraph)"
     )
+    ann_expansion: int = Field(
+        256, ge=16, description="approximate dense search (large indexes): HNSW candidates explored per question"
+    )
+
+
+class VectorIndexConfig(BaseModel):
+    """The approximate nearest-neighbour index a build adds for large collections
+    (usearch's HNSW over float16 vectors); below ``ann_min_rows`` chunks, dense search is
+    exact and no such index is built."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ann_min_rows: int = Field(
+        50_000, ge=1, description="chunks from which dense search is approximate (an HNSW index is built)"
+    )
+    connectivity: int = Field(16, ge=4, le=128, description="HNSW links per node")
+    expansion_add: int = Field(128, ge=8, description="HNSW candidates kept while inserting")
 
 
 class TreeSearchConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     beam: int | None = Field(
         None, ge=1, description="nodes kept per level when descending the tree (None: raptor's default)"
@@ -94,7 +111,7 @@ class TreeSearchConfig(BaseModel):
 
 
 class RouterConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     min_confidence: float = Field(
         0.55, ge=0, le=1, description="below this, the two best routes are run and fused"
@@ -106,7 +123,7 @@ class GraphBackendConfig(BaseModel):
     """Where the graph route looks up neighbours: in memory, or on the Bolt server
     (Neo4j) the index was exported to with ``arborgraph export-neo4j``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     uri: str = Field("memory", description="'memory', or the server's bolt:// or neo4j:// URI")
     user: str = "neo4j"
@@ -145,6 +162,7 @@ class Config(BaseModel):
     router: RouterConfig = Field(default_factory=RouterConfig)
     graph_backend: GraphBackendConfig = Field(default_factory=GraphBackendConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    vectors: VectorIndexConfig = Field(default_factory=VectorIndexConfig)
     build_tree: bool = True
     build_graph: bool = True
     tree_drift_threshold: float = Field(

@@ -1,49 +1,46 @@
-"""The knowledge base a user opens and queries: one pipeline for every route."""
+"""The knowledge base a user opens and queries: an index, its query engine, its explorer.
+
+:class:`KnowledgeBase` is a thin facade: the opened generation is an
+:class:`~arborgraph.index.opened.Index`, questions go to a
+:class:`~arborgraph.query.engine.QueryEngine` (with one frozen
+:class:`~arborgraph.query.settings.QuerySettings`), and the tree and graph views to an
+:class:`~arborgraph.query.explorer.Explorer`.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
-from functools import cached_property
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+from pydantic import ValidationError
 
-from arborgraph.core.cancel import checkpoint
-from arborgraph.core.errors import QueryError  # noqa: F401 (re-exported)
-from arborgraph.core.questions import question_problem  # noqa: F401 (re-exported)
-from arborgraph.index import layout
-from arborgraph.index import schema as S
-from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import Config
-from arborgraph.query.dense import DenseIndex
-from arborgraph.models.embedding import load_embedder
-from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.errors import IndexDamaged, QueryError
 from arborgraph.core.protocols import Embedder
-from arborgraph.core.lexical import LexicalIndex
-from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale
-from arborgraph.core.retrieval import Retrieval, RetrievalQuery, Retriever
-from arborgraph.query.fusion import fuse_routes, second_route
-from arborgraph.query.lookup import LookupIndex, LookupMode
-from arborgraph.core.results import BuildMode, Context, QueryResult, Route, RoutingDecision, final_scores
-from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, LookupRetriever, TreeRetriever, chunk_refs
-from arborgraph.index.scoped import load_scopes, readable
-from arborgraph.index.manifest import Manifest, index_manifest
-from arborgraph.index.store import Generation, IndexDamaged, open_generation
-from arborgraph.index.scoped import PUBLIC, scope_principals, scope_readable
+from arborgraph.core.results import BuildMode, Context, QueryResult, Route, RoutingDecision
+from arborgraph.index.chunk_store import ChunkStore
+from arborgraph.index.manifest import Manifest
+from arborgraph.index.opened import Index
+from arborgraph.index.scoped import Scope
+from arborgraph.index.store import Generation
+from arborgraph.query.engine import FROM_SETTINGS, QueryEngine
+from arborgraph.query.explorer import Explorer
+from arborgraph.query.lookup import LookupMode
+from arborgraph.query.settings import QuerySettings
 
 if TYPE_CHECKING:
+    from arborgraph.config import GraphBackendConfig
     from arborgraph.core.protocols import ChatModel
     from arborgraph.index.structure_check import StructureReport
     from arborgraph.query.ranking import AnyRanker
-    from arborgraph.query.rerank import RankingIndex
+    from arborgraph.query.retrievers import GraphServers
 
-ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
-DEFAULT_TOP_K = 20
-DEFAULT_BUDGET_TOKENS = 2000
-# structured routes fuse their chunks with this many flat hits
-LOOKUP_DEPTH = 50
+__all__ = ["KnowledgeBase", "QueryError", "QuerySettings"]
+
+SettingsLike = QuerySettings | Mapping[str, Any] | None
 
 
 class KnowledgeBase:
@@ -55,102 +52,93 @@ class KnowledgeBase:
     """
 
     def __init__(
-        self, generation: Generation, index_dir: Path, *, embedder: Embedder | None = None
+        self, index: Index, engine: QueryEngine, *, owns_index: bool = True, settings_given: SettingsLike = None
     ) -> None:
-        self.index_dir = index_dir
-        self.on_disk = generation
-        self.generation: str = generation.name  # "gen-000007"
-        # as read from disk (kept for callers that index it); the code reads the typed one
-        self.manifest: dict[str, Any] = generation.manifest
-        self.index_manifest: Manifest = index_manifest(generation)
-        try:
-            self.config = Config.model_validate(self.index_manifest.config)
-        except ValueError as exc:
-            first = str(exc).splitlines()[0]
-            raise IndexDamaged(
-                f"{index_dir}: the index's configuration is not understood by this version "
-                f"of Arborgraph ({first}); rebuild it or upgrade"
-            ) from None
-        self.store = ChunkStore.from_tables(
-            generation.table(S.DOCUMENTS), generation.table(S.CHUNKS)
-        )
-        dense = (
-            DenseIndex(generation.vectors(S.CHUNK_VECTORS))
-            if generation.has_vectors(S.CHUNK_VECTORS)
-            else None
-        )
-        self.lookup_index = LookupIndex(
-            store=self.store,
-            lexical=LexicalIndex.load(generation.subdir(layout.CHUNKS_BM25)),
-            dense=dense,
-        )
-        mode = self.index_manifest.mode
-        self.mode = BuildMode(
-            llm_model=mode.llm_model, embedding=mode.embedding, lexical_fallback=mode.lexical_fallback
-        )
-        self.routes: list[str] = list(self.index_manifest.routes)
-        self.scopes = load_scopes(generation)
-        if TYPE_CHECKING:
-            from arborgraph.neo4j import GraphServer
-
-        # where the graph route expands: None in memory, else the server the index was
-        # exported to (connects on first use); the caller may set it. The Neo4j code and
-        # its driver load only for a server.
-        self.graph_backend: GraphServer | None = None
-        if self.config.graph_backend.uri != "memory":
-            from arborgraph.neo4j import graph_server
-
-            self.graph_backend = graph_server(self.config.graph_backend)
-        self._given_embedder = embedder
-        self._embedder: Embedder | None = None
-        self._embedder_error: str | None = None
-        self._chat: Any = None
-        from arborgraph.query.ranking import load_model
-
-        # the learned ranking stage (None: the routes' own orders); settable, e.g. by
-        # benchmarks/train_ranker.py to score a fold's model
-        self.ranker: AnyRanker | None = (
-            load_model(self.config.retrieval.ranker_model) if self.config.retrieval.ranker else None
-        )
+        self.index = index
+        self.engine = engine
+        self.explorer = Explorer(index, engine.chunk_mask)
+        self._owns_index = owns_index
+        # what the caller asked for, applied again to the newer generation on refresh()
+        self._settings_given = settings_given
+        self._graph_password: str | None = None
 
     @classmethod
-    def open(cls, index_dir: str | Path, *, embedder: Embedder | None = None) -> "KnowledgeBase":
+    def open(
+        cls,
+        index_dir: str | Path,
+        settings: SettingsLike = None,
+        *,
+        embedder: Embedder | None = None,
+        graph_password: str | None = None,
+        warm: bool = True,
+    ) -> "KnowledgeBase":
         """Open the index at ``index_dir``.
 
-        ``embedder`` embeds queries instead of the model named in the index's config (e.g.
-        one the caller plugged into ``build_index(embedder_factory=...)``); its ``name``
-        must equal the one the index was built with, else queries fall back to lexical
-        retrieval and say why, as with any other model mismatch.
+        ``settings`` are the query settings (a :class:`QuerySettings`, or changes to the
+        index's own as a mapping: ``{"top_k": 5, "retrieval": {"ranker": False}}``).
+        ``embedder`` embeds queries instead of the model named in the index's config; its
+        ``name`` must equal the one the index was built with, else queries fall back to
+        lexical retrieval and say why. ``graph_password`` is the graph server's password
+        when the settings name one (``graph_backend``). ``warm`` loads now what every
+        route needs (the query embedder, trees, graphs), so no question pays for it.
         """
-        index_dir = Path(index_dir)
-        generation = open_generation(index_dir, pin=True, shape=Manifest)
+        index = Index.open(index_dir)
         try:
-            return cls(generation, index_dir, embedder=embedder)
+            config = _stored_config(index)
+            resolved = resolve_settings(QuerySettings.from_config(config), settings)
+            engine = QueryEngine(
+                index, config, resolved, embedder=embedder,
+                graph_servers=_graph_servers(resolved.graph_backend, graph_password),
+            )
+            kb = cls(index, engine, settings_given=settings)
+            kb._graph_password = graph_password
+            if warm:
+                engine.warm()
+            return kb
         except BaseException:
-            generation.close()
+            index.close()
             raise
 
+    def with_settings(
+        self, settings: SettingsLike = None, *, ranker: "AnyRanker | None" = FROM_SETTINGS,
+        graph_password: str | None = None,
+    ) -> "KnowledgeBase":
+        """A knowledge base on the same opened index with other query settings (or another
+        ``ranker`` model, e.g. one being trained). It shares this one's index and query
+        embedder; closing it closes only its own graph server connections."""
+        resolved = resolve_settings(self.settings, settings)
+        engine = QueryEngine(
+            self.index, self.config, resolved, embedder=self.engine.embedder or self.engine._given_embedder,
+            ranker=ranker, graph_servers=_graph_servers(resolved.graph_backend, graph_password),
+        )
+        return KnowledgeBase(self.index, engine, owns_index=False, settings_given=resolved)
+
     def refresh(self) -> "KnowledgeBase":
-        """A new knowledge base on the newest generation of the same index (the query
-        embedder this one loaded is carried over when the new generation was embedded
-        with the same model). This one keeps working, on its own generation, until it
-        is closed."""
-        newer = KnowledgeBase.open(self.index_dir, embedder=self._given_embedder)
-        if self._embedder is not None and self._embedder.name == newer.mode.embedding:
-            newer._embedder = self._embedder
+        """A new knowledge base on the newest generation of the same index, with the same
+        settings (the query embedder this one loaded is carried over when the new
+        generation was embedded with the same model). This one keeps working, on its own
+        generation, until it is closed."""
+        loaded = self.engine.embedder
+        newer = KnowledgeBase.open(
+            self.index_dir, self._settings_given, embedder=self.engine._given_embedder,
+            graph_password=self._graph_password, warm=False,
+        )
+        if loaded is not None and loaded.name == newer.mode.embedding:
+            newer.engine._embedder = loaded
+        newer.engine.warm()
         return newer
 
     def close(self) -> None:
         """Release the hold on :attr:`generation` (a later build may then prune it, after
         which structures not loaded yet cannot be) and close the graph server's
         connections, if any. Closing twice is harmless."""
-        self.on_disk.close()
-        if self.graph_backend is not None:
-            self.graph_backend.close()
+        self.engine.close()
+        if self._owns_index:
+            self.index.close()
 
     @property
     def closed(self) -> bool:
-        return self.on_disk.pin is None or not self.on_disk.pin.held
+        return self.index.closed
 
     def __enter__(self) -> "KnowledgeBase":
         return self
@@ -158,64 +146,79 @@ class KnowledgeBase:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- shared machinery -------------------------------------------------------------
+    # -- what it is -------------------------------------------------------------------
 
-    @cached_property
+    @property
+    def index_dir(self) -> Path:
+        return self.index.index_dir
+
+    @property
+    def generation(self) -> str:
+        """The generation served ("gen-000007")."""
+        return self.index.generation
+
+    @property
+    def on_disk(self) -> Generation:
+        return self.index.on_disk
+
+    @property
+    def index_manifest(self) -> Manifest:
+        return self.index.manifest
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The manifest as read from disk (the typed one is :attr:`index_manifest`)."""
+        return self.index.on_disk.manifest
+
+    @property
+    def config(self) -> Config:
+        """The config the index was built with."""
+        return self.engine.config
+
+    @property
+    def settings(self) -> QuerySettings:
+        """The query settings every question uses unless given others."""
+        return self.engine.settings
+
+    @property
+    def store(self) -> ChunkStore:
+        return self.index.store
+
+    @property
+    def mode(self) -> BuildMode:
+        return self.index.mode
+
+    @property
+    def routes(self) -> list[str]:
+        return self.index.routes
+
+    @property
+    def scopes(self) -> list[Scope]:
+        return self.index.scopes
+
+    @property
+    def ranker(self) -> "AnyRanker | None":
+        """The ranking stage's model (None: the routes' own orders)."""
+        return self.engine.ranker
+
+    @property
+    def graph_backend(self) -> "GraphServers | None":
+        """Where the graph route expands: None in memory, else the Bolt server."""
+        return self.engine.graph_servers
+
+    @property
     def count_tokens(self) -> Callable[[str], int]:
-        from ingest import load_token_counter
+        return self.engine.count_tokens
 
-        return load_token_counter()
-
-    def embed_query(self, text: str) -> np.ndarray | None:
-        """The query vector, or None when the index (or this machine) has no model."""
-        if self.mode.embedding is None or self._embedder_error is not None:
-            return None
-        if self._embedder is None:
-            try:
-                self._embedder = self._load_query_embedder()
-            except (EmbedderUnavailable, ImportError, ValueError) as exc:
-                self._embedder_error = str(exc)
-                return None
-            if self._embedder.name != self.mode.embedding:
-                self._embedder_error = (
-                    f"index was embedded with {self.mode.embedding}, this machine loads "
-                    f"{self._embedder.name}"
-                )
-                self._embedder = None
-                return None
-        return self._embedder.encode([text])[0]
-
-    def _load_query_embedder(self) -> Embedder:
-        """The query embedder: the one given to open, else the index's local or OpenAI-compatible one."""
-        if self._given_embedder is not None:
-            return self._given_embedder
-        if self.mode.embedding and self.mode.embedding.startswith("openai/"):
-            from arborgraph.llm.factory import open_provider
-
-            return open_provider(self.config.llm, self.index_dir, chat=False, embeddings=True).embedder
-        return load_embedder(self.config.embedding)
-
-    def _fallback_note(self) -> str | None:
-        if self.mode.embedding is None:
-            return "lexical fallback: the index was built without the embedding model"
-        if self._embedder_error is not None:
-            return f"lexical fallback: {self._embedder_error}"
-        return None
-
-    def chunk_mask(
-        self, principal: str | None, as_of: dt.date | None, include_stale: bool = False
-    ) -> np.ndarray:
-        return self.store.chunk_mask(self.store.allowed_docs(principal, as_of, include_stale))
-
-    # -- the query pipeline -----------------------------------------------------------
+    # -- questions ----------------------------------------------------------------------
 
     def query(
         self,
         question: str,
         route: Literal["auto", "lookup", "tree", "graph", "global"] = "auto",
         *,
-        top_k: int = DEFAULT_TOP_K,
-        budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+        top_k: int | None = None,
+        budget_tokens: int | None = None,
         principal: str | None = None,
         as_of: dt.date | None | Literal["today"] = "today",
         include_stale: bool = False,
@@ -223,16 +226,20 @@ class KnowledgeBase:
         llm: "ChatModel | None" = None,
         llm_router: bool | None = None,
         candidates: int | None = None,
+        settings: SettingsLike = None,
     ) -> QueryResult:
         """Answer ``question`` with cited contexts from the best route (or the forced one).
 
-        At most ``top_k`` contexts are returned, on every route, in the order of the
-        final ranking; each context's ``score`` is that ordering's score (1.0 for the
-        first, never increasing down the list; the retriever's own score is in
-        ``extra["retriever_score"]``). ``candidates`` is how many contexts a tree, graph
-        or global route hands to the final assembly (default ``3 * top_k``: structure
-        overviews and inserted sections compete with the flat hits for the ``top_k``
-        places and the token budget); the lookup route hands ``top_k``.
+        At most ``top_k`` contexts are returned (default: the settings'), on every route,
+        in the order of the final ranking; each context's ``score`` is that ordering's
+        score (1.0 for the first, never increasing down the list; the retriever's own
+        score is in ``extra["retriever_score"]``). ``candidates`` is how many contexts a
+        tree, graph or global route hands to the final assembly (default ``3 * top_k``:
+        structure overviews and inserted sections compete with the flat hits for the
+        ``top_k`` places and the token budget); the lookup route hands ``top_k``.
+        ``settings`` (a :class:`QuerySettings` or changes to this knowledge base's) apply
+        to this question only; ``top_k``, ``budget_tokens`` and ``candidates`` are short
+        for the same.
 
         ``principal`` restricts results to documents it may read (None: public only).
         ``as_of`` keeps documents current on that date (default today, None: no date
@@ -242,375 +249,122 @@ class KnowledgeBase:
         contexts by number; without it ``answer`` stays None. ``llm_router=True`` (default:
         the ``router.llm`` setting) lets that LLM pick the route of an ``auto`` question.
         """
-        self._check_query(question, route, top_k, budget_tokens, candidates)
-        when = dt.date.today() if as_of == "today" else as_of
-        q = self._retrieval_query(
-            question, principal, self.chunk_mask(principal, when, include_stale), top_k,
-            3 * top_k if candidates is None else candidates,
+        changes = {k: v for k, v in (("top_k", top_k), ("budget_tokens", budget_tokens), ("candidates", candidates)) if v is not None}
+        s = resolve_settings(self.settings, settings)
+        if changes:
+            s = resolve_settings(s, changes)
+        return self.engine.query(
+            question, route, principal=principal, as_of=as_of, include_stale=include_stale,
+            answer=answer, llm=llm, llm_router=llm_router, settings=s,
         )
-        fallback = self._fallback_note()
-        checkpoint()
-        decision = self._decide(route, q, llm, llm_router)
-        checkpoint()
-        found = self._run(decision.route, q)
-        second = second_route(decision, self.routes, self.config.router.min_confidence)
-        if second is not None:
-            checkpoint()
-            decision = decision.model_copy(update={"fused_with": second})
-            found = fuse_routes(found, self._run(second, q), decision.confidence, self.config.router.min_confidence)
-        checkpoint()
-        mode = self.mode
-        if q.query_vector is None:
-            flag_lexical_fallback(found.contexts)
-            # also when the index has vectors but the model failed to load for this query
-            mode = mode.model_copy(update={"lexical_fallback": True})
-        if include_stale:
-            flag_stale(found.contexts, self.store.stale_docs(when), self._doc_of_chunk)
-        kept, cut = assemble(found.contexts, budget_tokens, top_k, self._tokens)
-        final_scores(kept)
-        text = None
-        if answer:
-            from arborgraph.query.answer import generate_answer
-
-            checkpoint()
-            text = generate_answer(llm or self.chat_model(), question, kept)
-        return QueryResult(
-            question=question,
-            route=decision.route,
-            routing=decision,
-            contexts=kept,
-            mode=mode,
-            answer=text,
-            notes=([fallback] if fallback else []) + found.notes,
-            retrieved=found.rankings,
-            budget_cut=cut,
-        )
-
-    def chat_model(self, model: str | None = None) -> "ChatModel":
-        """The OpenAI-compatible chat model from the config (``model`` overrides its name),
-        cached in the index's LLM cache; raises QueryError when none is configured."""
-        from arborgraph.llm.factory import ProviderMissing, open_provider
-
-        name = model or self.config.llm.model
-        if not name:
-            raise QueryError(
-                "--answer and --llm-router need an LLM: pass --llm-model NAME (or set llm.model / ARBORGRAPH_LLM__MODEL)"
-            )
-        if self._chat is None or self._chat.model != name:
-            llm = self.config.llm.model_copy(update={"model": name})
-            try:  # checked before the cache is opened: a missing key is the user's to fix
-                self._chat = open_provider(llm, self.index_dir).chat
-            except (ProviderMissing, ValueError) as exc:
-                raise QueryError(str(exc)) from None
-        return self._chat
-
-    def _check_query(
-        self, question: object, route: str, top_k: int, budget_tokens: int, candidates: int | None
-    ) -> None:
-        """Raise QueryError for a question or option :meth:`query` cannot take."""
-        if (problem := question_problem(question)) is not None:
-            raise QueryError(problem)
-        if route != "auto" and route not in ROUTES:
-            raise QueryError(f"unknown route '{route}' (choose auto, {', '.join(ROUTES)})")
-        if route != "auto" and route not in self.routes:
-            raise QueryError(
-                f"this index has no '{route}' route (built: {', '.join(self.routes)}); "
-                "rebuild it with that structure enabled"
-            )
-        if top_k < 1 or budget_tokens < 1 or (candidates is not None and candidates < 1):
-            raise QueryError("top_k, budget_tokens and candidates must be positive")
-
-    def _retrieval_query(
-        self, question: str, principal: str | None, mask: np.ndarray, top_k: int, pool: int
-    ) -> RetrievalQuery:
-        """The query every route and the ranking stage see: the question embedded, and
-        its flat hits under ``mask`` (every route starts from them: structures fuse with
-        them, the router reads their spread), ranked once."""
-        query_vector = self.embed_query(question)
-        hits = self._lookup().search(question, query_vector, mask, max(top_k, LOOKUP_DEPTH))
-        return RetrievalQuery(question, query_vector, mask, readable(self.scopes, principal), top_k, pool, hits)
-
-    def _decide(
-        self, route: str, q: RetrievalQuery, llm: "ChatModel | None", llm_router: bool | None
-    ) -> RoutingDecision:
-        if route != "auto":
-            return RoutingDecision(route=route, forced=True, reason="route forced by caller")  # type: ignore[arg-type]
-        use_llm = self.config.router.llm if llm_router is None else llm_router
-        return self.route_question(q.question, q.hits.contexts, llm=(llm or self.chat_model()) if use_llm else None)
-
-    def _lookup(self) -> LookupRetriever:
-        return LookupRetriever(self.lookup_index, self.config.retrieval)
-
-    def _retriever(self, route: str) -> Retriever:
-        """The route's retriever, built from the index's parts as they are now (the
-        query embedder loads on first use; settings and the graph server may be set)."""
-        if route == "lookup":
-            return self._lookup()
-        if route == "tree":
-            return TreeRetriever(self.lookup_index, self.config.tree_search, self.count_tokens)
-        if route == "graph":
-            return GraphRetriever(
-                self.lookup_index, self._embedder, settings=self.config.graph_search, servers=self.graph_backend
-            )
-        return GlobalRetriever(self.lookup_index, self._embedder, settings=self.config.global_search)
-
-    def _run(self, route: str, q: RetrievalQuery) -> Retrieval:
-        """One route's candidates for the final assembly: what its retriever found,
-        ordered by the ranking stage when there is one, else composed with the flat hits."""
-        found = self._retriever(route).retrieve(q)
-        checkpoint()
-        ranked = None
-        # a structure that found nothing falls back to the flat hits as they are
-        if self.ranker is not None and (route == "lookup" or found.contexts):
-            from arborgraph.query.rerank import rerank
-
-            ranked = rerank(self._ranking_index, self.ranker, q, found, self.config.retrieval)
-        return compose(
-            found, q.hits, top_k=q.top_k, pool=q.pool,
-            retrieval=self.config.retrieval, tree_search=self.config.tree_search, ranked=ranked,
-        )
-
-    @cached_property
-    def _ranking_index(self) -> "RankingIndex":
-        """What the ranking stage reads of this index (its page layout computed once)."""
-        from arborgraph.query.rerank import RankingIndex
-
-        return RankingIndex(self.lookup_index, self.routes)
-
-    def route_question(
-        self, question: str, hits: list[Context] | None = None, llm: "ChatModel | None" = None
-    ) -> RoutingDecision:
-        """Pick a route for ``question`` among the routes this index has built.
-
-        ``hits`` are its flat lookup hits when the caller has them (when the router
-        model weighs their spread and they are not given, public ones are looked up).
-        With ``llm`` the chat model decides; the classifier still orders the other
-        routes (the runner-up a low-confidence decision is fused with), and answers
-        alone if the LLM call fails (the reason says so).
-        """
-        from arborgraph.query.router import default_model, route_question, with_llm_choice
-
-        if hits is None and default_model().spread_stage is not None:
-            hits = self.lookup(question, top_k=20)
-        decision = route_question(
-            question,
-            available=self.routes,
-            hits=None if hits is None else [(c.source, c.heading_path) for c in hits[:20]],
-        )
-        if llm is None:
-            return decision
-        from arborgraph.core.errors import LLMError
-        from arborgraph.query.router_llm import llm_route
-
-        try:
-            chosen = llm_route(llm, question, self.routes)
-        except LLMError as exc:
-            return decision.model_copy(update={"reason": f"{decision.reason} (LLM router failed: {exc})"})
-        return with_llm_choice(decision, chosen)
-
-    def ranking_candidates(
-        self, question: str, route: Route, *, principal: str | None = None, top_k: int = DEFAULT_TOP_K,
-    ) -> tuple[list[str], np.ndarray]:
-        """The chunk ids the ranking stage orders for ``question`` on ``route``, and their
-        feature matrix (columns: :data:`arborgraph.query.ranking.FEATURES`), computed exactly
-        as :meth:`query` computes them; for training and inspecting the ranker."""
-        from arborgraph.query.rerank import candidates
-
-        q = self._retrieval_query(question, principal, self.chunk_mask(principal, dt.date.today()), top_k, 3 * top_k)
-        found = self._retriever(route).retrieve(q)
-        rows, matrix = candidates(self._ranking_index, q, found, self.config.retrieval)
-        return [self.store.chunk_ids[r] for r in rows], matrix
 
     def lookup(
         self,
         question: str,
         *,
         mode: LookupMode = "hybrid",
-        top_k: int = DEFAULT_TOP_K,
+        top_k: int | None = None,
         principal: str | None = None,
         as_of: dt.date | None | Literal["today"] = "today",
     ) -> list[Context]:
         """Flat retrieval only (BM25, dense or hybrid): the baselines the eval compares to."""
-        when = dt.date.today() if as_of == "today" else as_of
-        vector = None if mode == "bm25" else self.embed_query(question)
-        return self._lookup().search(question, vector, self.chunk_mask(principal, when), top_k, mode=mode).contexts
+        return self.engine.lookup(question, mode=mode, top_k=top_k, principal=principal, as_of=as_of)
 
-    def _tokens(self, ctx: Context) -> int:
-        """Tokens of a context; a whole chunk's count was stored when it was indexed
-        (tokenising every candidate again was most of a query's time)."""
-        row = self.store.row_of.get(ctx.node_id) if ctx.kind == "chunk" else None
-        if row is not None and ctx.text == self.store.texts[row]:
-            return self.store.n_tokens[row]
-        return self.count_tokens(ctx.text)
+    def route_question(
+        self, question: str, hits: list[Context] | None = None, llm: "ChatModel | None" = None
+    ) -> RoutingDecision:
+        """Pick a route for ``question`` among the routes this index has built (see
+        :meth:`arborgraph.query.engine.QueryEngine.route_question`)."""
+        return self.engine.route_question(question, hits, llm)
 
-    def _doc_of_chunk(self, chunk_id: str) -> str | None:
-        row = self.store.row_of.get(chunk_id)
-        return None if row is None else self.store.doc_ids[row]
+    def ranking_candidates(
+        self, question: str, route: Route, *, principal: str | None = None, top_k: int | None = None,
+    ) -> tuple[list[str], np.ndarray]:
+        """The chunk ids the ranking stage orders for ``question`` on ``route``, and their
+        feature matrix, computed exactly as :meth:`query` computes them."""
+        return self.engine.ranking_candidates(question, route, principal=principal, top_k=top_k)
 
-    # -- exploration ------------------------------------------------------------------
+    def embed_query(self, text: str) -> np.ndarray | None:
+        """The query vector, or None when the index (or this machine) has no model."""
+        return self.engine.embed_query(text)
+
+    def chat_model(self, model: str | None = None) -> "ChatModel":
+        """The chat model of the settings (``model`` overrides its name); QueryError when none."""
+        return self.engine.chat_model(model)
+
+    def chunk_mask(self, principal: str | None, as_of: dt.date | None, include_stale: bool = False) -> np.ndarray:
+        """The chunk rows ``principal`` may read on ``as_of`` (read-only)."""
+        return self.engine.chunk_mask(principal, as_of, include_stale)
+
+    # -- exploration --------------------------------------------------------------------
 
     def readable_scopes(self, principal: str | None = None) -> list[str]:
-        """The access scopes ``principal`` may read: 'public' and 'acl:a,b' keys, each
-        with its own tree and graph; the most specific (fewest principals) first."""
-        return [s.scope for s in self._scopes_for(principal)]
-
-    def _scopes_for(self, principal: str | None) -> list[Any]:
-        return sorted(
-            readable(self.scopes, principal),
-            key=lambda s: (s.scope == PUBLIC, len(scope_principals(s.scope)), s.scope),
-        )
-
-    def _pick_scope(self, principal: str | None, scope: str | None, what: str) -> Any:
-        scopes = self._scopes_for(principal)
-        if not scopes:
-            raise QueryError(f"no {what} readable by this principal")
-        if scope is None:
-            return scopes[0]
-        for candidate in scopes:
-            if candidate.scope == scope:
-                return candidate
-        raise QueryError(
-            f"no {what} of scope {scope!r} readable by this principal "
-            f"(readable: {', '.join(s.scope for s in scopes)})"
-        )
-
-    def structure(self, principal: str | None = None) -> "StructureReport":
-        """How readable the trees, graphs and communities ``principal`` may read are: name
-        lengths, strung titles, sibling repeats, grounding, co-occurrence share, headings
-        among the best-connected entities, community-title shape
-        (:mod:`arborgraph.index.structure_check`)."""
-        from arborgraph.index.structure_check import structure_report
-
-        scopes = [(s.tag, s.scope) for s in self._scopes_for(principal)]
-        return structure_report(str(self.index_dir), self.on_disk, scopes)
+        """The access scopes ``principal`` may read, the most specific first."""
+        return self.explorer.readable_scopes(principal)
 
     def tree_view(self, principal: str | None = None, *, scope: str | None = None) -> Any:
-        """A :class:`raptor.TreeView` of one tree ``principal`` may read: ``scope`` (one
-        of :meth:`readable_scopes`), by default the most specific one (the public tree
-        when there is no principal)."""
-        if "tree" not in self.routes:
-            raise QueryError("this index has no tree (built with --no-tree)")
-        from raptor import TreeView
-
-        return TreeView(self._pick_scope(principal, scope, "tree").tree)
+        """A :class:`raptor.TreeView` of one tree ``principal`` may read (see :class:`Explorer`)."""
+        return self.explorer.tree_view(principal, scope=scope)
 
     def graph_view(
-        self,
-        principal: str | None = None,
-        *,
-        scope: str | None = None,
+        self, principal: str | None = None, *, scope: str | None = None,
         as_of: dt.date | None | Literal["today"] = "today",
     ) -> Any:
-        """A :class:`graphrag.GraphView` of one graph ``principal`` may read: ``scope``
-        (one of :meth:`readable_scopes`), by default the most specific one (the public
-        graph when there is no principal). Its passages are those current on ``as_of``
-        (default today; None: no date check), as in :meth:`query`."""
-        if "graph" not in self.routes:
-            raise QueryError("this index has no graph (built with --no-graph)")
-        chosen = self._pick_scope(principal, scope, "graph")
-        from graphrag import GraphView
+        """A :class:`graphrag.GraphView` of one graph ``principal`` may read (see :class:`Explorer`)."""
+        return self.explorer.graph_view(principal, scope=scope, as_of=as_of)
 
-        when = dt.date.today() if as_of == "today" else as_of
-        return GraphView(chosen.graph, chunk_text=chunk_refs(self.store, self.chunk_mask(principal, when)))
-
-    @cached_property
+    @property
     def tree(self) -> Any:
         """The public tree: levels, nodes, outline, plots (see :class:`raptor.TreeView`)."""
-        return self.tree_view()
+        return self.explorer.tree_view()
 
-    @cached_property
+    @property
     def graph(self) -> Any:
         """The public graph: entities, communities, paths (see :class:`graphrag.GraphView`)."""
-        return self.graph_view()
+        return self.explorer.graph_view()
 
-    def _repr_html_(self) -> str:
-        import html
-
-        info = self.info()
-        counts = ", ".join(f"{k}: {v}" for k, v in info["counts"].items())
-        stages = self.index_manifest.report.stages
-        rows = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
-            for k, v in [
-                ("index", info["index_dir"]),
-                ("built", f"{info['built_at']} ({info['generation']})"),
-                ("mode", info["mode"]["label"]),
-                ("routes", ", ".join(info["routes"])),
-                ("counts", counts),
-                *[(name, ", ".join(f"{a}={b}" for a, b in st.items() if not isinstance(b, dict))) for name, st in stages.items()],
-                ("size", f"{info['bytes_total'] / 2**20:.1f} MiB"),
-            ]
-        )
-        return f"<div><b>Arborgraph knowledge base</b><table>{rows}</table></div>"
-
-    # -- inspection -------------------------------------------------------------------
+    def structure(self, principal: str | None = None) -> "StructureReport":
+        """How readable the structures ``principal`` may read are (see :class:`Explorer`)."""
+        return self.explorer.structure(principal)
 
     def info(self, principal: str | None = None) -> dict[str, Any]:
-        """What the index holds: the manifest (config, per-document content hashes with
-        format and title, the build's skipped files and warnings, access scopes), counts
-        and on-disk sizes.
+        """What the index holds, as far as ``principal`` may know it (see :meth:`Explorer.info`)."""
+        return self.explorer.info(principal)
 
-        Everything is what ``principal`` may read (None: public documents only), as for
-        queries: ``documents``, ``scopes`` and the scoped tables list only readable ones,
-        ``counts`` count readable documents and chunks, and build warnings naming a
-        hidden document are left out. A caller who may not read every document sees no
-        byte sizes of the tables shared by all scopes (they would tell how much is
-        hidden), and those tables' row counts are its readable counts.
-        """
-        manifest = self.index_manifest
-        files, report = manifest.files, manifest.report
-        readable = self.store.readable_docs(principal)
-        hidden = [d for d in self.store.docs if d not in readable]
-        scopes = [s for s in manifest.scopes if scope_readable(s.scope, principal)]
-        tags = {s.tag for s in scopes}
-        counts = {
-            **manifest.counts,
-            "documents": len(readable),
-            "chunks": int(self.store.chunk_mask(readable).sum()),
-        }
-        tables: dict[str, dict[str, Any]] = {}
-        for name, record in sorted(files.items()):
-            if "rows" not in record.model_fields_set:
-                continue
-            tag = layout.scope_tag_of(name)
-            if tag is not None:
-                if tag in tags:
-                    tables[name] = {"rows": record.rows, "bytes": record.bytes}
-            elif not hidden:
-                tables[name] = {"rows": record.rows, "bytes": record.bytes}
-            elif (shared := Path(name).name.split(".")[0]) in ("documents", "chunks"):  # the readable ones
-                tables[name] = {"rows": counts[shared], "bytes": None}
-        return {
-            "index_dir": str(self.index_dir),
-            "generation": manifest.generation,
-            "schema_version": manifest.schema_version,
-            "arborgraph_version": manifest.arborgraph_version,
-            "built_at": manifest.built_at,
-            "mode": {**self.mode.model_dump(), "label": self.mode.label},
-            "routes": self.routes,
-            "counts": counts,
-            "timings_s": manifest.timings_s,
-            "bytes_total": None if hidden else sum(f.bytes for f in files.values()),
-            "tables": tables,
-            **manifest.llm_usage(),
-            "config": manifest.config,
-            "documents": self._document_info(readable),
-            "skipped": [s.model_dump(mode="json") for s in report.skipped],
-            # a warning naming a document the caller may not read is left out with it
-            "warnings": [w for w in report.warnings if not any(d in w for d in hidden)],
-            "scopes": [
-                dict(sorted(s.model_dump(mode="json", exclude_unset=True).items()))  # keys as on disk
-                for s in scopes
-            ],
-        }
+    def _repr_html_(self) -> str:
+        return self.explorer.summary_html()
 
-    def _document_info(self, readable: set[str]) -> dict[str, dict[str, Any]]:
-        """doc id -> content hash, format and title (the hash from the manifest, the
-        rest from the documents table), for the ``readable`` documents only."""
-        hashes = self.index_manifest.documents
-        rows = self.on_disk.table(S.DOCUMENTS, columns=[S.DOC_ID, S.DOC_FORMAT, S.DOC_TITLE]).to_pylist()
-        described = {r[S.DOC_ID]: {"format": r[S.DOC_FORMAT], "title": r[S.DOC_TITLE]} for r in rows}
-        return {
-            doc_id: {"content_hash": hashes.get(doc_id), **described.get(doc_id, {})}
-            for doc_id in sorted((set(hashes) | set(described)) & readable)
-        }
+
+def resolve_settings(base: QuerySettings, given: SettingsLike) -> QuerySettings:
+    """``given`` settings, or ``base`` with ``given``'s changes; QueryError when invalid."""
+    if given is None:
+        return base
+    if isinstance(given, QuerySettings):
+        return given
+    try:
+        return base.updated(given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise QueryError(f"query setting {where}: {first['msg']}") from None
+
+
+def _stored_config(index: Index) -> Config:
+    try:
+        return Config.model_validate(index.manifest.config)
+    except ValueError as exc:
+        first = str(exc).splitlines()[0]
+        raise IndexDamaged(
+            f"{index.index_dir}: the index's configuration is not understood by this version "
+            f"of Arborgraph ({first}); rebuild it or upgrade"
+        ) from None
+
+
+def _graph_servers(config: "GraphBackendConfig", password: str | None) -> "GraphServers | None":
+    """The Bolt server the settings name (connecting on first use), or None for memory;
+    the Neo4j code and its driver load only for a server."""
+    if config.uri == "memory":
+        return None
+    from arborgraph.neo4j import graph_server
+
+    return graph_server(config, password=password)

@@ -313,7 +313,7 @@ def bench_eval(index_dir: Path, tree_dir: Path, questions: Path, budget_words: i
     leaves = tree.leaves()
 
     def lexical_scores(question: str) -> dict[str, float]:
-        chunk_scores = kb.lookup_index.lexical.scores(question)
+        chunk_scores = kb.index.lexical.scores(question)
         out = {}
         for leaf in leaves:
             row = kb.store.row_of.get(leaf.node_id)

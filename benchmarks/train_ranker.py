@@ -256,13 +256,10 @@ def systems_for(kb: arborgraph.KnowledgeBase, full: AnyRanker | None, ablation: 
     header = kb.config.retrieval.structure_header
 
     def routed(route: str, model: AnyRanker | None, structure_header: int = header):  # type: ignore[no-untyped-def]
+        variant = kb.with_settings({"retrieval": {"structure_header": structure_header}}, ranker=model)
+
         def run(q: Question):  # type: ignore[no-untyped-def]
-            kb.ranker = model
-            kb.config.retrieval.structure_header = structure_header
-            try:
-                res = kb.query(q.question, route=route, top_k=EVAL_TOP_K, budget_tokens=BUDGET_WORDS * 4)  # type: ignore[arg-type]
-            finally:
-                kb.config.retrieval.structure_header = header
+            res = variant.query(q.question, route=route, top_k=EVAL_TOP_K, budget_tokens=BUDGET_WORDS * 4)  # type: ignore[arg-type]
             return res.contexts, res.route
 
         return run
@@ -366,7 +363,6 @@ def main() -> int:
         cache = args.cache / f"{n}.npz" if args.cache else None
         loaded = load_groups(cache) if cache and cache.exists() else None
         if loaded is None:
-            kbs[n].ranker = None
             loaded = collect(kbs[n], questions[n])
             if cache:
                 cache.parent.mkdir(parents=True, exist_ok=True)

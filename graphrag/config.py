@@ -50,7 +50,7 @@ class GraphConfig(BaseModel):
 class GraphSearchConfig(BaseModel):
     """Limits and weights of :func:`graphrag.search.graph_search` (``Config.graph_search``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     budget_words: int = Field(1500, description="stop adding contexts beyond this many words")
     max_linked: int = 6
@@ -79,7 +79,7 @@ class GraphSearchConfig(BaseModel):
 class GlobalSearchConfig(BaseModel):
     """Limits and weights of :func:`graphrag.global_search.global_search` (``Config.global_search``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     budget_words: int = 1500
     first_hop: int = Field(4, description="with candidate_chunks: how many of them lead the answer")

@@ -47,7 +47,8 @@ class LexicalIndex:
 
     @classmethod
     def load(cls, directory: Path) -> "LexicalIndex":
-        retriever = bm25s.BM25.load(str(directory))
+        # mapped, not read: a large index's postings load as questions touch them
+        retriever = bm25s.BM25.load(str(directory), mmap=True)
         n_rows = int((Path(directory) / "rows.txt").read_text(encoding="utf-8"))
         return cls(retriever, n_rows)
 
@@ -65,3 +66,14 @@ class LexicalIndex:
         if self.n_rows == 0:
             return np.zeros(0, dtype=np.float32)
         return np.asarray(self._retriever.get_scores([token]), dtype=np.float32)
+
+    def postings(self, token: str) -> np.ndarray:
+        """The rows holding one analysed token (ascending): its posting list, read from
+        the index without scoring any other row."""
+        token_id = self._retriever.vocab_dict.get(token) if self.n_rows else None
+        if token_id is None:
+            return np.zeros(0, dtype=np.int64)
+        index = self._retriever.scores
+        start, end = int(index["indptr"][token_id]), int(index["indptr"][token_id + 1])
+        rows = np.asarray(index["indices"][start:end], dtype=np.int64)
+        return np.sort(rows[np.asarray(index["data"][start:end]) > 0])

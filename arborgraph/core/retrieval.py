@@ -48,6 +48,26 @@ class Retrieval:
 
 
 @dataclass(frozen=True, eq=False)  # arrays inside: compared by identity
+class QueryScores:
+    """One question's scores over the index's chunk rows, computed once per query and
+    read by every step that needs them (lookup, the routes, the ranking stage).
+
+    ``bm25`` holds every row's BM25 score (a pass over the postings of the question's
+    terms), ``terms`` each distinct analysed question term with the rows holding it (its
+    posting list). ``dense`` holds cosines with the question: every row's when the
+    search is exact (``dense_known`` None), else only the rows marked in ``dense_known``
+    (the approximate search's hits, and rows filled in later), the others ``-2``. None:
+    no vectors or no query vector. Nothing here is masked: each reader applies the
+    caller's mask.
+    """
+
+    bm25: np.ndarray
+    terms: tuple[tuple[str, np.ndarray], ...]
+    dense: np.ndarray | None = None
+    dense_known: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)  # arrays inside: compared by identity
 class RetrievalQuery:
     """One query as every route and the ranking stage see it.
 
@@ -56,7 +76,8 @@ class RetrievalQuery:
     may read. ``top_k`` contexts are returned in the end; a structured route hands
     ``pool`` candidates to the final assembly. ``hits`` is the flat lookup ranking
     (route ``lookup``), computed once per query: structures fuse with it, the router
-    reads its spread, the ranking stage takes its candidates.
+    reads its spread, the ranking stage takes its candidates. ``scores`` are the
+    question's BM25 and dense scores, from which ``hits`` were ranked.
     """
 
     question: str
@@ -66,6 +87,7 @@ class RetrievalQuery:
     top_k: int
     pool: int
     hits: Retrieval
+    scores: QueryScores
 
 
 class Retriever(Protocol):

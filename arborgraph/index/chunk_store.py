@@ -1,17 +1,23 @@
-"""The chunks and documents of an opened index, in memory, plus access/validity masks."""
+"""The chunks and documents of an opened index, in memory, plus access/validity masks.
+
+Ids, documents and offsets are Python lists and arrays (every query reads them); the
+chunks' texts and heading paths stay in their Arrow columns, one buffer each, and become
+Python values row by row as they are read (a million chunks' texts as Python strings
+would take several times the memory).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any, overload
 
 import numpy as np
 import pyarrow as pa
 
 from arborgraph.index import schema as S
-from arborgraph.index.chunk_rows import chunk_columns
 from arborgraph.core.results import Context
 
 
@@ -27,14 +33,36 @@ class DocInfo:
     importance: float | None
 
 
+class ArrowColumn(Sequence[Any]):
+    """One Arrow column read as a sequence: ``column[row]`` is that row's Python value."""
+
+    def __init__(self, column: "pa.Array | pa.ChunkedArray") -> None:
+        self._column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+    def __len__(self) -> int:
+        return len(self._column)
+
+    @overload
+    def __getitem__(self, row: int) -> Any: ...
+    @overload
+    def __getitem__(self, row: slice) -> list[Any]: ...
+    def __getitem__(self, row: int | slice) -> Any:
+        if isinstance(row, slice):
+            return self._column[row].to_pylist()
+        return self._column[int(row)].as_py()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._column.to_pylist())
+
+
 @dataclass
 class ChunkStore:
     """Chunk columns aligned with the vector and BM25 rows, and per-document metadata."""
 
     chunk_ids: list[str]
     doc_ids: list[str]
-    texts: list[str]
-    heading_paths: list[list[str]]
+    texts: Sequence[str]
+    heading_paths: Sequence[list[str]]
     starts: list[int]
     ends: list[int]
     n_tokens: list[int]
@@ -67,15 +95,14 @@ class ChunkStore:
                 acl=row[S.DOC_ACL],
                 importance=row[S.DOC_IMPORTANCE],
             )
-        col = chunk_columns(chunks)
         return cls(
-            chunk_ids=col[S.CHUNK_ID],
-            doc_ids=col[S.CHUNK_DOC_ID],
-            texts=col[S.CHUNK_TEXT],
-            heading_paths=col[S.CHUNK_HEADING_PATH],
-            starts=col[S.CHUNK_START],
-            ends=col[S.CHUNK_END],
-            n_tokens=col[S.CHUNK_TOKENS],
+            chunk_ids=chunks.column(S.CHUNK_ID).to_pylist(),
+            doc_ids=chunks.column(S.CHUNK_DOC_ID).to_pylist(),
+            texts=ArrowColumn(chunks.column(S.CHUNK_TEXT)),
+            heading_paths=ArrowColumn(chunks.column(S.CHUNK_HEADING_PATH)),
+            starts=chunks.column(S.CHUNK_START).to_pylist(),
+            ends=chunks.column(S.CHUNK_END).to_pylist(),
+            n_tokens=chunks.column(S.CHUNK_TOKENS).to_pylist(),
             docs=docs,
         )
 

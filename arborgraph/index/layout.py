@@ -103,6 +103,8 @@ def bm25_dir(name: str) -> str:
 
 # the lexical index of every chunk, and a scope tree's vectors and summary index
 CHUNKS_BM25 = bm25_dir("chunks")
+# the approximate nearest-neighbour index of the chunk vectors (large collections only)
+CHUNKS_ANN = f"{VECTORS}/chunks.usearch"
 TREE = "tree"
 
 

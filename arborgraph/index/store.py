@@ -368,8 +368,14 @@ class Generation:
     def has_table(self, name: str) -> bool:
         return layout.table_file(name) in self.record.files
 
-    def vectors(self, name: str) -> np.ndarray:
-        return np.load(self._listed(layout.vectors_file(name)), allow_pickle=False)
+    def vectors(self, name: str, *, mmap: bool = False) -> np.ndarray:
+        """A vector array; ``mmap`` maps it read-only instead of reading it (its pages
+        load as they are touched, and a large array costs no memory until then)."""
+        return np.load(self._listed(layout.vectors_file(name)), allow_pickle=False, mmap_mode="r" if mmap else None)
+
+    def file(self, relative: str) -> Path:
+        """The path of a file the manifest lists (IndexDamaged for any other)."""
+        return self._listed(relative)
 
     def has_vectors(self, name: str) -> bool:
         return layout.vectors_file(name) in self.record.files

@@ -13,12 +13,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from arborgraph.index import layout
+from arborgraph.index import schema as S
+from arborgraph.index.index_files import sha256_file
+from arborgraph.index.vectors import build_ann
 from arborgraph.index.build_report import BuildReport
 from arborgraph.config import Config
 from arborgraph.pipeline.contradictions import find_contradictions
@@ -267,6 +271,31 @@ def run_tables(b: BuildRun) -> None:
     write_tables(b.ready.writer, b.loaded.docs, b.chunked.chunks, b.chunked.prefixes, b.embedded.vectors)
 
 
+def run_dense_index(b: BuildRun) -> None:
+    """The approximate nearest-neighbour index of the chunk vectors, for a collection of
+    at least ``vectors.ann_min_rows`` chunks: taken over from the previous generation when
+    its vectors are the same, else built."""
+    vectors = b.embedded.vectors
+    settings = b.config.vectors
+    if vectors is None or len(vectors) < settings.ann_min_rows:
+        return
+    writer = b.ready.writer
+    written = sha256_file(writer.path / layout.vectors_file(S.CHUNK_VECTORS))
+    previous = b.previous.generation if b.previous is not None else None
+    before = previous.record.files if previous is not None else {}
+    same_vectors = before.get(layout.vectors_file(S.CHUNK_VECTORS))
+    if (
+        previous is not None and layout.CHUNKS_ANN in before and same_vectors is not None
+        and same_vectors.sha256 == written and previous.manifest.get("config", {}).get("vectors") == settings.model_dump()
+    ):
+        writer.reuse(previous, (layout.CHUNKS_ANN,))
+        b.report.stages["dense_index"] = {"rows": int(len(vectors)), "reused": 1}
+        return
+    began = time.perf_counter()
+    build_ann(vectors, writer.path / layout.CHUNKS_ANN, connectivity=settings.connectivity, expansion_add=settings.expansion_add)
+    b.report.stages["dense_index"] = {"rows": int(len(vectors)), "reused": 0, "seconds": round(time.perf_counter() - began, 3)}
+
+
 def run_scopes(b: BuildRun) -> None:
     b.scopes = scope_records(b.loaded.docs, b.chunked.chunks, b.config, b.report.embedding)
 
@@ -315,6 +344,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("embed", run_embed),
     Stage("lexical", run_lexical),
     Stage("tables", run_tables, timed=False),
+    Stage("dense_index", run_dense_index, timed=False),  # times itself: it runs for large collections only
     Stage("scopes", run_scopes, timed=False),
     Stage("tree", run_tree, lambda c: c.build_tree),
     Stage("graph", run_graph, lambda c: c.build_graph),

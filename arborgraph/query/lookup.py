@@ -2,39 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig
-from arborgraph.core.retrieval import Retrieval
-from arborgraph.query.dense import DenseIndex
+from arborgraph.core.retrieval import QueryScores, Retrieval
+from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.query.fusion import reciprocal_rank_fusion, top_indices
-from arborgraph.core.lexical import LexicalIndex
 
 LookupMode = Literal["hybrid", "bm25", "dense"]
 
 
-@dataclass
-class LookupIndex:
-    store: ChunkStore
-    lexical: LexicalIndex
-    dense: DenseIndex | None  # None when the index is lexical-only
-
-
 def lookup_search(
-    index: LookupIndex,
-    question: str,
-    query_vector: np.ndarray | None,
+    store: ChunkStore,
+    scores: QueryScores,
     *,
     mask: np.ndarray | None,
     top_k: int,
     config: RetrievalConfig,
     mode: LookupMode = "hybrid",
 ) -> Retrieval:
-    """Rank chunks for ``question``; rows where ``mask`` is False are never considered.
+    """Rank chunks by the question's ``scores``; rows where ``mask`` is False are never
+    considered.
 
     The result's ``rankings`` are each retriever's chunk ids (``bm25``, ``dense``),
     best first, before fusion.
@@ -42,20 +32,20 @@ def lookup_search(
     The mask is applied before ranking, so content a caller may not see can neither
     appear nor push visible content out of the top ``k``.
     """
-    store = index.store
     rankings: dict[str, list[str]] = {}
     scores_by_id: dict[str, dict[str, float]] = {}
     depth = max(top_k, config.candidates)
-    use_dense = mode in ("hybrid", "dense") and index.dense is not None and query_vector is not None
+    use_dense = mode in ("hybrid", "dense") and scores.dense is not None
     if mode in ("hybrid", "bm25") or not use_dense:
-        bm25 = index.lexical.scores(question)
+        bm25 = scores.bm25
         rows = top_indices(bm25, depth, mask)
         rankings["bm25"] = [store.chunk_ids[r] for r in rows]
         scores_by_id["bm25"] = {store.chunk_ids[r]: float(bm25[r]) for r in rows}
     if use_dense:
-        assert index.dense is not None and query_vector is not None
+        assert scores.dense is not None
         # cosine can be negative; shift so that top_indices' "positive" filter keeps all
-        dense = index.dense.scores(query_vector) + 1.0
+        # (and rows an approximate search did not score, at -2, out)
+        dense = scores.dense + 1.0
         rows = top_indices(dense, depth, mask)
         rankings["dense"] = [store.chunk_ids[r] for r in rows]
         scores_by_id["dense"] = {store.chunk_ids[r]: float(dense[r] - 1.0) for r in rows}

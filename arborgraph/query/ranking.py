@@ -98,6 +98,15 @@ class PageLayout:
     n_tokens: np.ndarray
     heading_terms: Sequence[frozenset[str]]
     title_terms: Sequence[frozenset[str]]
+    # the rows of page d are order[page_start[d]:page_start[d + 1]]
+    order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    page_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+
+    def page_rows(self, pages: np.ndarray) -> np.ndarray:
+        """Every row of the given pages."""
+        if len(pages) == 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([self.order[self.page_start[d] : self.page_start[d + 1]] for d in pages.tolist()])
 
 
 def page_layout(
@@ -118,7 +127,9 @@ def page_layout(
             following[order[i - 1]] = row
             position[row] = position[order[i - 1]] + 1
     tokens = np.asarray(n_tokens, dtype=np.float64)
-    return PageLayout(doc_index, position, previous, following, tokens, heading_terms, title_terms)
+    ordered = np.asarray(order, dtype=np.int64)
+    page_start = np.searchsorted(doc_index[ordered], np.arange(len(codes) + 1)) if n else np.zeros(1, dtype=np.int64)
+    return PageLayout(doc_index, position, previous, following, tokens, heading_terms, title_terms, ordered, page_start)
 
 
 def candidate_rows(signals: QuerySignals) -> list[int]:
@@ -148,13 +159,19 @@ def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayou
         return out
     col = {name: i for i, name in enumerate(FEATURES)}
     bm25 = signals.bm25.astype(np.float64)
-    best_bm25 = float(bm25.max()) if bm25.size and bm25.max() > 0 else 1.0
+    top_bm25 = float(bm25.max()) if bm25.size else 0.0
+    best_bm25 = top_bm25 if top_bm25 > 0 else 1.0
     out[:, col["bm25_rel"]] = bm25[idx] / best_bm25
     out[:, col["bm25_inv_rank"]] = _inv_ranks(rows, signals.rank_lists.get("bm25", ()))
     doc = layout.doc_index
-    page_bm25 = np.zeros(int(doc.max()) + 1)
-    np.maximum.at(page_bm25, doc, bm25)
-    out[:, col["page_bm25_rel"]] = page_bm25[doc[idx]] / best_bm25
+    # page aggregates over the candidates' pages only (their rows, not the collection's)
+    pages, page_of = np.unique(doc[idx], return_inverse=True)
+    spans = [layout.order[layout.page_start[d] : layout.page_start[d + 1]] for d in pages.tolist()]
+
+    def page_best(values: np.ndarray) -> np.ndarray:
+        return np.array([float(values[span].max()) for span in spans])[page_of]
+
+    out[:, col["page_bm25_rel"]] = np.maximum(page_best(bm25), 0.0) / best_bm25
     prev, nxt = layout.previous[idx], layout.following[idx]
 
     def neighbour_best(values: np.ndarray, floor: float) -> np.ndarray:
@@ -168,9 +185,7 @@ def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayou
         best = float(dense.max())
         out[:, col["dense_cos"]] = dense[idx]
         out[:, col["dense_gap"]] = dense[idx] - best
-        page_dense = np.full(int(doc.max()) + 1, -1.0)
-        np.maximum.at(page_dense, doc, dense)
-        out[:, col["page_dense_gap"]] = page_dense[doc[idx]] - best
+        out[:, col["page_dense_gap"]] = np.maximum(page_best(dense), -1.0) - best
         out[:, col["neighbour_dense_gap"]] = neighbour_best(dense, -1.0) - best
     out[:, col["dense_inv_rank"]] = _inv_ranks(rows, signals.rank_lists.get("dense", ()))
     fused = np.array([signals.rrf_scores.get(r, 0.0) for r in rows])

@@ -12,7 +12,7 @@ page can neither appear nor move a visible one.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,8 @@ from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery
 from arborgraph.core.text import analyse
-from arborgraph.query.lookup import LookupIndex
+from arborgraph.query.scores import cosines_of
+from arborgraph.index.opened import Index
 from arborgraph.query.ranking import (
     GRAPH_SIGNALS,
     PageLayout,
@@ -45,7 +46,7 @@ class RankingIndex:
     BM25, dense vectors) and the routes it was built with; what it derives from them
     (the page layout, each scope's tree parents) is computed once and kept."""
 
-    index: LookupIndex
+    index: Index
     routes: Sequence[str]
     _layout: PageLayout | None = field(default=None, init=False, repr=False)
     _parents: dict[str, dict[int, list[int]]] = field(default_factory=dict, init=False, repr=False)
@@ -55,14 +56,15 @@ class RankingIndex:
         return self.index.store
 
     def layout(self) -> PageLayout:
-        """The index's page layout."""
+        """The index's page layout (the analysed headings and titles of its rows are
+        worked out as the ranking stage reads them, once per distinct heading path)."""
         if self._layout is None:
             store = self.store
             titles = {d: frozenset(analyse(info.title or "")) for d, info in store.docs.items()}
             self._layout = page_layout(
                 store.doc_ids, store.starts, store.n_tokens,
-                [frozenset(analyse(" ".join(path))) for path in store.heading_paths],
-                [titles.get(d, frozenset()) for d in store.doc_ids],
+                RowTerms(lambda row: tuple(store.heading_paths[row]), lambda path: frozenset(analyse(" ".join(path))), len(store)),
+                RowTerms(lambda row: store.doc_ids[row], lambda doc: titles.get(doc, frozenset()), len(store)),
             )
         return self._layout
 
@@ -82,6 +84,25 @@ class RankingIndex:
         return self._parents[scope.tag]
 
 
+class RowTerms(Sequence[frozenset[str]]):
+    """Analysed terms of each row, computed when read and kept per distinct key (many
+    rows share a heading path or a page title)."""
+
+    def __init__(self, key_of: Callable[[int], Hashable], terms_of: Callable[[Any], frozenset[str]], n: int) -> None:
+        self._key_of, self._terms_of, self._n = key_of, terms_of, n
+        self._memo: dict[Hashable, frozenset[str]] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, row: int) -> frozenset[str]:  # type: ignore[override]
+        key = self._key_of(int(row))
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = self._terms_of(key)
+        return found
+
+
 def route_chunks(reached: Retrieval) -> list[Context]:
     """The chunks a structured route reached, in its order (none for lookup: its
     ranking is the query's flat hits, which every route's candidates come from)."""
@@ -97,17 +118,13 @@ def query_signals(
     question, query_vector, hits, mask = q.question, q.query_vector, q.hits, q.mask
     scopes, route = q.scopes, reached.route
     store = source.store
-    lexical = source.index.lexical
     row_of = store.row_of
-    bm25 = np.where(mask, lexical.scores(question), 0.0)
-    dense = None
-    if source.index.dense is not None and query_vector is not None:
-        dense = np.where(mask, source.index.dense.scores(query_vector), -1.0)
-    terms = sorted(set(analyse(question)))
+    scores = q.scores
+    bm25 = np.where(mask, scores.bm25, 0.0)
     n_rows = max(len(store), 1)
     term_rows = []
-    for term in terms:
-        rows = frozenset(np.flatnonzero((lexical.token_scores(term) > 0) & mask).tolist())
+    for _term, postings in scores.terms:
+        rows = frozenset(postings[mask[postings]].tolist())
         if rows:
             term_rows.append((rows, math.log(1 + n_rows / len(rows))))
     rank_lists: dict[str, list[int]] = {
@@ -138,14 +155,29 @@ def query_signals(
                 best = max(cos[p] for p in parents[r])
                 parent_cos[r] = max(parent_cos.get(r, -1.0), best)
     graph = _graph_signals(source, question, scopes, wanted_rows(rank_lists), mask)
+    dense = None
+    if scores.dense is not None:
+        if scores.dense_known is not None:  # an approximate search: the rows features read, scored now
+            cosines_of(scores, source.index, query_vector, feature_rows(source.layout(), wanted_rows(rank_lists)))
+        dense = np.where(mask, scores.dense, -1.0)
     return QuerySignals(
-        bm25=bm25, dense=dense, term_rows=term_rows, question_terms=frozenset(terms),
+        bm25=bm25, dense=dense, term_rows=term_rows, question_terms=frozenset(t for t, _ in scores.terms),
         rank_lists=rank_lists, rrf_scores=rrf, parent_cos=parent_cos, graph=graph,
     )
 
 
 def wanted_rows(rank_lists: dict[str, list[int]]) -> set[int]:
     return set().union(*rank_lists.values())
+
+
+def feature_rows(layout: PageLayout, candidates: set[int]) -> np.ndarray:
+    """The rows whose cosines the candidates' features read: the candidates, every row
+    of their pages (page aggregates) and their neighbours."""
+    if not candidates:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.fromiter(candidates, dtype=np.int64)
+    pages = layout.page_rows(np.unique(layout.doc_index[rows]))
+    return np.unique(np.concatenate([pages, layout.previous[rows], layout.following[rows]]).clip(min=0))
 
 
 def _graph_signals(
@@ -215,11 +247,17 @@ def rerank(
     rows, matrix = candidates(source, q, reached, cfg)
     earlier = {c.node_id: c for c in [*q.hits.contexts, *route_chunks(reached)] if c.kind == "chunk"}
     position = {r: i for i, r in enumerate(rows)}
+    # only these can be returned (a route hands at most its pool on): the others' traces
+    # say their score without working out why
+    explained = max(q.pool, q.top_k)
     out = []
-    for row, score in rank(rows, matrix, model):
+    for place, (row, score) in enumerate(rank(rows, matrix, model)):
         chunk_id = source.store.chunk_ids[row]
-        why = ", ".join(explain_features(model, matrix[position[row]])) or "no feature above average"
-        trace = [f"ranker: {score:+.3f} ({why})"]
+        if place < explained:
+            why = ", ".join(explain_features(model, matrix[position[row]])) or "no feature above average"
+            trace = [f"ranker: {score:+.3f} ({why})"]
+        else:
+            trace = [f"ranker: {score:+.3f}"]
         if chunk_id in earlier:
             trace += earlier[chunk_id].trace
         out.append(source.store.context(row, score=round(score, 6), trace=trace))

@@ -23,10 +23,11 @@ import numpy as np
 
 from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
-from arborgraph.core.retrieval import Retrieval, RetrievalQuery
+from arborgraph.core.retrieval import QueryScores, Retrieval, RetrievalQuery
 from arborgraph.core.protocols import Embedder
 from arborgraph.query.fusion import merge_by_rank
-from arborgraph.query.lookup import LookupIndex, LookupMode, lookup_search
+from arborgraph.index.opened import Index
+from arborgraph.query.lookup import LookupMode, lookup_search
 from arborgraph.core.results import Context
 
 if TYPE_CHECKING:
@@ -83,18 +84,13 @@ def _merged(route: str, per_scope: Sequence[list[Context]], why_empty: str) -> R
 class LookupRetriever:
     """Flat hybrid retrieval over chunks (BM25 and dense, fused by RRF)."""
 
-    index: LookupIndex
+    index: Index
     config: RetrievalConfig
     route: str = "lookup"
 
-    def search(
-        self, question: str, query_vector: np.ndarray | None, mask: np.ndarray | None, top_k: int,
-        mode: LookupMode = "hybrid",
-    ) -> Retrieval:
+    def search(self, scores: QueryScores, mask: np.ndarray | None, top_k: int, mode: LookupMode = "hybrid") -> Retrieval:
         """The ``top_k`` best chunks the mask lets through (see :func:`arborgraph.query.lookup.lookup_search`)."""
-        return lookup_search(
-            self.index, question, query_vector, mask=mask, top_k=top_k, config=self.config, mode=mode,
-        )
+        return lookup_search(self.index.store, scores, mask=mask, top_k=top_k, config=self.config, mode=mode)
 
     def retrieve(self, query: RetrievalQuery) -> Retrieval:
         # the flat hits every route starts from are this route's answer: ranked once per query
@@ -121,7 +117,7 @@ class TreeRetriever:
     """The RAPTOR walk of every readable scope's tree (:func:`raptor.traverse`; without
     a query vector, :func:`raptor.collapsed_search` over BM25 scores)."""
 
-    index: LookupIndex
+    index: Index
     settings: TreeSearchConfig
     count_tokens: Callable[[str], int]
     route: str = "tree"
@@ -131,7 +127,7 @@ class TreeRetriever:
 
         store = self.index.store
         visible = visible_chunks(store, query.mask)
-        chunk_bm25 = self.index.lexical.scores(query.question)
+        chunk_bm25 = query.scores.bm25
         max_leaves = max(MIN_WALK_LEAVES, query.pool)
         lists = []
         for scope in query.scopes:
@@ -154,26 +150,25 @@ class GraphServers(Protocol):
 
     def backend(self, scope: str, kg: Any = None) -> "GraphBackend": ...
 
+    def close(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class _GraphRoute:
     """What graph and global search share: the caller's chunks, the flat hits as the
     search's prior, the index's dense vectors and its BM25 over the whole collection."""
 
-    index: LookupIndex
+    index: Index
     embedder: Embedder | None
 
     def _search_inputs(self, query: RetrievalQuery) -> dict[str, Any]:
         store = self.index.store
         dense = self.index.dense is not None and query.query_vector is not None
         row_of = store.row_of
-        bm25_of_rows: list[np.ndarray] = []
+        bm25 = query.scores.bm25  # the index's own BM25 (idf over the whole collection)
 
         def chunk_lexical(chunk_ids: Any) -> np.ndarray:
-            # the index's own BM25 (idf over the whole collection), scored once per question
-            if not bm25_of_rows:
-                bm25_of_rows.append(self.index.lexical.scores(query.question))
-            return bm25_of_rows[0][[row_of[c] for c in chunk_ids]]
+            return bm25[[row_of[c] for c in chunk_ids]]
 
         return {
             "chunk_text": chunk_refs(store, query.mask),

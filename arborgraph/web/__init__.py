@@ -1,6 +1,6 @@
 """The browser explorer: a single page (Ask, Tree, Communities, Index) over the HTTP API.
 
-:func:`mount` adds it to the service's FastAPI app: the page at ``/``, its scripts and
+:func:`router` gives its routes to the service's FastAPI app: the page at ``/``, its scripts and
 styles at ``/static/...`` (all shipped in the wheel: nothing is fetched from elsewhere),
 and the few list endpoints of :mod:`arborgraph.web.api` under ``/v1/web/``. The page
 sends the caller's key with every request, so it shows what that key's principal may
@@ -8,18 +8,17 @@ read and nothing more.
 """
 
 # no "from __future__ import annotations": FastAPI reads the routes' dependencies and
-# query limits (defined inside mount) from their live annotations
+# query limits (defined inside router) from their live annotations
 
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import FileResponse, Response
-from fastapi.staticfiles import StaticFiles
 from pydantic import StrictStr
 
-from arborgraph.service.auth import Authenticator, Caller
-from arborgraph.service.limits import WorkerThreads
+from arborgraph.service.auth import Caller
+from arborgraph.service.context import Service
 from arborgraph.web import api
 
 STATIC = FilePath(__file__).resolve().parent / "static"
@@ -33,36 +32,24 @@ _PAGE_HEADERS = {
 }
 
 
-def mount(app: FastAPI, authenticator: Authenticator, threads: WorkerThreads) -> None:
-    """Serve the explorer from ``app`` (whose ``state.served`` is the served index),
-    authenticating the list endpoints with ``authenticator`` and running their work on
-    the service's ``threads`` (its concurrency and time limit)."""
-    served = app.state.served
-
-    async def caller(request: Request) -> Caller:  # async: no thread-pool hop per request
-        return authenticator.caller(request.headers)
-
-    CallerDep = Annotated[Caller, Depends(caller)]
+def router(service: Service) -> APIRouter:
+    """The explorer's routes: the page at ``/``, its files at ``/static/...``, and its list
+    endpoints (authenticated like every ``/v1`` route, their work on the service's
+    worker threads, within its concurrency and time limit)."""
+    routes = APIRouter()
+    CallerDep = Annotated[Caller, Depends(service.caller)]
     ScopeQ = Annotated[StrictStr | None, Query(description="access scope (default: the most specific readable one)", max_length=400)]
+    run = service.run
 
-    async def run(work: Any, *args: Any) -> Any:
-        def call() -> Any:
-            with served.lease() as kb:
-                return work(kb, *args)
-
-        return await threads.run(call)
-
-    @app.get("/", include_in_schema=False)
+    @routes.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html", headers=_PAGE_HEADERS)
 
-    @app.get("/favicon.ico", include_in_schema=False)
+    @routes.get("/favicon.ico", include_in_schema=False)
     async def favicon() -> Response:
         return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
 
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
-
-    @app.get("/v1/web/tree", tags=["web"])
+    @routes.get("/v1/web/tree", tags=["web"])
     async def web_tree(
         who: CallerDep, scope: ScopeQ = None, depth: Annotated[int, Query(ge=0, le=8)] = 3,
         max_nodes: Annotated[int, Query(ge=1, le=20000)] = 2500,
@@ -70,22 +57,24 @@ def mount(app: FastAPI, authenticator: Authenticator, threads: WorkerThreads) ->
         """The summary tree from its root, breadth first, as one compact list (for the icicle)."""
         return await run(api.tree_nodes, who.principal, scope, depth, max_nodes)  # type: ignore[no-any-return]
 
-    @app.get("/v1/web/communities", tags=["web"])
+    @routes.get("/v1/web/communities", tags=["web"])
     async def web_communities(who: CallerDep, scope: ScopeQ = None, level: Annotated[int, Query(ge=0, le=50)] = 0) -> dict[str, Any]:
         """The communities of one level, with their report titles and ranks."""
         return await run(api.communities, who.principal, scope, level)  # type: ignore[no-any-return]
 
-    @app.get("/v1/web/communities/{community_id}/graph", tags=["web"])
+    @routes.get("/v1/web/communities/{community_id}/graph", tags=["web"])
     async def web_community_graph(
         who: CallerDep, community_id: Annotated[int, Path(ge=0, le=10_000_000)], scope: ScopeQ = None, max_nodes: Annotated[int, Query(ge=1, le=200)] = 40,
     ) -> dict[str, Any]:
         """A community's most connected entities and the relations among them."""
         return await run(api.community_graph, who.principal, scope, community_id, max_nodes)  # type: ignore[no-any-return]
 
-    @app.get("/v1/web/entities", tags=["web"])
+    @routes.get("/v1/web/entities", tags=["web"])
     async def web_entities(
         who: CallerDep, q: Annotated[str, Query(min_length=1, max_length=200)], scope: ScopeQ = None,
         limit: Annotated[int, Query(ge=1, le=100)] = 20,
     ) -> dict[str, Any]:
         """Entities whose name or alias contains ``q``, exact matches first."""
         return await run(api.search_entities, who.principal, scope, q, limit)  # type: ignore[no-any-return]
+
+    return routes

@@ -42,15 +42,14 @@ def test_budget_counts_the_same_tokens_as_the_tokenizer(sample_kb: Any, route: s
     res = kb.query("How does WAL mode change locking and checkpoints?", route=route, budget_tokens=900)
     assert any(c.kind == "chunk" for c in res.contexts)
     # stored counts stand in for the tokenizer on whole chunks only, and agree with it
-    assert all(kb._tokens(c) == kb.count_tokens(c.text) for c in res.contexts)
+    assert all(kb.engine.tokens(c) == kb.count_tokens(c.text) for c in res.contexts)
     assert sum(kb.count_tokens(c.text) for c in res.contexts) <= 900
 
 
 def test_global_route_keeps_the_page_leads_global_search_put_into_the_window(sample_index: Path) -> None:
     import arborgraph
 
-    kb = arborgraph.open(sample_index)
-    kb.ranker = None  # the global route's own composition (what retrieval.ranker = false gives)
+    kb = arborgraph.open(sample_index, {"retrieval": {"ranker": False}})  # the global route's own composition
     q = "What are the different ways SQLite stores and types the values in a table?"
     res = kb.query(q, route="global", top_k=100, budget_tokens=6000)
     chunks = [c for c in res.contexts if c.kind == "chunk"]
@@ -76,9 +75,8 @@ def test_graph_and_global_search_settings_come_from_the_root_config(sample_index
     settings = load_config(environ={
         "ARBORGRAPH_GRAPH_SEARCH__MAX_RELATIONS": "0", "ARBORGRAPH_GLOBAL_SEARCH__MAX_REPORTS": "0",
     })
-    kb.config.graph_search = settings.graph_search
-    kb.config.global_search = settings.global_search
-    assert not any(c.kind == "relation" for c in kb.query(question, route="graph").contexts)
-    res = kb.query(question, route="global")
+    limited = kb.with_settings({"graph_search": settings.graph_search, "global_search": settings.global_search})
+    assert not any(c.kind == "relation" for c in limited.query(question, route="graph").contexts)
+    res = limited.query(question, route="global")
     assert not any(c.kind == "community_report" for c in res.contexts)
     assert any("global route found nothing (no community report matches the question)" in n for n in res.notes)

@@ -10,8 +10,7 @@ import pytest
 from falkordb_server import FalkorServer, falkordb  # noqa: F401  (the Bolt server fixture)
 
 import arborgraph
-from arborgraph.config import GraphBackendConfig
-from arborgraph.neo4j import GraphBackendError, graph_server
+from arborgraph.neo4j import GraphBackendError
 
 
 def _connections_to(port: int) -> int:
@@ -24,8 +23,7 @@ def _connections_to(port: int) -> int:
 def test_close_releases_the_graph_servers_connections(sample_index: Path, falkordb: FalkorServer) -> None:  # noqa: F811
     before = _connections_to(falkordb.bolt_port)
     for _ in range(3):
-        kb = arborgraph.open(sample_index)
-        kb.graph_backend = graph_server(GraphBackendConfig(uri=falkordb.uri))
+        kb = arborgraph.open(sample_index, {"graph_backend": {"uri": falkordb.uri}})
         with pytest.raises(GraphBackendError, match="export the index to it"):  # nothing exported: it says so
             kb.query("How do checkpoints relate to the WAL file?", route="graph")
         assert _connections_to(falkordb.bolt_port) > before  # ... after asking the server

@@ -106,10 +106,8 @@ def test_llm_build_is_accounted_cached_and_labelled(tmp_path: Path, docs: Path, 
 
 def test_answer_cites_contexts_through_the_llm(tmp_path: Path, docs: Path, llm_server) -> None:  # type: ignore[no-untyped-def]
     build_index([docs], tmp_path / "idx", load_config(overrides={"build_tree": False, "build_graph": False}))
-    kb = arborgraph.open(tmp_path / "idx")
+    kb = arborgraph.open(tmp_path / "idx", {"llm": {"model": "stand-in-model", "base_url": llm_server.base_url, "api_key": "k"}})
     llm_server.set_reply(lambda body: "Checkpoints move WAL content into the database [1].")
-    kb.config = kb.config.model_copy(update={"llm": kb.config.llm.model_copy(update={
-        "model": "stand-in-model", "base_url": llm_server.base_url, "api_key": "k"})})
     res = kb.query("What does a checkpoint do?", route="lookup", answer=True)
     assert res.answer == "Checkpoints move WAL content into the database [1]."
     prompt = llm_server.requests[-1].body["messages"][1]["content"]

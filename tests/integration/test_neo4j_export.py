@@ -724,18 +724,18 @@ def test_graph_route_on_the_server_returns_what_memory_returns(
     monkeypatch.setattr(Neo4jGraphBackend, "neighbours", counted)
     # FalkorDB stands in for Neo4j; the kb gets its own connection (which it keeps
     # open: FalkorDB loses handshakes after a closed one)
-    kb.graph_backend = GraphServer(server.uri, timeout=3)
+    on_server = kb.with_settings({"graph_backend": {"uri": server.uri, "timeout_s": 3}})
     for q in QUESTIONS:
-        res = kb.query(q, route="graph")
+        res = on_server.query(q, route="graph")
         assert _view(res) == _view(memory[q]), q
         assert [c.score for c in res.contexts] == pytest.approx([c.score for c in memory[q].contexts]), q
     assert len(lookups) >= 2 * len(QUESTIONS)  # the walk's hops and the PageRank edges, on the server
     # a server that does not hold the index's graph is an error, not other results
     server.clear()
-    kb.graph_backend = GraphServer(server.uri, timeout=3)
+    emptied = kb.with_settings({"graph_backend": {"uri": server.uri, "timeout_s": 3}})
     with pytest.raises(GraphBackendError, match="holds 0 relations.*export-neo4j"):
-        kb.query(QUESTIONS[0], route="graph")
-    assert kb.query(QUESTIONS[0], route="lookup").contexts  # other routes never touch it
+        emptied.query(QUESTIONS[0], route="graph")
+    assert emptied.query(QUESTIONS[0], route="lookup").contexts  # other routes never touch it
 
 
 def test_graph_backend_config_and_cli(server: FalkorServer, index_v1: Path) -> None:

@@ -143,13 +143,12 @@ def test_shipped_model_is_valid_json_over_known_features() -> None:
 
 
 def test_query_orders_chunks_by_the_ranker(sample_index: Path) -> None:
-    kb = arborgraph.open(sample_index)
+    opened = arborgraph.open(sample_index)
     question = "How long does a connection wait on a busy lock?"
-    kb.ranker = None
-    plain = kb.query(question, route="lookup", top_k=10)
-    kb.ranker = _model({"bm25_rel": 1.0})
+    plain = opened.with_settings({"retrieval": {"ranker": False}}).query(question, route="lookup", top_k=10)
+    kb = opened.with_settings(ranker=_model({"bm25_rel": 1.0}))
     ranked = kb.query(question, route="lookup", top_k=10)
-    bm25 = kb.lookup_index.lexical.scores(question)
+    bm25 = kb.index.lexical.scores(question)
     got = [bm25[kb.store.row_of[c.node_id]] for c in ranked.contexts]
     assert got == sorted(got, reverse=True)
     assert all(c.trace[0].startswith("ranker: ") for c in ranked.contexts)
@@ -162,8 +161,7 @@ def test_query_orders_chunks_by_the_ranker(sample_index: Path) -> None:
 
 @pytest.mark.parametrize("route", ["tree", "graph", "global"])
 def test_structure_routes_keep_their_header_then_ranked_chunks(sample_index: Path, route: str) -> None:
-    kb = arborgraph.open(sample_index)
-    kb.ranker = _model({f"{route}_inv_rank": 1.0, "rrf_inv_rank": 0.1})
+    kb = arborgraph.open(sample_index).with_settings(ranker=_model({f"{route}_inv_rank": 1.0, "rrf_inv_rank": 0.1}))
     res = kb.query("How do checkpoints move WAL content into the database?", route=route, top_k=8)
     chunks = [c for c in res.contexts if c.kind == "chunk"]
     assert chunks and all(c.trace[0].startswith("ranker: ") for c in chunks)
@@ -178,20 +176,21 @@ def test_structure_routes_keep_their_header_then_ranked_chunks(sample_index: Pat
 def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     from arborgraph.core.retrieval import RetrievalQuery
     from arborgraph.query.lookup import lookup_search
+    from arborgraph.query.scores import score_question
     from arborgraph.query.rerank import RankingIndex, query_signals
     from arborgraph.index.scoped import readable
 
     kb = arborgraph.open(sample_index)
     question = "What does the busy timeout do while the WAL is checkpointed?"
     hidden_doc = "c3ref_busy_timeout.md"
-    mask = kb.chunk_mask(None, None)
     hidden = np.array([d == hidden_doc for d in kb.store.doc_ids])
     assert hidden.any()
-    mask &= ~hidden
+    mask = kb.chunk_mask(None, None) & ~hidden
     vector = kb.embed_query(question)
-    hits = lookup_search(kb.lookup_index, question, vector, mask=mask, top_k=50, config=kb.config.retrieval)
-    query = RetrievalQuery(question, vector, mask, readable(kb.scopes, None), top_k=20, pool=60, hits=hits)
-    signals = query_signals(RankingIndex(kb.lookup_index, kb.routes), query, hits, kb.config.retrieval)
+    scores = score_question(kb.index, question, vector)
+    hits = lookup_search(kb.store, scores, mask=mask, top_k=50, config=kb.config.retrieval)
+    query = RetrievalQuery(question, vector, mask, readable(kb.scopes, None), top_k=20, pool=60, hits=hits, scores=scores)
+    signals = query_signals(RankingIndex(kb.index, kb.routes), query, hits, kb.config.retrieval)
     rows = set(np.flatnonzero(hidden).tolist())
     assert not rows & {r for lst in signals.rank_lists.values() for r in lst}
     assert np.all(signals.bm25[hidden] == 0) and signals.dense is not None and np.all(signals.dense[hidden] == -1)

@@ -14,12 +14,12 @@ def _chunk_ids(result: object) -> list[str]:
 
 
 def test_lookup_hits_in_the_walks_documents_move_up(sample_index: Path) -> None:
-    kb = arborgraph.open(sample_index)
-    kb.ranker = None  # the tree route's own composition (what retrieval.ranker = false gives)
+    # the tree route's own composition, without the ranking stage
+    kb = arborgraph.open(sample_index, {"retrieval": {"ranker": False}})
     # every candidate (150) returned, so the two orderings can be compared whole
     focused = kb.query(QUESTION, route="tree", top_k=150, candidates=150, budget_tokens=20000)
-    kb.config.tree_search.focus_leaves = 0
-    walk = kb.query(QUESTION, route="tree", top_k=150, candidates=150, budget_tokens=20000)
+    walk = kb.query(QUESTION, route="tree", top_k=150, candidates=150, budget_tokens=20000,
+                    settings={"tree_search": {"focus_leaves": 0}})
 
     assert focused.contexts[0].kind == "summary"  # the overview still leads
     walk_ids, focused_ids = _chunk_ids(walk), _chunk_ids(focused)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import arborgraph
 from arborgraph.cli import app
-from arborgraph.kb import ROUTES
+from arborgraph.query.engine import ROUTES
 
 QUESTION = "How does a checkpoint move WAL content into the database?"
 

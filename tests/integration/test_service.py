@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -519,7 +520,9 @@ def test_keys_and_questions_never_reach_the_logs(server: Server, keys: dict[str,
     assert post(server, "/v1/query", {"question": MARKER_QUESTION, "top_k": "x"})[0] == 422
     # a question and a key in a query string: the access log keeps the path alone
     assert get(server, "/v1/web/entities", q="quokka-lantern", api_key=keys["team-b"])[0] == 200
-    logs = server.logs()
+    deadline = time.monotonic() + 10  # a request's log line is written as its response ends
+    while "GET /v1/web/entities" not in (logs := server.logs()) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert "POST /v1/query" in logs and "GET /v1/web/entities" in logs  # the access log is there ...
     for secret in (keys["team-a"], keys["team-b"], keys["revoked"], MARKER_QUESTION, "quokka"):
         assert secret not in logs  # ... without keys or question text

@@ -1,0 +1,458 @@
+"""The query engine: a question in, cited contexts out, on the route that suits it.
+
+A :class:`QueryEngine` answers over one opened :class:`~arborgraph.index.opened.Index`
+with one :class:`~arborgraph.query.settings.QuerySettings`. For each question it:
+
+1. checks the question and options;
+2. builds the caller's visibility mask (``principal``, ``as_of``; kept per caller);
+3. embeds the question (the index's own model, or lexical only when there is none);
+4. scores the collection once (BM25 and dense, :mod:`arborgraph.query.scores`) and takes
+   the flat hybrid hits from those scores;
+5. picks a route (the router's classifier, or the LLM when asked);
+6. runs that route's retriever (:mod:`arborgraph.query.retrievers`);
+7. orders the candidates with the ranking stage, or composes the structure's contexts
+   with the flat hits (:mod:`arborgraph.query.compose`);
+8. when the router is unsure, fuses its two best routes (:mod:`arborgraph.query.fusion`);
+9. keeps the best ``top_k`` within the token budget and gives the final scores, and
+   an answer when asked.
+
+The engine owns what it opens for queries (the query embedder, the chat model, the
+graph server's connections) and closes it in :meth:`close`; :meth:`warm` loads what
+every route needs, so that no caller's first question pays for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from arborgraph.config import Config
+from arborgraph.core.cancel import checkpoint
+from arborgraph.core.errors import EmbedderUnavailable, QueryError
+from arborgraph.core.protocols import Embedder
+from arborgraph.core.questions import question_problem
+from arborgraph.core.results import Context, QueryResult, Route, RoutingDecision, final_scores
+from arborgraph.core.retrieval import Retrieval, RetrievalQuery, Retriever
+from arborgraph.index.opened import Index
+from arborgraph.index.scoped import readable
+from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale
+from arborgraph.query.fusion import fuse_routes, second_route
+from arborgraph.query.lookup import LookupMode
+from arborgraph.query.scores import score_question
+from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, GraphServers, LookupRetriever, TreeRetriever
+from arborgraph.query.settings import QuerySettings
+
+if TYPE_CHECKING:
+    from arborgraph.core.protocols import ChatModel
+    from arborgraph.query.ranking import AnyRanker
+    from arborgraph.query.rerank import RankingIndex
+
+ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
+# structured routes fuse their chunks with this many flat hits
+LOOKUP_DEPTH = 50
+# visibility masks kept: one per (principal, date, include_stale) seen lately
+MASKS_KEPT = 64
+# token counts of texts kept (tree summaries, reports): a few MB at most
+TOKEN_COUNTS_KEPT = 50_000
+
+
+class _Default:
+    """The ranker the settings name (``retrieval.ranker`` / ``ranker_model``)."""
+
+
+FROM_SETTINGS: Any = _Default()
+
+
+class QueryEngine:
+    """Answers questions over ``index`` with ``settings``; see the module docstring.
+
+    ``config`` is the config the index was built with (its embedding model is the one
+    questions must be embedded with). ``embedder`` replaces the query embedder (its
+    ``name`` must equal the index's, else queries fall back to lexical retrieval and say
+    why). ``ranker`` replaces the settings' ranking model (None: no ranking stage).
+    ``graph_servers`` is where the graph route expands when not in memory; the engine
+    closes it in :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        index: Index,
+        config: Config,
+        settings: QuerySettings,
+        *,
+        embedder: Embedder | None = None,
+        ranker: "AnyRanker | None" = FROM_SETTINGS,
+        graph_servers: GraphServers | None = None,
+    ) -> None:
+        self.index = index
+        self.config = config
+        self.settings = settings
+        self.graph_servers = graph_servers
+        self._given_embedder = embedder
+        self._embedder: Embedder | None = None
+        self._embedder_error: str | None = None
+        self._embedder_lock = threading.Lock()
+        self._chat: Any = None
+        self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
+        self._masks_lock = threading.Lock()
+        if ranker is FROM_SETTINGS:
+            from arborgraph.query.ranking import load_model
+
+            retrieval = settings.retrieval
+            ranker = load_model(retrieval.ranker_model) if retrieval.ranker else None
+        self.ranker: AnyRanker | None = ranker
+
+    # -- resources ----------------------------------------------------------------
+
+    def warm(self) -> None:
+        """Load now what questions would otherwise load on first use: the query
+        embedder, every scope's tree and graph and their search indexes, the ranking
+        stage's page layout, the router's model and the token counter."""
+        from arborgraph.query.router import default_model
+
+        self.index.warm()
+        embedding = self.index.mode.embedding
+        if embedding is not None and self._embedder is None and self._embedder_error is None:
+            with self._embedder_lock:
+                if self._embedder is None and self._embedder_error is None:
+                    self._load_embedder(embedding)
+        default_model()
+        count = self.count_tokens
+        if "tree" in self.index.routes:
+            for scope in self.index.scopes:
+                for node in scope.tree.summaries()[:TOKEN_COUNTS_KEPT]:
+                    count(node.text)  # every walk's budget counts the summaries it passes
+        if self.ranker is not None:
+            ranking = self._ranking_index
+            ranking.layout()
+            if "tree" in self.index.routes:
+                for scope in self.index.scopes:
+                    ranking.parent_rows(scope)
+        if {"graph", "global"} & set(self.index.routes):
+            from graphrag.search_index import mention_index, report_index
+
+            for scope in self.index.scopes:
+                kg = scope.graph
+                kg.adjacency, kg.chunk_entities, kg.name_index, kg.word_keys, kg.membership  # noqa: B018
+                mention_index(kg)
+                report_index(kg)
+
+    def close(self) -> None:
+        """Close the graph server's connections (the index is its owner's to close)."""
+        if self.graph_servers is not None:
+            self.graph_servers.close()
+
+    @cached_property
+    def count_tokens(self) -> Callable[[str], int]:
+        """The embedding model's token count of a text; counts of texts seen before (the
+        trees' summaries, asked about by every walk) are kept."""
+        from ingest import load_token_counter
+
+        return functools.lru_cache(maxsize=TOKEN_COUNTS_KEPT)(load_token_counter())
+
+    # -- the question's vector ------------------------------------------------------
+
+    def embed_query(self, text: str) -> np.ndarray | None:
+        """The query vector, or None when the index (or this machine) has no model."""
+        embedding = self.index.mode.embedding
+        if embedding is None or self._embedder_error is not None:
+            return None
+        if self._embedder is None:
+            with self._embedder_lock:
+                if self._embedder is None and self._embedder_error is None:
+                    self._load_embedder(embedding)
+            if self._embedder is None:
+                return None
+        return self._embedder.encode([text])[0]
+
+    def _load_embedder(self, embedding: str) -> None:
+        try:
+            embedder = self._given_embedder or self._query_embedder(embedding)
+        except (EmbedderUnavailable, ImportError, ValueError) as exc:
+            self._embedder_error = str(exc)
+            return
+        if embedder.name != embedding:
+            self._embedder_error = f"index was embedded with {embedding}, this machine loads {embedder.name}"
+            return
+        self._embedder = embedder
+
+    def _query_embedder(self, embedding: str) -> Embedder:
+        """The index's own embedder: local, or the OpenAI-compatible endpoint's."""
+        if embedding.startswith("openai/"):
+            from arborgraph.llm.factory import open_provider
+
+            return open_provider(self.settings.llm, self.index.index_dir, chat=False, embeddings=True).embedder
+        from arborgraph.models.embedding import load_embedder
+
+        return load_embedder(self.config.embedding)
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The query embedder once loaded (None before, or when none could be)."""
+        return self._embedder
+
+    def fallback_note(self) -> str | None:
+        """Why queries are lexical only, when they are."""
+        if self.index.mode.embedding is None:
+            return "lexical fallback: the index was built without the embedding model"
+        if self._embedder_error is not None:
+            return f"lexical fallback: {self._embedder_error}"
+        return None
+
+    # -- who sees what ------------------------------------------------------------
+
+    def chunk_mask(self, principal: str | None, as_of: dt.date | None, include_stale: bool = False) -> np.ndarray:
+        """The chunk rows ``principal`` may read on ``as_of`` (read-only; kept per caller)."""
+        key = (principal, as_of, include_stale)
+        with self._masks_lock:
+            mask = self._masks.get(key)
+            if mask is not None:
+                self._masks.move_to_end(key)
+                return mask
+        store = self.index.store
+        mask = store.chunk_mask(store.allowed_docs(principal, as_of, include_stale))
+        mask.flags.writeable = False
+        with self._masks_lock:
+            self._masks[key] = mask
+            while len(self._masks) > MASKS_KEPT:
+                self._masks.popitem(last=False)
+        return mask
+
+    # -- the query pipeline -----------------------------------------------------------
+
+    def query(
+        self,
+        question: str,
+        route: Literal["auto", "lookup", "tree", "graph", "global"] = "auto",
+        *,
+        principal: str | None = None,
+        as_of: dt.date | None | Literal["today"] = "today",
+        include_stale: bool = False,
+        answer: bool = False,
+        llm: "ChatModel | None" = None,
+        llm_router: bool | None = None,
+        settings: QuerySettings | None = None,
+    ) -> QueryResult:
+        """Answer ``question`` (see :meth:`arborgraph.kb.KnowledgeBase.query`); ``settings``
+        replaces the engine's for this question."""
+        s = settings or self.settings
+        self._check_query(question, route)
+        when = dt.date.today() if as_of == "today" else as_of
+        q = self._retrieval_query(
+            question, principal, self.chunk_mask(principal, when, include_stale), s.top_k,
+            3 * s.top_k if s.candidates is None else s.candidates, s,
+        )
+        fallback = self.fallback_note()
+        checkpoint()
+        decision = self._decide(route, q, llm, s.router.llm if llm_router is None else llm_router, s)
+        checkpoint()
+        found = self._run(decision.route, q, s)
+        second = second_route(decision, self.index.routes, s.router.min_confidence)
+        if second is not None:
+            checkpoint()
+            decision = decision.model_copy(update={"fused_with": second})
+            found = fuse_routes(found, self._run(second, q, s), decision.confidence, s.router.min_confidence)
+        checkpoint()
+        mode = self.index.mode
+        if q.query_vector is None:
+            flag_lexical_fallback(found.contexts)
+            # also when the index has vectors but the model failed to load for this query
+            mode = mode.model_copy(update={"lexical_fallback": True})
+        if include_stale:
+            flag_stale(found.contexts, self.index.store.stale_docs(when), self._doc_of_chunk)
+        kept, cut = assemble(found.contexts, s.budget_tokens, s.top_k, self.tokens)
+        final_scores(kept)
+        text = None
+        if answer:
+            from arborgraph.query.answer import generate_answer
+
+            checkpoint()
+            text = generate_answer(llm or self.chat_model(), question, kept)
+        return QueryResult(
+            question=question,
+            route=decision.route,
+            routing=decision,
+            contexts=kept,
+            mode=mode,
+            answer=text,
+            notes=([fallback] if fallback else []) + found.notes,
+            retrieved=found.rankings,
+            budget_cut=cut,
+        )
+
+    def chat_model(self, model: str | None = None) -> "ChatModel":
+        """The chat model from the settings (``model`` overrides its name), cached in the
+        index's LLM cache; raises QueryError when none is configured."""
+        from arborgraph.llm.factory import ProviderMissing, open_provider
+
+        name = model or self.settings.llm.model
+        if not name:
+            raise QueryError(
+                "--answer and --llm-router need an LLM: pass --llm-model NAME (or set llm.model / ARBORGRAPH_LLM__MODEL)"
+            )
+        if self._chat is None or self._chat.model != name:
+            llm = self.settings.llm.model_copy(update={"model": name})
+            try:  # checked before the cache is opened: a missing key is the user's to fix
+                self._chat = open_provider(llm, self.index.index_dir).chat
+            except (ProviderMissing, ValueError) as exc:
+                raise QueryError(str(exc)) from None
+        return self._chat
+
+    def _check_query(self, question: object, route: str) -> None:
+        """Raise QueryError for a question or route :meth:`query` cannot take."""
+        if (problem := question_problem(question)) is not None:
+            raise QueryError(problem)
+        if route != "auto" and route not in ROUTES:
+            raise QueryError(f"unknown route '{route}' (choose auto, {', '.join(ROUTES)})")
+        if route != "auto" and route not in self.index.routes:
+            raise QueryError(
+                f"this index has no '{route}' route (built: {', '.join(self.index.routes)}); "
+                "rebuild it with that structure enabled"
+            )
+
+    def _retrieval_query(
+        self, question: str, principal: str | None, mask: np.ndarray, top_k: int, pool: int, s: QuerySettings
+    ) -> RetrievalQuery:
+        """The query every route and the ranking stage see: the question embedded, and
+        its flat hits under ``mask`` (every route starts from them: structures fuse with
+        them, the router reads their spread), ranked once."""
+        query_vector = self.embed_query(question)
+        depth = max(top_k, LOOKUP_DEPTH)
+        scores = score_question(
+            self.index, question, query_vector, mask=mask,
+            depth=max(depth, s.retrieval.candidates), expansion=s.retrieval.ann_expansion,
+        )
+        hits = self._lookup(s).search(scores, mask, depth)
+        return RetrievalQuery(
+            question, query_vector, mask, readable(self.index.scopes, principal), top_k, pool, hits, scores
+        )
+
+    def _decide(
+        self, route: str, q: RetrievalQuery, llm: "ChatModel | None", use_llm: bool, s: QuerySettings
+    ) -> RoutingDecision:
+        if route != "auto":
+            return RoutingDecision(route=route, forced=True, reason="route forced by caller")  # type: ignore[arg-type]
+        return self.route_question(q.question, q.hits.contexts, llm=(llm or self.chat_model()) if use_llm else None)
+
+    def _lookup(self, s: QuerySettings) -> LookupRetriever:
+        return LookupRetriever(self.index, s.retrieval)
+
+    def _retriever(self, route: str, s: QuerySettings) -> Retriever:
+        """The route's retriever, built from the index's parts and the settings."""
+        if route == "lookup":
+            return self._lookup(s)
+        if route == "tree":
+            return TreeRetriever(self.index, s.tree_search, self.count_tokens)
+        if route == "graph":
+            return GraphRetriever(self.index, self._embedder, settings=s.graph_search, servers=self.graph_servers)
+        return GlobalRetriever(self.index, self._embedder, settings=s.global_search)
+
+    def _run(self, route: str, q: RetrievalQuery, s: QuerySettings) -> Retrieval:
+        """One route's candidates for the final assembly: what its retriever found,
+        ordered by the ranking stage when there is one, else composed with the flat hits."""
+        found = self._retriever(route, s).retrieve(q)
+        checkpoint()
+        ranked = None
+        # a structure that found nothing falls back to the flat hits as they are
+        if self.ranker is not None and s.retrieval.ranker and (route == "lookup" or found.contexts):
+            from arborgraph.query.rerank import rerank
+
+            ranked = rerank(self._ranking_index, self.ranker, q, found, s.retrieval)
+        return compose(
+            found, q.hits, top_k=q.top_k, pool=q.pool,
+            retrieval=s.retrieval, tree_search=s.tree_search, ranked=ranked,
+        )
+
+    @cached_property
+    def _ranking_index(self) -> "RankingIndex":
+        """What the ranking stage reads of this index (its page layout computed once)."""
+        from arborgraph.query.rerank import RankingIndex
+
+        return RankingIndex(self.index, self.index.routes)
+
+    def route_question(
+        self, question: str, hits: list[Context] | None = None, llm: "ChatModel | None" = None
+    ) -> RoutingDecision:
+        """Pick a route for ``question`` among the routes this index has built.
+
+        ``hits`` are its flat lookup hits when the caller has them (when the router
+        model weighs their spread and they are not given, public ones are looked up).
+        With ``llm`` the chat model decides; the classifier still orders the other
+        routes (the runner-up a low-confidence decision is fused with), and answers
+        alone if the LLM call fails (the reason says so).
+        """
+        from arborgraph.query.router import default_model, route_question, with_llm_choice
+
+        if hits is None and default_model().spread_stage is not None:
+            hits = self.lookup(question, top_k=20)
+        decision = route_question(
+            question,
+            available=self.index.routes,
+            hits=None if hits is None else [(c.source, c.heading_path) for c in hits[:20]],
+        )
+        if llm is None:
+            return decision
+        from arborgraph.core.errors import LLMError
+        from arborgraph.query.router_llm import llm_route
+
+        try:
+            chosen = llm_route(llm, question, self.index.routes)
+        except LLMError as exc:
+            return decision.model_copy(update={"reason": f"{decision.reason} (LLM router failed: {exc})"})
+        return with_llm_choice(decision, chosen)
+
+    def ranking_candidates(
+        self, question: str, route: Route, *, principal: str | None = None, top_k: int | None = None,
+    ) -> tuple[list[str], np.ndarray]:
+        """The chunk ids the ranking stage orders for ``question`` on ``route``, and their
+        feature matrix (columns: :data:`arborgraph.query.ranking.FEATURES`), computed exactly
+        as :meth:`query` computes them; for training and inspecting the ranker."""
+        from arborgraph.query.rerank import candidates
+
+        s = self.settings
+        k = top_k or s.top_k
+        q = self._retrieval_query(question, principal, self.chunk_mask(principal, dt.date.today()), k, 3 * k, s)
+        found = self._retriever(route, s).retrieve(q)
+        rows, matrix = candidates(self._ranking_index, q, found, s.retrieval)
+        return [self.index.store.chunk_ids[r] for r in rows], matrix
+
+    def lookup(
+        self,
+        question: str,
+        *,
+        mode: LookupMode = "hybrid",
+        top_k: int | None = None,
+        principal: str | None = None,
+        as_of: dt.date | None | Literal["today"] = "today",
+    ) -> list[Context]:
+        """Flat retrieval only (BM25, dense or hybrid): the baselines the eval compares to."""
+        when = dt.date.today() if as_of == "today" else as_of
+        vector = None if mode == "bm25" else self.embed_query(question)
+        k = top_k or self.settings.top_k
+        mask = self.chunk_mask(principal, when)
+        retrieval = self.settings.retrieval
+        scores = score_question(
+            self.index, question, vector, mask=mask, depth=max(k, retrieval.candidates), expansion=retrieval.ann_expansion
+        )
+        return self._lookup(self.settings).search(scores, mask, k, mode=mode).contexts
+
+    def tokens(self, ctx: Context) -> int:
+        """Tokens of a context; a whole chunk's count was stored when it was indexed
+        (tokenising every candidate again was most of a query's time)."""
+        store = self.index.store
+        row = store.row_of.get(ctx.node_id) if ctx.kind == "chunk" else None
+        if row is not None and ctx.text == store.texts[row]:
+            return store.n_tokens[row]
+        return self.count_tokens(ctx.text)
+
+    def _doc_of_chunk(self, chunk_id: str) -> str | None:
+        store = self.index.store
+        row = store.row_of.get(chunk_id)
+        return None if row is None else store.doc_ids[row]

@@ -1,0 +1,164 @@
+"""Questions: ``/v1/query``, ``/v1/query/batch`` (NDJSON) and ``/v1/query/stream``
+(an LLM answer as NDJSON events)."""
+
+# no "from __future__ import annotations": FastAPI reads the request models (built
+# per app, with its limits) from the route functions' live annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from arborgraph.core.errors import QueryError
+from arborgraph.core.results import Context
+from arborgraph.query.answer import generate_answer
+from arborgraph.service import views
+from arborgraph.service.auth import Caller
+from arborgraph.service.context import Service
+from arborgraph.service.limits import ServeSettings
+from arborgraph.service.problems import one_line, problem_body
+
+ROUTE_LABEL = "arborgraph_route"
+_CITATION = re.compile(r"\[(\d{1,3})\]")
+
+
+def _iso_date(value: Any) -> Any:
+    # pydantic would take a number as a Unix timestamp: only "YYYY-MM-DD" is a date here
+    if not isinstance(value, str):
+        raise ValueError("must be a date like 2026-01-31")
+    return value
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    return value
+
+
+IsoDate = Annotated[dt.date, BeforeValidator(_iso_date)]
+RouteField = Literal["auto", "lookup", "tree", "graph", "global"]
+
+
+def request_models(settings: ServeSettings) -> tuple[type[BaseModel], type[BaseModel], type[BaseModel]]:
+    """The request bodies, with this server's limits in their schemas."""
+    Question = Annotated[StrictStr, BeforeValidator(_text), Field(min_length=1, max_length=settings.max_question_chars)]
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        route: RouteField = "auto"
+        top_k: Annotated[StrictInt, Field(ge=1, le=200)] = 20
+        budget_tokens: Annotated[StrictInt, Field(ge=1, le=32000)] = 2000
+        as_of: IsoDate | None = Field(None, description="keep documents current on this date (default: today)")
+        include_stale: StrictBool = False
+        explain: StrictBool = False
+        answer: StrictBool = False
+
+        def options(self) -> views.QueryOptions:
+            return views.QueryOptions(**self.model_dump(include=set(Options.model_fields)))
+
+    class QueryBody(Options):
+        """One question and how to answer it (every field but ``question`` optional)."""
+
+        question: Question
+
+    class BatchItem(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        id: Annotated[StrictStr, Field(max_length=200)] | StrictInt | None = None
+        question: Question
+
+    class BatchBody(Options):
+        """Questions answered in order, one NDJSON line each (the ``--batch`` contract)."""
+
+        questions: Annotated[list[BatchItem], Field(min_length=1, max_length=settings.max_batch)]
+
+    return QueryBody, BatchBody, Options
+
+
+def router(service: Service, documented_auth: list[Any], errors: dict[int | str, dict[str, Any]]) -> APIRouter:
+    routes = APIRouter(tags=["query"], dependencies=documented_auth, responses=errors)
+    settings = service.settings
+    QueryBody, BatchBody, _ = request_models(settings)
+    CallerDep = Annotated[Caller, Depends(service.caller)]
+
+    @routes.post("/v1/query")
+    async def query(body: QueryBody, request: Request, who: CallerDep) -> JSONResponse:  # type: ignore[valid-type]
+        """Cited contexts for one question: the object `arborgraph query --json` prints,
+        plus the `generation` that answered (and `explain` text when asked)."""
+        result = await service.run(
+            views.query, who.principal, body.question, body.options(), llm_model=settings.llm_model  # type: ignore[attr-defined]
+        )  # type: ignore[attr-defined]
+        setattr(request.state, ROUTE_LABEL, result["route"])
+        return JSONResponse(result)
+
+    @routes.post("/v1/query/batch", response_class=StreamingResponse)
+    async def query_batch(body: BatchBody, request: Request, who: CallerDep) -> StreamingResponse:  # type: ignore[valid-type]
+        """Up to the server's batch limit of questions, answered in order on one
+        generation: NDJSON, one line per question (`id` first; an `error` object for a
+        question that failed)."""
+        options = body.options()  # type: ignore[attr-defined]
+        items = [(item.id, item.question) for item in body.questions]  # type: ignore[attr-defined]
+        await service.run(views.check_route, options.route)
+        setattr(request.state, ROUTE_LABEL, options.route)
+        return StreamingResponse(_batch_lines(items, options, who.principal), media_type="application/x-ndjson")
+
+    async def _batch_lines(items: list[tuple[Any, str]], options: views.QueryOptions, principal: str | None) -> AsyncIterator[str]:
+        with service.served.pin() as pinned:  # the whole batch on the generation it started on
+            for qid, question in items:
+                def answer(kb: Any, qid: Any = qid, question: str = question) -> dict[str, Any]:
+                    return views.query(kb, principal, question, options, qid, llm_model=settings.llm_model)
+
+                try:
+                    line = await service.run_pinned(pinned, answer)
+                except TimeoutError:
+                    line = {"id": qid, "error": problem_body(503, f"no answer within {settings.request_timeout_s:g} s")}
+                except (QueryError, ValueError) as exc:
+                    line = {"id": qid, "error": problem_body(400, str(exc))}
+                yield json.dumps(line, ensure_ascii=False) + "\n"
+
+    @routes.post("/v1/query/stream", response_class=StreamingResponse)
+    async def query_stream(body: QueryBody, request: Request, who: CallerDep) -> StreamingResponse:  # type: ignore[valid-type]
+        """An answer from the configured LLM, streamed as NDJSON events: `contexts`
+        (the query result), then `token` (the answer's text), then `citations` (the
+        contexts the answer cites by [n]), then `done`. 400 when no LLM is configured."""
+        options = views.QueryOptions(**{**body.options().__dict__, "answer": False})  # type: ignore[attr-defined]
+        question = body.question  # type: ignore[attr-defined]
+        # QueryError (400) now, before the stream starts, if there is no LLM
+        await service.run(lambda kb: kb.chat_model(settings.llm_model))
+        setattr(request.state, ROUTE_LABEL, options.route)
+        return StreamingResponse(_answer_events(question, options, who.principal), media_type="application/x-ndjson")
+
+    async def _answer_events(question: str, options: views.QueryOptions, principal: str | None) -> AsyncIterator[str]:
+        with service.served.pin() as pinned:  # contexts and answer from one generation
+            try:
+                result = await service.run_pinned(pinned, lambda kb: views.query(kb, principal, question, options))
+                yield json.dumps({"event": "contexts", **result}, ensure_ascii=False) + "\n"
+                contexts = [Context.model_validate(c) for c in result["contexts"]]
+                # the LLM client returns whole completions: the answer is one token event
+                text = await service.run_pinned(
+                    pinned, lambda kb: generate_answer(kb.chat_model(settings.llm_model), question, contexts)
+                )
+                yield json.dumps({"event": "token", "text": text}, ensure_ascii=False) + "\n"
+                cited = sorted({int(n) for n in _CITATION.findall(text) if 1 <= int(n) <= len(contexts)})
+                citations = [
+                    {"n": n, "node_id": contexts[n - 1].node_id, "source": contexts[n - 1].source,
+                     "heading_path": contexts[n - 1].heading_path}
+                    for n in cited
+                ]
+                yield json.dumps({"event": "citations", "citations": citations}, ensure_ascii=False) + "\n"
+            except Exception as exc:  # the status line is sent: the stream says what went wrong
+                yield json.dumps({"event": "error", "detail": one_line(str(exc) or type(exc).__name__)}) + "\n"
+            yield json.dumps({"event": "done"}) + "\n"
+
+    return routes

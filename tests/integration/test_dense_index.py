@@ -1,0 +1,120 @@
+"""The approximate dense index of large collections, on a small one told to use it: built
+and checksummed in the generation, memory-mapped on open, the same file from the same
+vectors, taken over by an unchanged rebuild, and never a way around the caller's mask."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import arborgraph
+from arborgraph.config import load_config
+from arborgraph.index import layout
+from arborgraph.pipeline import build_index
+from conftest import copy_pages
+
+PAGES = ["wal.md", "lockingv3.md", "c3ref_busy_timeout.md", "autoinc.md"]
+SECRET = """---
+acl: [team-a]
+---
+# Project Heron
+
+Heron stores its WAL checkpoints on a RAM disk and sets the busy timeout to 4242 ms.
+"""
+ANN = load_config(environ={}, overrides={"build_tree": False, "build_graph": False, "vectors": {"ann_min_rows": 1}})
+EXACT = load_config(environ={}, overrides={"build_tree": False, "build_graph": False})
+QUESTIONS = [
+    "How does WAL mode work?",
+    "What does sqlite3_busy_timeout do?",
+    "Which locks does a writer hold while it commits?",
+    "How does AUTOINCREMENT choose a new rowid?",
+]
+
+
+@pytest.fixture(scope="module")
+def docs(sample_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = copy_pages(sample_slice, tmp_path_factory.mktemp("ann") / "docs", PAGES)
+    (folder / "heron.md").write_text(SECRET)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(docs: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("ann-built")
+    build_index([docs], root / "ann", ANN)
+    build_index([docs], root / "exact", EXACT)
+    return root / "ann", root / "exact"
+
+
+def test_the_index_is_in_the_generation_and_memory_mapped(built: tuple[Path, Path]) -> None:
+    ann, exact = built
+    kb = arborgraph.open(ann)
+    assert layout.CHUNKS_ANN in kb.index_manifest.files
+    assert kb.index.dense is not None and kb.index.dense.approximate
+    assert isinstance(kb.index.dense.vectors, np.memmap)  # read as touched, not loaded
+    assert kb.index_manifest.report.stages["dense_index"]["reused"] == 0
+    plain = arborgraph.open(exact)
+    assert layout.CHUNKS_ANN not in plain.index_manifest.files and not plain.index.dense.approximate
+
+
+def test_approximate_search_finds_what_exact_search_finds(built: tuple[Path, Path]) -> None:
+    ann, exact = arborgraph.open(built[0]), arborgraph.open(built[1])
+    for question in QUESTIONS:
+        for route in ("lookup", "auto"):
+            a = [c.node_id for c in ann.query(question, route=route, top_k=10).contexts]
+            e = [c.node_id for c in exact.query(question, route=route, top_k=10).contexts]
+            assert a == e, (question, route)
+
+
+def test_the_same_vectors_give_the_same_file_and_an_unchanged_rebuild_takes_it_over(
+    built: tuple[Path, Path], docs: Path, tmp_path: Path
+) -> None:
+    again = tmp_path / "again"
+    build_index([docs], again, ANN)
+    first = arborgraph.open(built[0])
+    second = arborgraph.open(again)
+    assert (first.on_disk.path / layout.CHUNKS_ANN).read_bytes() == (second.on_disk.path / layout.CHUNKS_ANN).read_bytes()
+    copy = tmp_path / "copy"
+    shutil.copytree(built[0], copy)
+    report = build_index([docs], copy, ANN)
+    assert report.stages["dense_index"] == {"rows": report.chunks, "reused": 1}
+    (docs / "notes.md").write_text("# Notes\n\nThe page cache keeps recently used pages in memory.\n")
+    try:
+        changed = build_index([docs], copy, ANN)
+    finally:
+        (docs / "notes.md").unlink()
+    assert changed.stages["dense_index"]["reused"] == 0 and changed.stages["dense_index"]["rows"] == changed.chunks
+
+
+def test_the_caller_mask_holds_under_approximate_search(built: tuple[Path, Path]) -> None:
+    kb = arborgraph.open(built[0])
+    question = "Where does Heron store its WAL checkpoints, and with which busy timeout?"
+    for route in ("lookup", "auto"):
+        anonymous = kb.query(question, route=route, top_k=20)
+        assert anonymous.contexts and not any(c.source == "heron.md" for c in anonymous.contexts)
+        owner = kb.query(question, route=route, top_k=20, principal="team-a")
+        assert owner.contexts[0].source == "heron.md"
+    dense = kb.lookup(question, mode="dense", top_k=20)
+    assert len(dense) == 20 and not any(c.source == "heron.md" for c in dense)
+
+
+def test_the_search_goes_deeper_while_the_caller_may_read_too_few_hits(built: tuple[Path, Path]) -> None:
+    from arborgraph.query.scores import score_question
+
+    kb = arborgraph.open(built[0])
+    question = "How does WAL mode work?"
+    vector = kb.embed_query(question)
+    exact = np.asarray(kb.index.dense.vectors) @ vector
+    few = score_question(kb.index, question, vector, depth=5)
+    assert few.dense_known is not None and 5 <= few.dense_known.sum() < len(exact)
+    known = np.flatnonzero(few.dense_known)
+    assert np.allclose(few.dense[known], exact[known], atol=1e-6)  # the hits are scored exactly
+    assert np.all(few.dense[~few.dense_known] == -2.0)
+    # a caller who may read three rows, the least similar ones: still gets all three
+    mask = np.zeros(len(exact), dtype=bool)
+    mask[np.argsort(exact)[:3]] = True
+    scores = score_question(kb.index, question, vector, mask=mask, depth=3)
+    assert scores.dense_known[mask].all()
