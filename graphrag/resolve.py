@@ -268,4 +268,11 @@ def _merge_relations(
                 rel.description = r.description
     for k, rel in acc.items():
         rel.evidence = (primary.get(k, []) + secondary.get(k, []))[: cfg.max_evidence]
-    return {rel.id: rel for rel in sorted(acc.values(), key=lambda r: r.id)}
+    # co-occurrence is the fallback: only where no sentence types the pair's relation,
+    # and only for a pair met often enough to be more than chance
+    typed = {frozenset((s, t)) for s, t, rtype in acc if rtype != CO_OCCURS}
+    kept = [
+        rel for (s, t, rtype), rel in acc.items()
+        if rtype != CO_OCCURS or (len(rel.chunk_ids) >= cfg.min_cooccurrence_chunks and frozenset((s, t)) not in typed)
+    ]
+    return {rel.id: rel for rel in sorted(kept, key=lambda r: r.id)}

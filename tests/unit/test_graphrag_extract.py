@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphrag import RuleExtractor
-from graphrag.extract.relations import relation_between
+from graphrag.extract.relations import relation_between, sentence_relations
 from graphrag.model import ChunkExtraction
 from graphrag.text import code_regions, entity_key, split_units
 from ingest.models import Chunk
@@ -74,36 +74,64 @@ def test_acronym_gets_its_expansion_as_alias(chunks: list[Chunk], extractor: Rul
 
 
 def test_typed_relations_from_real_sentences(chunks: list[Chunk], extractor: RuleExtractor) -> None:
-    ex = extractor.extract(_chunk_with(chunks, "WAL normally requires that the VFS support shared-memory"))
-    rels = {(r.source, r.type, r.target) for r in ex.relations}
-    assert ("WAL", "requires", "VFS") in rels
-    # every relation cites the sentence it was read from; links to the section's
-    # topic cite the sentence naming the other entity but do not describe the relation
     c = _chunk_with(chunks, "WAL normally requires that the VFS support shared-memory")
+    ex = extractor.extract(c)
+    rels = {(r.source, r.type, r.target) for r in ex.relations}
+    # the verb's lemma is the type
+    assert ("WAL", "require", "VFS") in rels
+    # every relation cites the sentence it was read from, and two names a sentence
+    # relates by a verb do not co-occur there as well
     for r in ex.relations:
-        assert r.span is not None
-        if r.description:
-            assert c.text[r.span[0] : r.span[1]] == r.description
-        else:
-            assert r.type == "co_occurs" and "Write-Ahead Logging" in (r.source, r.target)
+        assert r.span is not None and c.text[r.span[0] : r.span[1]] == r.description
+    for r in ex.relations:
+        if r.type == "co_occurs":
+            assert not any(
+                t.span == r.span and {t.source, t.target} == {r.source, r.target} for t in ex.relations if t.type != "co_occurs"
+            )
 
 
 @pytest.mark.parametrize(
     ("between", "expected"),
     [
-        (" is controlled by the ", ("configures", True)),
-        (" is limited by the ", ("limits", True)),
-        (" normally requires that the ", ("requires", False)),
-        (" is defined in ", ("defined_in", False)),
+        (" is controlled by the ", ("control", True)),
+        (" is limited by the ", ("limit", True)),
+        (" normally requires that the ", ("require", False)),
+        (" is defined in ", ("is_defined_in", False)),
         (" is a ", ("is_a", False)),
+        (" is part of the ", ("part_of", False)),
+        (" is compatible with ", ("is_compatible_with", False)),
         (", such as ", ("is_a", True)),
-        (" contains the ", ("part_of", True)),
-        (" uses many fewer ", ("uses", False)),
+        (" contains the ", ("contain", False)),
+        (" uses many fewer ", ("use", False)),
+        ("() uses ", ("use", False)),  # what a call's mention leaves of it
+        (" pragma sets the ", ("set", False)),  # the subject's head noun
+        (" writes to the ", ("write_to", False)),
+        (" copies pages into the ", ("copy_into", False)),
+        (", which uses ", ("use", False)),
         (" and ", None),
+        (" does not use ", None),  # a negation is no relation
+        (" returns an error if ", None),  # nor a condition
+        (" returns a pointer to an ", None),  # the preposition belongs to the noun
+        (" allows applications to read ", None),  # a second clause
+        (" files ", None),  # "WAL files": a plural noun, not a verb
     ],
 )
 def test_relation_patterns(between: str, expected: tuple[str, bool] | None) -> None:
     assert relation_between(between) == expected
+
+
+def test_a_verb_reaches_coordinated_names_and_a_third_argument() -> None:
+    assert sentence_relations(["A", "B", "C", "D"], [" and ", " require ", " or "]) == [
+        ("B", "require", "C"), ("B", "require", "D"), ("A", "require", "C"), ("A", "require", "D"),
+    ]
+    # "A uses B and C requires D": C starts a clause of its own
+    assert sentence_relations(["A", "B", "C", "D"], [" uses ", " and ", " requires "]) == [
+        ("A", "use", "B"), ("C", "require", "D"),
+    ]
+    assert sentence_relations(["SQLite", "schema", "sqlite_schema"], [" stores the ", " in the "]) == [
+        ("SQLite", "store", "schema"), ("schema", "is_stored_in", "sqlite_schema"),
+    ]
+    assert sentence_relations(["A", "B"], [" is used by "]) == [("B", "use", "A")]
 
 
 def test_code_is_kept_out_of_prose_relations(chunks: list[Chunk]) -> None:

@@ -98,8 +98,21 @@ def test_relations_merge_with_weights_chunks_and_evidence() -> None:
     _, rels = resolve(exs)
     req = rels["wal|requires|checkpoint"]
     assert req.weight == 2.0 and req.chunk_ids == ["r#0", "r#1"] and len(req.evidence) == 2
-    co = rels["checkpoint|co_occurs|wal"]  # undirected: stored smaller id first
-    assert co.source == "checkpoint"
+    # the typed relation stands for the pair: their co-occurrence is no second edge
+    assert "checkpoint|co_occurs|wal" not in rels
+
+
+def test_co_occurrence_is_a_fallback_met_in_enough_chunks() -> None:
+    exs = [
+        _ex("c#0", ("WAL", "acronym"), ("VFS", "acronym"), ("mutex", "term"), relations=(("VFS", "co_occurs", "WAL"), ("WAL", "co_occurs", "mutex"))),
+        _ex("c#1", ("WAL", "acronym"), ("VFS", "acronym"), relations=(("VFS", "co_occurs", "WAL"),)),
+    ]
+    _, rels = resolve(exs)
+    co = rels["vfs|co_occurs|wal"]  # undirected: stored smaller id first
+    assert co.source == "vfs" and co.chunk_ids == ["c#0", "c#1"]
+    assert "mutex|co_occurs|wal" not in rels  # met in one chunk only: chance
+    _, once = resolve(exs, GraphConfig(min_cooccurrence_chunks=1))
+    assert "mutex|co_occurs|wal" in once
 
 
 def test_description_prefers_the_entity_own_section() -> None:
