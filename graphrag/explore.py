@@ -21,7 +21,7 @@ import pyarrow as pa
 from graphrag.chunks import ChunkFetcher, ChunkSource
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import Community, CommunityReport, Entity, Finding
-from graphrag.reports import RELATION_VERBS
+from graphrag.lexicon import relation_words
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,8 @@ class GraphView:
         )
 
     def neighbours(self, name: str, *, limit: int = 20, type: str | None = None) -> list[dict[str, Any]]:
-        """Strongest relations of an entity: who, how, how strongly, stated where."""
+        """Strongest relations of an entity: who, how (``relation``: the type; ``phrase``:
+        how it reads from source to target), how strongly, stated where."""
         ent = self.entity(name)
         out = []
         for rel in self.kg.adjacency.get(ent.id, []):
@@ -109,6 +110,8 @@ class GraphView:
                     "id": other,
                     "name": self.kg.entities[other].name,
                     "relation": rel.type,
+                    # how it reads from source to target: "requires", "is stored in"
+                    "phrase": relation_words(rel.type),
                     "direction": "out" if rel.source == ent.id else "in",
                     "weight": rel.weight,
                     "sentence": rel.description,
@@ -136,7 +139,7 @@ class GraphView:
             hops.append(
                 {
                     "from": self.kg.entities[x].name,
-                    "relation": RELATION_VERBS.get(rel.type, rel.type),
+                    "relation": relation_words(rel.type),
                     "to": self.kg.entities[y].name,
                     "sentence": rel.description,
                     "chunk_ids": rel.chunk_ids[:3],
