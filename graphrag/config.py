@@ -26,10 +26,10 @@ class GraphConfig(BaseModel):
     min_inferred_acronym_len: int = 3
     max_evidence: int = Field(5, description="evidence sentences kept per relation")
     max_weight_per_chunk: float = Field(2.0, description="cap on one chunk's weight for one relation")
-    min_cooccurrence_chunks: int = Field(
+    min_cooccurrence_sentences: int = Field(
         2,
         description="two entities only named together (no typed relation between them) are "
-        "related when they meet in this many chunks",
+        "related when this many different sentences name them so (overlapping chunks repeat one)",
     )
 
     # communities (hierarchical Leiden)

@@ -9,7 +9,8 @@ neighbouring mentions is read from the words between them, as a clause:
   (A, is_stored_in, B);
 - a copula: "A is a B" -> is_a, "A is part of B" -> part_of, "A is compatible with B"
   -> is_compatible_with; "B, such as A" -> (A, is_a, B);
-- a bare preposition: "the return value of B" -> (return value, of, B).
+- a bare preposition: "the return value of B" -> (return value, of, B);
+- a noun phrase of two names: "the HUP signal" -> (HUP, is_a, signal).
 
 The type is the verb's lemma (its participle after "is" for a passive without an
 agent; the preposition where there is no verb), so it reads back as "requires", "is
@@ -328,18 +329,50 @@ def topic_subject(unit: str) -> int:
     return m.end() if m else 0
 
 
-def sentence_relations(names: list[str], gaps: list[str]) -> list[tuple[str, str, str]]:
+# head nouns that name a class of things: "the HUP signal", "the shell variable ZDOTDIR"
+_CLASS_NOUNS = _words(
+    "signal macro option parameter variable function tokenizer mode command module extension "
+    "pragma setting keyword code constant method hook callback operator property directive "
+    "policy generator widget builtin routine interface statement clause flag opcode type "
+    "exception class package header switch"
+)
+# names that are things of their own, not instances of a class ("SQLite database files")
+_NOT_INSTANCES = _words("term component")
+
+
+def compound_relation(first: tuple[str, str], second: tuple[str, str]) -> tuple[str, str, str] | None:
+    """(instance, "is_a", class) for two names written as one noun phrase, with nothing
+    between them: "the HUP signal", "the shell variable ZDOTDIR". ``first`` and
+    ``second`` are (name, entity type); the class is a term whose last word names a
+    kind of thing, the instance a name that is not a term."""
+    for inst, cls in ((first, second), (second, first)):
+        if cls[1] == "term" and inst[1] not in _NOT_INSTANCES:
+            head = cls[0].lower().split()[-1].rstrip("s")
+            if head in _CLASS_NOUNS:
+                return inst[0], "is_a", cls[0]
+    return None
+
+
+def sentence_relations(
+    names: list[str], gaps: list[str], types: list[str] | None = None
+) -> list[tuple[str, str, str]]:
     """(source, type, target) for the mentions of one sentence: ``names`` in order and
     ``gaps``, the text between each name and the next.
 
     Besides each neighbouring pair :func:`relation_between` types, a verb reaches the
     names coordinated with its subject or object ("A and B require C and D": four
     relations), and a plain verb's object takes a third name introduced by a
-    preposition ("A stores B in C": B is_stored_in C).
+    preposition ("A stores B in C": B is_stored_in C). With the names' entity ``types``,
+    two names written as one noun phrase are an instance and its class
+    (:func:`compound_relation`).
     """
     reads = [relation_between(g) for g in gaps]
     coordinated = [bool(_COORDINATION_RE.match(g)) for g in gaps]
     out: list[tuple[str, str, str]] = []
+    if types is not None:
+        for i, gap in enumerate(gaps):
+            if not gap.strip() and (found := compound_relation((names[i], types[i]), (names[i + 1], types[i + 1]))):
+                out.append(found)
     for i, read in enumerate(reads):
         if read is None:
             continue

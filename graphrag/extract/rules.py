@@ -433,14 +433,16 @@ class RuleExtractor:
             typed: set[frozenset[str]] = set()
             if not in_code:
                 names = [m.name for m in unit_m]
+                types = [entities[m.name].type for m in unit_m]
                 gaps = [text[a.end : b.start] for a, b in zip(unit_m, unit_m[1:])]
                 opening = topic_subject(unit) if topic and unit_m[0].name != topic else 0
                 if opening and unit_m[0].start >= us + opening:
                     # "This routine sets a busy handler": the section's topic is the subject
                     names.insert(0, topic)
+                    types.insert(0, entities[topic].type)
                     gaps.insert(0, text[us + opening : unit_m[0].start])
                 # a name met twice in the sentence may state one relation twice
-                for src, rtype, dst in dict.fromkeys(sentence_relations(names, gaps)):
+                for src, rtype, dst in dict.fromkeys(sentence_relations(names, gaps, types)):
                     typed.add(frozenset((src, dst)))
                     rels.append(ExtractedRelation(src, dst, rtype, 1.0, unit, (us, ue)))
             for a_i, a in enumerate(unit_m):

@@ -132,6 +132,12 @@ def test_a_verb_reaches_coordinated_names_and_a_third_argument() -> None:
         ("SQLite", "store", "schema"), ("schema", "is_stored_in", "sqlite_schema"),
     ]
     assert sentence_relations(["A", "B"], [" is used by "]) == [("B", "use", "A")]
+    # two names as one noun phrase: an instance and its class, not a product and its part
+    assert sentence_relations(["HUP", "signal"], [" "], ["acronym", "term"]) == [("HUP", "is_a", "signal")]
+    assert sentence_relations(["shell variable", "ZDOTDIR"], [" "], ["term", "constant"]) == [
+        ("ZDOTDIR", "is_a", "shell variable")
+    ]
+    assert sentence_relations(["SQLite", "error code"], [" "], ["component", "term"]) == []
 
 
 def test_code_is_kept_out_of_prose_relations(chunks: list[Chunk]) -> None:

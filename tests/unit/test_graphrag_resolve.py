@@ -102,16 +102,27 @@ def test_relations_merge_with_weights_chunks_and_evidence() -> None:
     assert "checkpoint|co_occurs|wal" not in rels
 
 
-def test_co_occurrence_is_a_fallback_met_in_enough_chunks() -> None:
+def _co(chunk_id: str, a: str, b: str, sentence: str) -> ChunkExtraction:
+    return ChunkExtraction(
+        chunk_id,
+        [ExtractedEntity(name=n, type="acronym", spans=[(0, len(n))]) for n in (a, b)],
+        [ExtractedRelation(a, b, "co_occurs", 1.0, sentence, (0, len(sentence)))],
+    )
+
+
+def test_co_occurrence_is_a_fallback_named_in_enough_sentences() -> None:
     exs = [
-        _ex("c#0", ("WAL", "acronym"), ("VFS", "acronym"), ("mutex", "term"), relations=(("VFS", "co_occurs", "WAL"), ("WAL", "co_occurs", "mutex"))),
-        _ex("c#1", ("WAL", "acronym"), ("VFS", "acronym"), relations=(("VFS", "co_occurs", "WAL"),)),
+        _co("c#0", "VFS", "WAL", "The VFS and WAL ..."),
+        _co("c#1", "VFS", "WAL", "Each WAL needs a VFS ..."),
+        # one sentence that overlapping chunks both hold counts once
+        _co("d#0", "WAL", "MUTEX", "The WAL and the MUTEX ..."),
+        _co("d#1", "WAL", "MUTEX", "The WAL and the  MUTEX ..."),
     ]
     _, rels = resolve(exs)
     co = rels["vfs|co_occurs|wal"]  # undirected: stored smaller id first
     assert co.source == "vfs" and co.chunk_ids == ["c#0", "c#1"]
-    assert "mutex|co_occurs|wal" not in rels  # met in one chunk only: chance
-    _, once = resolve(exs, GraphConfig(min_cooccurrence_chunks=1))
+    assert "mutex|co_occurs|wal" not in rels  # named together by one sentence only: chance
+    _, once = resolve(exs, GraphConfig(min_cooccurrence_sentences=1))
     assert "mutex|co_occurs|wal" in once
 
 
