@@ -102,3 +102,16 @@ def relation_words(rel_type: str) -> str:
     if words[0] == "is" or not words[0].isalpha() or verb_lemma(words[0]) != words[0]:
         return " ".join(words)  # not a verb lemma (an LLM's type): as it is
     return " ".join([third_person(words[0]), *words[1:]])
+
+
+@lru_cache(maxsize=4096)
+def inverse_relation_words(rel_type: str) -> str:
+    """How a relation reads from its target back to its source: "require" -> "is
+    required by", "write_to" -> "is written to by"; "(inverse) ..." where no passive
+    says it ("is_a" -> "(inverse) is a")."""
+    if rel_type == "co_occurs":
+        return FIXED_PHRASES[rel_type]
+    words = rel_type.split("_")
+    if words[0].isalpha() and verb_lemma(words[0]) == words[0] and rel_type not in FIXED_PHRASES:
+        return " ".join(["is", participle(words[0]), *words[1:], "by"])
+    return f"(inverse) {relation_words(rel_type)}"

@@ -49,7 +49,7 @@ from graphrag.graph import KnowledgeGraph
 from graphrag.linking import LinkedEntity, link_entities, specificity
 from graphrag.model import CO_OCCURS, Relation
 from graphrag.neighbours import GraphBackend, MemoryGraphBackend
-from graphrag.lexicon import relation_words
+from graphrag.lexicon import inverse_relation_words, relation_words
 from graphrag.search_index import mention_index, path_index
 from graphrag.text import entity_key, singular
 
@@ -382,8 +382,7 @@ def chain_contexts(
         hops.append((rel, rel.source == a))
     names = [kg.entities[path[0]].name]
     for rel, forward in hops:
-        verb = relation_words(rel.type)
-        arrow = verb if forward else f"(inverse) {verb}"
+        arrow = relation_words(rel.type) if forward else inverse_relation_words(rel.type)
         names += [arrow, kg.entities[rel.target if forward else rel.source].name]
     chain = " → ".join(names)
     out: list[Context] = []
