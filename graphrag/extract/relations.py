@@ -27,6 +27,8 @@ import re
 from functools import lru_cache
 
 from graphrag.lexicon import is_base_form, is_gerund, is_participle, participle, verb_lemma, word_classes
+from graphrag.text import singular
+from graphrag.vocab import HEAD_NOUN_TYPES
 
 MAX_GAP_CHARS = 80
 MAX_GAP_WORDS = 10
@@ -163,6 +165,8 @@ def _clause(tokens: list[str]) -> tuple[str, bool] | None:
         return None
     if lemma in _NOUNISH and not aux and word.endswith("s"):
         return None
+    if not aux and word != lemma and "NOUN" in word_classes(word) and _starts_with_prep(tokens[i + 1 :]):
+        return None  # "VXLAN interfaces from B", "eBGP peers with B": a plural noun
     if not aux and not _finite(word):
         return None
     if aux and not is_base_form(word):
@@ -195,6 +199,10 @@ def _head_noun(word: str, after: str) -> bool:
     if after in _BE or after in _MODALS or after in _RELATIVE or _is_adverb(after):
         return True
     return verb_lemma(after) is not None and not is_base_form(after)
+
+
+def _starts_with_prep(rest: list[str]) -> bool:
+    return bool(rest) and rest[0] in _VERB_PREPS
 
 
 def _finite(word: str) -> bool:
@@ -271,6 +279,8 @@ def _after_be(rest: list[str]) -> tuple[str, bool] | None:
             return f"is_{participle(lemma)}_{tail[0]}", False
         return None
     if head in ("a", "an", "the", "one"):
+        if any(t in _RELATIVE for t in rest[2:]):
+            return None  # "A is a daemon that handles the B": B is what the daemon handles
         words = [t for t in rest[1:] if t not in _DETERMINERS]
         if not words or (head == "one" and words == ["of"]):
             return "is_a", False
@@ -304,6 +314,12 @@ def _adjective(word: str) -> bool:
     return "ADJ" in classes or (bool(classes) and word.endswith(_ADJECTIVE_ENDINGS))
 
 
+# a gap ending in a preposition: the name after it is that preposition's object
+_PP_END_RE = re.compile(
+    r"\b(?:of|in|on|for|to|into|from|with|by|at|within|as|via|using|than)\s+"
+    r"(?:(?:the|a|an|this|its|their|each|every)\s+)?$",
+    re.IGNORECASE,
+)
 _COORDINATION_RE = re.compile(r"^\s*(?:,|,?\s*(?:and|or|as\s+well\s+as))\s*(?:(?:the|a|an)\s+)?$", re.IGNORECASE)
 _ARGUMENT_RE = re.compile(
     r"^\s*(in|into|to|from|on|onto|with|for|at|as|over|through|via)\s+(?:(?:the|a|an|its|their|each|every|this)\s+)?$",
@@ -311,22 +327,23 @@ _ARGUMENT_RE = re.compile(
 )
 
 
-# "This routine sets ...", "It returns ...": a sentence whose subject is the topic of its
-# section, named by a pronoun or a demonstrative and a kind noun
-_TOPIC_SUBJECT_RE = re.compile(
-    r"^(?:(?:this|these)\s+(?:[a-z]+\s+)?(?:routines?|functions?|interfaces?|pragmas?|options?|commands?|"
-    r"statements?|methods?|macros?|settings?|modules?|extensions?|apis?|objects?|programs?|tools?|"
-    r"directives?|variables?|hooks?|properties|property|policy|policies|utility|utilities|classes|class|"
-    r"types?|parameters?|keywords?|operators?|mechanism|feature|subcommand)|it|they)\b(?=\s)",
-    re.IGNORECASE,
-)
+# "This routine sets ...", "This PRAGMA returns ...": a sentence whose subject is the
+# topic of its section, named by a demonstrative and the noun of the topic's kind
+_TOPIC_SUBJECT_RE = re.compile(r"^(?:this|these)\s+([a-z]+)\b(?=\s)", re.IGNORECASE)
 
 
-def topic_subject(unit: str) -> int:
-    """The length of a sentence's opening subject that stands for its section's topic
-    ("This routine", "It"), or 0 when the sentence does not open with one."""
+def topic_subject(unit: str, topic_type: str) -> int:
+    """The length of a sentence's opening subject that stands for its section's topic,
+    an entity of type ``topic_type`` ("This routine" for a function, "This pragma" for a
+    parameter), or 0 when the sentence does not open with one. Only a noun that names
+    the topic's own kind counts: "This command" in a section about a daemon is one of
+    its commands, not the daemon."""
     m = _TOPIC_SUBJECT_RE.match(unit)
-    return m.end() if m else 0
+    if not m:
+        return 0
+    noun = m.group(1).lower()
+    kind = HEAD_NOUN_TYPES.get(noun) or HEAD_NOUN_TYPES.get(noun.rstrip("s"))
+    return m.end() if kind is not None and kind == topic_type else 0
 
 
 # head nouns that name a class of things: "the HUP signal", "the shell variable ZDOTDIR"
@@ -347,8 +364,9 @@ def compound_relation(first: tuple[str, str], second: tuple[str, str]) -> tuple[
     kind of thing, the instance a name that is not a term."""
     for inst, cls in ((first, second), (second, first)):
         if cls[1] == "term" and inst[1] not in _NOT_INSTANCES:
-            head = cls[0].lower().split()[-1].rstrip("s")
-            if head in _CLASS_NOUNS:
+            head = cls[0].lower().split()[-1]
+            # a plural head names things for the other name ("MPLS kernel modules")
+            if head in _CLASS_NOUNS and singular(head) == head:
                 return inst[0], "is_a", cls[0]
     return None
 
@@ -377,6 +395,8 @@ def sentence_relations(
         if read is None:
             continue
         rel_type, reverse = read
+        if rel_type not in _PREPOSITIONS and i and _PP_END_RE.search(gaps[i - 1]):
+            continue  # "the model implemented by A is shown in B": A is no subject
         subjects = [names[i]]
         k = i - 1
         # a name joined to the subject by "and" is a subject too, unless a verb of its

@@ -435,7 +435,7 @@ class RuleExtractor:
                 names = [m.name for m in unit_m]
                 types = [entities[m.name].type for m in unit_m]
                 gaps = [text[a.end : b.start] for a, b in zip(unit_m, unit_m[1:])]
-                opening = topic_subject(unit) if topic and unit_m[0].name != topic else 0
+                opening = topic_subject(unit, entities[topic].type) if topic and unit_m[0].name != topic else 0
                 if opening and unit_m[0].start >= us + opening:
                     # "This routine sets a busy handler": the section's topic is the subject
                     names.insert(0, topic)

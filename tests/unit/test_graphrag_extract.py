@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphrag import RuleExtractor
-from graphrag.extract.relations import relation_between, sentence_relations
+from graphrag.extract.relations import relation_between, sentence_relations, topic_subject
 from graphrag.model import ChunkExtraction
 from graphrag.text import code_regions, entity_key, split_units
 from ingest.models import Chunk
@@ -114,6 +114,8 @@ def test_typed_relations_from_real_sentences(chunks: list[Chunk], extractor: Rul
         (" returns a pointer to an ", None),  # the preposition belongs to the noun
         (" allows applications to read ", None),  # a second clause
         (" files ", None),  # "WAL files": a plural noun, not a verb
+        (" interfaces from ", None),  # "VXLAN interfaces from B": a plural noun too
+        (" is a daemon that handles the ", None),  # B is what the daemon handles
     ],
 )
 def test_relation_patterns(between: str, expected: tuple[str, bool] | None) -> None:
@@ -138,6 +140,19 @@ def test_a_verb_reaches_coordinated_names_and_a_third_argument() -> None:
         ("ZDOTDIR", "is_a", "shell variable")
     ]
     assert sentence_relations(["SQLite", "error code"], [" "], ["component", "term"]) == []
+    assert sentence_relations(["MPLS", "kernel modules"], [" "], ["acronym", "term"]) == []
+    # a name after a preposition is that preposition's object, no subject
+    assert sentence_relations(["model", "FRR", "figure"], [" implemented by ", " is shown in "]) == [
+        ("FRR", "implement", "model")
+    ]
+
+
+def test_a_demonstrative_stands_for_the_topic_only_when_it_names_its_kind() -> None:
+    assert topic_subject("This PRAGMA sets the busy handler.", "parameter") == len("This PRAGMA")
+    assert topic_subject("This routine sets a busy handler.", "function") == len("This routine")
+    # one command of a section about a daemon, a pronoun: not the topic
+    assert topic_subject("This command requests the locator.", "term") == 0
+    assert topic_subject("It returns SQLITE_BUSY.", "function") == 0
 
 
 def test_code_is_kept_out_of_prose_relations(chunks: list[Chunk]) -> None:
