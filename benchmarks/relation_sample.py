@@ -30,10 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import arborgraph  # noqa: E402
-from graphrag.lexicon import is_participle, relation_words  # noqa: E402
+from graphrag.lexicon import PREPOSITIONS, is_participle, relation_words  # noqa: E402
 from graphrag.model import CO_OCCURS  # noqa: E402
 
-PREPOSITIONS = frozenset("of in on for to into from with by within inside over under at".split())
 
 
 def kind(rel_type: str) -> str:

@@ -20,6 +20,10 @@ FIXED_PHRASES = {
 }
 
 
+# the bare prepositions a relation can be typed by (graphrag.extract.relations)
+PREPOSITIONS = frozenset("of in on for to into from with by within inside over under at".split())
+
+
 @lru_cache(maxsize=100_000)
 def _lemmas(word: str) -> dict[str, tuple[str, ...]]:
     from lemminflect import getAllLemmas
@@ -98,6 +102,8 @@ def relation_words(rel_type: str) -> str:
     "write_to" -> "writes to", "is_stored_in" -> "is stored in", "is_a" -> "is a"."""
     if rel_type in FIXED_PHRASES:
         return FIXED_PHRASES[rel_type]
+    if rel_type in PREPOSITIONS:
+        return rel_type  # "over" is a verb too, but here it is a bare preposition
     words = rel_type.split("_")
     if words[0] == "is" or not words[0].isalpha() or verb_lemma(words[0]) != words[0]:
         return " ".join(words)  # not a verb lemma (an LLM's type): as it is
@@ -111,6 +117,8 @@ def inverse_relation_words(rel_type: str) -> str:
     says it ("is_a" -> "(inverse) is a")."""
     if rel_type == "co_occurs":
         return FIXED_PHRASES[rel_type]
+    if rel_type in PREPOSITIONS:
+        return f"(inverse) {rel_type}"
     words = rel_type.split("_")
     if words[0].isalpha() and verb_lemma(words[0]) == words[0] and rel_type not in FIXED_PHRASES:
         return " ".join(["is", participle(words[0]), *words[1:], "by"])

@@ -41,7 +41,10 @@ def relation_phrase(kg: KnowledgeGraph, rel: Relation) -> str:
     source, target = kg.entities[rel.source].name, kg.entities[rel.target].name
     if rel.type == CO_OCCURS:
         return f"{source} and {target}"
-    return f"{source} {relation_words(rel.type)} {target}"
+    words = relation_words(rel.type)
+    if words.endswith(" a") and target[:1].lower() in "aeiou":
+        words += "n"  # "is an environment variable"
+    return f"{source} {words} {target}"
 
 
 @dataclass(slots=True)

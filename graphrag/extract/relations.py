@@ -26,7 +26,15 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from graphrag.lexicon import is_base_form, is_gerund, is_participle, participle, verb_lemma, word_classes
+from graphrag.lexicon import (
+    PREPOSITIONS,
+    is_base_form,
+    is_gerund,
+    is_participle,
+    participle,
+    verb_lemma,
+    word_classes,
+)
 from graphrag.text import singular
 from graphrag.vocab import HEAD_NOUN_TYPES
 
@@ -61,7 +69,7 @@ _DETERMINERS = _words(
 # prepositions a verb takes for its second argument ("writes to", "depends on"); "of"
 # belongs to the noun before it ("the value of B") and leaves the verb plain
 _VERB_PREPS = _words(
-    "to into in on onto from with for at by as over through via under between within "
+    "to into in on onto upon from with for at by as over through via under between within "
     "inside across against about"
 )
 # prepositions of place that stay with the verb after its object ("copies pages into B")
@@ -78,7 +86,6 @@ _PREPOSITION_RE = re.compile(
     r"^\s*(of|in|on|for|to|into|from|with|by|within|inside|over|under|at)\s+"
     r"(?:(?:the|a|an|its|their|each|every|this|that|these|those)\s+)?$"
 )
-_PREPOSITIONS = _words("of in on for to into from with by within inside over under at")
 _SUCH_AS_RE = re.compile(r"^\s*,?\s*(?:such\s+as|like|including|e\.g\.,?)\s*$")
 _SEE_RE = re.compile(r"^\W*(?:see|see\s+also|for\s+more\s+(?:information|details)[^,]*,\s*see)\b", re.IGNORECASE)
 
@@ -220,11 +227,13 @@ def _object(lemma: str, rest: list[str]) -> tuple[str, bool] | None:
     """What follows the verb up to the second mention: particles, articles, adjectives,
     a few nouns and the preposition that introduces the mention."""
     prep: str | None = None
+    particle = ""
     preps = 0
     after_of = False
     content = 0
     for j, t in enumerate(rest):
         if t in _PARTICLES and j == 0:
+            particle = t  # "falls back to": the particle is part of the verb
             continue
         if j and rest[j - 1] == "to" and verb_lemma(t):
             return None  # "allows applications to read B": the reading is another clause
@@ -250,7 +259,8 @@ def _object(lemma: str, rest: list[str]) -> tuple[str, bool] | None:
         content += 1
         if content > 3:
             return None
-    return (f"{lemma}_{prep}" if prep else lemma), False
+    verb = f"{lemma}_{particle}" if particle else lemma
+    return (f"{verb}_{prep}" if prep else verb), False
 
 
 def _after_be(rest: list[str]) -> tuple[str, bool] | None:
@@ -395,7 +405,7 @@ def sentence_relations(
         if read is None:
             continue
         rel_type, reverse = read
-        if rel_type not in _PREPOSITIONS and i and _PP_END_RE.search(gaps[i - 1]):
+        if rel_type not in PREPOSITIONS and i and _PP_END_RE.search(gaps[i - 1]):
             continue  # "the model implemented by A is shown in B": A is no subject
         subjects = [names[i]]
         k = i - 1
@@ -421,5 +431,5 @@ def sentence_relations(
                 if third != names[last]:
                     out.append((names[last], f"is_{participle(rel_type)}_{arg.group(1).lower()}", third))
     # a bare preposition says less than a verb relating the same two names
-    verbal = {frozenset((s, o)) for s, t, o in out if t not in _PREPOSITIONS}
-    return [(s, t, o) for s, t, o in out if t not in _PREPOSITIONS or frozenset((s, o)) not in verbal]
+    verbal = {frozenset((s, o)) for s, t, o in out if t not in PREPOSITIONS}
+    return [(s, t, o) for s, t, o in out if t not in PREPOSITIONS or frozenset((s, o)) not in verbal]

@@ -108,6 +108,9 @@ def test_typed_relations_from_real_sentences(chunks: list[Chunk], extractor: Rul
         (" writes to the ", ("write_to", False)),
         (" copies pages into the ", ("copy_into", False)),
         (", which uses ", ("use", False)),
+        (" falls back to ", ("fall_back_to", False)),  # the particle is part of the verb
+        (" relies upon the ", ("rely_upon", False)),
+        (" over ", ("over", False)),  # a bare preposition, though "over" can be a verb
         (" and ", None),
         (" does not use ", None),  # a negation is no relation
         (" returns an error if ", None),  # nor a condition
@@ -145,6 +148,16 @@ def test_a_verb_reaches_coordinated_names_and_a_third_argument() -> None:
     assert sentence_relations(["model", "FRR", "figure"], [" implemented by ", " is shown in "]) == [
         ("FRR", "implement", "model")
     ]
+
+
+def test_types_read_back_as_words() -> None:
+    from graphrag.lexicon import inverse_relation_words, relation_words
+
+    assert relation_words("require") == "requires" and relation_words("fall_back_to") == "falls back to"
+    assert relation_words("is_stored_in") == "is stored in" and relation_words("over") == "over"
+    assert relation_words("uses") == "uses"  # an LLM's or an older index's type, as it is
+    assert inverse_relation_words("implement") == "is implemented by"
+    assert inverse_relation_words("is_a") == "(inverse) is a"
 
 
 def test_a_demonstrative_stands_for_the_topic_only_when_it_names_its_kind() -> None:
