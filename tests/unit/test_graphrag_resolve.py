@@ -118,12 +118,13 @@ def test_co_occurrence_is_a_fallback_named_in_enough_sentences() -> None:
         _co("d#0", "WAL", "MUTEX", "The WAL and the MUTEX ..."),
         _co("d#1", "WAL", "MUTEX", "The WAL and the  MUTEX ..."),
     ]
-    _, rels = resolve(exs)
+    _, rels = resolve(exs, GraphConfig(min_cooccurrence_sentences=2))
     co = rels["vfs|co_occurs|wal"]  # undirected: stored smaller id first
     assert co.source == "vfs" and co.chunk_ids == ["c#0", "c#1"]
     assert "mutex|co_occurs|wal" not in rels  # named together by one sentence only: chance
     _, once = resolve(exs, GraphConfig(min_cooccurrence_sentences=1))
     assert "mutex|co_occurs|wal" in once
+    assert "vfs|co_occurs|wal" not in resolve(exs)[1]  # the default asks for three sentences
 
 
 def test_description_prefers_the_entity_own_section() -> None:
