@@ -1,14 +1,20 @@
 """English word classes and verb forms from a lexicon, for reading relations.
 
-The lexicon is LemmInflect's lookup table (the SPECIALIST lexicon: which parts of
-speech a word can be, with its lemma per part; the verbs' inflected forms). Only its
-dictionary lookups are used, never its out-of-vocabulary model, so a word the table
-does not know is simply no verb. Lookups are cached: a manual repeats its words.
+The lexicon is LemmInflect's lookup tables (from the SPECIALIST lexicon: which parts
+of speech a word can be, with its lemma per part; the verbs' inflected forms and the
+library's corrections to both). They are read straight from the package's data files:
+importing the package itself would load numpy and its model for words outside the
+tables, which the rule extractor never uses, in every pool worker. A word the tables
+do not know is simply no verb. Lookups are cached: a manual repeats its words.
 """
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
+from collections.abc import Iterator
 from functools import lru_cache
+from pathlib import Path
 
 # Types the patterns of graphrag.extract.relations give that are not a verb's lemma,
 # and the words that show them between two names.
@@ -24,11 +30,56 @@ FIXED_PHRASES = {
 PREPOSITIONS = frozenset("of in on for to into from with by within inside over under at".split())
 
 
+def _resources() -> Path:
+    """LemmInflect's data folder, found without running the package's __init__."""
+    spec = importlib.util.find_spec("lemminflect")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("graphrag.lexicon needs the lemminflect package (pip install lemminflect)")
+    return Path(next(iter(spec.submodule_search_locations))) / "resources"
+
+
+def _overrides(name: str) -> Iterator[tuple[str, str, str]]:
+    """(word, tag, form) rows of one of the tables' correction files."""
+    for line in (_resources() / name).read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            word, tag, form = line.strip().split(",")
+            yield word, tag, form
+
+
+@lru_cache(maxsize=1)
+def _lemma_table() -> dict[str, dict[str, tuple[str, ...]]]:
+    """Word -> part of speech (NOUN, VERB, AUX...) -> its lemmas."""
+    table: dict[str, dict[str, tuple[str, ...]]] = {}
+    with gzip.open(_resources() / "lemma_lu.csv.gz", "rt", encoding="utf-8") as rows:
+        for row in rows:
+            word, category, lemmas = row.rstrip("\n").split(",")
+            table.setdefault(word, {})["AUX" if category == "modal" else category.upper()] = tuple(lemmas.split("/"))
+    for word, upos, lemma in _overrides("lemma_overrides.csv"):
+        table.setdefault(word, {})[upos] = (lemma,)
+    return table
+
+
+@lru_cache(maxsize=1)
+def _verb_table() -> dict[str, dict[str, tuple[str, ...]]]:
+    """Verb lemma -> Penn tag (VB, VBD, VBN, VBG, VBZ, VBP) -> its spellings."""
+    table: dict[str, dict[str, tuple[str, ...]]] = {}
+    with gzip.open(_resources() / "infl_lu.csv.gz", "rt", encoding="utf-8") as rows:
+        for row in rows:
+            lemma, category, *forms = row.rstrip("\n").split(",")
+            if category != "verb":
+                continue
+            entry = table.setdefault(lemma, {})
+            entry.update({"VB": (lemma,), "VBP": (lemma,)})
+            entry.update({tag: tuple(f.split("/")) for tag, f in zip(("VBD", "VBN", "VBG", "VBZ"), forms) if f})
+    for lemma, tag, form in _overrides("infl_overrides.csv"):
+        if tag.startswith("VB"):
+            table.setdefault(lemma, {})[tag] = (form,)
+    return table
+
+
 @lru_cache(maxsize=100_000)
 def _lemmas(word: str) -> dict[str, tuple[str, ...]]:
-    from lemminflect import getAllLemmas
-
-    return dict(getAllLemmas(word))
+    return _lemma_table().get(word, {})
 
 
 def verb_lemma(word: str) -> str | None:
@@ -47,11 +98,8 @@ def is_english_word(word: str) -> bool:
     return bool(_lemmas(word.lower()))
 
 
-@lru_cache(maxsize=20_000)
 def _forms(lemma: str) -> dict[str, tuple[str, ...]]:
-    from lemminflect import getAllInflections
-
-    return dict(getAllInflections(lemma, upos="VERB"))
+    return _verb_table().get(lemma, {})
 
 
 def _participles(lemma: str) -> tuple[str, ...]:

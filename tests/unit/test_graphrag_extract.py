@@ -206,3 +206,16 @@ def test_term_counts_of_parts_add_up_to_the_same_fit(chunks: list[Chunk], extrac
     fitted = fresh.fit(chunks, counts=merged)
     assert fitted.fitted_state() == extractor.fitted_state()
     assert len(fitted.vocabulary_.terms_) > 20
+
+
+def test_the_lexicon_reads_lemminflects_tables_as_lemminflect_does() -> None:
+    """graphrag.lexicon reads the data files itself (importing the package loads numpy);
+    for the lowercase words the extractor looks up, it must agree with the library."""
+    from lemminflect import getAllInflections, getAllLemmas
+
+    from graphrag import lexicon
+
+    for word in ["stores", "used", "written", "has", "uses", "requires", "data", "all", "another", "over", "indexes"]:
+        assert lexicon._lemmas(word) == dict(getAllLemmas(word)), word
+    for lemma in ["store", "write", "use", "set", "bless", "broadcast", "copy", "have"]:
+        assert lexicon._forms(lemma) == dict(getAllInflections(lemma, upos="VERB")), lemma
