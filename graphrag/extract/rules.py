@@ -174,7 +174,7 @@ class RuleExtractor:
     the chunk, the config and the fitted vocabulary.
     """
 
-    name = "rules-v1"
+    name = "rules-v2"
 
     def __init__(self, config: RuleExtractorConfig | None = None) -> None:
         self.config = config or RuleExtractorConfig()
