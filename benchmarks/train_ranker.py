@@ -308,13 +308,17 @@ def pooled(per_manual: dict[str, dict[str, SystemReport]]) -> dict[str, SystemRe
     return out
 
 
-def summary(reports: dict[str, SystemReport]) -> dict:
+def summary(reports: dict[str, SystemReport], per_question: bool = False) -> dict:
+    """The figures of each system; with ``per_question``, each question's evidence
+    found and total too, so that two runs can be compared question by question
+    (benchmarks/compare_ranker_runs.py)."""
     return {
         name: {
             "overall": rep.overall.model_dump(),
             "by_type": {t: m.model_dump() for t, m in rep.by_type.items()},
             "vs_hybrid": {k: v.model_dump() for k, v in rep.vs_reference.items()},
             "latency_ms_p50": rep.latency_ms_p50,
+            **({"per_question": [[s.id, s.type, s.found, s.total] for s in rep.per_question]} if per_question else {}),
         }
         for name, rep in reports.items()
     }
@@ -429,9 +433,9 @@ def main() -> int:
                           "no header) leaving one of the fold's training manuals out at a time",
         "fold_learners": choices,
         "final_learner": {"learner": final_learner, "inner_proxy_recall": final_proxies},
-        "folds": {n: summary(r) for n, r in folds.items()},
+        "folds": {n: summary(r, per_question=True) for n, r in folds.items()},
         "pooled": summary(pool),
-        "eval_only": {n: summary(r) for n, r in unseen.items()},
+        "eval_only": {n: summary(r, per_question=True) for n, r in unseen.items()},
         "final_model": final.to_json(),
         "fold_models": models,
     }

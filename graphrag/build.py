@@ -100,8 +100,15 @@ def build_graph(
     prog = progress or no_progress
     extractions = extract_all(chunks, extractor, prog)
     return graph_from_extractions(
-        extractions, extractor=extractor.name, config=config, progress=prog, report_writer=report_writer
+        extractions, extractor=extractor.name, config=config, progress=prog, report_writer=report_writer,
+        headings=chunk_headings(chunks),
     )
+
+
+def chunk_headings(chunks: Sequence[Chunk]) -> dict[str, list[str]]:
+    """Chunk id -> heading path (page title first): what names communities and finds
+    the pages to read about them."""
+    return {c.chunk_id: list(c.heading_path) for c in chunks}
 
 
 def default_report_writer(config: GraphConfig) -> ReportWriter:
@@ -140,9 +147,11 @@ def graph_from_extractions(
     config: GraphConfig | None = None,
     progress: ProgressCallback | None = None,
     report_writer: ReportWriter | None = None,
+    headings: Mapping[str, Sequence[str]] | None = None,
 ) -> KnowledgeGraph:
     """Resolve, partition and report: the graph of per-chunk ``extractions`` (in
-    document order) made by the extractor named ``extractor``."""
+    document order) made by the extractor named ``extractor``; ``headings`` (see
+    :func:`chunk_headings`) name the communities."""
     cfg = config or GraphConfig()
     prog = progress or no_progress
     prog("graphrag.resolve", 0, 1)
@@ -155,5 +164,5 @@ def graph_from_extractions(
     next_id = max(communities, default=-1) + 1
     meta = graph_meta(extractor, writer, cfg, next_community_id=next_id, fit_chunks=len(extractions))
     kg = KnowledgeGraph(entities, relations, communities, meta=meta)
-    write_reports(kg, writer, min_size=cfg.min_report_size, progress=prog)
+    write_reports(kg, writer, min_size=cfg.min_report_size, progress=prog, headings=headings)
     return kg

@@ -26,6 +26,13 @@ class GraphConfig(BaseModel):
     min_inferred_acronym_len: int = 3
     max_evidence: int = Field(5, description="evidence sentences kept per relation")
     max_weight_per_chunk: float = Field(2.0, description="cap on one chunk's weight for one relation")
+    min_cooccurrence_sentences: int = Field(
+        # at 2, co-occurrence was 50-57 % of the relations of three of the six training
+        # manuals (apache2, bind9, zsh), the bulk of the graph again; at 3, 20-36 %
+        3,
+        description="two entities only named together (no typed relation between them) are "
+        "related when this many different sentences name them so (overlapping chunks repeat one)",
+    )
 
     # communities (hierarchical Leiden)
     max_cluster_size: int = Field(

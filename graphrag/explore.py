@@ -11,6 +11,7 @@ Plots need the ``viz`` extra (plotly); they are written as self-contained HTML
 from __future__ import annotations
 
 import html
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ import pyarrow as pa
 from graphrag.chunks import ChunkFetcher, ChunkSource
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import Community, CommunityReport, Entity, Finding
-from graphrag.reports import RELATION_VERBS
+from graphrag.lexicon import inverse_relation_words, relation_words
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,8 @@ class GraphView:
         )
 
     def neighbours(self, name: str, *, limit: int = 20, type: str | None = None) -> list[dict[str, Any]]:
-        """Strongest relations of an entity: who, how, how strongly, stated where."""
+        """Strongest relations of an entity: who, how (``relation``: the type; ``phrase``:
+        how it reads from source to target), how strongly, stated where."""
         ent = self.entity(name)
         out = []
         for rel in self.kg.adjacency.get(ent.id, []):
@@ -109,6 +111,8 @@ class GraphView:
                     "id": other,
                     "name": self.kg.entities[other].name,
                     "relation": rel.type,
+                    # how it reads from source to target: "requires", "is stored in"
+                    "phrase": relation_words(rel.type),
                     "direction": "out" if rel.source == ent.id else "in",
                     "weight": rel.weight,
                     "sentence": rel.description,
@@ -120,12 +124,15 @@ class GraphView:
         return out
 
     def path(self, a: str, b: str, *, max_len: int = 4) -> list[dict[str, Any]]:
-        """Hops of the strongest short path from ``a`` to ``b`` (empty if none)."""
+        """Hops of the strongest short path from ``a`` to ``b`` (empty if none); each
+        hop's ``relation`` reads from its ``from`` to its ``to``."""
         ea, eb = self.entity(a), self.entity(b)
         g = self.kg.undirected
         index = {n: i for i, n in enumerate(g.vs["name"])}
         dist = [1.0 / w for w in g.es["weight"]]
-        vpath = g.get_shortest_paths(index[ea.id], to=index[eb.id], weights=dist, output="vpath")[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # igraph's "couldn't reach": no path is the answer
+            vpath = g.get_shortest_paths(index[ea.id], to=index[eb.id], weights=dist, output="vpath")[0]
         if not vpath or len(vpath) - 1 > max_len:
             return []
         ids = [g.vs[v]["name"] for v in vpath]
@@ -136,7 +143,8 @@ class GraphView:
             hops.append(
                 {
                     "from": self.kg.entities[x].name,
-                    "relation": RELATION_VERBS.get(rel.type, rel.type),
+                    # a hop against the relation's direction reads backwards
+                    "relation": relation_words(rel.type) if rel.source == x else inverse_relation_words(rel.type),
                     "to": self.kg.entities[y].name,
                     "sentence": rel.description,
                     "chunk_ids": rel.chunk_ids[:3],

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Relation types a pattern can state; anything else found together in one sentence
-# or list item is a weighted co-occurrence.
+# Relation types the LLM extractor is offered. The rule extractor's types are the
+# verbs of the sentences themselves (see graphrag.extract.relations); two entities
+# only named together are a weighted co-occurrence.
 RELATION_TYPES = (
     "is_a",
     "part_of",
@@ -153,7 +154,11 @@ class Finding:
 
 @dataclass(slots=True)
 class CommunityReport:
-    """What a community is about; ``rank`` orders reports by importance (0-10)."""
+    """What a community is about; ``rank`` orders reports by importance (0-10).
+
+    ``name`` is the community's name (the title of an extractive report) and ``pages``
+    the ids of the documents to read about it, most relevant first, as the report's
+    writer was given them."""
 
     community_id: int
     level: int
@@ -161,6 +166,8 @@ class CommunityReport:
     summary: str
     findings: list[Finding] = field(default_factory=list)
     rank: float = 0.0
+    name: str = ""
+    pages: list[str] = field(default_factory=list)
 
     @property
     def chunk_ids(self) -> list[str]:

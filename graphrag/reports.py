@@ -1,41 +1,50 @@
 """Community reports: what each community is about, grounded in chunk ids.
 
 :func:`community_context` gathers what a writer needs (central entities, strongest
-internal relations and the manual's own sentences stating them); a
-:class:`ReportWriter` turns it into a :class:`CommunityReport`. The default
-:class:`ExtractiveReportWriter` needs no model: its findings quote the manual.
+internal relations and the manual's own sentences stating them; with the chunks'
+headings, the community's name and the pages to read); a :class:`ReportWriter` turns
+it into a :class:`CommunityReport`. The default :class:`ExtractiveReportWriter` needs
+no model: a paragraph built from the graph (what the community is about, its key
+entities and their typed relations, the pages to read), then findings that quote
+the manual.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from arborgraph.core.concurrency import run_ordered, workers_for
+from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
+from graphrag.lexicon import relation_words
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
+from graphrag.naming import is_code_like, name_communities
 
 ProgressFn = Callable[[str, int, int | None], None]
 
-RELATION_VERBS = {
-    "is_a": "is a",
-    "part_of": "is part of",
-    "uses": "uses",
-    "configures": "configures",
-    "limits": "limits",
-    "requires": "requires",
-    "see_also": "see also",
-    "defined_in": "is defined in",
-    CO_OCCURS: "appears with",
+# relations that say how two things relate, as a report's paragraph tells them
+_NOT_TOLD = frozenset({CO_OCCURS, "see_also"})
+# how a strong type reads after a name ("journal_mode (parameter)")
+_TYPE_WORDS = {
+    "function": "function", "parameter": "parameter", "statement": "statement", "command": "command",
+    "option": "option", "file": "file", "data_type": "data type", "error_code": "error code",
+    "class": "class", "module": "module",
 }
 
 
 def relation_phrase(kg: KnowledgeGraph, rel: Relation) -> str:
-    """"journal_mode configures WAL" (names, not ids)."""
-    verb = RELATION_VERBS.get(rel.type, rel.type.replace("_", " "))
-    return f"{kg.entities[rel.source].name} {verb} {kg.entities[rel.target].name}"
+    """"journal_mode configures WAL" (names, not ids); "A and B" for a co-occurrence."""
+    source, target = kg.entities[rel.source].name, kg.entities[rel.target].name
+    if rel.type == CO_OCCURS:
+        return f"{source} and {target}"
+    words = relation_words(rel.type)
+    if words.endswith(" a") and target[:1].lower() in "aeiou":
+        words += "n"  # "is an environment variable"
+    return f"{source} {words} {target}"
 
 
 @dataclass(slots=True)
@@ -49,6 +58,8 @@ class CommunityContext:
     child_reports: list[CommunityReport] = field(default_factory=list)
     rank: float = 0.0  # 0-10, importance relative to the other communities of its level
     internal_weight: float = 0.0  # summed weight of all relations inside
+    name: str = ""  # the community's name (graphrag.naming), "" without the chunks' headings
+    pages: list[tuple[str, str]] = field(default_factory=list)  # (document id, title) to read, best first
 
 
 def community_context(
@@ -80,6 +91,17 @@ def community_context(
     )
 
 
+def pages_to_read(kg: KnowledgeGraph, community: Community, titles: Mapping[str, str], n: int = 3) -> list[tuple[str, str]]:
+    """The ``n`` documents that mention the community's members most (mentions
+    counted), as (document id, title); ties to the document id."""
+    weight: Counter[str] = Counter()
+    for m in community.members:
+        for mention in kg.entities[m].mentions:
+            weight[doc_of(mention.chunk_id)] += mention.count
+    best = sorted(weight, key=lambda d: (-weight[d], d))[:n]
+    return [(d, titles.get(d, d)) for d in best]
+
+
 class ReportWriter(Protocol):
     """Writes the report of one community from its context."""
 
@@ -89,30 +111,63 @@ class ReportWriter(Protocol):
 
 
 class ExtractiveReportWriter:
-    """Reports without a model: central entities, their definitions and the sentences
-    that state the strongest relations, quoted verbatim with their chunk ids."""
+    """Reports without a model. The title is the community's name; the summary is a
+    paragraph: a sentence of the manual saying what the community is about, its most
+    connected entities (how many of how many), the typed relations among them and the
+    pages to read. Findings quote the definitions and the sentences stating the
+    strongest relations verbatim, with their chunk ids."""
 
-    name = "extractive-v1"
+    name = "extractive-v2"
     # the rank of a report is its community's weight relative to the level's heaviest:
     # an update that reuses the report's text sets the rank anew (graphrag.update)
     rank_from_weight = True
+    # the text says the community's name and pages: an update rewrites it when they change
+    reads_names = True
 
-    def __init__(self, *, n_entities: int = 6, n_findings: int = 5, max_quote_chars: int = 400) -> None:
+    def __init__(
+        self, *, n_entities: int = 6, n_findings: int = 5, max_quote_chars: int = 400, n_relations: int = 3
+    ) -> None:
         self.n_entities = n_entities
         self.n_findings = n_findings
         self.max_quote_chars = max_quote_chars
+        self.n_relations = n_relations
 
     def write(self, context: CommunityContext) -> CommunityReport:
         com = context.community
-        central = [e for e, _ in context.entities[: self.n_entities]]
-        title = ", ".join(e.name for e in central[:3])
-        types = Counter(e.type for e, _ in context.entities)
-        type_text = ", ".join(f"{n} {t}" for t, n in sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
-        summary = (
-            f"{len(com.members)} related entities ({type_text}) centred on "
-            + ", ".join(f"{e.name} ({e.type})" for e in central)
-            + "."
+        # identifiers made up for examples (tbl1) and bare codes (T332) lead nothing
+        central = [e for e, _ in context.entities if not is_code_like(e.name)][: self.n_entities]
+        title = context.name or " and ".join(e.name for e in central[:2]) or f"Community {com.id}"
+        return CommunityReport(
+            community_id=com.id,
+            level=com.level,
+            title=title,
+            summary=self._summary(context, central),
+            findings=self._findings(context, central),
+            rank=context.rank,
+            name=context.name,
+            pages=[doc for doc, _ in context.pages],
         )
+
+    def _summary(self, context: CommunityContext, central: list[Entity]) -> str:
+        sentences = []
+        lead = _lead_sentence(central[:3], self.max_quote_chars)
+        if lead:
+            sentences.append(lead)
+        n_members = len(context.community.members)
+        listed = _join([_with_type(e) for e in central])
+        if n_members > len(central):
+            sentences.append(f"The most connected of its {n_members} entities are {listed}.")
+        elif central:
+            sentences.append(f"Its {n_members} entities are {listed}.")
+        told = _told_relations(context, self.n_relations)
+        if told:
+            sentences.append(_sentence_case(_join(told)) + ".")
+        if context.pages:
+            titles = list(dict.fromkeys(title for _, title in context.pages))
+            sentences.append(f"To read: {_join(titles)}.")
+        return " ".join(sentences)
+
+    def _findings(self, context: CommunityContext, central: list[Entity]) -> list[Finding]:
         findings: list[Finding] = []
         used_text: set[str] = set()
         for e in central[:2]:
@@ -133,14 +188,52 @@ class ExtractiveReportWriter:
             chunks = list(dict.fromkeys(ev.chunk_id for ev in rel.evidence)) or rel.chunk_ids[:1]
             quote = rel.description[: self.max_quote_chars]
             findings.append(Finding(f"{context.phrases.get(rel.id, rel.id)}: {quote}", chunks[:3]))
-        return CommunityReport(
-            community_id=com.id,
-            level=com.level,
-            title=title,
-            summary=summary,
-            findings=findings,
-            rank=context.rank,
-        )
+        return findings
+
+
+def _lead_sentence(central: list[Entity], max_chars: int) -> str:
+    """The first central entity's definition when the manual gives one as a plain
+    sentence (an "X is ..." or its section's opening sentence), quoted."""
+    for e in central:
+        text = " ".join(e.description.split())
+        words = text.split()
+        if 6 <= len(words) <= 60 and text[-1:] in ".!" and text[:1].isupper() and "|" not in text:
+            return text[:max_chars]
+    return ""
+
+
+def _with_type(e: Entity) -> str:
+    kind = _TYPE_WORDS.get(e.type)
+    return f"{e.name} ({kind})" if kind else e.name
+
+
+def _told_relations(context: CommunityContext, n: int) -> list[str]:
+    """Up to ``n`` typed relations, strongest first, no two between the same names."""
+    out: list[str] = []
+    seen: set[frozenset[str]] = set()
+    for rel in context.relations:
+        if rel.type in _NOT_TOLD or frozenset((rel.source, rel.target)) in seen:
+            continue
+        phrase = context.phrases.get(rel.id)
+        if not phrase:
+            continue
+        seen.add(frozenset((rel.source, rel.target)))
+        out.append(phrase)
+        if len(out) >= n:
+            break
+    return out
+
+
+def _join(items: Sequence[str]) -> str:
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _sentence_case(text: str) -> str:
+    """Capitalise a sentence's first letter unless it starts with an identifier."""
+    first = text.split(" ", 1)[0]
+    return text[0].upper() + text[1:] if first.isalpha() and first.islower() else text
 
 
 def write_reports(
@@ -150,18 +243,31 @@ def write_reports(
     min_size: int = 3,
     progress: ProgressFn | None = None,
     reuse: Callable[[CommunityContext], CommunityReport | None] | None = None,
+    headings: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[int, CommunityReport]:
     """Reports for every community with at least ``min_size`` members, deepest level
     first (so a parent's writer can read its children's reports). Stored on ``kg``.
 
-    ``reuse`` (for updates) may return an existing report for a community's context
-    (its rank and child reports filled in); ``writer`` is then not called for it.
+    ``headings`` (chunk id -> heading path, page title first, for the graph's chunks)
+    gives each context its community's name and the pages to read; every report keeps
+    them (``name``, ``pages``). ``reuse`` (for updates) may return an existing report
+    for a community's context (its rank, child reports, name and pages filled in);
+    ``writer`` is then not called for it.
     """
     todo = sorted(
         (c for c in kg.communities.values() if len(c.members) >= min_size),
         key=lambda c: (-c.level, c.id),
     )
     contexts = {c.id: community_context(kg, c) for c in todo}
+    if headings is not None:
+        names = name_communities(kg, headings)
+        titles: dict[str, str] = {}
+        for chunk_id, path in headings.items():
+            if path:
+                titles.setdefault(doc_of(chunk_id), path[0])
+        for cid, ctx in contexts.items():
+            ctx.name = names.get(cid, "")
+            ctx.pages = pages_to_read(kg, ctx.community, titles)
     # rank: internal weight relative to the heaviest community of the same level
     weight = {cid: ctx.internal_weight for cid, ctx in contexts.items()}
     top: dict[int, float] = {}
@@ -191,6 +297,9 @@ def write_reports(
 
         written = run_ordered(writer.write, to_write, workers_for(writer), stop_on_error=True, done=done)
         for ctx, report in zip(to_write, written, strict=True):
+            pages = [doc for doc, _ in ctx.pages]
+            if report.name != ctx.name or report.pages != pages:
+                report = dataclasses.replace(report, name=ctx.name, pages=pages)
             kg.reports[ctx.community.id] = report
         finished += len(level_todo)
         if progress and not to_write:

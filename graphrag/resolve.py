@@ -234,6 +234,8 @@ def _merge_relations(
     extractions: Sequence[ChunkExtraction], local: dict[tuple[int, str], str], cfg: GraphConfig
 ) -> dict[str, Relation]:
     acc: dict[tuple[str, str, str], Relation] = {}
+    # the different sentences naming each co-occurring pair: overlapping chunks repeat one
+    together: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     primary: dict[tuple[str, str, str], list[Evidence]] = {}
     secondary: dict[tuple[str, str, str], list[Evidence]] = {}
     for ci, ex in enumerate(extractions):
@@ -245,6 +247,8 @@ def _merge_relations(
             if r.type == CO_OCCURS and t < s:
                 s, t = t, s
             k = (s, t, r.type)
+            if r.type == CO_OCCURS and len(together[k]) < cfg.min_cooccurrence_sentences:
+                together[k].add(" ".join(r.description.split()))
             room = cfg.max_weight_per_chunk - per_chunk[k]
             if room <= 0:
                 continue
@@ -268,4 +272,12 @@ def _merge_relations(
                 rel.description = r.description
     for k, rel in acc.items():
         rel.evidence = (primary.get(k, []) + secondary.get(k, []))[: cfg.max_evidence]
-    return {rel.id: rel for rel in sorted(acc.values(), key=lambda r: r.id)}
+    # co-occurrence is the fallback: only where no sentence types the pair's relation,
+    # and only for a pair named together often enough to be more than chance
+    typed = {frozenset((s, t)) for s, t, rtype in acc if rtype != CO_OCCURS}
+    kept = [
+        rel for (s, t, rtype), rel in acc.items()
+        if rtype != CO_OCCURS
+        or (len(together[(s, t, rtype)]) >= cfg.min_cooccurrence_sentences and frozenset((s, t)) not in typed)
+    ]
+    return {rel.id: rel for rel in sorted(kept, key=lambda r: r.id)}

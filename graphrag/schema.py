@@ -51,6 +51,8 @@ TITLE = "title"
 SUMMARY = "summary"
 FINDINGS = "findings"  # list<struct<text, chunk_ids>>
 RANK = "rank"
+PAGES = "pages"  # list<string>: ids of the documents to read, best first
+# (and NAME: the community's name, which an extractive report's title is)
 
 # entity_chunks (one row per entity and chunk that mentions it)
 ENTITY_ID = "entity_id"

@@ -50,7 +50,7 @@ from graphrag.graph import KnowledgeGraph
 from graphrag.linking import LinkedEntity, link_entities, specificity
 from graphrag.model import CO_OCCURS, Relation
 from graphrag.neighbours import GraphBackend, MemoryGraphBackend
-from graphrag.reports import RELATION_VERBS
+from graphrag.lexicon import inverse_relation_words, relation_words
 from graphrag.search_index import mention_index, path_index
 from graphrag.text import entity_key, singular
 
@@ -384,15 +384,14 @@ def chain_contexts(
         hops.append((rel, rel.source == a))
     names = [kg.entities[path[0]].name]
     for rel, forward in hops:
-        verb = RELATION_VERBS.get(rel.type, rel.type)
-        arrow = verb if forward else f"(inverse) {verb}"
+        arrow = relation_words(rel.type) if forward else inverse_relation_words(rel.type)
         names += [arrow, kg.entities[rel.target if forward else rel.source].name]
     chain = " → ".join(names)
     out: list[Context] = []
     for i, (rel, _fwd) in enumerate(hops[: cfg.max_relations]):
         quote, cid = _visible_quote(rel, fetch)
         ref = fetch.get(cid) if cid else None
-        phrase = f"{kg.entities[rel.source].name} → {RELATION_VERBS.get(rel.type, rel.type)} → {kg.entities[rel.target].name}"
+        phrase = f"{kg.entities[rel.source].name} → {relation_words(rel.type)} → {kg.entities[rel.target].name}"
         words = quote.split()
         if len(words) > cfg.max_quote_words:
             quote = " ".join(words[: cfg.max_quote_words]) + " …"

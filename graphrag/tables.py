@@ -75,6 +75,8 @@ REPORTS_SCHEMA = pa.schema(
         (S.SUMMARY, pa.string()),
         (S.FINDINGS, pa.list_(_FINDING)),
         (S.RANK, pa.float64()),
+        (S.NAME, pa.string()),
+        (S.PAGES, pa.list_(pa.string())),
     ]
 )
 ENTITY_CHUNKS_SCHEMA = pa.schema(
@@ -176,6 +178,8 @@ def graph_to_tables(g: KnowledgeGraph) -> dict[str, pa.Table]:
             S.SUMMARY: [r.summary for r in reps],
             S.FINDINGS: [[{S.FINDING_TEXT: f.text, S.CHUNK_IDS: list(f.chunk_ids)} for f in r.findings] for r in reps],
             S.RANK: [r.rank for r in reps],
+            S.NAME: [r.name for r in reps],
+            S.PAGES: [list(r.pages) for r in reps],
         },
         S.ENTITY_CHUNKS: {
             S.ENTITY_ID: [e.id for e in ents for _ in e.mentions],
@@ -250,8 +254,13 @@ def graph_from_tables(tables: Mapping[str, pa.Table]) -> KnowledgeGraph:
             children=list(children or []),
         )
     reports: dict[int, CommunityReport] = {}
-    for cid, level, title, summary, findings, rank in zip(
-        *_columns(tables[S.COMMUNITY_REPORTS], S.COMMUNITY_ID, S.LEVEL, S.TITLE, S.SUMMARY, S.FINDINGS, S.RANK)
+    report_table = tables[S.COMMUNITY_REPORTS]
+    n_reports = report_table.num_rows
+    # graphs written before reports kept their name and pages have neither column
+    names = _columns(report_table, S.NAME)[0] if S.NAME in report_table.column_names else [""] * n_reports
+    pages = _columns(report_table, S.PAGES)[0] if S.PAGES in report_table.column_names else [[]] * n_reports
+    for cid, level, title, summary, findings, rank, name, docs in zip(
+        *_columns(report_table, S.COMMUNITY_ID, S.LEVEL, S.TITLE, S.SUMMARY, S.FINDINGS, S.RANK), names, pages
     ):
         reports[cid] = CommunityReport(
             community_id=cid,
@@ -260,6 +269,8 @@ def graph_from_tables(tables: Mapping[str, pa.Table]) -> KnowledgeGraph:
             summary=summary,
             findings=[Finding(f[S.FINDING_TEXT], list(f[S.CHUNK_IDS] or [])) for f in findings or []],
             rank=rank,
+            name=name or "",
+            pages=list(docs or []),
         )
     return KnowledgeGraph(entities, relations, communities, reports, meta=meta)
 

@@ -15,7 +15,8 @@ extractor's term vocabulary). :func:`update_graph` then
    and every other community a fresh id above all ids used before;
 5. writes reports only for communities whose report input changed (members, central
    entities, relations and their evidence, the text of the chunks these cite, child
-   report titles); the others keep their previous report.
+   report titles, the community's name and the pages to read); the others keep their
+   previous report.
 
 When the chunks added, changed or removed since the extractor was last fitted (over
 all updates since) pass ``refit_threshold`` of the chunks it was fitted on, or the
@@ -39,7 +40,14 @@ import pyarrow as pa
 
 from arborgraph.core.protocols import ProgressCallback, no_progress
 from graphrag import schema as S
-from graphrag.build import default_report_writer, detect_communities, extract_each, graph_meta, leiden_edges
+from graphrag.build import (
+    chunk_headings,
+    default_report_writer,
+    detect_communities,
+    extract_each,
+    graph_meta,
+    leiden_edges,
+)
 from graphrag.config import GraphConfig
 from graphrag.extract.base import CorpusAwareExtractor, Extractor
 from graphrag.graph import KnowledgeGraph
@@ -261,7 +269,9 @@ def update_graph(
     touched = {cid for cid, h in hashes.items() if old.get(cid) != h} | set(removed)
     reuse = _report_reuse(old_graph, old, hashes, writer, _dirty_entities(old_graph, entities, relations, touched))
     counting = _CountingWriter(writer)
-    write_reports(kg, counting, min_size=cfg.min_report_size, progress=prog, reuse=reuse)
+    write_reports(
+        kg, counting, min_size=cfg.min_report_size, progress=prog, reuse=reuse, headings=chunk_headings(chunks)
+    )
 
     kept_ids = tuple(c for c in communities if c in old_graph.communities)
     new_ids = tuple(c for c in communities if c not in old_graph.communities)
@@ -407,6 +417,7 @@ def _report_reuse(
     """
     same_writer = old.meta.get("report_writer") == writer.name
     rerank = getattr(writer, "rank_from_weight", False)
+    reads_names = getattr(writer, "reads_names", False)
 
     def unchanged(ctx: CommunityContext, before: Community) -> bool:
         com = ctx.community
@@ -419,13 +430,22 @@ def _report_reuse(
         cid = ctx.community.id
         if not same_writer or cid not in old.reports:
             return None
+        previous = old.reports[cid]
+        pages = [doc for doc, _ in ctx.pages]
+        if reads_names and (previous.name != ctx.name or previous.pages != pages):
+            return None  # named anew, or other pages to read: the writer's input changed
         before = old.communities[cid]
         if not unchanged(ctx, before):
             signature = context_signature(community_context(old, before), old_hashes)
             if signature != context_signature(ctx, hashes):
                 return None
         report = old.reports[cid]
-        return dataclasses.replace(report, rank=ctx.rank) if rerank and report.rank != ctx.rank else report
+        if rerank and report.rank != ctx.rank:
+            report = dataclasses.replace(report, rank=ctx.rank)
+        if report.name != ctx.name or report.pages != pages:
+            # a writer that does not read them (an LLM's) keeps its text; the record follows
+            report = dataclasses.replace(report, name=ctx.name, pages=pages)
+        return report
 
     return reuse
 

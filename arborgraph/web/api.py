@@ -13,6 +13,7 @@ from collections import deque
 from typing import Any
 
 from arborgraph.kb import KnowledgeBase
+from graphrag.lexicon import relation_words
 from arborgraph.service.swap import generation_name
 from arborgraph.service.views import NotFound
 
@@ -92,7 +93,10 @@ def community_graph(kb: KnowledgeBase, principal: str | None, scope: str | None,
     for source in members:
         for rel in kg.adjacency.get(source, []):
             if rel.source == source and rel.target in kept:
-                edges.append({"source": rel.source, "target": rel.target, "relation": rel.type, "weight": rel.weight})
+                edges.append({
+                    "source": rel.source, "target": rel.target, "relation": rel.type,
+                    "phrase": relation_words(rel.type), "sentence": rel.description, "weight": rel.weight,
+                })
     return {
         "id": community_id,
         "nodes": [{"id": m, "name": kg.entities[m].name, "type": kg.entities[m].type, "degree": kg.degree(m)} for m in members],

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from arborgraph.core.text import ENTITY_STOPWORDS
-from graphrag.extract.relations import is_see_also_unit, relation_between
-from graphrag.extract.terms import TermCounts, TermVocabulary, heading_term
+from graphrag.extract.relations import is_see_also_unit, sentence_relations, topic_subject
+from graphrag.extract.terms import TermCounts, TermVocabulary, heading_key, heading_term
+from graphrag.lexicon import is_english_word
 from graphrag.model import CO_OCCURS, ChunkExtraction, ExtractedEntity, ExtractedRelation
 from graphrag.text import code_regions, entity_key, split_units
 from graphrag.vocab import (
@@ -56,9 +57,11 @@ class RuleExtractorConfig(BaseModel):
     max_single_heading_df_share: float = Field(
         0.03, description="a one-word heading term must occur in at most this share of chunks"
     )
-    window: int = Field(4, description="a mention pairs with the next `window` mentions of its unit")
+    window: int = Field(
+        1, description="a mention co-occurs with the next `window` mentions of its unit (no typed relation between them)"
+    )
     heading_weight: float = Field(0.5, description="weight of section-topic -> mention links")
-    max_heading_links: int = 8
+    max_heading_links: int = Field(0, description="a section's topic co-occurs with this many of its first mentions")
     max_description_chars: int = 400
 
 
@@ -152,7 +155,7 @@ def classify_identifier(text: str) -> tuple[str, str, list[str]] | None:
         return t, "class", []
     if _IDENT_RE.match(t):
         if t.isupper():
-            return (t, "acronym", []) if len(t) <= 6 else (t, "keyword", [])
+            return t, _upper_word_type(t), []
         if "." in t:
             return t, "module" if t.islower() else "identifier", []
         if "_" in t or any(c.isdigit() for c in t) or len(t) > 2:
@@ -171,7 +174,7 @@ class RuleExtractor:
     the chunk, the config and the fitted vocabulary.
     """
 
-    name = "rules-v1"
+    name = "rules-v2"
 
     def __init__(self, config: RuleExtractorConfig | None = None) -> None:
         self.config = config or RuleExtractorConfig()
@@ -200,14 +203,17 @@ class RuleExtractor:
         display: dict[str, str] = {}
         for ch in chunks:
             for h in ch.heading_path[1:] or ch.heading_path:
-                term = heading_term(h)
-                if term:
-                    k = entity_key(term)
+                # every heading counts, whatever its case ("OPTIONS" in man pages): one
+                # that many pages share is the pages' structure, not a topic
+                k = heading_key(h)
+                if k:
                     heading_docs.setdefault(k, set()).add(ch.doc_id)
+                term = heading_term(h)
+                if term and k:
                     display.setdefault(k, term)
         generic = {k for k, docs in heading_docs.items() if len(docs) > self.config.max_generic_heading_docs}
         self.generic_headings_ = frozenset(generic)
-        extra = [display[k] for k in sorted(heading_docs) if k not in generic]
+        extra = [display[k] for k in sorted(display) if k not in generic]
         if counts is None:
             counts = self.count_terms(ch.text for ch in chunks)
         elif not isinstance(counts, TermCounts):
@@ -247,6 +253,10 @@ class RuleExtractor:
         for m in _BOLD_ITEM_RE.finditer(text):
             cands.append(_Cand(m.start(1), m.end(1), m.group(1).strip(), "term", 2))
         mentions = _resolve_overlaps(cands)
+        if self.generic_headings_:
+            # "see OPTIONS below": a section name of many pages, not a thing
+            generic = self.generic_headings_
+            mentions = [c for c in mentions if c.type in STRONG_TYPES or entity_key(c.name) not in generic]
         _acronym_aliases(text, mentions)
 
         entities: dict[str, ExtractedEntity] = {}
@@ -370,6 +380,8 @@ class RuleExtractor:
         return None
 
     def _heading_entity(self, h: str) -> tuple[str, str, list[str]] | None:
+        if heading_key(h) in self.generic_headings_:
+            return None  # "2. Options", "DESCRIPTION": the parent heading says the topic
         upper: tuple[str, str, list[str]] | None = None
         for kind, hs, he in _scan(h):
             if kind == "code":
@@ -383,7 +395,7 @@ class RuleExtractor:
                 if c and upper is None and c[0].name not in UPPER_NOISE:
                     upper = (c[0].name, c[0].type, c[0].aliases)
         term = heading_term(h)
-        if term and entity_key(term) not in self.generic_headings_:
+        if term:
             return term, "term", []
         found = sorted(self.vocabulary_.find(h), key=lambda t: (-(t[1] - t[0]), t[0]))
         for s, e, key in found:
@@ -418,21 +430,29 @@ class RuleExtractor:
             in_code = _in_spans(us, code_blocks)
             self._describe(unit, us, unit_m, entities)
             see_also = not in_code and is_see_also_unit(unit)
+            typed: set[frozenset[str]] = set()
+            if not in_code:
+                names = [m.name for m in unit_m]
+                types = [entities[m.name].type for m in unit_m]
+                gaps = [text[a.end : b.start] for a, b in zip(unit_m, unit_m[1:])]
+                opening = topic_subject(unit, entities[topic].type) if topic and unit_m[0].name != topic else 0
+                if opening and unit_m[0].start >= us + opening:
+                    # "This routine sets a busy handler": the section's topic is the subject
+                    names.insert(0, topic)
+                    types.insert(0, entities[topic].type)
+                    gaps.insert(0, text[us + opening : unit_m[0].start])
+                # a name met twice in the sentence may state one relation twice
+                for src, rtype, dst in dict.fromkeys(sentence_relations(names, gaps, types)):
+                    typed.add(frozenset((src, dst)))
+                    rels.append(ExtractedRelation(src, dst, rtype, 1.0, unit, (us, ue)))
             for a_i, a in enumerate(unit_m):
-                for b_i, b in enumerate(unit_m[a_i + 1 : a_i + 1 + cfg.window]):
-                    if a.name == b.name:
-                        continue
-                    # a pattern only types the relation of two neighbouring mentions
-                    typed = None if in_code or b_i else relation_between(text[a.end : b.start])
+                for b in unit_m[a_i + 1 : a_i + 1 + cfg.window]:
+                    if a.name == b.name or frozenset((a.name, b.name)) in typed:
+                        continue  # a typed relation says more than their co-occurrence
                     dist = b.start - a.end
-                    if typed:
-                        rtype, rev = typed
-                        src, dst = (b.name, a.name) if rev else (a.name, b.name)
-                        rels.append(ExtractedRelation(src, dst, rtype, 1.0, unit, (us, ue)))
-                    else:
-                        w = 1.0 if dist < 40 else 0.7 if dist < 120 else 0.5
-                        src, dst = sorted((a.name, b.name))
-                        rels.append(ExtractedRelation(src, dst, CO_OCCURS, w, unit, (us, ue)))
+                    w = 1.0 if dist < 40 else 0.7 if dist < 120 else 0.5
+                    src, dst = sorted((a.name, b.name))
+                    rels.append(ExtractedRelation(src, dst, CO_OCCURS, w, unit, (us, ue)))
             if see_also and topic:
                 for b in unit_m:
                     if b.name != topic:
@@ -578,9 +598,22 @@ def _upper_run(raw: str, start: int, text: str) -> list[_Cand]:
         elif len(seg) > 1 or name in SQL_KEYWORDS:
             etype = "keyword"
         else:
-            etype = "acronym" if len(name) <= 6 else "keyword"
+            etype = _upper_word_type(name)
         out.append(_Cand(s0, e0, name, _head_noun_type(text, e0, etype), 3 if etype == "statement" else 2))
     return out
+
+
+_CODE_NAME_RE = re.compile(r"^[A-Z][0-9]{3,}(?:-[0-9]+)?$")
+
+
+def _upper_word_type(word: str) -> str:
+    """An uppercase word's type: an English word written in capitals (MERGE, OPTIONS)
+    is a keyword; letters with digits (T332, E021) a code; other short ones acronyms."""
+    if _CODE_NAME_RE.match(word):
+        return "identifier"
+    if len(word) >= 4 and is_english_word(word):
+        return "keyword"
+    return "acronym" if len(word) <= 6 else "keyword"
 
 
 def _resolve_overlaps(cands: list[_Cand]) -> list[_Cand]:

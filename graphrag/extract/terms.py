@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from arborgraph.core.text import ENTITY_STOPWORDS
+from graphrag.lexicon import word_classes
 from graphrag.text import singular
 from graphrag.vocab import GENERIC_WORDS, VERBISH
 
@@ -70,7 +71,17 @@ def _phrase_ok(tokens: tuple[str, ...]) -> bool:
         if low.endswith("s") and singular(low) != low:
             return False  # "triggers fire", "index contains rows": a clause, not a term
     last = tokens[-1].lower()
+    if any(_verb_only(t.lower()) for t in tokens):
+        return False  # "contain ptrmap", "implement tab-completion": a verb phrase
     return last not in VERBISH and not last.endswith("ed")
+
+
+def _verb_only(word: str) -> bool:
+    """A word the lexicon knows only as a verb (contain, implement), never a noun."""
+    return word_classes(word) in _VERB_CLASSES
+
+
+_VERB_CLASSES = (frozenset({"VERB"}), frozenset({"VERB", "AUX"}))
 
 
 def _ngrams(run: list[tuple[str, int, int]], max_n: int) -> Iterator[str]:
@@ -99,6 +110,14 @@ def heading_term(heading: str) -> str | None:
     if not _phrase_ok(tuple(toks)):
         return None
     return h
+
+
+def heading_key(heading: str) -> str:
+    """The key under which one heading's uses meet, whatever its case or numbering:
+    "2. Options", "OPTIONS" and "Options:" share one."""
+    from graphrag.text import entity_key
+
+    return entity_key(_NUMBERING_RE.sub("", heading).strip().rstrip(":."))
 
 
 def term_key(phrase: str) -> str:

@@ -67,7 +67,7 @@ def test_graph_and_global_search_settings_come_from_the_root_config(sample_index
     import arborgraph
     from arborgraph.config import load_config
 
-    question = "Which pragma sets the busy timeout?"
+    question = "How does sqlite3_busy_timeout() relate to sqlite3_busy_handler()?"
     kb = arborgraph.open(sample_index)
     assert any(c.kind == "relation" for c in kb.query(question, route="graph").contexts)
     assert any(c.kind == "community_report" for c in kb.query(question, route="global").contexts)

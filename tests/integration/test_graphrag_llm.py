@@ -160,7 +160,10 @@ def test_build_graph_with_llm_extractor_and_report_writer(llm_server: FakeOpenAI
     ]
     llm_server.set_reply(lambda body: _rule_backed_reply(body["messages"]))
     chat = _stand_in_chat(llm_server, tmp_path)
-    kg = build_graph(chunks, extractor=LLMExtractor(chat), config=GraphConfig(max_cluster_size=5), report_writer=LLMReportWriter(chat))
+    # the stand-in replies with what the rules find, co-occurrences included: two pages
+    # name few pairs together in three sentences, so one is enough here
+    config = GraphConfig(max_cluster_size=5, min_cooccurrence_sentences=1)
+    kg = build_graph(chunks, extractor=LLMExtractor(chat), config=config, report_writer=LLMReportWriter(chat))
     assert kg.meta["extractor"] == "llm-v1:stand-in" and kg.meta["report_writer"] == "llm-report-v1:stand-in"
     assert kg.find("sqlite3_busy_timeout()") and kg.find("SQLITE_BUSY")
     assert kg.reports and all(r.rank == 7 for r in kg.reports.values())

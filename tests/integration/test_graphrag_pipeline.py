@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import igraph as ig
 import pyarrow.parquet as pq
 import pytest
 
@@ -22,7 +23,10 @@ from graphrag import (
     graph_to_tables,
 )
 from graphrag import schema as S
+from arborgraph.index.structure_check import is_comma_list
 from graphrag.build import detect_communities, extract_all
+from graphrag.communities import HierarchicalLeiden
+from graphrag.model import Community
 from graphrag.resolve import resolve
 from ingest.models import Chunk
 from manual_chunks import manual_chunks
@@ -86,12 +90,29 @@ def test_communities_are_hierarchical_and_bounded(kg: KnowledgeGraph, config: Gr
             parent = coms[c.parent]
             assert c.id in parent.children and c.level == parent.level + 1
             assert set(c.members) <= set(parent.members)
-        # a community is only left larger than the maximum at the deepest level allowed
-        if len(c.members) > config.max_cluster_size:
-            assert c.children or c.level == config.max_levels - 1
+        # a community is only left larger than the maximum at the deepest level allowed,
+        # or when Leiden cannot split it (a star around one entity, say)
+        if len(c.members) > config.max_cluster_size and not c.children and c.level < config.max_levels - 1:
+            assert len([g for g in _split(kg, c, config) if len(g) >= config.min_community_size]) < 2
     # the level-0 communities do not overlap
     top = [m for c in coms.values() if c.level == 0 for m in c.members]
     assert len(top) == len(set(top))
+
+
+def _split(kg: KnowledgeGraph, com: Community, config: GraphConfig) -> list[list[int]]:
+    """What hierarchical Leiden makes of ``com`` when it tries to split it."""
+    from graphrag.build import leiden_edges
+
+    leiden = HierarchicalLeiden(
+        max_cluster_size=config.max_cluster_size, resolution=config.resolution,
+        n_iterations=config.leiden_iterations, seed=config.seed,
+    )
+    names = sorted(kg.entities)
+    index = {n: i for i, n in enumerate(names)}
+    edges = [(index[a], index[b], w) for a, b, w in leiden_edges(kg.relations, config)]
+    graph = ig.Graph(n=len(names), edges=[(a, b) for a, b, _ in edges])
+    graph.es["weight"] = [w for _, _, w in edges]
+    return leiden._partition(graph, sorted(index[m] for m in com.members), split_required=True)
 
 
 def test_leiden_is_deterministic_for_a_seed(kg: KnowledgeGraph, config: GraphConfig) -> None:
@@ -117,6 +138,26 @@ def test_reports_are_grounded_in_chunks(kg: KnowledgeGraph, by_id: dict[str, Chu
             # the quoted part of a finding is the manual's own sentence from its first chunk
             quote = f.text.split(": ", 1)[1]
             assert norm(quote)[:80] in norm(by_id[f.chunk_ids[0]].text)
+
+
+def test_communities_have_names_and_reports_whose_counts_add_up(kg: KnowledgeGraph, by_id: dict[str, Chunk]) -> None:
+    docs = {c.doc_id for c in by_id.values()}
+    norm = lambda t: " ".join(t.split())  # noqa: E731
+    by_level: dict[int, list[str]] = {}
+    for rep in kg.reports.values():
+        # a name of a few words, not a list of members
+        members = {kg.entities[m].name.lower() for m in kg.communities[rep.community_id].members}
+        assert rep.title == rep.name and 1 <= len(rep.title.split()) <= 6 and not is_comma_list(rep.title, members)
+        by_level.setdefault(rep.level, []).append(rep.title.lower())
+        n = len(kg.communities[rep.community_id].members)
+        count = re.search(r"(?:of its|Its) (\d+) entities", rep.summary)
+        assert count and int(count.group(1)) == n, rep.summary
+        assert rep.pages and set(rep.pages) <= docs and "To read: " in rep.summary
+        # what comes before the counts is the manual's own sentence, not a template
+        lead = re.split(r" ?(?:The most connected of its|Its) \d+ entities", rep.summary)[0]
+        assert not lead or any(lead in norm(c.text) for c in by_id.values()), lead
+    for titles in by_level.values():
+        assert len(titles) == len(set(titles))
 
 
 def test_tables_round_trip_through_parquet(kg: KnowledgeGraph, tmp_path: Path) -> None:
@@ -198,8 +239,14 @@ def test_graph_view_api(kg: KnowledgeGraph, by_id: dict[str, Chunk], tmp_path: P
     assert view.entity("write-ahead log").name == "WAL"
     nb = view.neighbours("WAL", limit=5)
     assert len(nb) == 5 and all(n["chunk_ids"] for n in nb)
-    hops = view.path("sqlite3_busy_timeout", "SQLITE_BUSY")
-    assert hops and hops[0]["from"] == "sqlite3_busy_timeout()" and hops[-1]["to"] == "SQLITE_BUSY"
+    hops = view.path("sqlite3_busy_timeout", "sqlite3_busy_handler")
+    assert hops and hops[0]["from"] == "sqlite3_busy_timeout()" and hops[-1]["to"] == "sqlite3_busy_handler()"
+    # "sqlite3_busy_handler() is used to implement sqlite3_busy_timeout()", walked backwards
+    assert [h["relation"] for h in hops] == ["is implemented by"]
+    # a relation reads as the manual's sentence says it: "busy_timeout sets busy handler"
+    typed = [n for n in view.neighbours("busy_timeout", limit=40) if n["relation"] == "set"]
+    assert typed and typed[0]["phrase"] == "sets" and typed[0]["direction"] == "out"
+    assert "sets the busy handler" in typed[0]["sentence"]
     com = view.community_of("WAL")
     assert com is not None and kg.entities[view.entity("WAL").id].id in com.members
     info = view.community(com.id)

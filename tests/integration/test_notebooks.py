@@ -243,7 +243,7 @@ def test_communities_notebook_outputs(executed: dict[str, Any]) -> None:
     page = html.unescape(re.search(r'srcdoc="([^"]*)"', frames[0]).group(1))  # type: ignore[union-attr]
     assert page.count(PLOTLY_BANNER) == 1 and not re.search(r"<script[^>]*\ssrc=", page)
     hops = re.findall(r"^(.+) —(.+)→ (.+)$", text, re.M)
-    assert hops and hops[0][0] == "journal_mode" and hops[-1][2] == "sqlite3_wal_autocheckpoint()"
+    assert hops and hops[0][0] == "journal_mode" and hops[-1][2] == "sqlite3_wal_checkpoint_v2()"
     assert all(a[2] == b[0] for a, b in zip(hops, hops[1:], strict=False))  # the hops chain up
     assert re.search(r"sqlite3_busy_timeout: community \d+ \(level \d", text)
     assert "GraphML:" in text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphrag import RuleExtractor
-from graphrag.extract.relations import relation_between
+from graphrag.extract.relations import relation_between, sentence_relations, topic_subject
 from graphrag.model import ChunkExtraction
 from graphrag.text import code_regions, entity_key, split_units
 from ingest.models import Chunk
@@ -74,36 +74,98 @@ def test_acronym_gets_its_expansion_as_alias(chunks: list[Chunk], extractor: Rul
 
 
 def test_typed_relations_from_real_sentences(chunks: list[Chunk], extractor: RuleExtractor) -> None:
-    ex = extractor.extract(_chunk_with(chunks, "WAL normally requires that the VFS support shared-memory"))
-    rels = {(r.source, r.type, r.target) for r in ex.relations}
-    assert ("WAL", "requires", "VFS") in rels
-    # every relation cites the sentence it was read from; links to the section's
-    # topic cite the sentence naming the other entity but do not describe the relation
     c = _chunk_with(chunks, "WAL normally requires that the VFS support shared-memory")
+    ex = extractor.extract(c)
+    rels = {(r.source, r.type, r.target) for r in ex.relations}
+    # the verb's lemma is the type
+    assert ("WAL", "require", "VFS") in rels
+    # every relation cites the sentence it was read from, and two names a sentence
+    # relates by a verb do not co-occur there as well
     for r in ex.relations:
-        assert r.span is not None
-        if r.description:
-            assert c.text[r.span[0] : r.span[1]] == r.description
-        else:
-            assert r.type == "co_occurs" and "Write-Ahead Logging" in (r.source, r.target)
+        assert r.span is not None and c.text[r.span[0] : r.span[1]] == r.description
+    for r in ex.relations:
+        if r.type == "co_occurs":
+            assert not any(
+                t.span == r.span and {t.source, t.target} == {r.source, r.target} for t in ex.relations if t.type != "co_occurs"
+            )
 
 
 @pytest.mark.parametrize(
     ("between", "expected"),
     [
-        (" is controlled by the ", ("configures", True)),
-        (" is limited by the ", ("limits", True)),
-        (" normally requires that the ", ("requires", False)),
-        (" is defined in ", ("defined_in", False)),
+        (" is controlled by the ", ("control", True)),
+        (" is limited by the ", ("limit", True)),
+        (" normally requires that the ", ("require", False)),
+        (" is defined in ", ("is_defined_in", False)),
         (" is a ", ("is_a", False)),
+        (" is part of the ", ("part_of", False)),
+        (" is compatible with ", ("is_compatible_with", False)),
         (", such as ", ("is_a", True)),
-        (" contains the ", ("part_of", True)),
-        (" uses many fewer ", ("uses", False)),
+        (" contains the ", ("contain", False)),
+        (" uses many fewer ", ("use", False)),
+        ("() uses ", ("use", False)),  # what a call's mention leaves of it
+        (" pragma sets the ", ("set", False)),  # the subject's head noun
+        (" writes to the ", ("write_to", False)),
+        (" copies pages into the ", ("copy_into", False)),
+        (", which uses ", ("use", False)),
+        (" falls back to ", ("fall_back_to", False)),  # the particle is part of the verb
+        (" relies upon the ", ("rely_upon", False)),
+        (" over ", ("over", False)),  # a bare preposition, though "over" can be a verb
         (" and ", None),
+        (" does not use ", None),  # a negation is no relation
+        (" returns an error if ", None),  # nor a condition
+        (" returns a pointer to an ", None),  # the preposition belongs to the noun
+        (" allows applications to read ", None),  # a second clause
+        (" files ", None),  # "WAL files": a plural noun, not a verb
+        (" interfaces from ", None),  # "VXLAN interfaces from B": a plural noun too
+        (" is a daemon that handles the ", None),  # B is what the daemon handles
     ],
 )
 def test_relation_patterns(between: str, expected: tuple[str, bool] | None) -> None:
     assert relation_between(between) == expected
+
+
+def test_a_verb_reaches_coordinated_names_and_a_third_argument() -> None:
+    assert sentence_relations(["A", "B", "C", "D"], [" and ", " require ", " or "]) == [
+        ("B", "require", "C"), ("B", "require", "D"), ("A", "require", "C"), ("A", "require", "D"),
+    ]
+    # "A uses B and C requires D": C starts a clause of its own
+    assert sentence_relations(["A", "B", "C", "D"], [" uses ", " and ", " requires "]) == [
+        ("A", "use", "B"), ("C", "require", "D"),
+    ]
+    assert sentence_relations(["SQLite", "schema", "sqlite_schema"], [" stores the ", " in the "]) == [
+        ("SQLite", "store", "schema"), ("schema", "is_stored_in", "sqlite_schema"),
+    ]
+    assert sentence_relations(["A", "B"], [" is used by "]) == [("B", "use", "A")]
+    # two names as one noun phrase: an instance and its class, not a product and its part
+    assert sentence_relations(["HUP", "signal"], [" "], ["acronym", "term"]) == [("HUP", "is_a", "signal")]
+    assert sentence_relations(["shell variable", "ZDOTDIR"], [" "], ["term", "constant"]) == [
+        ("ZDOTDIR", "is_a", "shell variable")
+    ]
+    assert sentence_relations(["SQLite", "error code"], [" "], ["component", "term"]) == []
+    assert sentence_relations(["MPLS", "kernel modules"], [" "], ["acronym", "term"]) == []
+    # a name after a preposition is that preposition's object, no subject
+    assert sentence_relations(["model", "FRR", "figure"], [" implemented by ", " is shown in "]) == [
+        ("FRR", "implement", "model")
+    ]
+
+
+def test_types_read_back_as_words() -> None:
+    from graphrag.lexicon import inverse_relation_words, relation_words
+
+    assert relation_words("require") == "requires" and relation_words("fall_back_to") == "falls back to"
+    assert relation_words("is_stored_in") == "is stored in" and relation_words("over") == "over"
+    assert relation_words("uses") == "uses"  # an LLM's or an older index's type, as it is
+    assert inverse_relation_words("implement") == "is implemented by"
+    assert inverse_relation_words("is_a") == "(inverse) is a"
+
+
+def test_a_demonstrative_stands_for_the_topic_only_when_it_names_its_kind() -> None:
+    assert topic_subject("This PRAGMA sets the busy handler.", "parameter") == len("This PRAGMA")
+    assert topic_subject("This routine sets a busy handler.", "function") == len("This routine")
+    # one command of a section about a daemon, a pronoun: not the topic
+    assert topic_subject("This command requests the locator.", "term") == 0
+    assert topic_subject("It returns SQLITE_BUSY.", "function") == 0
 
 
 def test_code_is_kept_out_of_prose_relations(chunks: list[Chunk]) -> None:
@@ -144,3 +206,16 @@ def test_term_counts_of_parts_add_up_to_the_same_fit(chunks: list[Chunk], extrac
     fitted = fresh.fit(chunks, counts=merged)
     assert fitted.fitted_state() == extractor.fitted_state()
     assert len(fitted.vocabulary_.terms_) > 20
+
+
+def test_the_lexicon_reads_lemminflects_tables_as_lemminflect_does() -> None:
+    """graphrag.lexicon reads the data files itself (importing the package loads numpy);
+    for the lowercase words the extractor looks up, it must agree with the library."""
+    from lemminflect import getAllInflections, getAllLemmas
+
+    from graphrag import lexicon
+
+    for word in ["stores", "used", "written", "has", "uses", "requires", "data", "all", "another", "over", "indexes"]:
+        assert lexicon._lemmas(word) == dict(getAllLemmas(word)), word
+    for lemma in ["store", "write", "use", "set", "bless", "broadcast", "copy", "have"]:
+        assert lexicon._forms(lemma) == dict(getAllInflections(lemma, upos="VERB")), lemma

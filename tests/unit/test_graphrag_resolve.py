@@ -98,8 +98,33 @@ def test_relations_merge_with_weights_chunks_and_evidence() -> None:
     _, rels = resolve(exs)
     req = rels["wal|requires|checkpoint"]
     assert req.weight == 2.0 and req.chunk_ids == ["r#0", "r#1"] and len(req.evidence) == 2
-    co = rels["checkpoint|co_occurs|wal"]  # undirected: stored smaller id first
-    assert co.source == "checkpoint"
+    # the typed relation stands for the pair: their co-occurrence is no second edge
+    assert "checkpoint|co_occurs|wal" not in rels
+
+
+def _co(chunk_id: str, a: str, b: str, sentence: str) -> ChunkExtraction:
+    return ChunkExtraction(
+        chunk_id,
+        [ExtractedEntity(name=n, type="acronym", spans=[(0, len(n))]) for n in (a, b)],
+        [ExtractedRelation(a, b, "co_occurs", 1.0, sentence, (0, len(sentence)))],
+    )
+
+
+def test_co_occurrence_is_a_fallback_named_in_enough_sentences() -> None:
+    exs = [
+        _co("c#0", "VFS", "WAL", "The VFS and WAL ..."),
+        _co("c#1", "VFS", "WAL", "Each WAL needs a VFS ..."),
+        # one sentence that overlapping chunks both hold counts once
+        _co("d#0", "WAL", "MUTEX", "The WAL and the MUTEX ..."),
+        _co("d#1", "WAL", "MUTEX", "The WAL and the  MUTEX ..."),
+    ]
+    _, rels = resolve(exs, GraphConfig(min_cooccurrence_sentences=2))
+    co = rels["vfs|co_occurs|wal"]  # undirected: stored smaller id first
+    assert co.source == "vfs" and co.chunk_ids == ["c#0", "c#1"]
+    assert "mutex|co_occurs|wal" not in rels  # named together by one sentence only: chance
+    _, once = resolve(exs, GraphConfig(min_cooccurrence_sentences=1))
+    assert "mutex|co_occurs|wal" in once
+    assert "vfs|co_occurs|wal" not in resolve(exs)[1]  # the default asks for three sentences
 
 
 def test_description_prefers_the_entity_own_section() -> None:

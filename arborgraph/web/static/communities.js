@@ -18,7 +18,7 @@ export async function renderCommunities(params, env) {
     try {
       const res = await get("/v1/graph/neighbours", { name: id, limit: 12 });
       graph.add(res.neighbours.map((n) => ({ id: n.id, name: n.name, type: "neighbour", degree: 1 })),
-        res.neighbours.map((n) => (n.direction === "out" ? { source: id, target: n.id, relation: n.relation, weight: n.weight } : { source: n.id, target: id, relation: n.relation, weight: n.weight })), id);
+        res.neighbours.map((n) => (n.direction === "out" ? { source: id, target: n.id, relation: n.relation, phrase: n.phrase, sentence: n.sentence, weight: n.weight } : { source: n.id, target: id, relation: n.relation, phrase: n.phrase, sentence: n.sentence, weight: n.weight })), id);
     } catch (err) { showError(err); }
   }
 
@@ -32,7 +32,7 @@ export async function renderCommunities(params, env) {
         h("h3", {}, `Mentions (${ent.chunk_ids.length})`),
         h("ul", { class: "small", id: "mentions" }, ent.chunk_ids.slice(0, 30).map((c) => h("li", {}, h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(docOf(c), c) }, c)))),
         h("h3", {}, "Strongest relations"),
-        h("ul", { class: "small" }, nb.neighbours.map((n) => h("li", {}, h("b", {}, n.relation), ` ${n.direction === "out" ? "→" : "←"} ${n.name} `,
+        h("ul", { class: "small" }, nb.neighbours.map((n) => h("li", {}, n.direction === "out" ? [h("b", {}, n.phrase || n.relation), ` ${n.name} `] : [`${n.name} `, h("b", {}, n.phrase || n.relation), " this "],
           n.chunk_ids.length ? h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(docOf(n.chunk_ids[0]), n.chunk_ids[0]) }, "stated here") : null,
           n.sentence ? h("div", { class: "muted" }, n.sentence) : null))));
     } catch (err) { showError(err); }

@@ -70,7 +70,7 @@ export class GraphView {
   draw() {
     this.edgeLayer.replaceChildren(...[...this.edges.values()].map((e) => {
       const a = this.nodes.get(e.source), b = this.nodes.get(e.target);
-      return s("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, "stroke-width": Math.min(4, 0.6 + Math.log1p(e.weight || 1)) }, s("title", {}, `${a.name} ${e.relation} ${b.name}`));
+      return s("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y, "stroke-width": Math.min(4, 0.6 + Math.log1p(e.weight || 1)) }, s("title", {}, `${a.name} ${e.phrase || e.relation} ${b.name}${e.sentence ? `: ${e.sentence}` : ""}`));
     }));
     this.nodeLayer.replaceChildren(...[...this.nodes.values()].map((n) => {
       const r = 5 + Math.min(10, Math.sqrt(n.degree || 1));

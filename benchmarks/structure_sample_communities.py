@@ -1,0 +1,100 @@
+"""A seeded sample of communities for a blind rating of their names and reports.
+
+    python benchmarks/structure_sample_communities.py --index today=IDX_A --index new=IDX_B \\
+        --n 20 --seed 0 --out-dir /tmp/rating
+
+From every index, ``--n`` community reports are drawn (seeded, from those sorted by
+community id); all of them are then shuffled together and numbered. ``sheet.md`` is
+what the rater sees: per item its title and its summary, with a place for two marks
+(1-5; 5 = as useful as a good table-of-contents entry, for the title; as useful as a
+good overview paragraph, for the summary), and nothing that says which index it came
+from. ``key.json`` maps each item to its index label and community, for scoring after
+the rating. The rater should be someone who did not write either version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import arborgraph  # noqa: E402
+
+
+def draw(index: Path, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` reports of ``index``'s public graph, as rater-facing items."""
+    with arborgraph.open(index) as kb:
+        kg = kb.graph_view().kg
+        reports = [kg.reports[c] for c in sorted(kg.reports)]
+        picked = random.Random(seed).sample(reports, min(n, len(reports)))
+        return [
+            {
+                "community": r.community_id,
+                "level": r.level,
+                "members": len(kg.communities[r.community_id].members),
+                "title": r.title,
+                "summary": r.summary,
+            }
+            for r in picked
+        ]
+
+
+def sheet(items: list[dict[str, Any]]) -> str:
+    lines = [
+        "# Community names and summaries: blind rating",
+        "",
+        "Rate each title and each summary from 1 to 5: 5 = as useful as a good table-of-contents",
+        "entry (title) or a good overview paragraph (summary) for someone exploring the manual.",
+        "",
+    ]
+    for item in items:
+        lines += [
+            f"## {item['item']}",
+            "",
+            f"**Title:** {item['title']}",
+            "",
+            f"**Summary:** {item['summary']}",
+            "",
+            "title: _  summary: _",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index", action="append", required=True, metavar="LABEL=DIR")
+    parser.add_argument("--n", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-dir", type=Path, required=True)
+    args = parser.parse_args()
+    items: list[dict[str, Any]] = []
+    for spec in args.index:
+        label, _, path = spec.partition("=")
+        if not path:
+            parser.error(f"--index takes LABEL=DIR, not {spec!r}")
+        for item in draw(Path(path), args.n, args.seed):
+            items.append({"label": label, **item})
+    random.Random(args.seed).shuffle(items)
+    for i, item in enumerate(items, 1):
+        item["item"] = f"C{i:02d}"
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "sheet.md").write_text(sheet(items), encoding="utf-8")
+    key = {
+        "seed": args.seed,
+        "indexes": dict(spec.partition("=")[::2] for spec in args.index),
+        "items": {it["item"]: {k: it[k] for k in ("label", "community", "level", "members")} for it in items},
+    }
+    (args.out_dir / "key.json").write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
+    print(f"{len(items)} items -> {args.out_dir / 'sheet.md'} (key: {args.out_dir / 'key.json'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Community names: c-TF-IDF over the communities' chunks, never page structure or
+identifiers made up for examples; report paragraphs whose counts add up."""
+
+from __future__ import annotations
+
+from graphrag.graph import KnowledgeGraph
+from graphrag.model import Community, Entity, Mention, Relation
+from graphrag.naming import is_code_like, name_communities, structural_headings
+from graphrag.reports import ExtractiveReportWriter, write_reports
+
+
+def _entity(eid: str, name: str, etype: str, chunks: list[str]) -> Entity:
+    return Entity(id=eid, name=name, type=etype, mentions=[Mention(c, 0, len(name)) for c in chunks])
+
+
+def _graph() -> tuple[KnowledgeGraph, dict[str, list[str]]]:
+    """Two communities over ten pages; every page has an "Options" section."""
+    headings: dict[str, list[str]] = {}
+    for p in range(5):
+        headings[f"wal{p}#0"] = ["Write-Ahead Logging", f"Checkpoint {p}"]
+        headings[f"wal{p}#1"] = ["Write-Ahead Logging", "Options"]
+        headings[f"fts{p}#0"] = ["Full-Text Search", f"Tokenizer {p}"]
+        headings[f"fts{p}#1"] = ["Full-Text Search", "Options"]
+    wal_chunks = [c for c in headings if c.startswith("wal")]
+    fts_chunks = [c for c in headings if c.startswith("fts")]
+    entities = {
+        "wal": _entity("wal", "WAL", "acronym", wal_chunks),
+        "checkpoint": _entity("checkpoint", "checkpoint", "term", wal_chunks),
+        "tbl1": _entity("tbl1", "tbl1", "identifier", wal_chunks),  # from the pages' examples
+        "tokenizer": _entity("tokenizer", "tokenizer", "term", fts_chunks),
+        "fts5": _entity("fts5", "FTS5", "acronym", fts_chunks),
+        "t332": _entity("t332", "T332", "identifier", fts_chunks),
+        "options": _entity("options", "Options", "term", wal_chunks + fts_chunks),
+    }
+    relations = {
+        r.id: r
+        for r in [
+            Relation("wal|require|checkpoint", "wal", "checkpoint", "require", 3.0, "WAL requires checkpoints.", ["wal0#0"]),
+            Relation("tbl1|co_occurs|wal", "tbl1", "wal", "co_occurs", 5.0, "", ["wal1#0"]),
+            Relation("fts5|use|tokenizer", "fts5", "tokenizer", "use", 3.0, "FTS5 uses a tokenizer.", ["fts0#0"]),
+            Relation("fts5|co_occurs|t332", "fts5", "t332", "co_occurs", 5.0, "", ["fts1#0"]),
+        ]
+    }
+    communities = {
+        0: Community(0, 0, ["checkpoint", "tbl1", "wal"]),
+        1: Community(1, 0, ["fts5", "t332", "tokenizer"]),
+    }
+    return KnowledgeGraph(entities, relations, communities), headings
+
+
+def test_page_structure_and_example_identifiers() -> None:
+    _, headings = _graph()
+    assert structural_headings((c.split("#")[0], h[1:]) for c, h in headings.items()) == frozenset({"option"})
+    assert is_code_like("tbl1") and is_code_like("pub3b") and is_code_like("T332") and is_code_like("t1")
+    assert not is_code_like("journal_mode") and not is_code_like("WAL") and not is_code_like("sqlite3_open()")
+
+
+def test_names_set_communities_apart_and_skip_page_structure() -> None:
+    kg, headings = _graph()
+    names = name_communities(kg, headings)
+    assert names == {0: "Write-Ahead Logging", 1: "Full-Text Search"}
+    for name in names.values():
+        assert "Options" not in name and "tbl1" not in name and "T332" not in name
+
+
+def test_report_is_a_paragraph_whose_counts_add_up() -> None:
+    kg, headings = _graph()
+    write_reports(kg, ExtractiveReportWriter(n_entities=2), min_size=3, headings=headings)
+    wal = kg.reports[0]
+    assert wal.title == wal.name == "Write-Ahead Logging"
+    assert wal.pages and all(p.startswith("wal") for p in wal.pages)
+    # two of its three entities are listed, and the count says so; the example's
+    # identifier, though the most connected, leads nothing
+    assert "The most connected of its 3 entities are WAL and checkpoint." in wal.summary
+    assert "tbl1" not in wal.summary
+    # its typed relation, in words, and the pages to read by title
+    assert "WAL requires checkpoint." in wal.summary
+    assert wal.summary.endswith("To read: Write-Ahead Logging.")
+    assert not wal.summary.startswith(wal.title)
