@@ -27,6 +27,7 @@ from raptor.text import (
     heading_label,
     is_summary_sentence,
     key_terms,
+    leans_on_context,
     page_line,
     paged_units,
     split_units,
@@ -37,6 +38,9 @@ EmbedFn = Callable[[Sequence[str]], np.ndarray]
 CountTokens = Callable[[str], int]
 
 _DUPLICATE_SIM = 0.97
+# A sentence that needs the text around it ("See ...", "The table below ...") reads
+# badly in a digest: it keeps this share of its key-term score.
+_LEANING = 0.3
 # Without sentence vectors: term-set overlap above this is a near-duplicate sentence.
 _DUPLICATE_JACCARD = 0.8
 
@@ -156,6 +160,8 @@ class ExtractiveSummariser:
                 score = sum(weights.get(t, 0.0) for t in dict.fromkeys(ts)) / np.sqrt(1 + len(ts))
                 # the opening sentence of a section usually states what it is about
                 score += 0.5 if unit.position == 0 else 0.0
+                if leans_on_context(unit.text):
+                    score *= _LEANING
                 found.append(_Candidate(j, unit, float(score), 0, page))
             found.sort(key=lambda c: (-c.lexical, c.unit.position))
             per_member.append(found)

@@ -127,6 +127,20 @@ def is_summary_sentence(unit: Unit, min_words: int = 4) -> bool:
     return words >= min_words and bool(_TERMINAL.search(unit.text))
 
 
+_LEANING_START = re.compile(
+    r"^(?:this|these|that|those|it|they|such|see|here|there|then|also|however|but|so|thus|hence|"
+    r"otherwise|instead|likewise|similarly|for example|for instance|in this case|as such)\b",
+    re.IGNORECASE,
+)
+_LEANING_WORD = re.compile(r"\b(?:below|above|following|previous|preceding|aforementioned)\b", re.IGNORECASE)
+
+
+def leans_on_context(sentence: str) -> bool:
+    """Whether a sentence points at text around it ("This ...", "See ...", "the table
+    below", a closing colon) and so reads badly on its own."""
+    return bool(_LEANING_START.match(sentence) or _LEANING_WORD.search(sentence) or sentence.rstrip().endswith(":"))
+
+
 def terms(text: str) -> list[str]:
     """Content words and identifiers of ``text``, lower-cased, stopwords removed
     (:data:`arborgraph.core.text.SUMMARY_STOPWORDS`)."""
