@@ -63,6 +63,13 @@ _ABOUT_IT = re.compile(
 )
 WHOLE_MANUAL_CUE = "cue_whole_manual"
 
+
+def asks_about_whole_manual(question: str) -> bool:
+    """Whether ``question`` asks about the manual as a whole ("What are the main themes
+    of the manual?", "Summarize these docs."), not about a part of it."""
+    text = question.lower()
+    return bool(_WHOLE_MANUAL.search(text) and _ABOUT_IT.search(text))
+
 # Named technical entities: snake_case, UPPER_CASE, calls, flags, dotted keys,
 # "PRAGMA x"-style commands. Relational questions start from one of these.
 _IDENTIFIER = re.compile(
@@ -94,7 +101,7 @@ def question_features(question: str) -> dict[str, float]:
     features[f"clauses:{min(clauses, 3)}"] = 1.0
     if re.match(r"^(if|when|after|once|suppose)\b", text):
         features["cue_conditional"] = 1.0
-    if _WHOLE_MANUAL.search(text) and _ABOUT_IT.search(text):
+    if asks_about_whole_manual(text):
         features[WHOLE_MANUAL_CUE] = 1.0
     return features
 
