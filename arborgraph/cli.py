@@ -454,8 +454,18 @@ def inspect(
     index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
     as_principal: Annotated[Optional[str], typer.Option("--as", help="list the documents this principal may read (default: public ones)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
+    structure: Annotated[
+        bool, typer.Option("--structure", help="how readable the tree's names, the relations and the community titles are")
+    ] = False,
 ) -> None:
-    """Show what an index holds: manifest, counts, sizes."""
+    """Show what an index holds: manifest, counts, sizes (or, with --structure, how readable its structures are)."""
+    if structure:
+        report = _open(index).structure(principal=as_principal)
+        if json_out:
+            print(report.model_dump_json(indent=2))
+        else:
+            _print_structure(report)
+        return
     info = _open(index).info(principal=as_principal)
     if json_out:
         print(json.dumps(info, indent=2, default=str))
@@ -485,6 +495,37 @@ def inspect(
     say(out, f"size: {info['bytes_total'] / 2**20:.1f} MiB")
     for name, t in info["tables"].items():
         say(out, f"  {name}: {t['rows']} rows, {t['bytes'] / 1024:.0f} KiB")
+
+
+def _print_structure(report: Any) -> None:
+    def pct(x: float | None) -> str:
+        return "n/a" if x is None else f"{100 * x:.1f} %"
+
+    def _clip(text: str, limit: int) -> str:
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    say(out, (str(report.index_dir), "bold"), f" generation {report.generation}")
+    for scope in report.scopes:
+        say(out, (f"scope {scope.scope}", "bold"))
+        if (t := scope.tree) is not None:
+            say(out, f"  tree: {t.summary_nodes} summary nodes; name words median {t.name_words_median} (max {t.name_words_max}), "
+                f"over 6 words {pct(t.names_longer_than_6_words)}")
+            say(out, f"    strung page titles {pct(t.strung_titles)}, repeated among siblings {pct(t.sibling_repeats)}, "
+                f"words found in the node's chunks {pct(t.grounding)}")
+            for name in t.examples:
+                say(out, f"    {printable(_clip(name, 120))}")
+        if (g := scope.graph) is not None:
+            types = ", ".join(f"{k} {v}" for k, v in g.relation_types.items())
+            say(out, f"  graph: {g.entities} entities, {g.relations} relations; co-occurrence {pct(g.co_occurrence)}")
+            say(out, f"    relation types: {printable(_clip(types, 200))}")
+            say(out, f"    page-structure headings among the 50 best connected: "
+                f"{len(g.boilerplate_in_top)} ({printable(_clip(', '.join(g.boilerplate_in_top), 120)) or 'none'})")
+            say(out, f"    best connected: {printable(_clip(', '.join(g.top_entities[:12]), 200))}")
+        if (c := scope.communities) is not None:
+            say(out, f"  communities: {c.communities} reports; title words median {c.title_words_median}, "
+                f"comma lists of members {pct(c.comma_lists)}, repeated within a level {pct(c.repeated_titles)}")
+            for title in c.examples:
+                say(out, f"    {printable(_clip(title, 120))}")
 
 
 @app.command("eval")

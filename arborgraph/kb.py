@@ -34,6 +34,7 @@ from arborgraph.index.scoped import PUBLIC, scope_principals, scope_readable
 
 if TYPE_CHECKING:
     from arborgraph.core.protocols import ChatModel
+    from arborgraph.index.structure_check import StructureReport
     from arborgraph.query.ranking import AnyRanker
     from arborgraph.query.rerank import RankingIndex
 
@@ -462,6 +463,16 @@ class KnowledgeBase:
             f"no {what} of scope {scope!r} readable by this principal "
             f"(readable: {', '.join(s.scope for s in scopes)})"
         )
+
+    def structure(self, principal: str | None = None) -> "StructureReport":
+        """How readable the trees, graphs and communities ``principal`` may read are: name
+        lengths, strung titles, sibling repeats, grounding, co-occurrence share, headings
+        among the best-connected entities, community-title shape
+        (:mod:`arborgraph.index.structure_check`)."""
+        from arborgraph.index.structure_check import structure_report
+
+        scopes = [(s.tag, s.scope) for s in self._scopes_for(principal)]
+        return structure_report(str(self.index_dir), self.on_disk, scopes)
 
     def tree_view(self, principal: str | None = None, *, scope: str | None = None) -> Any:
         """A :class:`raptor.TreeView` of one tree ``principal`` may read: ``scope`` (one

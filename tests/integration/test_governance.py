@@ -152,6 +152,31 @@ def test_a_tenant_explores_its_own_tree_and_graph(tenant_index: Path) -> None:
     assert not any("bluefin.md" in n.doc_ids for n in kb.tree.tree.nodes)
 
 
+def test_the_structure_check_reads_only_the_callers_scopes(tenant_index: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from arborgraph.cli import app
+
+    def check(*extra: str) -> dict:
+        result = CliRunner().invoke(app, ["inspect", "--index", str(tenant_index), "--structure", "--json", *extra])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
+    anonymous = check()
+    assert [s["scope"] for s in anonymous["scopes"]] == ["public"]
+    public = anonymous["scopes"][0]
+    assert public["tree"]["summary_nodes"] > 0 and public["graph"]["relations"] > 0
+    assert "Bluefin" not in json.dumps(anonymous)
+    team_a = check("--as", "team-a")
+    assert [s["scope"] for s in team_a["scopes"]] == ["acl:team-a", "public"]
+    assert team_a["scopes"][1] == public  # the public part is the same for everyone
+    text = CliRunner().invoke(app, ["inspect", "--index", str(tenant_index), "--structure"])
+    assert text.exit_code == 0 and "scope public" in text.output and "acl:team-a" not in text.output
+    assert "strung page titles" in text.output and "co-occurrence" in text.output
+
+
 def test_principal_names_cannot_merge_scopes(tmp_path: Path) -> None:
     from arborgraph.index.scoped import scope_of, scope_readable
 

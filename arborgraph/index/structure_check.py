@@ -1,0 +1,252 @@
+"""How readable an index's structures are: measured from its tables, with no model.
+
+The tree's names, the graph's relations and the communities' titles are what a person
+reads when exploring an index. These checks put numbers on the ways they go wrong:
+
+- tree names: length in words, page titles strung together, names repeated among
+  siblings, and grounding (the share of a name's words found in the node's own chunks);
+- relations: the share that is bare co-occurrence, and the types that carry the rest;
+- entities: page-structure headings (OPTIONS, SYNOPSIS... — headings found on many
+  pages) among the best-connected entities;
+- communities: title length, and titles that are comma lists of their members' names.
+
+Every function here is pure over Arrow tables; :func:`structure_report` reads them from
+an opened generation for the scopes a caller may read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from statistics import median
+
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+from arborgraph.core.text import STOPWORDS
+from arborgraph.index import schema as S
+from arborgraph.index.layout import scoped
+from arborgraph.index.store import Generation
+from graphrag import schema as G
+from raptor import schema as R
+
+# a heading found under this share of pages (or more) is page structure, not a topic
+RECURRING_HEADING_SHARE = 0.10
+TOP_ENTITIES = 50
+CO_OCCURRENCE = "co_occurs"
+TITLE_SEPARATOR = " · "
+EXAMPLES = 8
+
+_WORD = re.compile(r"[A-Za-z0-9][\w'+#.-]*[\w+#]|[A-Za-z0-9]")
+
+
+def words(text: str) -> list[str]:
+    """The words of a name, as a reader counts them (punctuation and separators dropped)."""
+    return _WORD.findall(text)
+
+
+def _content_words(text: str) -> list[str]:
+    return [w.lower() for w in words(text) if w.lower() not in STOPWORDS and len(w) > 1]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+class TreeShape(BaseModel):
+    """Names of the tree's summary nodes (level 1 and up)."""
+
+    summary_nodes: int
+    name_words_median: float | None
+    name_words_max: int | None
+    strung_titles: float = Field(description="share of names joining two or more page titles")
+    sibling_repeats: float = Field(description="share of names equal to a sibling's")
+    grounding: float | None = Field(description="mean share of a name's content words found in its chunks")
+    names_longer_than_6_words: float
+    examples: list[str] = Field(description="the names of the top levels, highest first")
+
+
+class GraphShape(BaseModel):
+    """Relations and the best-connected entities."""
+
+    entities: int
+    relations: int
+    co_occurrence: float | None = Field(description="share of relations that are bare co-occurrence")
+    relation_types: dict[str, int] = Field(description="the ten most common types and their counts")
+    recurring_headings: int = Field(description="headings found on at least 10 % of pages")
+    boilerplate_in_top: list[str] = Field(description="recurring headings among the 50 best-connected entities")
+    top_entities: list[str]
+
+
+class CommunityShape(BaseModel):
+    """Titles of the community reports."""
+
+    communities: int
+    title_words_median: float | None
+    comma_lists: float = Field(description="share of titles that list two or more members' names")
+    repeated_titles: float = Field(description="share of titles equal to another community's of the same level")
+    examples: list[str]
+
+
+class ScopeStructure(BaseModel):
+    scope: str
+    tree: TreeShape | None
+    graph: GraphShape | None
+    communities: CommunityShape | None
+
+
+class StructureReport(BaseModel):
+    index_dir: str
+    generation: str
+    scopes: list[ScopeStructure]
+
+
+def _share(hits: int, total: int) -> float:
+    return round(hits / total, 4) if total else 0.0
+
+
+def is_strung(name: str, page_titles: Iterable[str]) -> bool:
+    """Whether ``name`` strings page titles together: the old ``A · B`` form, or two or
+    more distinct page titles (of two words or more) inside it."""
+    if TITLE_SEPARATOR in name:
+        return True
+    low = _norm(name)
+    found = {t for t in page_titles if t in low}
+    return len(found) >= 2
+
+
+def tree_shape(nodes: pa.Table, chunk_text: dict[str, str], page_titles: Sequence[str]) -> TreeShape:
+    """The names of ``nodes`` (a ``raptor_nodes`` table); ``chunk_text`` maps a chunk id to
+    its text (without its heading path: a name made of headings is not grounded by them)."""
+    rows = nodes.select([R.NODE_ID, R.LEVEL, R.TITLE, R.PARENTS, R.CHUNK_IDS]).to_pylist()
+    summaries = [r for r in rows if r[R.LEVEL] >= 1]
+    titles = sorted({_norm(t) for t in page_titles if len(words(t)) >= 2})
+    lengths = [len(words(r[R.TITLE] or "")) for r in summaries]
+
+    siblings: dict[str, list[str]] = defaultdict(list)
+    for r in summaries:
+        for parent in r[R.PARENTS] or ["<top>"]:
+            siblings[parent].append(_norm(r[R.TITLE] or ""))
+    repeated = set()
+    for r in summaries:
+        for parent in r[R.PARENTS] or ["<top>"]:
+            if siblings[parent].count(_norm(r[R.TITLE] or "")) > 1:
+                repeated.add(r[R.NODE_ID])
+
+    grounded: list[float] = []
+    vocab_cache: dict[str, set[str]] = {}
+    for r in summaries:
+        content = _content_words(r[R.TITLE] or "")
+        if not content:
+            continue
+        seen: set[str] = set()
+        for cid in r[R.CHUNK_IDS] or []:
+            if cid not in vocab_cache:
+                vocab_cache[cid] = {w.lower() for w in words(chunk_text.get(cid, ""))}
+            seen |= vocab_cache[cid]
+        grounded.append(sum(w in seen for w in content) / len(content))
+
+    top = sorted(summaries, key=lambda r: (-r[R.LEVEL], r[R.NODE_ID]))[:EXAMPLES]
+    return TreeShape(
+        summary_nodes=len(summaries),
+        name_words_median=median(lengths) if lengths else None,
+        name_words_max=max(lengths) if lengths else None,
+        strung_titles=_share(sum(is_strung(r[R.TITLE] or "", titles) for r in summaries), len(summaries)),
+        sibling_repeats=_share(len(repeated), len(summaries)),
+        grounding=round(sum(grounded) / len(grounded), 4) if grounded else None,
+        names_longer_than_6_words=_share(sum(n > 6 for n in lengths), len(summaries)),
+        examples=[f"L{r[R.LEVEL]} {r[R.TITLE]}" for r in top],
+    )
+
+
+def recurring_headings(heading_paths: Iterable[tuple[str, Sequence[str]]], share: float = RECURRING_HEADING_SHARE) -> set[str]:
+    """Headings (lower-cased) found under at least ``share`` of the pages: ``heading_paths``
+    gives (document id, heading path) per chunk; a path's first entry is the page's own
+    title and does not count."""
+    per_doc: dict[str, set[str]] = defaultdict(set)
+    for doc_id, path in heading_paths:
+        per_doc[doc_id].update(_norm(h) for h in list(path)[1:] if h.strip())
+    if not per_doc:
+        return set()
+    counts = Counter(h for hs in per_doc.values() for h in hs)
+    need = max(2, share * len(per_doc))
+    return {h for h, n in counts.items() if n >= need}
+
+
+def graph_shape(entities: pa.Table, relations: pa.Table, headings: set[str]) -> GraphShape:
+    names = entities.column(G.NAME).to_pylist()
+    degrees = entities.column(G.DEGREE).to_pylist()
+    best = [n for _, n in sorted(zip(degrees, names), key=lambda p: (-p[0], p[1]))[:TOP_ENTITIES]]
+    types = Counter(relations.column(G.TYPE).to_pylist())
+    return GraphShape(
+        entities=entities.num_rows,
+        relations=relations.num_rows,
+        co_occurrence=_share(types.get(CO_OCCURRENCE, 0), relations.num_rows) if relations.num_rows else None,
+        relation_types=dict(types.most_common(10)),
+        recurring_headings=len(headings),
+        boilerplate_in_top=[n for n in best if _norm(n) in headings],
+        top_entities=best[:20],
+    )
+
+
+def is_comma_list(title: str, member_names: set[str]) -> bool:
+    """Whether ``title`` is two or more of its members' names joined by commas."""
+    parts = [_norm(p) for p in re.split(r",|\band\b|&", title) if p.strip()]
+    return "," in title and sum(p in member_names for p in parts) >= 2
+
+
+def community_shape(communities: pa.Table, reports: pa.Table, entities: pa.Table) -> CommunityShape:
+    name_of = dict(zip(entities.column(G.ID).to_pylist(), entities.column(G.NAME).to_pylist()))
+    members = {
+        c: {_norm(name_of.get(m, "")) for m in ms}
+        for c, ms in zip(communities.column(G.ID).to_pylist(), communities.column(G.MEMBERS).to_pylist())
+    }
+    rows = reports.select([G.COMMUNITY_ID, G.LEVEL, G.TITLE, G.RANK]).to_pylist()
+    per_level = Counter((r[G.LEVEL], _norm(r[G.TITLE] or "")) for r in rows)
+    lengths = [len(words(r[G.TITLE] or "")) for r in rows]
+    ranked = sorted(rows, key=lambda r: (-(r[G.RANK] or 0), r[G.COMMUNITY_ID]))[:EXAMPLES]
+    return CommunityShape(
+        communities=len(rows),
+        title_words_median=median(lengths) if lengths else None,
+        comma_lists=_share(sum(is_comma_list(r[G.TITLE] or "", members.get(r[G.COMMUNITY_ID], set())) for r in rows), len(rows)),
+        repeated_titles=_share(sum(per_level[(r[G.LEVEL], _norm(r[G.TITLE] or ""))] > 1 for r in rows), len(rows)),
+        examples=[r[G.TITLE] for r in ranked],
+    )
+
+
+def structure_report(index_dir: str, generation: Generation, scopes: Sequence[tuple[str, str]]) -> StructureReport:
+    """The checks over ``scopes`` ((tag, scope key) pairs: only those the caller may read)
+    of an opened ``generation``."""
+    chunks = generation.table(S.CHUNKS, columns=[S.CHUNK_ID, S.CHUNK_DOC_ID, S.CHUNK_TEXT, S.CHUNK_HEADING_PATH])
+    docs = generation.table(S.DOCUMENTS, columns=[S.DOC_ID, S.DOC_TITLE])
+    ids = chunks.column(S.CHUNK_ID).to_pylist()
+    doc_ids = chunks.column(S.CHUNK_DOC_ID).to_pylist()
+    paths = chunks.column(S.CHUNK_HEADING_PATH).to_pylist()
+    texts = chunks.column(S.CHUNK_TEXT).to_pylist()
+    chunk_text = dict(zip(ids, texts))
+    title_of = dict(zip(docs.column(S.DOC_ID).to_pylist(), docs.column(S.DOC_TITLE).to_pylist()))
+    doc_of = dict(zip(ids, doc_ids))
+    out = []
+    for tag, scope in scopes:
+        has_tree = generation.has_table(scoped(R.NODES_TABLE, tag))
+        has_graph = generation.has_table(scoped(G.ENTITIES, tag))
+        nodes = generation.table(scoped(R.NODES_TABLE, tag)) if has_tree else None
+        entities = generation.table(scoped(G.ENTITIES, tag)) if has_graph else None
+        # the scope's chunks: those its tree or its graph was built from
+        owner = nodes.column(R.CHUNK_IDS) if nodes is not None else entities.column(G.CHUNK_IDS) if entities is not None else None
+        in_scope = {c for cs in owner.to_pylist() for c in cs or []} if owner is not None else set()
+        tree = graph = comm = None
+        if nodes is not None:
+            titles = sorted({title_of[doc_of[c]] for c in in_scope if c in doc_of and title_of.get(doc_of[c])})
+            tree = tree_shape(nodes, chunk_text, titles)
+        if entities is not None:
+            relations = generation.table(scoped(G.RELATIONSHIPS, tag))
+            pairs = [(d, p or []) for c, d, p in zip(ids, doc_ids, paths) if c in in_scope]
+            graph = graph_shape(entities, relations, recurring_headings(pairs))
+            if generation.has_table(scoped(G.COMMUNITY_REPORTS, tag)):
+                comm = community_shape(
+                    generation.table(scoped(G.COMMUNITIES, tag)), generation.table(scoped(G.COMMUNITY_REPORTS, tag)), entities
+                )
+        out.append(ScopeStructure(scope=scope, tree=tree, graph=graph, communities=comm))
+    return StructureReport(index_dir=index_dir, generation=generation.name, scopes=out)

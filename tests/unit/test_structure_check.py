@@ -1,0 +1,98 @@
+"""The structure check's measures, on hand-made tables whose answers are known."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from arborgraph.index.structure_check import (
+    community_shape,
+    graph_shape,
+    is_comma_list,
+    is_strung,
+    recurring_headings,
+    tree_shape,
+    words,
+)
+
+TITLES = ["write-ahead logging", "atomic commit in sqlite", "the sqlite query planner"]
+
+
+def test_words_counts_what_a_reader_counts() -> None:
+    assert words("Write-Ahead Logging · WAL: wal, read, content") == ["Write-Ahead", "Logging", "WAL", "wal", "read", "content"]
+    assert words("sqlite3_open_v2() and C++") == ["sqlite3_open_v2", "and", "C++"]
+
+
+def test_strung_titles_are_separated_or_hold_two_page_titles() -> None:
+    assert is_strung("Atomic Commit · WAL", TITLES)
+    assert is_strung("Write-Ahead Logging and Atomic Commit in SQLite", TITLES)
+    assert not is_strung("Write-Ahead Logging checkpoints", TITLES)
+    assert not is_strung("Transactions and locking", TITLES)
+
+
+def _nodes(rows: list[tuple[str, int, str, list[str], list[str]]]) -> pa.Table:
+    return pa.table({
+        "node_id": [r[0] for r in rows],
+        "level": [r[1] for r in rows],
+        "title": [r[2] for r in rows],
+        "parents": [r[3] for r in rows],
+        "chunk_ids": [r[4] for r in rows],
+    })
+
+
+def test_tree_shape_measures_length_repeats_and_grounding() -> None:
+    nodes = _nodes([
+        ("L0:0", 0, "leaf", ["L1:0"], ["a"]),
+        ("L1:0", 1, "Checkpoint frames", ["L2:0"], ["a"]),
+        ("L1:1", 1, "checkpoint  frames", ["L2:0"], ["b"]),  # repeats its sibling (case, spacing)
+        ("L1:2", 1, "Atomic Commit in SQLite · Write-Ahead Logging", ["L2:0"], ["a", "b"]),
+        ("L2:0", 2, "Durability", [], ["a", "b"]),  # not in the chunks: grounding 0
+    ])
+    chunks = {"a": "The checkpoint copies frames back.", "b": "Frames wait in the WAL until a checkpoint."}
+    shape = tree_shape(nodes, chunks, TITLES)
+    assert shape.summary_nodes == 4
+    assert shape.name_words_median == 2.0 and shape.name_words_max == 6
+    assert shape.sibling_repeats == 0.5  # L1:0 and L1:1, of four
+    assert shape.strung_titles == 0.25
+    # 1, 1, 0 (atomic, commit, sqlite, write-ahead, logging: none in a or b), 0
+    assert shape.grounding == 0.5
+    assert shape.examples[0] == "L2 Durability"
+
+
+def test_recurring_headings_ignore_the_page_title_and_need_a_share_of_pages() -> None:
+    paths = [(f"p{i}", [f"Page {i}", "OPTIONS", f"topic {i}"]) for i in range(20)]
+    paths += [("p0", ["Page 0", "Description"]), ("p1", ["Page 1", "DESCRIPTION"])]  # 2 of 20 pages: 10 %
+    paths += [("p2", ["Page 2", "Notes"]), ("p2", ["Page 2", "Notes", "More"])]  # one page, twice
+    assert recurring_headings(paths) == {"options", "description"}
+    assert recurring_headings(paths, share=0.5) == {"options"}
+
+
+def test_graph_shape_counts_co_occurrence_and_boilerplate_among_the_best_connected() -> None:
+    entities = pa.table({"name": ["OPTIONS", "WAL", "checkpoint", "Description"], "degree": [9, 7, 5, 1]})
+    relations = pa.table({"type": ["co_occurs", "co_occurs", "copies", "requires"]})
+    shape = graph_shape(entities, relations, {"options", "description"})
+    assert shape.co_occurrence == 0.5
+    assert shape.relation_types == {"co_occurs": 2, "copies": 1, "requires": 1}
+    assert shape.boilerplate_in_top == ["OPTIONS", "Description"]
+    assert shape.top_entities[:2] == ["OPTIONS", "WAL"]
+
+
+def test_comma_lists_are_lists_of_member_names() -> None:
+    members = {"wal", "checkpoint", "pnckpt"}
+    assert is_comma_list("WAL, checkpoint, pnCkpt", members)
+    assert is_comma_list("WAL, checkpoint and journal", members)
+    assert not is_comma_list("Checkpoints and the write-ahead log", members)
+    assert not is_comma_list("Locking, journaling and recovery", members)  # a list, but of topics
+
+
+def test_community_shape_measures_titles_per_level() -> None:
+    entities = pa.table({"id": ["e1", "e2", "e3"], "name": ["WAL", "checkpoint", "VACUUM"]})
+    communities = pa.table({"id": [1, 2, 3], "members": [["e1", "e2"], ["e3"], ["e1"]]})
+    reports = pa.table({
+        "community_id": [1, 2, 3], "level": [0, 0, 1], "rank": [3.0, 2.0, 1.0],
+        "title": ["WAL, checkpoint", "Reclaiming free pages", "Reclaiming free pages"],
+    })
+    shape = community_shape(communities, reports, entities)
+    assert shape.communities == 3 and shape.title_words_median == 3
+    assert abs(shape.comma_lists - 1 / 3) < 1e-3
+    assert shape.repeated_titles == 0.0  # the two equal titles are on different levels
+    assert shape.examples[0] == "WAL, checkpoint"
