@@ -114,9 +114,13 @@ def name_tree(tree: Tree, *, only: Collection[str] | None = None, max_words: int
     fixed = {n.node_id: n.title for n in summaries if only is not None and n.node_id not in only}
     names: dict[str, str] = {}
     phrase_df = np.asarray(vocab.phrases.sum(axis=0)).ravel()
-    for group in _sibling_groups(summaries, targets):
-        # a node under two parents, named in its first parent's group, counts here too
+    title_of = {n.node_id: n.title for n in summaries}
+    for parent, group in _sibling_groups(summaries, targets):
+        # a node under two parents, named in its first parent's group, counts here too;
+        # and the parent (named first: groups go top down) keeps its name to itself
         taken = {_key(fixed.get(n.node_id) or names[n.node_id]) for n in group if n.node_id in fixed or n.node_id in names}
+        if parent:
+            taken.add(_key(names.get(parent, title_of[parent])))
         wanted = [n for n in group if n.node_id not in fixed and n.node_id not in names]
         choices = {n.node_id: _candidates(n, vocab, leaf_row, phrase_df, max_words) for n in wanted}
         # the node with the strongest first choice claims it first
@@ -130,20 +134,21 @@ def name_tree(tree: Tree, *, only: Collection[str] | None = None, max_words: int
     return names
 
 
-def _sibling_groups(summaries: Sequence[Node], targets: Sequence[Node]) -> list[list[Node]]:
-    """The sibling groups holding a target, each with all its members, in a fixed order.
-    A node under several parents is named in its first parent's group."""
+def _sibling_groups(summaries: Sequence[Node], targets: Sequence[Node]) -> list[tuple[str, list[Node]]]:
+    """(parent id, its summary children) for each sibling group holding a target, top
+    level first ("" for the root's group). A node under several parents is named in
+    its first parent's group."""
     by_parent: dict[str, list[Node]] = defaultdict(list)
     for n in summaries:
         for p in n.parents or ("",):
             by_parent[p].append(n)
     seen: set[str] = set()
     groups = []
-    for n in targets:
+    for n in sorted(targets, key=lambda n: -n.level):  # stable: node order within a level
         parent = (n.parents or ("",))[0]
         if parent not in seen:
             seen.add(parent)
-            groups.append(by_parent[parent])
+            groups.append((parent, by_parent[parent]))
     return groups
 
 
@@ -288,7 +293,7 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
     generic = _recurring_headings(leaves)
     for i, (leaf, runs) in enumerate(zip(leaves, runs_per_leaf, strict=True)):
         seen: set[int] = set()
-        path = [clean_label(h) for h in leaf.heading_path]
+        path = [clean_label(h).rstrip(".:;,") for h in leaf.heading_path]
         for depth, label in enumerate(path):
             if depth > 0 and _key(label) in generic:
                 # "Examples" alone names nothing: "UPSERT: Examples" does
