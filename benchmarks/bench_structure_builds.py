@@ -67,12 +67,27 @@ def build(code: Path, docs: Path, index: Path) -> dict:
             "summaries": report["stages"]["tree"]["summaries"], "relations": report["stages"]["graph"]["relations"]}
 
 
+def finished(index: Path) -> dict | None:
+    """A build left by an earlier run (``--reuse-base``), read from its manifest."""
+    manifests = sorted(index.glob("gen-*/manifest.json"))
+    if not (index / "CURRENT").is_file() or not manifests:
+        return None
+    manifest = json.loads(manifests[-1].read_text())
+    report = manifest["report"]
+    return {"wall_s": None, "timings_s": {k: manifest["timings_s"].get(k) for k in STAGES},
+            "chunks": report["chunks"], "documents": report["documents"],
+            "summaries": report["stages"]["tree"]["summaries"], "relations": report["stages"]["graph"]["relations"],
+            "reused_from_earlier_run": True}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("manuals", nargs="+", help="names from corpora.json, or 'sqlite' for the sample manual")
     parser.add_argument("--base", required=True, help="the commit of today's code")
     parser.add_argument("--work", type=Path, required=True, help="folder for the manuals, the base code and the indexes")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--reuse-base", action="store_true",
+                        help="keep a base build an earlier run left in WORK/base (its manifest's timings)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from corpora import load_specs, materialise
@@ -98,11 +113,13 @@ def main() -> int:
             materialise(name, specs[name], args.work / "manuals")
             docs = args.work / "manuals" / name
         base_index, new_index = args.work / "base" / name, args.work / "new" / name
-        for index in (base_index, new_index):
+        base = finished(base_index) if args.reuse_base else None
+        for index in (new_index,) if base is not None else (base_index, new_index):
             if index.exists():
                 shutil.rmtree(index)
             index.parent.mkdir(parents=True, exist_ok=True)
-        base = build(base_code, docs, base_index)
+        if base is None:
+            base = build(base_code, docs, base_index)
         # the base build's caches (embeddings, parsed pages): the new build embeds nothing
         shutil.copytree(base_index / "cache", new_index / "cache")
         new = build(ROOT, docs, new_index)
