@@ -78,6 +78,7 @@ class _Vocabulary:
     phrase_text: list[str]  # how the manual writes each phrase most often
     phrase_is_heading: np.ndarray
     phrase_is_code: np.ndarray  # holds an identifier
+    phrase_lengths: np.ndarray  # words in each phrase
     word_column: dict[str, int]
 
 
@@ -114,6 +115,7 @@ def name_tree(tree: Tree, *, only: Collection[str] | None = None, max_words: int
     fixed = {n.node_id: n.title for n in summaries if only is not None and n.node_id not in only}
     names: dict[str, str] = {}
     phrase_df = np.asarray(vocab.phrases.sum(axis=0)).ravel()
+    covers = _Coverage(summaries, leaf_row, vocab)
     title_of = {n.node_id: n.title for n in summaries}
     for parent, group in _sibling_groups(summaries, targets):
         # a node under two parents, named in its first parent's group, counts here too;
@@ -122,7 +124,7 @@ def name_tree(tree: Tree, *, only: Collection[str] | None = None, max_words: int
         if parent:
             taken.add(_key(names.get(parent, title_of[parent])))
         wanted = [n for n in group if n.node_id not in fixed and n.node_id not in names]
-        choices = {n.node_id: _candidates(n, vocab, leaf_row, phrase_df, max_words) for n in wanted}
+        choices = {n.node_id: _candidates(n, vocab, covers, phrase_df, max_words) for n in wanted}
         # the node with the strongest first choice claims it first
         order = sorted(wanted, key=lambda n: (-(choices[n.node_id][0][1] if choices[n.node_id] else 0.0), n.node_id))
         for node in order:
@@ -160,39 +162,61 @@ def _length(name: str) -> int:
     return len(_READ_WORD.findall(name))
 
 
-def _phrase_key(lowered: list[str]) -> str:
-    """A word run's key: singular and plural of its last word are one phrase."""
-    last = lowered[-1]
-    if len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is")):
-        last = last[:-1]
-    return " ".join([*lowered[:-1], last])
+def _singular(word: str) -> str:
+    """A phrase's last word as its key has it: singular and plural are one phrase."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+class _Coverage:
+    """For each summary node, the chunks of it holding each phrase and each word (one
+    sparse product of the node x leaf incidence with the leaf matrices)."""
+
+    def __init__(self, summaries: Sequence[Node], leaf_row: Mapping[str, int], vocab: _Vocabulary) -> None:
+        self.row_of = {n.node_id: k for k, n in enumerate(summaries)}
+        pairs = sorted({(k, leaf_row[c]) for k, n in enumerate(summaries) for c in n.chunk_ids if c in leaf_row})
+        incidence = sp.csr_matrix(
+            (np.ones(len(pairs)), ([k for k, _ in pairs], [r for _, r in pairs])),
+            shape=(len(summaries), vocab.phrases.shape[0]),
+        )
+        self.sizes = np.asarray(incidence.sum(axis=1)).ravel()
+        self.phrases = (incidence @ vocab.phrases).tocsr()
+        self.words = (incidence @ vocab.words).tocsr()
+
+    def phrase_counts(self, node: Node) -> tuple[np.ndarray, np.ndarray, int]:
+        """(phrase columns, chunks holding each, the node's chunk count)."""
+        k = self.row_of[node.node_id]
+        row = self.phrases[k]
+        order = np.argsort(row.indices, kind="stable")
+        return row.indices[order], row.data[order], int(self.sizes[k])
+
+    def word_columns(self, node: Node) -> set[int]:
+        return set(self.words[self.row_of[node.node_id]].indices.tolist())
 
 
 def _candidates(
-    node: Node, vocab: _Vocabulary, leaf_row: Mapping[str, int], phrase_df: np.ndarray, max_words: int
+    node: Node, vocab: _Vocabulary, covers: _Coverage, phrase_df: np.ndarray, max_words: int
 ) -> list[tuple[str, float]]:
     """The node's name candidates, best first, each at most ``max_words`` words."""
-    rows = sorted({leaf_row[c] for c in node.chunk_ids if c in leaf_row})
-    if not rows:
+    present, in_node, size = covers.phrase_counts(node)
+    if size == 0 or len(present) == 0:
         return []
-    in_node = np.asarray(vocab.phrases[rows].sum(axis=0)).ravel()
-    present = np.flatnonzero(in_node)
-    coverage = in_node[present] / len(rows)
-    precision = in_node[present] / np.maximum(phrase_df[present], 1)
+    coverage = in_node / size
+    precision = in_node / np.maximum(phrase_df[present], 1)
     score = 2 * coverage * precision / np.maximum(coverage + precision, 1e-12)
-    lengths = np.array([len(vocab.phrase_keys[j].split()) for j in present])
-    score *= 1 + _LENGTH_BONUS * (lengths - 1)
+    score *= 1 + _LENGTH_BONUS * (vocab.phrase_lengths[present] - 1)
     # a phrase on much of the manual ("SQLite" in SQLite's) names none of its parts
     score *= 1 - phrase_df[present] / vocab.phrases.shape[0]
     score *= np.where(vocab.phrase_is_heading[present], _HEADING_BONUS, 1.0)
     score *= np.where(vocab.phrase_is_code[present], _CODE_PENALTY, 1.0)
-    if len(rows) > 2:
+    if size > 2:
         # a phrase of one chunk says little about a group of them
-        score *= np.where(in_node[present] >= 2, 1.0, 0.2)
+        score *= np.where(in_node >= 2, 1.0, 0.2)
     order = present[np.argsort(-score, kind="stable")][: 4 * _CANDIDATES]
     score_of = dict(zip(present.tolist(), score.tolist()))
     cover_of = dict(zip(present.tolist(), coverage.tolist()))
-    grounded = _grounding(rows, vocab)
+    grounded = _grounding(covers.word_columns(node), vocab)
 
     out: list[tuple[str, float]] = []
     singles: list[tuple[int, float]] = []
@@ -222,9 +246,9 @@ def _candidates(
     return out
 
 
-def _grounding(rows: list[int], vocab: _Vocabulary):  # type: ignore[no-untyped-def]
-    """The share of a phrase's content words found in the node's chunk texts."""
-    present = set(np.flatnonzero(np.asarray(vocab.words[rows].sum(axis=0)).ravel()).tolist())
+def _grounding(present: set[int], vocab: _Vocabulary):  # type: ignore[no-untyped-def]
+    """The share of a phrase's content words found in the node's chunk texts
+    (``present``: the word columns of those texts)."""
 
     def share(text: str) -> float:
         content = [w.lower() for w in _WORD.findall(text) if w.lower() not in STOPWORDS]
@@ -269,8 +293,8 @@ def _fallback(node: Node, choices: list[tuple[str, float]], taken: set[str]) -> 
 
 
 def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
-    runs_per_leaf = [_prose_runs(leaf.text) for leaf in leaves]
-    verbs = _verb_like(leaves)
+    lowered_words = [[w.lower() for w in _WORD.findall(leaf.text)] for leaf in leaves]
+    verbs = _verb_like(lowered_words)
     keys: dict[str, int] = {}
     surface: list[Counter[str]] = []
     is_heading: list[bool] = []
@@ -291,7 +315,7 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
         return j
 
     generic = _recurring_headings(leaves)
-    for i, (leaf, runs) in enumerate(zip(leaves, runs_per_leaf, strict=True)):
+    for i, leaf in enumerate(leaves):
         seen: set[int] = set()
         path = [clean_label(h).rstrip(".:;,") for h in leaf.heading_path]
         for depth, label in enumerate(path):
@@ -302,16 +326,20 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
             if not label or len(label.split()) > MAX_WORDS or not _WORD.search(label):
                 continue
             seen.add(column(_key(label), label, True))
-        for run in runs:
+        for run in _prose_runs(leaf.text):
+            low = [w.lower() for w in run]
+            # each word's part in a key: the last word of a phrase drops a plural "s"
+            last = [_singular(w) for w in low]
+            usable = [w not in verbs for w in low]
             for n in range(1, MAX_PHRASE_WORDS + 1):
                 for start in range(len(run) - n + 1):
-                    gram = run[start : start + n]
-                    lowered = [w.lower() for w in gram]
-                    if lowered[0] in verbs or lowered[-1] in verbs:
+                    end = start + n
+                    if not (usable[start] and usable[end - 1]):
                         continue
-                    if n == 1 and (len(lowered[0]) < 3 or _CODE_LIKE.search(gram[0])):
+                    if n == 1 and (len(low[start]) < 3 or _CODE_LIKE.search(run[start])):
                         continue
-                    seen.add(column(_phrase_key(lowered), " ".join(gram), False))
+                    key = " ".join([*low[start : end - 1], last[end - 1]])
+                    seen.add(column(key, " ".join(run[start:end]), False))
         for j in seen:
             rows.append(i)
             cols.append(j)
@@ -322,8 +350,8 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
     word_column: dict[str, int] = {}
     wrows: list[int] = []
     wcols: list[int] = []
-    for i, leaf in enumerate(leaves):
-        for w in {w.lower() for w in _WORD.findall(leaf.text)}:
+    for i, words_of_leaf in enumerate(lowered_words):
+        for w in set(words_of_leaf):
             wrows.append(i)
             wcols.append(word_column.setdefault(w, len(word_column)))
     words = sp.csr_matrix((np.ones(len(wrows)), (wrows, wcols)), shape=(len(leaves), len(word_column)))
@@ -334,6 +362,7 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
         phrase_text=[min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for c in surface],
         phrase_is_heading=np.array(is_heading, dtype=bool),
         phrase_is_code=np.array([bool(_CODE_LIKE.search(c.most_common(1)[0][0])) for c in surface], dtype=bool),
+        phrase_lengths=np.array([k.count(" ") + 1 for k in phrase_keys]),
         word_column=word_column,
     )
 
@@ -375,15 +404,15 @@ def _prose_runs(text: str) -> list[list[str]]:
     return runs
 
 
-def _verb_like(leaves: Sequence[Node]) -> frozenset[str]:
-    """Words that behave like verbs in this manual: often right after "to" or a modal,
-    or right before an article. No tagger: the manual's own usage decides."""
+def _verb_like(lowered_words: Sequence[list[str]]) -> frozenset[str]:
+    """Words that behave like verbs in this manual (``lowered_words``: each leaf's words,
+    lower-cased): often right after "to" or a modal, or right before an article. No
+    tagger: the manual's own usage decides."""
     total: Counter[str] = Counter()
     verbish: Counter[str] = Counter()
-    for leaf in leaves:
-        words = [w.lower() for w in _WORD.findall(leaf.text)]
+    for words in lowered_words:
+        total.update(words)
         for k, w in enumerate(words):
-            total[w] += 1
             if (k > 0 and words[k - 1] in _BEFORE_VERB) or (k + 1 < len(words) and words[k + 1] in _BEFORE_OBJECT):
                 verbish[w] += 1
     verbs = {w for w, n in verbish.items() if n >= 2 and n / total[w] >= _VERB_SHARE and not _CODE_LIKE.search(w)}
