@@ -194,3 +194,25 @@ def test_without_sentence_vectors_nothing_is_embedded_and_summaries_stay_verbati
     assert c.count_tokens(summary.text) <= 120
     assert "VACUUM" in summary.text
     assert summariser.sentences_embedded == 0
+
+
+def test_sentences_that_lean_on_their_context_are_recognised() -> None:
+    from raptor.text import leans_on_context
+
+    assert leans_on_context("See How To Corrupt An SQLite Database File for further information.")
+    assert leans_on_context("The table below lists a few of the virtual tables.")
+    assert leans_on_context("This is how the virtual table tells SQLite that it wants the constraint.")
+    assert leans_on_context("The columns are as follows:")
+    assert not leans_on_context("A database in SQLite is a single disk file.")
+    assert not leans_on_context("Thistle is not a keyword.")
+
+
+def test_paged_units_read_back_the_pages_of_a_summary() -> None:
+    text = "## VACUUM\nThe VACUUM command rebuilds the database file.\n## UPSERT\nUPSERT is a clause added to INSERT."
+    assert [(p, u.text) for p, u in paged_units(text, "Default")] == [
+        ("VACUUM", "The VACUUM command rebuilds the database file."),
+        ("UPSERT", "UPSERT is a clause added to INSERT."),
+    ]
+    assert [(p, u.position) for p, u in paged_units("A first sentence here.\nA second one here.", "Page")] == [
+        ("Page", 0), ("Page", 1)
+    ]
