@@ -191,6 +191,13 @@ class _Coverage:
         order = np.argsort(row.indices, kind="stable")
         return row.indices[order], row.data[order], int(self.sizes[k])
 
+    def share_in(self, node_id: str, columns: np.ndarray) -> np.ndarray:
+        """The share of ``node_id``'s chunks holding each phrase of ``columns``."""
+        k = self.row_of[node_id]
+        row = self.phrases[k]
+        counts = dict(zip(row.indices.tolist(), row.data.tolist()))
+        return np.array([counts.get(j, 0.0) for j in columns.tolist()]) / max(self.sizes[k], 1)
+
     def word_columns(self, node: Node) -> set[int]:
         return set(self.words[self.row_of[node.node_id]].indices.tolist())
 
@@ -206,8 +213,10 @@ def _candidates(
     precision = in_node / np.maximum(phrase_df[present], 1)
     score = 2 * coverage * precision / np.maximum(coverage + precision, 1e-12)
     score *= 1 + _LENGTH_BONUS * (vocab.phrase_lengths[present] - 1)
-    # a phrase on much of the manual ("SQLite" in SQLite's) names none of its parts
-    score *= 1 - phrase_df[present] / vocab.phrases.shape[0]
+    # a phrase on much of what the parent covers ("SQLite" in SQLite's manual) tells
+    # none of its children apart; the root (and a tree of one node) has no parent
+    if node.parents:
+        score *= 1 - covers.share_in(node.parents[0], present)
     score *= np.where(vocab.phrase_is_heading[present], _HEADING_BONUS, 1.0)
     score *= np.where(vocab.phrase_is_code[present], _CODE_PENALTY, 1.0)
     if size > 2:
