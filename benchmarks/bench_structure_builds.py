@@ -12,7 +12,8 @@ retrieval comparison (``train_ranker.py --indexes WORK/base`` and ``WORK/new``).
 
     python benchmarks/bench_structure_builds.py --base 6dbfbd9 --work /tmp/sb apache2 git frr
 
-Writes ``benchmarks/results/structure_builds.json``. Timings from a loaded machine
+Writes ``benchmarks/results/structure_builds.json`` (manuals of an earlier run that are
+not built again are kept, with the commits they were built at). Timings from a loaded machine
 compare the two builds only as a ratio; repeat on a quiet one for absolute figures.
 """
 
@@ -106,6 +107,11 @@ def main() -> int:
                                      capture_output=True, text=True).stdout.strip()),
         "load_avg_at_start": os.getloadavg(), "manuals": {},
     }
+    # manuals of earlier runs not built again are kept, each with the commits it was built at
+    earlier = json.loads(args.out.read_text()) if args.out.exists() else {}
+    for name, entry in earlier.get("manuals", {}).items():
+        if name not in args.manuals:
+            result["manuals"][name] = {"head": earlier.get("head"), "base_commit": earlier.get("base")} | entry
     for name in args.manuals:
         if name == "sqlite":
             docs = SAMPLE
@@ -125,7 +131,7 @@ def main() -> int:
         new = build(ROOT, docs, new_index)
         structures = {side: round(sum(r["timings_s"][s] or 0.0 for s in ("tree", "graph")), 2) for side, r in (("base", base), ("new", new))}
         result["manuals"][name] = {
-            "base": base, "new": new,
+            "head": head, "base_commit": base_commit, "base": base, "new": new,
             "structure_stages_s": structures,
             # what the new structure stages add, as a share of today's full build
             "added_share_of_base_build": round((structures["new"] - structures["base"]) / base["timings_s"]["total"], 4),
