@@ -87,6 +87,8 @@ def main() -> int:
     parser.add_argument("--base", required=True, help="the commit of today's code")
     parser.add_argument("--work", type=Path, required=True, help="folder for the manuals, the base code and the indexes")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--base-code", type=Path, default=None,
+                        help="where the base commit is extracted (default WORK/base-code; give another while a run uses it)")
     parser.add_argument("--reuse-base", action="store_true",
                         help="keep a base build an earlier run left in WORK/base (its manifest's timings)")
     args = parser.parse_args()
@@ -98,7 +100,7 @@ def main() -> int:
     if unknown:
         print(f"unknown manual(s): {', '.join(unknown)}", file=sys.stderr)
         return 2
-    base_code = args.work / "base-code"
+    base_code = args.base_code or args.work / "base-code"
     base_commit = extract(args.base, base_code)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
     result: dict = {
