@@ -50,6 +50,10 @@ _VERB_SHARE = 0.3
 _CANDIDATES = 12
 # Identifiers read worse than words; they name a node only when nothing else does.
 _CODE_PENALTY = 0.5
+# Two words sharing their first letters are one word to a pair ("reopening and reopened").
+_STEM = 5
+# A lone word names a group of chunks less clearly than a phrase or a heading.
+_SINGLE_WORD = 0.7
 # Phrases joined into one name are short: two of three words each read as a list.
 _PAIR_MAX_WORDS = 2
 
@@ -219,6 +223,7 @@ def _candidates(
         score *= 1 - covers.share_in(node.parents[0], present)
     score *= np.where(vocab.phrase_is_heading[present], _HEADING_BONUS, 1.0)
     score *= np.where(vocab.phrase_is_code[present], _CODE_PENALTY, 1.0)
+    score *= np.where((vocab.phrase_lengths[present] == 1) & ~vocab.phrase_is_heading[present], _SINGLE_WORD, 1.0)
     if size > 2:
         # a phrase of one chunk says little about a group of them
         score *= np.where(in_node >= 2, 1.0, 0.2)
@@ -240,9 +245,9 @@ def _candidates(
         return out
     best, best_score = singles[0]
     if cover_of[best] < _PAIR_BELOW and not vocab.phrase_is_heading[best]:
-        words = set(vocab.phrase_keys[best].split())
+        words = {w[:_STEM] for w in vocab.phrase_keys[best].split()}
         for j, s in singles[1:]:
-            other = set(vocab.phrase_keys[j].split())
+            other = {w[:_STEM] for w in vocab.phrase_keys[j].split()}
             if s < _PAIR_SCORE_SHARE * best_score or other & words or vocab.phrase_is_heading[j]:
                 continue
             if max(len(words), len(other)) > _PAIR_MAX_WORDS or vocab.phrase_is_code[j] or vocab.phrase_is_code[best]:
@@ -340,10 +345,14 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
             # each word's part in a key: the last word of a phrase drops a plural "s"
             last = [_singular(w) for w in low]
             usable = [w not in verbs for w in low]
+            # an adverb opens no name ("Successfully read"), a participle ends none
+            # ("Directories specified"), nor does a lone letter ("-D" leaves one)
+            can_open = [u and len(w) > 1 and not (len(w) >= 6 and w.endswith("ly")) for u, w in zip(usable, low)]
+            can_close = [u and len(w) > 1 and not (len(w) >= 5 and w.endswith("ed")) for u, w in zip(usable, low)]
             for n in range(1, MAX_PHRASE_WORDS + 1):
                 for start in range(len(run) - n + 1):
                     end = start + n
-                    if not (usable[start] and usable[end - 1]):
+                    if not (can_open[start] and can_close[end - 1]):
                         continue
                     if n == 1 and (len(low[start]) < 3 or _CODE_LIKE.search(run[start])):
                         continue
