@@ -366,8 +366,8 @@ def query(
         assert question is not None
         res = kb.query(question, **kwargs)
     finally:
-        if kb is not None and kb.graph_backend is not None:
-            kb.graph_backend.close()
+        if kb is not None:
+            kb.close()
     if json_out:
         print(_json_line(_result_json(res, explain=explain), indent=2))
         return
@@ -492,9 +492,11 @@ def inspect(
     )
     scopes = ", ".join(f"{s['scope']} ({s['chunks']} chunks)" for s in info["scopes"])
     say(out, f"scopes: {scopes or 'public'}")
-    say(out, f"size: {info['bytes_total'] / 2**20:.1f} MiB")
+    if info["bytes_total"] is not None:
+        say(out, f"size: {info['bytes_total'] / 2**20:.1f} MiB")
     for name, t in info["tables"].items():
-        say(out, f"  {name}: {t['rows']} rows, {t['bytes'] / 1024:.0f} KiB")
+        size = "" if t["bytes"] is None else f", {t['bytes'] / 1024:.0f} KiB"
+        say(out, f"  {name}: {t['rows']} rows{size}")
 
 
 def _print_structure(report: Any) -> None:
@@ -526,6 +528,18 @@ def _print_structure(report: Any) -> None:
                 f"comma lists of members {pct(c.comma_lists)}, repeated within a level {pct(c.repeated_titles)}")
             for title in c.examples:
                 say(out, f"    {printable(_clip(title, 120))}")
+
+
+@app.command()
+def rollback(
+    index: Annotated[Path, typer.Option("--index", "-i", help="index directory")],
+    to: Annotated[Optional[str], typer.Option("--to", help="the generation to make live (default: the newest intact one before the live one)")] = None,
+) -> None:
+    """Make an older, intact generation live again (after the live one was damaged on disk)."""
+    from arborgraph.index.store import rollback as roll_back
+
+    was, now = roll_back(index, to)
+    say(err, f"{index}: {now} is live now (every file checked)" + (f", was {was}" if was else ""))
 
 
 @app.command("eval")

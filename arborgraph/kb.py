@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from arborgraph.core.cancel import checkpoint
 from arborgraph.core.errors import QueryError  # noqa: F401 (re-exported)
 from arborgraph.core.questions import question_problem  # noqa: F401 (re-exported)
 from arborgraph.index import layout
@@ -140,9 +141,12 @@ class KnowledgeBase:
         return newer
 
     def close(self) -> None:
-        """Release the hold on :attr:`generation`: a later build may then prune it, after
-        which structures not loaded yet cannot be. Closing twice is harmless."""
+        """Release the hold on :attr:`generation` (a later build may then prune it, after
+        which structures not loaded yet cannot be) and close the graph server's
+        connections, if any. Closing twice is harmless."""
         self.on_disk.close()
+        if self.graph_backend is not None:
+            self.graph_backend.close()
 
     @property
     def closed(self) -> bool:
@@ -245,12 +249,16 @@ class KnowledgeBase:
             3 * top_k if candidates is None else candidates,
         )
         fallback = self._fallback_note()
+        checkpoint()
         decision = self._decide(route, q, llm, llm_router)
+        checkpoint()
         found = self._run(decision.route, q)
         second = second_route(decision, self.routes, self.config.router.min_confidence)
         if second is not None:
+            checkpoint()
             decision = decision.model_copy(update={"fused_with": second})
             found = fuse_routes(found, self._run(second, q), decision.confidence, self.config.router.min_confidence)
+        checkpoint()
         mode = self.mode
         if q.query_vector is None:
             flag_lexical_fallback(found.contexts)
@@ -264,6 +272,7 @@ class KnowledgeBase:
         if answer:
             from arborgraph.query.answer import generate_answer
 
+            checkpoint()
             text = generate_answer(llm or self.chat_model(), question, kept)
         return QueryResult(
             question=question,
@@ -349,6 +358,7 @@ class KnowledgeBase:
         """One route's candidates for the final assembly: what its retriever found,
         ordered by the ranking stage when there is one, else composed with the flat hits."""
         found = self._retriever(route).retrieve(q)
+        checkpoint()
         ranked = None
         # a structure that found nothing falls back to the flat hits as they are
         if self.ranker is not None and (route == "lookup" or found.contexts):
@@ -540,15 +550,36 @@ class KnowledgeBase:
         format and title, the build's skipped files and warnings, access scopes), counts
         and on-disk sizes.
 
-        ``documents`` and ``scopes`` list only what ``principal`` may read (None: public
-        documents only), as queries do: a restricted document's id and title are shown
-        to no one else, nor are build warnings that name it. Counts and sizes are the
-        whole index's.
+        Everything is what ``principal`` may read (None: public documents only), as for
+        queries: ``documents``, ``scopes`` and the scoped tables list only readable ones,
+        ``counts`` count readable documents and chunks, and build warnings naming a
+        hidden document are left out. A caller who may not read every document sees no
+        byte sizes of the tables shared by all scopes (they would tell how much is
+        hidden), and those tables' row counts are its readable counts.
         """
         manifest = self.index_manifest
         files, report = manifest.files, manifest.report
         readable = self.store.readable_docs(principal)
         hidden = [d for d in self.store.docs if d not in readable]
+        scopes = [s for s in manifest.scopes if scope_readable(s.scope, principal)]
+        tags = {s.tag for s in scopes}
+        counts = {
+            **manifest.counts,
+            "documents": len(readable),
+            "chunks": int(self.store.chunk_mask(readable).sum()),
+        }
+        tables: dict[str, dict[str, Any]] = {}
+        for name, record in sorted(files.items()):
+            if "rows" not in record.model_fields_set:
+                continue
+            tag = layout.scope_tag_of(name)
+            if tag is not None:
+                if tag in tags:
+                    tables[name] = {"rows": record.rows, "bytes": record.bytes}
+            elif not hidden:
+                tables[name] = {"rows": record.rows, "bytes": record.bytes}
+            elif (shared := Path(name).name.split(".")[0]) in ("documents", "chunks"):  # the readable ones
+                tables[name] = {"rows": counts[shared], "bytes": None}
         return {
             "index_dir": str(self.index_dir),
             "generation": manifest.generation,
@@ -557,14 +588,10 @@ class KnowledgeBase:
             "built_at": manifest.built_at,
             "mode": {**self.mode.model_dump(), "label": self.mode.label},
             "routes": self.routes,
-            "counts": manifest.counts,
+            "counts": counts,
             "timings_s": manifest.timings_s,
-            "bytes_total": sum(f.bytes for f in files.values()),
-            "tables": {
-                name: {"rows": info.rows, "bytes": info.bytes}
-                for name, info in sorted(files.items())
-                if "rows" in info.model_fields_set
-            },
+            "bytes_total": None if hidden else sum(f.bytes for f in files.values()),
+            "tables": tables,
             **manifest.llm_usage(),
             "config": manifest.config,
             "documents": self._document_info(readable),
@@ -573,7 +600,7 @@ class KnowledgeBase:
             "warnings": [w for w in report.warnings if not any(d in w for d in hidden)],
             "scopes": [
                 dict(sorted(s.model_dump(mode="json", exclude_unset=True).items()))  # keys as on disk
-                for s in manifest.scopes if scope_readable(s.scope, principal)
+                for s in scopes
             ],
         }
 

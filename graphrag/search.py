@@ -31,6 +31,7 @@ import numpy as np
 from arborgraph.core.retrieval import Retrieval
 from arborgraph.core.protocols import Embedder
 from arborgraph.core.results import Context
+from arborgraph.core.cancel import checkpoint
 from graphrag.chunks import (
     ChunkFetcher,
     ChunkRef,
@@ -160,6 +161,7 @@ def expand(
         stop = False
         for at in range(0, len(frontier), step):
             part = frontier[at : at + step]
+            checkpoint()  # a server round trip per slice: stop here if the caller gave up
             adjacency = lookup.neighbours(part, cfg.neighbours_per_node)
             for e in part:
                 for rel in adjacency.get(e, []):

@@ -98,3 +98,16 @@ class EmbedderUnavailable(ExternalError, RuntimeError):
 
 class ModelFilesError(EmbedderUnavailable):
     """An ONNX model directory is incomplete, altered or has no readable manifest."""
+
+
+# -- neither: the caller stopped waiting ------------------------------------------------
+
+
+class Cancelled(ArborgraphError, TimeoutError):
+    """Work stopped at one of its checkpoints because its caller gave up on it (a
+    service request past its time limit): nobody is waiting for its result."""
+
+
+class StorageError(ExternalError, OSError):
+    """The disk refused a write (full, read-only, an I/O error): nothing half-written is
+    left live; the message says which path and why, in one line."""

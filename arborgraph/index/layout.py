@@ -87,6 +87,12 @@ def table_file(name: str) -> str:
     return f"{TABLES}/{name}.parquet"
 
 
+def scope_tag_of(path: str) -> str | None:
+    """The scope tag in a scoped file's path (``tables/entities.s1.parquet`` -> ``s1``), else None."""
+    parts = Path(path).name.split(".")
+    return next((p for p in parts[1:] if re.fullmatch(r"s\d{1,6}", p)), None)
+
+
 def vectors_file(name: str) -> str:
     return f"{VECTORS}/{name}.npy"
 

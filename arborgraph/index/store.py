@@ -405,7 +405,10 @@ def open_generation(
     """
     index_dir = Path(index_dir)
     for _ in range(OPEN_ATTEMPTS):
-        gen = live_generation(index_dir)
+        try:
+            gen = live_generation(index_dir)
+        except IndexDamaged as exc:
+            raise IndexDamaged(str(exc) + _rollback_hint(index_dir, None)) from None
         held = GenerationPin.take(gen) if pin else None
         if pin and held is None:
             continue  # pruned between reading CURRENT and pinning: read CURRENT again
@@ -413,12 +416,94 @@ def open_generation(
             data, record = read_manifest(index_dir, gen, shape)
             if verify:
                 _verify_files(index_dir, gen, record.files)
+        except IndexDamaged as exc:
+            if held is not None:
+                held.close()
+            raise IndexDamaged(str(exc) + _rollback_hint(index_dir, gen)) from None
         except BaseException:
             if held is not None:
                 held.close()
             raise
         return Generation(path=gen, manifest=data, record=record, pin=held)
     raise IndexDamaged(f"{index_dir}: the live generation kept changing while opening it; try again")
+
+
+def intact_problem(index_dir: Path, gen: Path) -> str | None:
+    """Why generation ``gen`` of ``index_dir`` cannot be used (manifest, sizes, checksums),
+    or None when it is whole."""
+    try:
+        _, record = read_manifest(index_dir, gen, StoreManifest)
+        _verify_files(index_dir, gen, record.files)
+    except IndexDamaged as exc:
+        return str(exc)
+    return None
+
+
+def changed_on_disk(gen: Generation) -> str | None:
+    """A cheap look (sizes and file types, no hashing) at whether ``gen``'s files are still
+    what its manifest lists; the first difference, or None."""
+    for rel, info in gen.record.files.items():
+        try:
+            meta = os.lstat(gen.path / rel)
+        except OSError:
+            return f"{shown(rel, 80)} is missing"
+        if not stat.S_ISREG(meta.st_mode):
+            return f"{shown(rel, 80)} is no longer a regular file"
+        if meta.st_size != info.bytes:
+            return f"{shown(rel, 80)} has the wrong size (truncated or tampered)"
+    return None
+
+
+def last_intact_generation(index_dir: Path, before: Path | None) -> Path | None:
+    """The newest generation older than ``before`` (every one when None) that is whole."""
+    older = [g for n, g in _generations(index_dir) if before is None or g.name < before.name]
+    for gen in reversed(older):
+        if intact_problem(index_dir, gen) is None:
+            return gen
+    return None
+
+
+def _rollback_hint(index_dir: Path, damaged_gen: Path | None) -> str:
+    good = last_intact_generation(index_dir, damaged_gen)
+    if good is None:
+        return ""
+    return f"; {good.name} is intact (arborgraph rollback makes it live)"
+
+
+def rollback(index_dir: Path | str, to: str | None = None) -> tuple[str | None, str]:
+    """Point ``CURRENT`` back at an intact older generation: ``to`` if given, else the
+    newest whole one older than the live one (any whole one when ``CURRENT`` itself is
+    unreadable). Takes the build lock (refuses while a build runs) and verifies the
+    target's every file first. Returns (the generation that was live or None, the one
+    now live)."""
+    index_dir = Path(index_dir)
+    if not index_dir.is_dir():
+        raise IndexNotFound(f"{index_dir}: no such directory")
+    with BuildLock(index_dir):
+        try:
+            live: Path | None = live_generation(index_dir)
+        except IndexNotFound:
+            if not _generations(index_dir):
+                raise
+            live = None  # CURRENT deleted: any whole generation will do
+        except IndexDamaged:
+            live = None
+        if to is not None:
+            target = index_dir / to
+            if layout.generation_number(to) is None or not target.is_dir() or target.is_symlink():
+                raise IndexNotFound(f"{index_dir}: no generation {shown(to, 40)}")
+            problem = intact_problem(index_dir, target)
+            if problem is not None:
+                raise IndexDamaged(f"cannot roll back to {to}: {problem}")
+        else:
+            found = last_intact_generation(index_dir, live)
+            if found is None:
+                raise IndexDamaged(
+                    f"{index_dir}: no intact generation older than {live.name if live else 'the live one'} to roll back to"
+                )
+            target = found
+        write_atomic(index_dir / CURRENT_FILE, target.name + "\n")
+    return (live.name if live else None), target.name
 
 
 def _verify_files(index_dir: Path, gen: Path, files: Mapping[str, FileRecord]) -> None:

@@ -8,6 +8,9 @@ the per-document status.
 from __future__ import annotations
 
 import datetime as dt
+import errno
+import os
+import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,7 +20,7 @@ from arborgraph.core.version import __version__
 from arborgraph.index import layout
 from arborgraph.index.build_report import BuildReport
 from arborgraph.config import Config
-from arborgraph.core.errors import BuildError
+from arborgraph.core.errors import BuildError, StorageError
 from arborgraph.pipeline.executor import make_executor
 from arborgraph.pipeline.incremental import load_previous
 from arborgraph.index.manifest import BuildRecord, ModeRecord
@@ -88,8 +91,34 @@ def build_index(
             created=created, created_now=created_now,
         )
         return run_stages(run, STAGES, started=started)
+    except (OSError, sqlite3.Error) as exc:
+        problem = storage_problem(exc)
+        if problem is None:
+            raise
+        raise StorageError(f"{index_dir}: {problem}; the build stopped and the previous index is unchanged") from None
     finally:
         lock.release()
+
+
+# errno values that mean the storage, not the input, stopped a build
+_STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG}
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """What the disk did, in a few words, when ``exc`` (or what it was raised from) is
+    the storage failing a write; None for anything else. SQLite (the build's caches)
+    reports a full disk as "database or disk is full" or "disk I/O error"."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in _STORAGE_ERRNOS:
+            where = f" writing {Path(seen.filename).name}" if seen.filename else ""
+            return f"the disk refused a write{where} ({seen.strerror or os.strerror(seen.errno)})"
+        if isinstance(seen, sqlite3.Error) and any(
+            words in str(seen).lower() for words in ("disk is full", "disk i/o error", "readonly database", "read-only")
+        ):
+            return f"the disk refused a write to a build cache ({seen})"
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def run_stages(run: BuildRun, stages: Sequence[Stage], *, started: float) -> BuildReport:

@@ -35,7 +35,7 @@ _CONFUSABLES = str.maketrans({
     "Т": "T", "У": "Y", "Х": "X", "Ѕ": "S", "І": "I", "Ј": "J",
     # Greek
     "α": "a", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
-    "χ": "x", "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M",
+    "χ": "x", "η": "n", "ϲ": "c", "ϳ": "j", "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M",
     "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
     # Latin look-alikes NFKC leaves alone
     "ı": "i", "ȷ": "j", "ℓ": "l",
@@ -70,6 +70,9 @@ _ORDERS = r"(instructions?|prompts?|directions|directives|guidelines|guidance|pr
 _PATTERNS = [
     # English overrides
     rf"\b(ignore|disregard|forget|override|overrule|bypass|discard)\b.{{0,40}}\b{_PRIOR}\b.{{0,40}}\b{_ORDERS}\b",
+    # ... the orders named first: "ignore the instructions above", "disregard the prompt given before"
+    rf"\b(ignore|disregard|forget|override|overrule|discard)\b.{{0,20}}\b{_ORDERS}\b.{{0,30}}"
+    r"\b(above|before|previously|earlier|so far|until now|up to now)\b",
     r"\b(ignore|disregard|forget|discard)\s+(all\s+|everything\s+|anything\s+)?(of\s+)?(the\s+|that\s+|this\s+|what\s+(is|was)\s+)?"
     r"(above|before|previous(ly)?|prior|preceding|earlier|foregoing)\b",
     r"\b(forget|ignore|disregard)\s+(everything|all|anything|whatever)\b.{0,40}\b(told|said|given|instructed|taught|"
@@ -103,6 +106,9 @@ _PATTERNS = [
     r"\b(olvida|olvide) todo lo (que|anterior)\b",
     # Italian
     r"\b(ignora|dimentica)\b.{0,40}\b(istruzioni|indicazioni|regole)\b.{0,40}\b(precedenti|sopra)\b",
+    # Chinese: ignore / disregard / forget ... previous / above / all ... instructions / prompts / rules
+    r"(忽略|无视|忽视|不要理会|不要理睬|忘记|忘掉|無視|忽視)[^。！？\n]{0,12}(之前|以前|以上|上述|上面|先前|前面|此前|所有|全部|一切)"
+    r"[^。！？\n]{0,12}(指令|指示|说明|說明|提示|规则|規則|要求|设定|設定)",
     # Portuguese
     r"\b(ignore|ignora|esqueca|esquece)\b.{0,40}\b(instrucoes|regras|orientacoes)\b.{0,40}\b(anteriores|acima|previas)\b",
 ]
@@ -120,6 +126,7 @@ _TRIGGERS = (
     "[inst]", "[/inst]", "sys>>", "_of_turn", "assistant", "chatbot", "language model", "llm",
     " ai ", " ai:", "\nai ", "\nai:", "human", "user:", "user :",
     "oubli", "tiens pas compte", "vergiss", "missachte", "olvid", "omite", "dimentica", "esquec",
+    "忽略", "无视", "忽视", "不要理", "忘记", "忘掉", "無視", "忽視",
 )
 
 

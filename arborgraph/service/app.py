@@ -13,6 +13,7 @@ started with.
 import contextlib
 import datetime as dt
 import json
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable
@@ -32,8 +33,8 @@ from arborgraph.kb import QueryError
 from arborgraph.core.errors import LLMError
 from arborgraph.core.results import Context
 from arborgraph.service import views
-from arborgraph.service.auth import Authenticator, Caller, Unauthorized
-from arborgraph.service.limits import BodyLimit, ServeSettings, WorkerThreads
+from arborgraph.service.auth import AmbiguousCredentials, Authenticator, Caller, KeysUnavailable, Unauthorized
+from arborgraph.service.limits import BodyLimit, HostCheck, ServeSettings, WorkerThreads, accepted_hosts
 from arborgraph.service.metrics import Metrics
 from arborgraph.service.problems import PROBLEM_TYPE, one_line, problem, problem_body, unexpected, validation_detail
 from arborgraph.service.swap import ServedIndex
@@ -112,18 +113,29 @@ class McpAuth:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from arborgraph.service.mcp_server import CALLER_STATE
 
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers") or []]
         try:
             caller = self.authenticator.caller(headers)
         except Unauthorized as exc:
             await problem(401, str(exc), {"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
+        except AmbiguousCredentials as exc:
+            await problem(400, str(exc))(scope, receive, send)
+            return
+        except KeysUnavailable as exc:
+            await problem(503, str(exc), {"Retry-After": "5"})(scope, receive, send)
+            return
         scope.setdefault("state", {})[CALLER_STATE] = caller
         await self.app(scope, receive, send)
 
 
+access_log = logging.getLogger("arborgraph.service.access")
+
+
 class Timing:
-    """Records each request's endpoint (its route template), route and status."""
+    """Records each request's endpoint (its route template), route and status, and
+    writes the access log: client, method, path and status, never the query string
+    (it can hold a question or a key) nor any header."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
@@ -151,6 +163,8 @@ class Timing:
             self.metrics.observe(
                 scope["method"], endpoint, str(state.get(ROUTE_LABEL, "-")), status, time.perf_counter() - started
             )
+            client = scope.get("client") or ("-", 0)
+            access_log.info('%s:%s - "%s %s" %d', client[0], client[1], scope["method"], scope["path"], status)
 
 
 def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Authenticator) -> FastAPI:
@@ -179,8 +193,13 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
                 yield
         finally:
             served.stop()
+            threads.close()
 
     app = FastAPI(
+        # no /docs or /redoc: they load Swagger UI from a CDN onto the explorer's origin,
+        # where the page keeps its key; the spec itself is at /openapi.json
+        docs_url=None,
+        redoc_url=None,
         title="Arborgraph knowledge service",
         version=__version__,
         description="Cited answers and exploration over one Arborgraph index. Errors are "
@@ -200,7 +219,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
                            (413, "body too large"), (422, "invalid field"), (503, "time limit")]
     }
 
-    def caller(request: Request) -> Caller:
+    async def caller(request: Request) -> Caller:  # async: no thread-pool hop per request
         return authenticator.caller(request.headers)
 
     CallerDep = Annotated[Caller, Depends(caller)]
@@ -229,6 +248,9 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
     async def on_query_error(request: Request, exc: Exception) -> Any:
         return problem(400, str(exc))
 
+    async def on_keys_unavailable(request: Request, exc: Exception) -> Any:
+        return problem(503, str(exc), {"Retry-After": "5"})
+
     async def on_not_found(request: Request, exc: Exception) -> Any:
         return problem(404, str(exc))
 
@@ -242,6 +264,8 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
     app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
     app.add_exception_handler(Unauthorized, on_unauthorized)
     app.add_exception_handler(QueryError, on_query_error)
+    app.add_exception_handler(AmbiguousCredentials, on_query_error)
+    app.add_exception_handler(KeysUnavailable, on_keys_unavailable)
     app.add_exception_handler(views.NotFound, on_not_found)
     app.add_exception_handler(TimeoutError, on_timeout)
     app.add_exception_handler(LLMError, on_llm_error)
@@ -251,13 +275,19 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
 
     @app.get("/v1/health", tags=["service"])
     async def health() -> dict[str, Any]:
-        """Liveness, the generation served, and why the latest new one was refused (if it was)."""
+        """Liveness, the generation served, why the latest new one was refused (if it
+        was), and what is wrong with the index on disk or the keys file (``problems``:
+        ``current``, ``disk``, ``keys``); ``status`` is "degraded" while any is."""
         refused = served.refused
+        problems = dict(served.problems)
+        if (keys_problem := authenticator.problem()) is not None:
+            problems["keys"] = keys_problem + "; keyed requests get 503 until it is mended"
         return {
-            "status": "ok",
+            "status": "degraded" if problems or refused is not None else "ok",
             "generation": served.generation,
             "swaps": served.swaps,
             "refused": None if refused is None else refused.__dict__,
+            "problems": problems,
             "uptime_s": round(time.time() - served.started_at, 1),
         }
 
@@ -267,6 +297,8 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
         text = metrics.render(
             generation=served.generation, swaps=served.swaps,
             refused=served.refused is not None, uptime_s=time.time() - served.started_at,
+            busy=threads.busy, busy_max=threads.busy_max,
+            problems=len(served.problems) + (authenticator.problem() is not None),
         )
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
@@ -290,18 +322,19 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
         question that failed)."""
         options = body.options()  # type: ignore[attr-defined]
         items = [(item.id, item.question) for item in body.questions]  # type: ignore[attr-defined]
-        with served.lease() as kb:
-            views.check_route(kb, options.route)
+        await run(views.check_route, options.route)
         setattr(request.state, ROUTE_LABEL, options.route)
         return StreamingResponse(_batch_lines(items, options, who.principal), media_type="application/x-ndjson")
 
     async def _batch_lines(items: list[tuple[Any, str]], options: views.QueryOptions, principal: str | None) -> AsyncIterator[str]:
-        with served.lease() as kb:  # the whole batch on the generation it started on
+        with served.pin() as pinned:  # the whole batch on the generation it started on
             for qid, question in items:
+                def answer(qid: Any = qid, question: str = question) -> dict[str, Any]:
+                    with served.lease(pinned) as kb:
+                        return views.query(kb, principal, question, options, qid, llm_model=settings.llm_model)
+
                 try:
-                    line = await threads.run(
-                        lambda: views.query(kb, principal, question, options, qid, llm_model=settings.llm_model)
-                    )
+                    line = await threads.run(answer)
                 except TimeoutError:
                     line = {"id": qid, "error": problem_body(503, f"no answer within {settings.request_timeout_s:g} s")}
                 except (QueryError, ValueError) as exc:
@@ -316,19 +349,27 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
         contexts the answer cites by [n]), then `done`. 400 when no LLM is configured."""
         options = views.QueryOptions(**{**body.options().__dict__, "answer": False})  # type: ignore[attr-defined]
         question = body.question  # type: ignore[attr-defined]
-        with served.lease() as kb:
-            kb.chat_model(settings.llm_model)  # QueryError (400) now, before the stream starts, if there is none
+        # QueryError (400) now, before the stream starts, if there is no LLM
+        await run(lambda kb: kb.chat_model(settings.llm_model))
         setattr(request.state, ROUTE_LABEL, options.route)
         return StreamingResponse(_answer_events(question, options, who.principal), media_type="application/x-ndjson")
 
     async def _answer_events(question: str, options: views.QueryOptions, principal: str | None) -> AsyncIterator[str]:
-        with served.lease() as kb:
+        with served.pin() as pinned:  # contexts and answer from one generation
+            def on_pinned(work: Callable[[Any], Any]) -> Callable[[], Any]:
+                def call() -> Any:
+                    with served.lease(pinned) as kb:
+                        return work(kb)
+                return call
+
             try:
-                result = await threads.run(lambda: views.query(kb, principal, question, options))
+                result = await threads.run(on_pinned(lambda kb: views.query(kb, principal, question, options)))
                 yield json.dumps({"event": "contexts", **result}, ensure_ascii=False) + "\n"
                 contexts = [Context.model_validate(c) for c in result["contexts"]]
                 # the LLM client returns whole completions: the answer is one token event
-                text = await threads.run(lambda: generate_answer(kb.chat_model(settings.llm_model), question, contexts))
+                text = await threads.run(
+                    on_pinned(lambda kb: generate_answer(kb.chat_model(settings.llm_model), question, contexts))
+                )
                 yield json.dumps({"event": "token", "text": text}, ensure_ascii=False) + "\n"
                 cited = sorted({int(n) for n in _CITATION.findall(text) if 1 <= int(n) <= len(contexts)})
                 citations = [
@@ -408,6 +449,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
 
     from arborgraph.web import mount as mount_web  # the browser explorer (arborgraph/web): page at /, lists at /v1/web/
     mount_web(app, authenticator, threads)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, timeout_s=settings.body_timeout_s)
+    app.add_middleware(HostCheck, hosts=accepted_hosts(settings.host, settings.allowed_hosts))
     app.add_middleware(Timing, metrics=metrics)
     return app

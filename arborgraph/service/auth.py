@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from arborgraph.service.keys import KeyStore
+from arborgraph.service.keys import KeyError_, KeyStore
 
 
 class Unauthorized(Exception):
     """A request that must be answered 401; the message says why in one line."""
+
+
+class AmbiguousCredentials(Exception):
+    """A request that must be answered 400: it carries a credential header twice, and
+    servers and proxies disagree on which one counts."""
+
+
+class KeysUnavailable(Exception):
+    """A keyed request while the keys file cannot be read: answered 503, failing closed
+    (no key is trusted, none is taken for anonymous)."""
 
 
 @dataclass(frozen=True)
@@ -21,16 +31,31 @@ class Caller:
 ANONYMOUS = Caller(principal=None)
 
 
-def presented_key(headers: Mapping[str, str]) -> str | None:
-    """The key in ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``, else None."""
+Headers = Mapping[str, str] | Iterable[tuple[str, str]]
+
+
+def presented_key(headers: Headers) -> str | None:
+    """The key in ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``, else None.
+
+    ``headers`` is every (name, value) pair of the request, repeats included (a
+    Starlette ``Headers`` or the ASGI list, decoded): a request with either header twice
+    is refused, whatever the copies say."""
+    pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+    found: dict[str, str] = {}
+    for name, value in pairs:
+        name = name.lower()
+        if name in ("authorization", "x-api-key"):
+            if name in found:
+                raise AmbiguousCredentials(f"the {name} header is given twice")
+            found[name] = value
     bearer = None
-    authorization = headers.get("authorization")
+    authorization = found.get("authorization")
     if authorization is not None:
         scheme, _, value = authorization.strip().partition(" ")
         if scheme.lower() != "bearer" or not value.strip():
             raise Unauthorized("the Authorization header must be 'Bearer KEY'")
         bearer = value.strip()
-    api_key = headers.get("x-api-key")
+    api_key = found.get("x-api-key")
     api_key = api_key.strip() if api_key is not None else None
     if bearer is not None and api_key is not None and bearer != api_key:
         raise Unauthorized("the Authorization and X-API-Key headers carry different keys")
@@ -47,13 +72,31 @@ class Authenticator:
         self.keys = keys
         self.require_key = require_key
 
-    def caller(self, headers: Mapping[str, str]) -> Caller:
+    def problem(self) -> str | None:
+        """Why keyed requests are refused now (an unreadable keys file), else None."""
+        if self.keys is None:
+            return None
+        try:
+            self.keys.records()
+        except KeyError_ as exc:
+            return self._without_path(exc)
+        return None
+
+    def _without_path(self, exc: Exception) -> str:
+        # the server's paths are nobody's business over HTTP
+        assert self.keys is not None
+        return str(exc).replace(str(self.keys.path), self.keys.path.name)
+
+    def caller(self, headers: Headers) -> Caller:
         key = presented_key(headers)
         if key is None:
             if self.require_key:
                 raise Unauthorized("this server requires a key (Authorization: Bearer KEY)")
             return ANONYMOUS
-        record = self.keys.resolve(key) if self.keys is not None else None
+        try:
+            record = self.keys.resolve(key) if self.keys is not None else None
+        except KeyError_ as exc:
+            raise KeysUnavailable(f"keys cannot be checked now: {self._without_path(exc)}") from None
         # one message for both: a caller learns nothing about which keys exist
         if record is None or record.revoked:
             raise Unauthorized("unknown or revoked key")

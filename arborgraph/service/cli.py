@@ -9,6 +9,7 @@ when a command runs.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -40,7 +41,7 @@ def _service_logging() -> None:
     log.propagate = False
 
 
-def _served(index: Path, poll_seconds: float) -> Any:
+def _served(index: Path, poll_seconds: float, verify_seconds: float = 600.0) -> Any:
     """The served index, loaded with stdout kept clean (MCP speaks on it).
 
     Its error is said here, not left to the command group: uvicorn's ``--workers``
@@ -50,7 +51,7 @@ def _served(index: Path, poll_seconds: float) -> Any:
 
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            return ServedIndex(index, poll_seconds=poll_seconds)
+            return ServedIndex(index, poll_seconds=poll_seconds, verify_seconds=verify_seconds)
     except IndexUnusable as exc:
         raise _fail(str(exc)) from None
 
@@ -62,6 +63,7 @@ def _settings_from(values: dict[str, Any]) -> Any:
     values["index_dir"] = Path(values["index_dir"])
     if values.get("keys_file"):
         values["keys_file"] = Path(values["keys_file"])
+    values["allowed_hosts"] = tuple(values.get("allowed_hosts") or ())
     return ServeSettings(**values)
 
 
@@ -74,7 +76,7 @@ def build_app(settings: Any, served: Any = None) -> Any:
     keys = KeyStore(settings.keys_file) if settings.keys_file else None
     if keys is not None:
         keys.records()  # a damaged keys file stops the start, not the first request
-    served = served or _served(settings.index_dir, settings.poll_seconds)
+    served = served or _served(settings.index_dir, settings.poll_seconds, settings.verify_seconds)
     return create_app(served, settings, Authenticator(keys, require_key=settings.require_key))
 
 
@@ -98,8 +100,14 @@ def serve(
     concurrency: Annotated[int, typer.Option(min=1, help="requests worked on at once (more wait their turn)")] = 4,
     poll_seconds: Annotated[float, typer.Option(min=0.1, help="how often to look for a new generation")] = 1.0,
     llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model for answers (default: the index's llm.model)")] = None,
+    allow_anonymous: Annotated[bool, typer.Option("--allow-anonymous", help="serve a non-loopback address without --keys (public documents to anyone who can connect)")] = False,
+    allowed_host: Annotated[Optional[list[str]], typer.Option("--allowed-host", help="a Host header name to answer besides loopback and the bound address (repeatable)")] = None,
+    verify_seconds: Annotated[float, typer.Option(min=0, help="how often to check every checksum of the served generation (0: never)")] = 600.0,
+    body_timeout: Annotated[float, typer.Option(min=0.1, help="seconds a request body may take to arrive")] = 10.0,
 ) -> None:
     """Serve an index over HTTP (/v1/..., /metrics, MCP at /mcp) until interrupted."""
+    from arborgraph.service.limits import is_loopback
+
     try:
         import uvicorn
     except ImportError:
@@ -108,15 +116,23 @@ def serve(
         raise _fail("--require-key needs --keys FILE")
     if keys is not None and not keys.is_file():
         raise _fail(f"{keys}: no such keys file (create one with: arborgraph keys add --keys {keys} --principal NAME)")
+    if keys is None and not is_loopback(host) and not allow_anonymous:
+        raise _fail(
+            f"--host {host} serves other machines, and without --keys every caller is anonymous: "
+            "pass --keys FILE, or --allow-anonymous to serve the public documents to anyone"
+        )
+    _check_port_free(host, port)
     values = dict(
         index_dir=str(index), host=host, port=port, keys_file=str(keys) if keys else None,
         require_key=require_key, max_question_chars=max_question_chars, max_batch=max_batch,
         max_body_bytes=max_body_bytes, request_timeout_s=timeout, poll_seconds=poll_seconds, concurrency=concurrency,
-        llm_model=llm_model,
+        llm_model=llm_model, allowed_hosts=list(allowed_host or []), verify_seconds=verify_seconds,
+        body_timeout_s=body_timeout,
     )
     settings = _settings_from(values)
     _service_logging()
-    common = dict(host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+    # uvicorn's own access log is off: it prints query strings (questions, keys)
+    common = dict(host=host, port=port, log_level="info", timeout_graceful_shutdown=5, access_log=False)
     try:
         if workers > 1:
             os.environ[SETTINGS_ENV] = json.dumps(values)
@@ -131,6 +147,23 @@ def serve(
         index, served.generation, host, port, served.open_seconds, served.check_seconds,
     )
     uvicorn.run(app, **common)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Fail in one line, before anything loads or says "serving", when the address is taken."""
+    import socket
+
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise _fail(f"port {port} on {host} is already in use (another server?): pick another with --port") from None
+            raise _fail(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 def mcp(

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-import anyio
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from arborgraph.core.cancel import cancellable
+from arborgraph.core.errors import Cancelled
 from arborgraph.service.problems import PROBLEM_TYPE, problem_body
 
 
@@ -33,44 +35,78 @@ class ServeSettings:
     poll_seconds: float = 1.0
     mcp: bool = True
     llm_model: str | None = None  # chat model for answers (default: the index's llm.model)
+    body_timeout_s: float = 10.0  # a request body must arrive whole within this
+    verify_seconds: float = 600.0  # how often every checksum of the served generation is checked (0: never)
+    allowed_hosts: tuple[str, ...] = ()  # Host header names accepted besides the bound address and loopback
 
 
 T = TypeVar("T")
 
 
 class WorkerThreads:
-    """Runs blocking calls (queries, tree and graph views) in worker threads, at most
-    ``concurrency`` at once, each under ``timeout_s`` (a TimeoutError past it; the
-    thread is abandoned, not killed). Queries are CPU-bound: more threads than cores
-    only share the same cores, and starve the thread that opens a new generation.
-    While ``narrow`` is set (a new generation is being opened and checked), calls start
-    one at a time, so the swap gets a fair share of the process and lands in seconds."""
+    """Runs blocking calls (queries, tree and graph views) on ``concurrency`` worker
+    threads, each call answered within ``timeout_s`` (a TimeoutError past it, counting
+    the time it waited for a thread).
+
+    A thread is a slot: a call that timed out keeps its thread until its work has really
+    stopped, so no more than ``concurrency`` calls ever run at once (queries are
+    CPU-bound: more threads would only share the same cores). Its work is told to stop
+    (:func:`arborgraph.core.cancel.checkpoint` raises inside it at its next step), and a
+    call still waiting for a thread when its time is up never starts. While ``narrow`` is
+    set (a new generation is being opened and checked), calls run one at a time, so the
+    swap gets a fair share of the process and lands in seconds."""
 
     def __init__(self, concurrency: int, timeout_s: float, narrow: threading.Event | None = None) -> None:
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.narrow = narrow
-        self._limiter: anyio.CapacityLimiter | None = None
-        self._one: anyio.CapacityLimiter | None = None
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="arborgraph-work")
+        self._one = threading.Lock()
+        self._count = threading.Lock()
+        self.busy = 0  # calls running now
+        self.busy_max = 0  # the most that ever ran at once
 
     async def run(self, work: Callable[[], T]) -> T:
-        if self._limiter is None or self._one is None:  # made in the event loop that uses them
-            self._limiter = anyio.CapacityLimiter(self.concurrency)
-            self._one = anyio.CapacityLimiter(1)
-        with anyio.fail_after(self.timeout_s):
-            if self.narrow is not None and self.narrow.is_set():
-                async with self._one:
-                    return await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=self._limiter)
-            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True, limiter=self._limiter)
+        flag = threading.Event()
+        future = self._pool.submit(self._call, work, flag)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s)
+        except (TimeoutError, asyncio.CancelledError):
+            flag.set()  # stop at the next checkpoint; never start if still queued
+            future.cancel()
+            raise
+
+    def _call(self, work: Callable[[], T], flag: threading.Event) -> T:
+        if flag.is_set():
+            raise Cancelled("given up while waiting for a worker thread")
+        with self._count:
+            self.busy += 1
+            self.busy_max = max(self.busy_max, self.busy)
+        try:
+            with cancellable(flag):
+                if self.narrow is not None and self.narrow.is_set():
+                    with self._one:
+                        return work()
+                return work()
+        finally:
+            with self._count:
+                self.busy -= 1
+
+    def close(self) -> None:
+        """Stop taking calls; queued ones are dropped, running ones told to stop."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 class BodyLimit:
     """413 for a request body over ``limit`` bytes, read before the app sees any of it
-    (a declared Content-Length over the limit is refused without reading)."""
+    (a declared Content-Length over the limit is refused without reading); 408 for a
+    body that has not arrived whole within ``timeout_s`` (a client trickling bytes, or
+    one that stopped sending, does not hold a connection and its memory for long)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, timeout_s: float = 10.0) -> None:
         self.app = app
         self.limit = limit
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
@@ -82,8 +118,13 @@ class BodyLimit:
             return
         chunks: list[bytes] = []
         size = 0
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - asyncio.get_running_loop().time()))
+            except TimeoutError:
+                await _send_problem(send, 408, f"the request body did not arrive within {self.timeout_s:g} s")
+                return
             if message["type"] == "http.disconnect":
                 return
             chunks.append(message.get("body", b""))
@@ -106,12 +147,68 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send) -> None:
-        payload = json.dumps(problem_body(413, f"the request body is over the {self.limit} byte limit")).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [(b"content-type", PROBLEM_TYPE.encode()), (b"content-length", str(len(payload)).encode())],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        await _send_problem(send, 413, f"the request body is over the {self.limit} byte limit")
+
+
+async def _send_problem(send: Send, status: int, detail: str) -> None:
+    payload = json.dumps(problem_body(status, detail)).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", PROBLEM_TYPE.encode()), (b"content-length", str(len(payload)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+WILDCARD_ADDRESSES = ("0.0.0.0", "::", "")
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def accepted_hosts(bound: str, extra: tuple[str, ...]) -> frozenset[str] | None:
+    """The Host names a server bound to ``bound`` answers (None: any). A loopback server
+    answers only loopback names, so a web page whose name a DNS rebinding pointed at
+    127.0.0.1 reads nothing; one bound to one address answers that address, loopback and
+    ``extra``; one bound to every address answers ``extra`` and loopback when ``extra``
+    names any, else any name (its keys guard it; see ``serve --allow-anonymous``)."""
+    names = {h.lower().strip("[]") for h in extra}
+    if bound in WILDCARD_ADDRESSES:
+        return frozenset(names | set(LOOPBACK_NAMES)) if names else None
+    return frozenset(names | set(LOOPBACK_NAMES) | {bound.lower().strip("[]")})
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, without its port (``[::1]:8765`` -> ``::1``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class HostCheck:
+    """400 for a request whose Host header names no host this server answers for."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str] | None) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and self.hosts is not None:
+            values = [v for k, v in scope.get("headers") or [] if k == b"host"]
+            name = host_name(values[0].decode("latin-1")) if len(values) == 1 else None
+            if name not in self.hosts:
+                await _send_problem(send, 400, "the Host header names a host this server does not answer for")
+                return
+        await self.app(scope, receive, send)

@@ -39,7 +39,10 @@ class Metrics:
             self._sums[key] += seconds
             self._counts[key] += 1
 
-    def render(self, *, generation: str, swaps: int, refused: bool, uptime_s: float) -> str:
+    def render(
+        self, *, generation: str, swaps: int, refused: bool, uptime_s: float, busy: int = 0, busy_max: int = 0,
+        problems: int = 0,
+    ) -> str:
         lines = [
             "# HELP arborgraph_requests_total Requests by endpoint, route and status.",
             "# TYPE arborgraph_requests_total counter",
@@ -88,5 +91,14 @@ class Metrics:
             "# HELP arborgraph_uptime_seconds Seconds since the server started.",
             "# TYPE arborgraph_uptime_seconds gauge",
             f"arborgraph_uptime_seconds {uptime_s:.1f}",
+            "# HELP arborgraph_index_problems Problems with the index on disk or the keys file (see /v1/health).",
+            "# TYPE arborgraph_index_problems gauge",
+            f"arborgraph_index_problems {problems}",
+            "# HELP arborgraph_workers_busy Worker threads running a request's work now (timed-out work included).",
+            "# TYPE arborgraph_workers_busy gauge",
+            f"arborgraph_workers_busy {busy}",
+            "# HELP arborgraph_workers_busy_max The most worker threads that ever ran at once.",
+            "# TYPE arborgraph_workers_busy_max gauge",
+            f"arborgraph_workers_busy_max {busy_max}",
         ]
         return "\n".join(lines) + "\n"

@@ -36,15 +36,12 @@ def generation_name(kb: KnowledgeBase) -> str:
     return kb.generation
 
 
-def live_generation(index_dir: Path) -> str | None:
-    """The name of the index's live generation, or None when it has none."""
+def live_generation(index_dir: Path) -> str:
+    """The name of the index's live generation; IndexUnusable when ``CURRENT`` is
+    missing or not a plain pointer to a generation directory."""
     import arborgraph
-    from arborgraph.index.store import IndexUnusable
 
-    try:
-        return arborgraph.current_generation(index_dir)
-    except IndexUnusable:
-        return None
+    return arborgraph.current_generation(index_dir)
 
 
 def reopen(kb: KnowledgeBase) -> KnowledgeBase:
@@ -98,9 +95,11 @@ class ServedIndex:
         *,
         poll_seconds: float = 1.0,
         opener: Callable[[Path], KnowledgeBase] | None = None,
+        verify_seconds: float = 600.0,
     ) -> None:
         self.index_dir = Path(index_dir)
         self.poll_seconds = poll_seconds
+        self.verify_seconds = verify_seconds
         opener = opener or KnowledgeBase.open
         began = time.perf_counter()
         kb = opener(self.index_dir)
@@ -121,6 +120,10 @@ class ServedIndex:
         # generations already tried and refused: not reopened until CURRENT moves on
         self._last_seen = self._current.generation
         self._info_cache: dict[str, Any] = {}
+        # what is wrong with the index on disk now ("current": its pointer, "disk": the
+        # served generation's files); empty when all is well. /v1/health shows it.
+        self.problems: dict[str, str] = {}
+        self._verified_at = time.monotonic()  # opening verified every file
 
     @property
     def generation(self) -> str:
@@ -132,13 +135,28 @@ class ServedIndex:
         return self._current.kb
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[KnowledgeBase]:
-        """The current knowledge base, kept open until the block ends."""
+    def lease(self, pinned: "_Lease | None" = None) -> Iterator[KnowledgeBase]:
+        """The current knowledge base (or ``pinned``'s), kept open until the block ends.
+        Take it inside the worker thread that uses it: a call that outlives its request
+        (timed out) still holds it, so a swap never closes it under the work."""
+        with self._hold(pinned) as held:
+            yield held.kb
+
+    @contextlib.contextmanager
+    def pin(self) -> Iterator[_Lease]:
+        """The current generation, held until the block ends, for work that must finish
+        on one generation across several worker calls (a batch, an answer stream): each
+        call takes :meth:`lease` with it."""
+        with self._hold(None) as held:
+            yield held
+
+    @contextlib.contextmanager
+    def _hold(self, pinned: "_Lease | None") -> Iterator[_Lease]:
         with self._lock:
-            held = self._current
+            held = pinned or self._current
             held.users += 1
         try:
-            yield held.kb
+            yield held
         finally:
             with self._lock:
                 held.users -= 1
@@ -147,13 +165,26 @@ class ServedIndex:
                 close(held.kb)
 
     def check(self) -> bool:
-        """Swap in the live generation if it is new and answers; True if swapped."""
+        """Look at the index on disk: report a broken ``CURRENT`` or damaged files of the
+        served generation in :attr:`problems` (cleared once mended), and swap in the
+        live generation if it is new and answers; True if swapped."""
+        from arborgraph.index.store import IndexUnusable
+
         try:
             live = live_generation(self.index_dir)
-        except Exception as exc:  # a garbled CURRENT: keep serving what we have
-            self._refuse("CURRENT", f"cannot read the live generation: {exc}")
+        except IndexUnusable as exc:  # deleted, garbled or symlinked: keep serving what we have
+            self._problem("current", f"{exc}; still serving {self.generation}, a restart would fail")
             return False
-        if live is None or live == self._current.generation or live == self._last_seen:
+        self._problem("current", None)
+        if live == self._current.generation:
+            if self.refused is not None:  # CURRENT points back at what is served: nothing is refused now
+                log.info("CURRENT names %s again; the refusal of %s is cleared", live, self.refused.generation)
+                self.refused = None
+            self._last_seen = live
+            self._check_disk()
+            return False
+        if live == self._last_seen:  # refused already: tried again only once CURRENT moves on
+            self._check_disk()
             return False
         self._last_seen = live
         began = time.perf_counter()
@@ -172,11 +203,49 @@ class ServedIndex:
             old.retired = True
             idle = old.users == 0
         self.refused = None
+        self._problem("disk", None)  # the new generation was verified as it opened
+        self._verified_at = time.monotonic()
         self.swaps += 1
         log.info("serving %s (was %s), opened and checked in %.1f s", new.generation, old.generation, time.perf_counter() - began)
         if idle:
             close(old.kb)
         return True
+
+    def _check_disk(self) -> None:
+        """Whether the served generation's files are still whole: sizes on every poll,
+        every checksum each ``verify_seconds`` (the server answers from memory either
+        way, but a restart would read them)."""
+        from arborgraph.index.store import changed_on_disk, intact_problem, last_intact_generation
+
+        gen = self._current.kb.on_disk
+        problem = changed_on_disk(gen)
+        # a known problem is looked at again sooner: it clears soon after it is mended
+        interval = self.verify_seconds if "disk" not in self.problems else min(self.verify_seconds, 30.0)
+        due = self.verify_seconds > 0 and time.monotonic() - self._verified_at >= interval
+        if problem is None and due:
+            self._verified_at = time.monotonic()
+            problem = intact_problem(self.index_dir, gen.path)
+        elif problem is None and "disk" in self.problems:
+            return  # found by a checksum pass: only another pass clears it
+        if problem is None:
+            self._problem("disk", None)
+            return
+        good = last_intact_generation(self.index_dir, gen.path)
+        advice = (
+            f"; {good.name} is intact: 'arborgraph rollback --index DIR' makes it live" if good
+            else "; no older intact generation: rebuild the index"
+        )
+        self._problem("disk", f"{gen.name} is damaged on disk ({problem.split(': ', 1)[-1]}); answering from memory{advice}")
+
+    def _problem(self, kind: str, message: str | None) -> None:
+        if message is None:
+            if self.problems.pop(kind, None) is not None:
+                log.info("the index's %s problem is gone", kind)
+            return
+        message = message.replace(str(self.index_dir), self.index_dir.name)  # no server paths in /v1/health
+        if self.problems.get(kind) != message:
+            log.warning("%s", message)
+        self.problems[kind] = message
 
     def _refuse(self, generation: str, reason: str) -> None:
         reason = reason.replace(str(self.index_dir), self.index_dir.name)  # no server paths in /v1/health

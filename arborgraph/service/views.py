@@ -100,12 +100,8 @@ def index_info(kb: KnowledgeBase, principal: str | None) -> dict[str, Any]:
     """``inspect --json`` minus what this caller may not know: documents and scopes it
     cannot read, the build's file-level messages (they name files), credentials and
     the server's paths."""
-    info = kb.info()
-    readable_docs = kb.store.readable_docs(principal)
-    readable_scopes = set(kb.readable_scopes(principal))
+    info = kb.info(principal)
     info["index_dir"] = Path(info["index_dir"]).name
-    info["documents"] = {d: v for d, v in info["documents"].items() if d in readable_docs}
-    info["scopes"] = [s for s in info["scopes"] if s.get("scope") in readable_scopes]
     info["skipped"] = len(info["skipped"])
     info["warnings"] = len(info["warnings"])
     info["config"] = _without_secrets(info["config"])

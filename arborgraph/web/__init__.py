@@ -39,7 +39,7 @@ def mount(app: FastAPI, authenticator: Authenticator, threads: WorkerThreads) ->
     the service's ``threads`` (its concurrency and time limit)."""
     served = app.state.served
 
-    def caller(request: Request) -> Caller:
+    async def caller(request: Request) -> Caller:  # async: no thread-pool hop per request
         return authenticator.caller(request.headers)
 
     CallerDep = Annotated[Caller, Depends(caller)]

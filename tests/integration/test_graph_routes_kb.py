@@ -2,32 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 
+class CountingEmbedder:
+    """The shipped embedder, counting the texts of each call (handed to ``open``)."""
+
+    def __init__(self) -> None:
+        from arborgraph.models.embedding import EmbeddingConfig, load_embedder
+
+        self.inner = load_embedder(EmbeddingConfig())
+        self.name, self.dim = self.inner.name, self.inner.dim
+        self.calls: list[int] = []
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        return self.inner.encode(texts)
+
+
 @pytest.mark.parametrize("route", ["graph", "global"])
-def test_route_embeds_the_question_once(sample_kb: Any, route: str) -> None:
-    kb = sample_kb
-    kb.query("warm up: which pragma sets the WAL checkpoint interval?", route=route)
-    if kb._embedder is None:
-        pytest.skip("no embedding model on this machine")
-    calls: list[int] = []
-    real = kb._embedder.encode
+def test_route_embeds_the_question_once(sample_index: Path, route: str) -> None:
+    from arborgraph.kb import KnowledgeBase
 
-    def counting(texts, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(len(texts))
-        return real(texts, *args, **kwargs)
-
-    kb._embedder.encode = counting
-    try:
+    embedder = CountingEmbedder()
+    with KnowledgeBase.open(sample_index, embedder=embedder) as kb:
         res = kb.query("How do sqlite3_busy_timeout and the busy handler work together?", route=route)
-    finally:
-        del kb._embedder.encode
-    assert res.route == route and res.contexts
-    assert calls == [1]  # the query vector is shared with the graph search
+    assert res.route == route and res.contexts and not res.mode.lexical_fallback
+    assert embedder.calls == [1]  # the query vector is shared with the graph search
 
 
 @pytest.mark.parametrize("route", ["graph", "global"])

@@ -231,13 +231,15 @@ def test_a_bad_current_pointer_is_refused_in_one_line_without_its_content(
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     spoil_pointer(how, index, scratch)
-    for attempt in (lambda: arborgraph.open(index), lambda: arborgraph.current_generation(index)):
+    for attempt, hint in ((lambda: arborgraph.open(index), True), (lambda: arborgraph.current_generation(index), False)):
         with pytest.raises(IndexUnusable) as caught:
             attempt()
         message = str(caught.value)
         assert "\n" not in message and "TOPSECRET" not in message, message
         assert "\x1b" not in message and "\x07" not in message, message
-        assert len(message) < len(str(index)) + 120, message
+        # a short escaped prefix at most, and (opening) the intact generation to roll back to
+        assert len(message) < len(str(index)) + 180, message
+        assert message.endswith("gen-000001 is intact (arborgraph rollback makes it live)") == hint, message
     if how in ("symlink", "random_bytes"):
         run = cli("query", "--index", str(index), "what is WAL?")
         assert run.returncode == 2 and "TOPSECRET" not in run.stderr
@@ -378,3 +380,66 @@ def test_a_killed_builds_status_reads_interrupted(index: Path, sample_slice: Pat
     with BuildLock(index):  # while a build holds the lock, it is running
         loaded = BuildStatus.load(index)
         assert loaded is not None and loaded.state == "running"
+
+
+# -- damage found after the build: the intact generation is named, and made live again --
+
+
+def _second_generation(index: Path, docs: Path, tmp_path: Path) -> tuple[str, str]:
+    first = live(index)
+    more = tmp_path / "more"
+    shutil.copytree(docs, more)
+    (more / "notes.md").write_text("# Notes\n\nThe page cache keeps recently used pages in memory.\n")
+    build_index([more], index, LOOKUP_ONLY)
+    return first, live(index)
+
+
+def test_a_damaged_live_generation_names_the_intact_one_and_rollback_restores_it(index: Path, docs: Path, tmp_path: Path) -> None:
+    first, second = _second_generation(index, docs, tmp_path)
+    vectors = index / second / "vectors" / "chunks.npy"
+    data = bytearray(vectors.read_bytes())
+    data[-3] ^= 0x55
+    vectors.unlink()  # a new file: the first generation's hard links keep the good bytes
+    vectors.write_bytes(bytes(data))
+    run = cli("query", "--index", str(index), "WAL mode")
+    line = one_clean_line(run.stderr)
+    assert run.returncode == 2 and "fails its checksum" in line
+    assert line.endswith(f"; {first} is intact (arborgraph rollback makes it live)")
+    run = cli("rollback", "--index", str(index))
+    assert run.returncode == 0 and one_clean_line(run.stderr) == f"{index}: {first} is live now (every file checked), was {second}"
+    assert live(index) == first
+    assert cli("query", "--index", str(index), "WAL mode").returncode == 0
+    # nothing intact to go back to: a clear refusal, CURRENT untouched
+    run = cli("rollback", "--index", str(index))
+    assert run.returncode == 2 and f"no intact generation older than {first}" in one_clean_line(run.stderr)
+    run = cli("rollback", "--index", str(index), "--to", second)
+    assert run.returncode == 2 and f"cannot roll back to {second}" in one_clean_line(run.stderr)
+    assert live(index) == first
+
+
+def test_rollback_mends_a_deleted_current_pointer(index: Path) -> None:
+    serving = live(index)
+    (index / "CURRENT").unlink()
+    run = cli("rollback", "--index", str(index))
+    assert run.returncode == 0 and f"{serving} is live now" in one_clean_line(run.stderr)
+    assert live(index) == serving
+
+
+def test_a_full_disk_stops_a_build_in_one_line_and_changes_nothing(index: Path, docs: Path, tmp_path: Path) -> None:
+    import resource
+
+    serving = live(index)
+    more = tmp_path / "more"
+    shutil.copytree(docs, more)
+    (more / "big.md").write_text("# Big\n\n" + "\n\n".join(f"Paragraph {i} about page caches and WAL frames." for i in range(3000)))
+
+    def small_files() -> None:  # as a full disk does: writes past 256 KiB fail (EFBIG)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, 256 * 1024))
+
+    run = cli("build", str(more), "--index", str(index), "--no-tree", "--no-graph", preexec_fn=small_files)
+    line = one_clean_line(run.stderr.replace("\r", "\n").splitlines()[-1] if run.stderr else "")
+    assert run.returncode == 1 and "the disk refused a write" in line and "previous index is unchanged" in line, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr
+    assert live(index) == serving
+    assert cli("query", "--index", str(index), "WAL mode").returncode == 0

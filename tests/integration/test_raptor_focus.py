@@ -30,5 +30,6 @@ def test_lookup_hits_in_the_walks_documents_move_up(sample_index: Path) -> None:
     moves = [walk_ids.index(h) - focused_ids.index(h) for h in hits[:5]]
     assert max(moves) > 0  # the lookup's best hits in those documents rank higher
     outside = [c.node_id for c in walk.contexts if c.kind == "chunk" and c.source not in docs]
-    if outside:  # leaves of other documents are not promoted past the focus documents' hits
-        assert focused_ids.index(outside[0]) >= walk_ids.index(outside[0]) - len(hits)
+    assert outside  # the walk reaches other documents' leaves too ...
+    # ... and focusing does not promote them past the focus documents' hits
+    assert focused_ids.index(outside[0]) >= walk_ids.index(outside[0]) - len(hits)

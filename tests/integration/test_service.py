@@ -19,6 +19,7 @@ from llm_server import FakeOpenAIServer
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from service_server import ROOT, Server, cli, cli_env, request, running_server
 from tenants import API_METADATA, PHRASINGS, SECRETS, write_tenant_docs
 
@@ -275,6 +276,24 @@ def test_exploration_routes(server: Server, tenant_index: Path, keys: dict[str, 
     assert get(server, "/v1/tree/outline", depth=99)[0] == 422
 
 
+def test_index_info_is_what_each_caller_may_read(server: Server, tenant_index: Path, keys: dict[str, Any]) -> None:
+    kb = arborgraph.open(tenant_index)
+    public_docs = kb.store.readable_docs(None)
+    status, anonymous = get(server, "/v1/index")
+    assert status == 200 and set(anonymous["documents"]) == public_docs
+    assert anonymous["counts"]["documents"] == len(public_docs)
+    assert anonymous["counts"]["chunks"] == sum(d in public_docs for d in kb.store.doc_ids)
+    public_tags = {s["tag"] for s in anonymous["scopes"]}
+    assert [s["scope"] for s in anonymous["scopes"]] == ["public"]
+    scoped = [name for name in anonymous["tables"] if re.search(r"\.s\d+\.", name)]
+    assert scoped and all(name.split(".")[-2] in public_tags for name in scoped)  # no restricted scope's row counts
+    assert anonymous["bytes_total"] is None and anonymous["tables"]["tables/chunks.parquet"]["bytes"] is None
+    status, team_a = get(server, "/v1/index", key=keys["team-a"])
+    assert status == 200 and "bluefin.md" in team_a["documents"] and "marlin.md" not in team_a["documents"]
+    assert team_a["counts"]["documents"] == len(public_docs) + 1
+    assert {s["scope"] for s in team_a["scopes"]} == {"public", "acl:team-a"}
+
+
 # -- isolation: every route x {HTTP, MCP} x {other principal, anonymous, revoked key} --
 
 def _forbidden_words(principal: str | None) -> list[str]:
@@ -430,6 +449,12 @@ def _check_mcp(results: list[tuple[str, bool, str, dict[str, Any]]], principal: 
     assert any(not err for name, err, _, _ in results if name == "search")
 
 
+def _leaf_errors(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaf_errors(inner)]
+    return [error]
+
+
 def test_isolation_over_mcp_http(server: Server, tenant_index: Path, keys: dict[str, Any]) -> None:
     calls = _mcp_calls(_secret_targets(tenant_index))
     for caller, principal in [("anonymous", None), ("team-b", "team-b")]:
@@ -437,8 +462,10 @@ def test_isolation_over_mcp_http(server: Server, tenant_index: Path, keys: dict[
     # the owner's own secret does come back: the probes can see restricted text at all
     own = anyio.run(_mcp_over_http, server.url, keys["team-a"], [("search", {"question": "Bluefin launch code", "route": "lookup"})])
     assert "ZEBRA-7731" in own[0][2]
-    with pytest.raises(Exception):  # the revoked key gets no session at all
+    with pytest.raises(BaseExceptionGroup) as refused:  # the revoked key gets no session at all
         anyio.run(_mcp_over_http, server.url, keys["revoked"], calls[:1])
+    leaves = _leaf_errors(refused.value)
+    assert leaves and all(isinstance(e, MCPError) and "error response" in str(e) for e in leaves), leaves
     status, _, data = request("POST", server.url + "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, key=keys["revoked"])
     assert status == 401 and b"unknown or revoked key" in data
 
@@ -490,7 +517,9 @@ def test_keys_and_questions_never_reach_the_logs(server: Server, keys: dict[str,
     assert post(server, "/v1/query", {"question": MARKER_QUESTION}, key=keys["team-a"])[0] == 200
     assert post(server, "/v1/query", {"question": MARKER_QUESTION}, key=keys["revoked"])[0] == 401
     assert post(server, "/v1/query", {"question": MARKER_QUESTION, "top_k": "x"})[0] == 422
+    # a question and a key in a query string: the access log keeps the path alone
+    assert get(server, "/v1/web/entities", q="quokka-lantern", api_key=keys["team-b"])[0] == 200
     logs = server.logs()
-    assert "POST /v1/query" in logs  # the access log is there ...
+    assert "POST /v1/query" in logs and "GET /v1/web/entities" in logs  # the access log is there ...
     for secret in (keys["team-a"], keys["team-b"], keys["revoked"], MARKER_QUESTION, "quokka"):
         assert secret not in logs  # ... without keys or question text

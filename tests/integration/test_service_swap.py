@@ -42,7 +42,9 @@ def swap_index(tmp_path_factory: pytest.TempPathFactory, sample_slice: Path) -> 
 
 @pytest.fixture(scope="module")
 def server(swap_index: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Server:
-    with running_server(swap_index[1], tmp_path_factory.mktemp("swap-logs"), "--poll-seconds", "0.2") as running:
+    with running_server(
+        swap_index[1], tmp_path_factory.mktemp("swap-logs"), "--poll-seconds", "0.2", "--verify-seconds", "1"
+    ) as running:
         yield running
 
 
@@ -146,3 +148,58 @@ def test_a_damaged_generation_is_refused_and_the_old_one_keeps_serving(server: S
     finally:
         (index / "CURRENT").write_text(serving + "\n")
         shutil.rmtree(damaged)
+
+
+def _wait_for(server: Server, ok: Any, what: str, within: float = 20) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while not ok(health := _health(server)):
+        assert time.monotonic() < deadline, f"{what} within {within} s: {health}"
+        time.sleep(0.1)
+    return health
+
+
+def test_a_broken_current_pointer_is_reported_at_once_and_clears_when_mended(server: Server, swap_index: tuple[Path, Path]) -> None:
+    _, index = swap_index
+    pointer = index / "CURRENT"
+    serving = _health(server)["generation"]
+    for breakage in ("deleted", "garbled", "symlinked"):
+        pointer.unlink()
+        if breakage == "garbled":
+            pointer.write_bytes(b"\x1b[31mgen-??\n")
+        elif breakage == "symlinked":
+            (index.parent / "elsewhere").write_text(serving + "\n")
+            pointer.symlink_to(index.parent / "elsewhere")
+        try:
+            health = _wait_for(server, lambda h: "current" in h["problems"], f"a {breakage} CURRENT was not reported")
+            assert health["status"] == "degraded" and "a restart would fail" in health["problems"]["current"]
+            assert str(index) not in health["problems"]["current"] and "\x1b" not in json.dumps(health)
+            status, _, data = request("POST", server.url + "/v1/query", {"question": "How does WAL mode work?"})
+            assert status == 200 and json.loads(data)["generation"] == serving
+        finally:
+            pointer.unlink(missing_ok=True)
+            pointer.write_text(serving + "\n")
+        _wait_for(server, lambda h: h["status"] == "ok" and not h["problems"], f"the mended CURRENT ({breakage}) was not cleared")
+
+
+def test_damage_to_the_served_generation_is_reported_and_rolled_back(server: Server, swap_index: tuple[Path, Path]) -> None:
+    from service_server import cli
+
+    _, index = swap_index
+    serving = _health(server)["generation"]
+    older = sorted(p.name for p in index.glob("gen-*") if p.name < serving)
+    assert older, "the rebuild test left an older generation"
+    vectors = index / serving / "vectors" / "chunks.npy"
+    data = bytearray(vectors.read_bytes())
+    data[-7] ^= 0xFF  # same size; a new inode, so no older generation shares the damage
+    vectors.unlink()
+    vectors.write_bytes(bytes(data))
+    health = _wait_for(server, lambda h: "disk" in h["problems"], "the damaged file was not reported")
+    problem = health["problems"]["disk"]
+    assert health["status"] == "degraded" and serving in problem and "vectors/chunks.npy" in problem
+    assert f"{older[-1]} is intact" in problem and "arborgraph rollback" in problem and str(index) not in problem
+    status, _, answer = request("POST", server.url + "/v1/query", {"question": "How does WAL mode work?"})
+    assert status == 200 and json.loads(answer)["generation"] == serving  # still answering from memory
+    run = cli("rollback", "--index", str(index))
+    assert run.returncode == 0 and f"{older[-1]} is live now" in run.stderr, run.stderr
+    health = _wait_for(server, lambda h: h["generation"] == older[-1], "the rollback was not served")
+    assert health["status"] == "ok" and not health["problems"]

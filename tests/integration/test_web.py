@@ -45,6 +45,10 @@ def _chromium() -> str:
     pytest.skip(missing)
 
 
+# a file name whose right-to-left override would make it read "rtldm.png"
+SPOOFED_NAME = "rtl\u202egnp.md"
+
+
 # -- fixtures -------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -57,10 +61,11 @@ def web_index(tmp_path_factory: pytest.TempPathFactory, sample_slice: Path, samp
         shutil.copy(page, docs / page.name)
     (docs / "bluefin.md").write_text(SECRET_A)
     (docs / "marlin.md").write_text(SECRET_B)
+    (docs / SPOOFED_NAME).write_text("---\nacl: [team-a]\n---\n# Release notes\n\nThe pager keeps dirty pages until the checkpoint.\n")
     index = tmp_path_factory.mktemp("web-index") / "idx"
     shutil.copytree(sample_index, index)
     report = build_index([docs], index)
-    assert (report.stages["documents"]["added"], report.stages["documents"]["unchanged"]) == (2, 20)
+    assert (report.stages["documents"]["added"], report.stages["documents"]["unchanged"]) == (3, 20)
     return index
 
 
@@ -278,6 +283,18 @@ def test_index_page_shows_what_inspect_shows(web_server: Server, browser: Browse
         page.wait_for_selector("main .panel")
         assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth + 1"), tab
     page.screenshot(path=str(screens / "narrow-index.png"))
+
+
+def test_bidi_controls_in_names_are_shown_escaped(web_server: Server, web_keys: dict[str, Any], browser: Browser) -> None:
+    page = browser.page(web_server.url, web_keys["team-a"])
+    page.goto(web_server.url + "/#index")
+    page.wait_for_selector("#documents")
+    listed = page.inner_text("#documents")
+    assert "rtl\\u202egnp.md" in listed and "\u202e" not in listed
+    page.get_by_role("button", name="rtl\\u202egnp.md").click()
+    page.wait_for_selector("#doc-dialog[open]")
+    assert "\u202e" not in page.inner_text("#doc-dialog")
+    page.close()
 
 
 def test_one_principals_key_never_shows_another_principals_document(

@@ -1,5 +1,13 @@
 // Small DOM helpers: elements are built with textContent only (never innerHTML), so no
 // text from the index can run as markup.
+
+// Bidi controls (RLO, LRI, ... and the marks) reorder what follows them: a file named
+// "rtl\u202egnp.md" would read "rtldm.png". They are shown escaped, as the CLI does.
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+export function visible(text) {
+  return String(text).replace(BIDI, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+}
+
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
@@ -10,7 +18,7 @@ export function h(tag, attrs = {}, ...children) {
   }
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    el.append(child instanceof Node ? child : document.createTextNode(visible(child)));
   }
   return el;
 }
@@ -23,7 +31,7 @@ export function s(tag, attrs = {}, ...children) {
     if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
     else el.setAttribute(name, String(value));
   }
-  for (const child of children.flat()) if (child !== null && child !== undefined) el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  for (const child of children.flat()) if (child !== null && child !== undefined) el.append(child instanceof Node ? child : document.createTextNode(visible(child)));
   return el;
 }
 
@@ -35,7 +43,7 @@ const statusBox = () => document.getElementById("status");
 let statusTimer = 0;
 export function showError(err) {
   const box = statusBox();
-  box.textContent = err instanceof Error ? err.message : String(err);
+  box.textContent = visible(err instanceof Error ? err.message : String(err));
   clearTimeout(statusTimer);
   statusTimer = setTimeout(() => { box.textContent = ""; }, 8000);
 }

@@ -1,7 +1,7 @@
 // The single page: tabs in the URL hash (#ask, #tree, #communities, #index), the key
 // asked once per tab, and the passage viewer every page shares.
 import { ApiError, get, key } from "./api.js";
-import { h, showError } from "./dom.js";
+import { h, showError, visible } from "./dom.js";
 import { renderAsk } from "./ask.js";
 import { renderTree } from "./tree.js";
 import { renderCommunities } from "./communities.js";
@@ -64,14 +64,14 @@ export async function openPassage(docId, chunkId) {
   const title = document.getElementById("doc-title");
   const meta = document.getElementById("doc-meta");
   const body = document.getElementById("doc-body");
-  title.textContent = docId;
+  title.textContent = visible(docId);
   meta.textContent = "Loading…";
   body.replaceChildren();
   if (!dialog.open) dialog.showModal();
   try {
     const doc = await get(`/v1/documents/${encodeURIComponent(docId)}`, chunkId ? { chunk: chunkId } : {});
-    title.textContent = doc.title || doc.doc_id;
-    meta.textContent = [doc.doc_id, doc.version ? `version ${doc.version}` : "", doc.stale ? "stale" : "", `${doc.passages.length} passages`, doc.generation].filter(Boolean).join(" · ");
+    title.textContent = visible(doc.title || doc.doc_id);
+    meta.textContent = visible([doc.doc_id, doc.version ? `version ${doc.version}` : "", doc.stale ? "stale" : "", `${doc.passages.length} passages`, doc.generation].filter(Boolean).join(" · "));
     let cited = null;
     for (const p of doc.passages) {
       const el = h("section", { class: p.chunk_id === doc.cited ? "passage cited" : "passage", "data-chunk": p.chunk_id, tabindex: p.chunk_id === doc.cited ? "0" : null },
