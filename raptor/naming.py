@@ -279,7 +279,8 @@ def _display(vocab: _Vocabulary, j: int) -> str:
 
 def _upper_first(text: str) -> str:
     first = text.split(" ", 1)[0]
-    if first.islower() and not _CODE_LIKE.search(first):
+    # a plain word only: "git-submodule(1)" and "json()" keep their case
+    if first.isalpha() and first.islower():
         return text[:1].upper() + text[1:]
     return text
 
