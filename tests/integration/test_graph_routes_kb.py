@@ -87,7 +87,7 @@ def test_a_question_about_the_whole_manual_leads_with_the_tree_root_and_main_rep
     res = kb.query("What are the main themes of this documentation?")
     assert res.route == "global" and "asks about the manual as a whole" in res.routing.reason
     first, *rest = res.contexts
-    roots = {scope.tree.root_id for scope in kb._scopes_for(None)}
+    roots = {scope.tree.root_id for scope in kb.scopes if scope.scope in kb.readable_scopes(None)}
     assert first.kind == "summary" and first.node_id in roots
     reports = [c for c in rest if c.kind == "community_report"]
     # the most important reports of the top level, not one report matching "themes"
