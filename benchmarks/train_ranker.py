@@ -324,6 +324,10 @@ def summary(reports: dict[str, SystemReport], per_question: bool = False) -> dic
     }
 
 
+def per_question(reports: dict[str, SystemReport]) -> dict:
+    return {name: {s.id: [s.found, s.total, s.type, s.route] for s in rep.per_question} for name, rep in reports.items()}
+
+
 def table(title: str, reports: dict[str, SystemReport]) -> str:
     lines = [f"== {title}", f"{'system':22} {'overall':>8} {'lookup':>8} {'drill':>8} {'relat':>8} {'global':>8}   vs hybrid overall [95% CI]"]
     for name, rep in reports.items():
@@ -434,6 +438,9 @@ def main() -> int:
         "fold_learners": choices,
         "final_learner": {"learner": final_learner, "inner_proxy_recall": final_proxies},
         "folds": {n: summary(r, per_question=True) for n, r in folds.items()},
+        # each question's evidence found / total and route, per fold and system: what a
+        # paired comparison of two runs (benchmarks/compare_rankings.py) reads
+        "per_question": {n: per_question(r) for n, r in {**folds, **unseen}.items()},
         "pooled": summary(pool),
         "eval_only": {n: summary(r, per_question=True) for n, r in unseen.items()},
         "final_model": final.to_json(),

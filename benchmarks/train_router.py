@@ -11,7 +11,10 @@ on questions stage 1 did not see.
 Held back: every question over the git manual and the Python docs (evaluation-only
 manuals, never trained on), the SQLite evaluation questions (``sqlite.jsonl``), and
 every manual of the ranking work (``corpora.json``), so that ``auto`` is judged there
-with a router that never saw them. Writes the model as JSON coefficients
+with a router that never saw them; and questions about a manual as a whole over those
+manuals (``whole_manual_heldout.jsonl``; the training set ``whole_manual_router.jsonl``
+asks them of the three training manuals). Each held-out set's accuracy and share of
+global questions routed to global are reported, and pooled over the unseen manuals. Writes the model as JSON coefficients
 to ``arborgraph/data/router_model.json`` and the figures to
 ``benchmarks/results/router.json``.
 
@@ -59,13 +62,23 @@ TRAIN = {
     "linux_router.jsonl": "linux",
     "sqlite2_router.jsonl": "sqlite",
     "nginx_router.jsonl": "nginx",
+    # questions about a manual as a whole, and contrasting ones naming the manual
+    # (over the three training manuals; "mixed": no index to take spreads from)
+    "whole_manual_router.jsonl": "mixed",
 }
 HELD_OUT = {
     "git manual (unseen manual)": ("git_router.jsonl", "git"),
+    "git manual, evidence set (unseen manual)": ("git.jsonl", "git"),
     "python docs (eval-only manual)": ("python_router.jsonl", "python"),
     "python docs, second set": ("python2_router.jsonl", "python"),
+    "python docs, evidence set": ("python.jsonl", "python"),
+    "whole-manual questions (unseen manuals)": ("whole_manual_heldout.jsonl", "mixed"),
+    **{f"{name} evidence set (ranking manual, never trained on)": (f"{name}.jsonl", name)
+       for name in ("apache2", "cmake", "bind9", "exim4", "zsh", "django")},
     "sqlite eval set": ("sqlite.jsonl", "sqlite"),
 }
+# The manuals the router never trained on: their sets are pooled for the headline figure.
+UNSEEN = tuple(label for label in HELD_OUT if not label.startswith("sqlite"))
 SEED = 0
 C_GRID = (0.3, 1.0, 3.0, 10.0, 30.0)
 
@@ -93,6 +106,38 @@ def best_c(X, y, folds) -> tuple[float, dict[str, float]]:  # type: ignore[no-un
         scores[str(c)] = round(float(np.mean(cross_val_score(clf, X, y, cv=folds))), 4)
     chosen = max(C_GRID, key=lambda c: (scores[str(c)], -c))
     return chosen, scores
+
+
+def route_figures(questions: list[dict], predicted: list[str]) -> dict:
+    """Accuracy, the share of global questions routed to global, and the confusions."""
+    confusion = Counter((q["type"], p) for p, q in zip(predicted, questions) if p != q["type"])
+    is_global = [p == "global" for p, q in zip(predicted, questions) if q["type"] == "global"]
+    return {
+        "questions": len(questions),
+        "accuracy": round(sum(p == q["type"] for p, q in zip(predicted, questions)) / len(questions), 4),
+        "global_to_global": round(sum(is_global) / len(is_global), 4) if is_global else None,
+        "errors": {f"{a}->{b}": n for (a, b), n in sorted(confusion.items())},
+    }
+
+
+def predict(model: RouterModel, question: str) -> str:
+    return max(model.text_probabilities(question).items(), key=lambda kv: kv[1])[0]
+
+
+def previous_figures(model: RouterModel) -> dict:
+    """A replaced model's held-out figures (wording alone), for the comparison."""
+    per_set = {}
+    pooled_q: list[dict] = []
+    pooled_p: list[str] = []
+    for label, (name, _) in HELD_OUT.items():
+        questions = read(name)
+        predicted = [predict(model, q["question"]) for q in questions]
+        per_set[label] = route_figures(questions, predicted)
+        if label in UNSEEN:
+            pooled_q += questions
+            pooled_p += predicted
+    return {"trained_on": model.meta.get("trained_on"), "trained_at": model.meta.get("trained_at"),
+            "unseen_manuals_pooled": route_figures(pooled_q, pooled_p), "held_out": per_set}
 
 
 def stage2_matrix(log_probs: np.ndarray, spread: list[dict[str, float]]) -> np.ndarray:
@@ -164,13 +209,17 @@ def main() -> None:
         },
         spread_stage=stage,
     )
+    out = ROOT / "arborgraph" / "data" / MODEL_FILE
+    # the model this run replaces, judged on the same held-out sets (wording alone)
+    previous = RouterModel.from_json(json.loads(out.read_text())) if out.exists() else None
     shipped = model if args.ship_spread_stage else replace(model, spread_stage=None)
     stage2_info["shipped"] = shipped.spread_stage is not None
-    out = ROOT / "arborgraph" / "data" / MODEL_FILE
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(shipped.to_json(), indent=1) + "\n")
 
     held: dict[str, dict] = {}
+    pooled_questions: list[dict] = []
+    pooled_predicted: list[str] = []
     for label, (name, manual) in HELD_OUT.items():
         questions = read(name)
         spread = spreads(questions, indexes[manual]) if manual in indexes and stage else [None] * len(questions)
@@ -181,12 +230,10 @@ def main() -> None:
                 max(model.probabilities(q["question"], sp if use_spread else None).items(), key=lambda kv: kv[1])[0]
                 for q, sp in zip(questions, spread)
             ]
-            confusion = Counter((q["type"], p) for p, q in zip(predicted, questions) if p != q["type"])
-            held[f"{label}, {stage_name}"] = {
-                "questions": len(questions),
-                "accuracy": round(sum(p == q["type"] for p, q in zip(predicted, questions)) / len(questions), 4),
-                "errors": {f"{a}->{b}": n for (a, b), n in sorted(confusion.items())},
-            }
+            held[f"{label}, {stage_name}"] = route_figures(questions, predicted)
+            if stage_name == "wording only" and label in UNSEEN:
+                pooled_questions += questions
+                pooled_predicted += predicted
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "train_examples": len(train),
@@ -194,6 +241,8 @@ def main() -> None:
         "chosen_C": c1,
         "spread_stage": stage2_info,
         "indexes": {k: str(v) for k, v in indexes.items()},
+        "unseen_manuals_pooled": route_figures(pooled_questions, pooled_predicted) | {"sets": list(UNSEEN)},
+        "previous_model": previous_figures(previous) if previous is not None else None,
         "held_out": held,
     }
     results = ROOT / "benchmarks" / "results" / "router.json"

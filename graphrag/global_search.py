@@ -55,8 +55,13 @@ def global_search(
     config: GlobalSearchConfig | None = None,
     query_vector: np.ndarray | None = None,
     chunk_lexical: ChunkScores | None = None,
+    overview: bool = False,
 ) -> Retrieval:
     """Top community reports for ``question`` and the chunks that ground them.
+
+    With ``overview`` (a question about the manual as a whole, whose words name no
+    part of it) the reports are the top level's most important ones (by rank, the
+    weight of their communities), not those matching the question's words.
 
     A report is shown only if every chunk its findings cite is visible through
     ``chunk_text`` (derived text must not leak restricted sources). ``query_vector``
@@ -73,7 +78,10 @@ def global_search(
     if not sized:
         return Retrieval(route="global", why_empty="the graph has no community reports visible to the caller")
     qvec = _question_vector(question, embedder, query_vector) if (report_vectors or chunk_vectors) else None
-    scored = _score_reports(kg, question, sized, cfg, qvec, report_vectors)
+    scored = (
+        {r.community_id: r.rank / 10.0 for r in sized} if overview
+        else _score_reports(kg, question, sized, cfg, qvec, report_vectors)
+    )
     # derived text is shown only if all its sources are visible: checked lazily, for
     # the reports that compete for a place (a few per level), not for all of them
     shown: dict[int, bool] = {}
@@ -84,7 +92,7 @@ def global_search(
         return shown[r.community_id]
 
     all_levels = sorted({r.level for r in sized})
-    levels = [level] if level is not None else all_levels
+    levels = [level] if level is not None else all_levels[:1] if overview else all_levels
     by_level = {lv: _cut(kg, scored, lv) for lv in levels}
     best = {lv: _top_visible(by_level[lv], visible, cfg.max_reports) for lv in levels}
     if not any(best.values()) and not any(visible(r) for r in sized):

@@ -14,6 +14,7 @@ from arborgraph.core.processes import available_cores
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.protocols import ProgressCallback, no_progress
 from raptor.config import RaptorConfig
+from raptor.naming import named, uses_keyphrase_names
 from raptor.pool import Deferred, TreePool
 from raptor.summary import Cluster, ClusterMember, Summariser
 from raptor.text import dominant_path
@@ -61,8 +62,9 @@ def build_tree(
 
     ``leaf_vectors`` are the leaves' unit vectors (row i for leaf i). Summaries are
     written by ``summariser`` (called exactly once per summary node); their vectors
-    are embedded with ``embed`` from ``title + "\\n" + text``, or are the mean of
+    are embedded with ``embed`` (:func:`summary_vector_text`), or are the mean of
     their children's vectors (``config.summary_vectors``, see :func:`summary_vectors`).
+    Summary nodes are then named (``config.naming``, see :func:`raptor.naming.named`).
     Levels are clustered with :class:`RaptorClusterer` until a level has at most
     ``config.stop_at`` nodes whose text fits ``config.max_cluster_tokens`` (or ``config.max_levels`` is reached);
     then one root summarises that level. Progress stages: ``raptor.cluster``,
@@ -100,7 +102,8 @@ def build_tree(
         )
         for i, d in enumerate(drafts)
     )
-    return Tree(nodes=nodes, root_id=root.node_id, vectors=np.vstack(all_vectors))
+    tree = Tree(nodes=nodes, root_id=root.node_id, vectors=np.vstack(all_vectors))
+    return named(tree, config, summariser.name)
 
 
 def tree_workers(config: RaptorConfig, n_leaves: int) -> int:
@@ -182,7 +185,10 @@ def _build_levels(
                 node_id=f"L{level}:{n}",
                 level=level,
                 members=tuple(
-                    ClusterMember(c.node_id, c.text, c.heading_path, c.title if c.level > 0 else "") for c in children
+                    ClusterMember(
+                        c.node_id, c.text, c.heading_path, c.title if c.level > 0 else "", c.level, order[c.chunk_ids[0]]
+                    )
+                    for c in children
                 ),
                 vectors=current_vectors[list(members)],
             )
@@ -216,7 +222,7 @@ def _build_levels(
                 c.parents.append(node_id)
 
         level_vectors = summary_vectors(
-            [f"{d.title}\n{d.text}" for d in new_drafts],
+            [summary_vector_text(d.title, d.text, config, summariser.name) for d in new_drafts],
             [current_vectors[list(members)] for members in groups],
             mode=config.summary_vectors,
             summariser=summariser.name,
@@ -257,6 +263,13 @@ def _check_inputs(leaves: Sequence[Leaf], leaf_vectors: np.ndarray) -> np.ndarra
         if leaf.chunk_id.startswith("L") and ":" in leaf.chunk_id and leaf.chunk_id[1:].split(":")[0].isdigit():
             raise ValueError(f"chunk id {leaf.chunk_id!r} collides with summary node ids 'L<level>:<n>'")
     return _unit_rows(vectors)
+
+
+def summary_vector_text(title: str, text: str, config: RaptorConfig, summariser: str) -> str:
+    """What a summary's vector is embedded from (``summary_vectors="embed"``): its title
+    and text, or its text alone when its name is given after the build
+    (:func:`raptor.naming.uses_keyphrase_names`) and the title is only a draft."""
+    return text if uses_keyphrase_names(config, summariser) else f"{title}\n{text}"
 
 
 def summary_vectors(

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ReducerName = Literal["auto", "umap", "pca"]
 SummaryVectors = Literal["auto", "embed", "centroid"]
+Naming = Literal["auto", "keyphrases", "summariser"]
 
 
 class RaptorConfig(BaseModel):
@@ -39,6 +40,11 @@ class RaptorConfig(BaseModel):
     # embed. On the sample manual the centroid cut the tree's CPU time by a third and
     # the tree route's drill-down recall went 0.67 -> 0.69.
     summary_vectors: SummaryVectors = "auto"
+    # A summary's name (its title): short keyphrases of its chunks, distinct among its
+    # siblings (:mod:`raptor.naming`), or the title the summariser wrote. "auto":
+    # keyphrases for extractive summaries (whose own titles are heading labels),
+    # the summariser's for an LLM's.
+    naming: Naming = "auto"
     # A level with at most this many nodes gets a single root above it.
     stop_at: int = Field(default=5, ge=1)
     max_levels: int = Field(default=8, ge=1)

@@ -2,11 +2,14 @@
 
 For each cluster it picks the sentences that best represent it, with maximal marginal
 relevance (MMR) against redundancy and a bonus for key terms not yet covered, until a
-token budget is full; the chosen sentences are then put back in reading order.
+token budget is full, from at most a few pages; the chosen sentences are then grouped
+by the page they come from, each group under a line naming the page
+(:func:`raptor.text.page_line`), pages and sentences in reading order, so that a
+summary reads as a short digest of a few pages rather than a mix of sentences.
 Relevance is closeness to the cluster's centroid in embedding space: of each sentence's
 own vector, or (``sentence_vectors=False``, the cheap default of index builds) of the
 vector of the member it comes from, blended with its key-term score, which needs no
-embedding at all. Every line of a summary is a verbatim (up to
+embedding at all. Every other line of a summary is a verbatim (up to
 whitespace) sentence or list item of a member, so a reader can verify it.
 """
 
@@ -20,9 +23,13 @@ import numpy as np
 from raptor.summary import Cluster, Summary
 from raptor.text import (
     Unit,
+    clean_label,
     heading_label,
     is_summary_sentence,
     key_terms,
+    leans_on_context,
+    page_line,
+    paged_units,
     split_units,
     terms,
 )
@@ -31,6 +38,9 @@ EmbedFn = Callable[[Sequence[str]], np.ndarray]
 CountTokens = Callable[[str], int]
 
 _DUPLICATE_SIM = 0.97
+# A sentence that needs the text around it ("See ...", "The table below ...") reads
+# badly in a digest: it keeps this share of its key-term score.
+_LEANING = 0.3
 # Without sentence vectors: term-set overlap above this is a near-duplicate sentence.
 _DUPLICATE_JACCARD = 0.8
 
@@ -41,6 +51,7 @@ class _Candidate:
     unit: Unit
     lexical: float
     tokens: int
+    page: str = ""
 
 
 class ExtractiveSummariser:
@@ -59,6 +70,8 @@ class ExtractiveSummariser:
         from the member vectors the cluster carries and the key-term score).
     mmr_lambda : weight of centroid similarity against redundancy.
     term_bonus : weight of newly covered key terms in the MMR score.
+    max_pages : sentences come from at most this many pages (each group's page line
+        counts against the budget too).
     """
 
     name = "extractive"
@@ -75,9 +88,10 @@ class ExtractiveSummariser:
         n_key_terms: int = 12,
         n_title_terms: int = 3,
         sentence_vectors: bool = True,
+        max_pages: int = 4,
     ) -> None:
-        if max_tokens < 1 or max_sentences_embedded < 1:
-            raise ValueError("max_tokens and max_sentences_embedded must be positive")
+        if max_tokens < 1 or max_sentences_embedded < 1 or max_pages < 1:
+            raise ValueError("max_tokens, max_sentences_embedded and max_pages must be positive")
         self.embed = embed
         self.count_tokens = count_tokens
         self.max_tokens = max_tokens
@@ -87,6 +101,7 @@ class ExtractiveSummariser:
         self.n_key_terms = n_key_terms
         self.n_title_terms = n_title_terms
         self.sentence_vectors = sentence_vectors
+        self.max_pages = max_pages
         self._vectors: dict[str, np.ndarray] = {}
         self._tokens: dict[str, int] = {}  # sentences recur in the summaries above
         self.sentences_embedded = 0  # for cost accounting in benchmarks
@@ -99,8 +114,7 @@ class ExtractiveSummariser:
         if not candidates:
             return Summary(title=title, text=self._fallback_text(texts))
         chosen = self._select(cluster, candidates, weights)
-        chosen.sort(key=lambda c: (c.member, c.unit.position))
-        return Summary(title=title, text="\n".join(c.unit.text for c in chosen))
+        return Summary(title=title, text=self._digest(cluster, chosen))
 
     # -- steps --------------------------------------------------------------------
 
@@ -112,12 +126,31 @@ class ExtractiveSummariser:
             return f"{label}: {', '.join(extra)}"
         return label or ", ".join(extra) or cluster.node_id
 
+    def _digest(self, cluster: Cluster, chosen: list[_Candidate]) -> str:
+        """The chosen sentences grouped by page, pages in reading order."""
+
+        def place(c: _Candidate) -> tuple[int, int, int]:
+            return (cluster.members[c.member].position, c.member, c.unit.position)
+
+        groups: dict[str, list[_Candidate]] = {}
+        for c in sorted(chosen, key=place):
+            groups.setdefault(c.page, []).append(c)
+        lines: list[str] = []
+        for page, group in groups.items():
+            if page:
+                lines.append(page_line(page))
+            lines.extend(c.unit.text for c in group)
+        return "\n".join(lines)
+
     def _candidates(self, cluster: Cluster, weights: dict[str, float]) -> list[_Candidate]:
         per_member: list[list[_Candidate]] = []
         seen: set[str] = set()
         for j, member in enumerate(cluster.members):
             found = []
-            for unit in split_units(member.text):
+            page = clean_label(member.heading_path[0]) if member.heading_path else ""
+            # a summary's units carry the pages its own groups are under; a chunk's, its page
+            units = paged_units(member.text, page) if member.level > 0 else [(page, u) for u in split_units(member.text)]
+            for page, unit in units:
                 if unit.text in seen or not is_summary_sentence(unit):
                     continue
                 seen.add(unit.text)
@@ -127,7 +160,9 @@ class ExtractiveSummariser:
                 score = sum(weights.get(t, 0.0) for t in dict.fromkeys(ts)) / np.sqrt(1 + len(ts))
                 # the opening sentence of a section usually states what it is about
                 score += 0.5 if unit.position == 0 else 0.0
-                found.append(_Candidate(j, unit, float(score), 0))
+                if leans_on_context(unit.text):
+                    score *= _LEANING
+                found.append(_Candidate(j, unit, float(score), 0, page))
             found.sort(key=lambda c: (-c.lexical, c.unit.position))
             per_member.append(found)
         # round-robin so that every member gets its best sentences considered; tokens
@@ -180,11 +215,14 @@ class ExtractiveSummariser:
 
         chosen: list[int] = []
         covered: set[str] = set()
+        pages: set[str] = set()
         used = 0
         remaining = set(range(len(candidates)))
         while remaining:
             best, best_score = -1, -np.inf
             for i in sorted(remaining):
+                if len(pages) >= self.max_pages and candidates[i].page not in pages:
+                    continue
                 redundancy = float(similarity[i, chosen].max()) if chosen else 0.0
                 if redundancy > duplicate:
                     continue
@@ -195,11 +233,14 @@ class ExtractiveSummariser:
             if best < 0:
                 break
             remaining.discard(best)
-            # word pieces never span the newline that joins two units: counts add up
-            if used + candidates[best].tokens <= self.max_tokens:
+            # word pieces never span the newline that joins two lines: counts add up
+            page = candidates[best].page
+            cost = candidates[best].tokens + (self._count(page_line(page)) if page and page not in pages else 0)
+            if used + cost <= self.max_tokens:
                 chosen.append(best)
-                used += candidates[best].tokens
+                used += cost
                 covered |= cand_terms[best]
+                pages.add(page)
         if not chosen:  # every candidate fits alone (filtered above); take the best one
             chosen = [int(np.argmax(relevance))]
         return [candidates[i] for i in chosen]

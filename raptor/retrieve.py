@@ -40,7 +40,7 @@ def collapsed_search(
         if used + cost > budget_tokens:
             continue
         used += cost
-        out.append(_context(node, float(node_scores[nid]), [f"tree:collapsed rank {rank} (level {node.level})"]))
+        out.append(node_context(node, float(node_scores[nid]), [f"tree:collapsed rank {rank} (level {node.level})"]))
     return out
 
 
@@ -146,7 +146,7 @@ def traverse(
         # the overview's trace runs through summaries only: best_parent has them all
         if cost + first_leaf <= budget_tokens:
             used = cost
-            out.append(_context(node, path[overview], [_trace(overview, best_parent, tree, "overview")]))
+            out.append(node_context(node, path[overview], [_trace(overview, best_parent, tree, "overview")]))
     leaves_added = 0
     for neg_score, _, nid in leaf_rank:
         if max_leaves is not None and leaves_added >= max_leaves:
@@ -159,12 +159,12 @@ def traverse(
         leaves_added += 1
         route = _trace(nid, best_parent, tree, "chunk") if leaf_parent(nid) else "tree: leaf outside the beam"
         trace = [route] + ([f"tree: next to {neighbour_of[nid]}"] if nid in neighbour_of else [])
-        out.append(_context(node, -neg_score, trace))
+        out.append(node_context(node, -neg_score, trace))
     if leaves_added == 0 and leaf_rank:
         # Never summaries alone: the best leaf goes in even if it overflows the budget.
         nid = leaf_rank[0][2]
         leaf_parent(nid)
-        ctx = _context(tree.node(nid), -leaf_rank[0][0], [_trace(nid, best_parent, tree, "chunk")])
+        ctx = node_context(tree.node(nid), -leaf_rank[0][0], [_trace(nid, best_parent, tree, "chunk")])
         ctx.flags.append("over_budget")
         out = [ctx]
     return out
@@ -272,7 +272,8 @@ def _trace(node_id: str, best_parent: Mapping[str, str], tree: Tree, tail: str) 
     return "tree: " + " -> ".join(chain)
 
 
-def _context(node: Node, score: float, trace: list[str]) -> Context:
+def node_context(node: Node, score: float, trace: list[str]) -> Context:
+    """A tree node as a result context: a leaf as a chunk, a summary with its title."""
     return Context(
         text=node.text,
         source=node.doc_ids[0] if node.doc_ids else "",

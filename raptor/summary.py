@@ -11,12 +11,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 @dataclass(frozen=True)
 class ClusterMember:
-    """One child of the summary to be written: a leaf chunk or a lower summary."""
+    """One child of the summary to be written: a leaf chunk or a lower summary.
+
+    ``level`` is 0 for a leaf chunk; ``position`` is the member's place in the
+    manual's reading order (for a summary, that of its first leaf).
+    """
 
     node_id: str
     text: str
     heading_path: tuple[str, ...] = ()
     title: str = ""
+    level: int = 0
+    position: int = 0
 
 
 @dataclass(frozen=True)

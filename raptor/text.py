@@ -84,6 +84,37 @@ def split_units(text: str) -> list[Unit]:
     return units
 
 
+# How an extractive summary marks the page its next sentences come from.
+PAGE_MARK = "## "
+
+
+def page_line(title: str) -> str:
+    """The line that opens a summary's group of sentences from page ``title``."""
+    return PAGE_MARK + normalise_space(title)
+
+
+def paged_units(text: str, page: str = "") -> list[tuple[str, Unit]]:
+    """The units of a summary's ``text``, each with the page its group is under (the
+    last :func:`page_line` before it; ``page`` before any), positions counted over
+    the whole text."""
+    out: list[tuple[str, Unit]] = []
+    block: list[str] = []
+
+    def flush() -> None:
+        for unit in split_units("\n".join(block)):
+            out.append((page, Unit(unit.text, len(out), unit.is_list_item)))
+        block.clear()
+
+    for line in text.splitlines():
+        if line.startswith(PAGE_MARK):
+            flush()
+            page = line[len(PAGE_MARK) :].strip()
+        else:
+            block.append(line)
+    flush()
+    return out
+
+
 def _sentences(text: str) -> list[str]:
     return [text[start:end] for start, end in sentence_spans(text, 0, len(text), SUMMARY_SENTENCES)]
 
@@ -94,6 +125,20 @@ def is_summary_sentence(unit: Unit, min_words: int = 4) -> bool:
     if unit.is_list_item:
         return words >= 3
     return words >= min_words and bool(_TERMINAL.search(unit.text))
+
+
+_LEANING_START = re.compile(
+    r"^(?:this|these|that|those|it|they|such|see|here|there|then|also|however|but|so|thus|hence|"
+    r"otherwise|instead|likewise|similarly|for example|for instance|in this case|as such)\b",
+    re.IGNORECASE,
+)
+_LEANING_WORD = re.compile(r"\b(?:below|above|following|previous|preceding|aforementioned)\b", re.IGNORECASE)
+
+
+def leans_on_context(sentence: str) -> bool:
+    """Whether a sentence points at text around it ("This ...", "See ...", "the table
+    below", a closing colon) and so reads badly on its own."""
+    return bool(_LEANING_START.match(sentence) or _LEANING_WORD.search(sentence) or sentence.rstrip().endswith(":"))
 
 
 def terms(text: str) -> list[str]:

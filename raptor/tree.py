@@ -79,7 +79,8 @@ class Node:
         ], self.text)
 
     def embed_text(self) -> str:
-        """The text a summary's vector is computed from: title, then summary."""
+        """Title, then text: what an LLM summary's vector is embedded from (see
+        :func:`raptor.build.summary_vector_text`)."""
         return f"{self.title}\n{self.text}" if self.title else self.text
 
 
@@ -88,7 +89,8 @@ class Tree:
     """A RAPTOR tree: nodes in a fixed order (leaves first, then level by level).
 
     ``vectors[i]`` is the unit vector of ``nodes[i]`` (leaves: the vectors given to the
-    build; summaries: ``embed(node.embed_text())``); it may be ``None`` for a tree read
+    build; summaries: the mean of their children's vectors, or their embedded text,
+    see :func:`raptor.build.summary_vector_text`); it may be ``None`` for a tree read
     back from tables before the store attached its saved array.
     """
 

@@ -16,8 +16,9 @@ import numpy as np
 from arborgraph.core.concurrency import run_ordered, workers_for
 
 from arborgraph.core.protocols import ProgressCallback, no_progress
-from raptor.build import _check_inputs, _docs_by_coverage, build_tree, summary_vectors
+from raptor.build import _check_inputs, _docs_by_coverage, build_tree, summary_vector_text, summary_vectors
 from raptor.config import RaptorConfig
+from raptor.naming import named, uses_keyphrase_names
 from raptor.summary import Cluster, ClusterMember, Summariser, Summary
 from raptor.text import dominant_path
 from raptor.tree import Leaf, Node, Tree, ordered_union
@@ -92,8 +93,9 @@ def update_tree(
     summary stays where it is. Without room among the nearest few, a new level-1
     summary is made under the nearest level-2 node. Summaries left with no children
     are removed. Every summary whose leaf set, children, or children's text changed
-    is summarised again (one ``summariser`` call each) and re-embedded, up to the root;
-    the others keep title, text and vector. If (added + changed + removed) / previous
+    is summarised again (one ``summariser`` call each) and re-embedded, up to the root,
+    and named again (``config.naming``: distinct from the kept siblings' names); the
+    others keep title, text and vector. If (added + changed + removed) / previous
     leaf count exceeds ``drift_threshold``, :func:`build_tree` runs instead.
     ``previous`` must have its vectors attached.
     """
@@ -205,6 +207,7 @@ def update_tree(
             n.doc_ids = _docs_by_coverage(chunk_ids, leaves, order, doc_rank)
     redone: list[str] = []
     calls = 0
+    naming = uses_keyphrase_names(config, summariser.name)
     for lv in levels[1:]:
         todo = [n for n in by_level[lv] if n.node_id in dirty or any(c in text_changed for c in n.children)]
         clusters = [
@@ -212,7 +215,10 @@ def update_tree(
                 node_id=n.node_id,
                 level=lv,
                 members=tuple(
-                    ClusterMember(c.node_id, c.text, c.heading_path, c.title if c.level > 0 else "")
+                    ClusterMember(
+                        c.node_id, c.text, c.heading_path, c.title if c.level > 0 else "", c.level,
+                        order.get(c.chunk_ids[0], 0) if c.chunk_ids else 0,
+                    )
                     for c in (nodes[cid] for cid in n.children)
                 ),
                 vectors=np.stack([nodes[cid].vector for cid in n.children]),
@@ -226,14 +232,15 @@ def update_tree(
         )
         calls += len(todo)
         for n, summary in zip(todo, summaries, strict=True):
-            if (summary.title, summary.text) != (n.title, n.text):
+            # with names given here, the summariser's title is a draft: only the text counts
+            if summary.text != n.text or (not naming and summary.title != n.title):
                 text_changed.add(n.node_id)
             n.title, n.text, n.summariser = summary.title, summary.text, summariser.name
             n.heading_path = dominant_path([nodes[c].heading_path for c in n.children])
             redone.append(n.node_id)
         if todo:
             fresh = summary_vectors(
-                [f"{n.title}\n{n.text}" for n in todo],
+                [summary_vector_text(n.title, n.text, config, summariser.name) for n in todo],
                 [np.stack([nodes[c].vector for c in n.children]) for n in todo],
                 mode=config.summary_vectors,
                 summariser=summariser.name,
@@ -266,6 +273,8 @@ def update_tree(
         root_id=root_id,
         vectors=np.stack([n.vector for n in ordered]).astype(np.float32),
     )
+    # redone summaries are named as a build names them, apart from their kept siblings
+    tree = named(tree, config, summariser.name, only=set(redone))
     n_summaries = len(ordered) - len(new_ids)
     return tree, TreeUpdate(
         leaves_added=len(added), leaves_changed=len(changed), leaves_removed=len(removed),

@@ -19,6 +19,10 @@ import numpy as np
 
 from arborgraph.core.results import Context
 
+# ``Context.extra`` key of a structure context that leads the answer however few
+# structure contexts the settings let in (see :meth:`Retrieval.leading`).
+OVERVIEW = "overview"
+
 
 @dataclass(frozen=True)
 class Retrieval:
@@ -45,6 +49,15 @@ class Retrieval:
     def header(self) -> list[Context]:
         """The structure's own contexts (summaries, relations, reports), in order."""
         return [c for c in self.contexts if c.kind != "chunk"]
+
+    def leading(self, n: int) -> list[Context]:
+        """The structure contexts an answer starts with: those marked
+        :data:`OVERVIEW` (digests of the whole manual, then its main themes), then
+        ``n`` of the others."""
+        marked = [c for c in self.header if c.extra.get(OVERVIEW)]
+        # digests (summaries) before reports, whatever order the scopes' merge gave them
+        marked.sort(key=lambda c: c.kind != "summary")
+        return marked + [c for c in self.header if not c.extra.get(OVERVIEW)][:n]
 
 
 @dataclass(frozen=True, eq=False)  # arrays inside: compared by identity

@@ -54,6 +54,13 @@ class Scope:
     _leaf_rows: tuple[list[str], np.ndarray] | None = field(default=None, init=False, repr=False)
 
     @cached_property
+    def has_tree(self) -> bool:
+        """Whether the index built this scope's tree (not with ``--no-tree``)."""
+        from raptor.schema import NODES_TABLE
+
+        return self.generation.has_table(layout.scoped(NODES_TABLE, self.tag))
+
+    @cached_property
     def tree(self) -> Any:
         return load_scope_tree(self.generation, self.tag)
 

@@ -51,7 +51,7 @@ def compose(
         return Retrieval(found.route, hits.contexts[:top_k], dict(hits.rankings), notes=[note])
     rankings = {f"lookup/{k}": v for k, v in hits.rankings.items()} | found.rankings
     if ranked is not None:
-        header = found.header[: retrieval.structure_header]
+        header = found.leading(retrieval.structure_header)
         rankings["ranker"] = [c.node_id for c in ranked]
         return Retrieval(found.route, (header + list(ranked))[:pool], rankings)
     return Retrieval(found.route, arrange(found, hits.contexts, retrieval, tree_search)[:pool], rankings)
@@ -77,7 +77,7 @@ def arrange(
         return flat_first(found, lookup_hits, retrieval.structure_header)
     if how == "structure":
         return list(found.contexts)
-    header = found.header[: retrieval.structure_header]
+    header = found.leading(retrieval.structure_header)
     body = fuse_contexts(
         {"lookup": lookup_hits, route: found.chunks}, {"lookup": 1.0, route: retrieval.structure_weight}
     )
@@ -95,7 +95,7 @@ def flat_first(found: Retrieval, lookup_hits: list[Context], structure_header: i
     weakest flat chunks of the window. Fusing with the lookup ranking again would
     undo exactly those insertions.
     """
-    header = found.header[:structure_header]
+    header = found.leading(structure_header)
     chunks = found.chunks
     seen = {c.node_id for c in chunks}
     return header + chunks + [c for c in lookup_hits if c.node_id not in seen]

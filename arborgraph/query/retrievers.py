@@ -16,18 +16,19 @@ returned, nor a summary, relation or report drawing on one.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
-from arborgraph.core.retrieval import QueryScores, Retrieval, RetrievalQuery
+from arborgraph.core.retrieval import OVERVIEW, QueryScores, Retrieval, RetrievalQuery
 from arborgraph.core.protocols import Embedder
 from arborgraph.query.fusion import merge_by_rank
 from arborgraph.index.opened import Index
 from arborgraph.query.lookup import LookupMode, lookup_search
+from arborgraph.query.router import asks_about_whole_manual
 from arborgraph.core.results import Context
 
 if TYPE_CHECKING:
@@ -213,7 +214,9 @@ class GraphRetriever(_GraphRoute):
 @dataclass(frozen=True)
 class GlobalRetriever(_GraphRoute):
     """Global search (:func:`graphrag.global_search`): community reports and the chunks
-    that ground them, over every readable scope's graph."""
+    that ground them, over every readable scope's graph. A question about the manual as
+    a whole (:func:`arborgraph.query.router.asks_about_whole_manual`) is answered with
+    each scope's tree root (the manual's digest) and its most important reports first."""
 
     settings: "GlobalSearchConfig | None" = None
     route: str = "global"
@@ -222,5 +225,31 @@ class GlobalRetriever(_GraphRoute):
         from graphrag import global_search
 
         inputs = self._search_inputs(query)
-        found = [global_search(scope.graph, query.question, config=self.settings, **inputs) for scope in query.scopes]
+        overview = asks_about_whole_manual(query.question)
+        found = []
+        for scope in query.scopes:
+            searched = global_search(scope.graph, query.question, config=self.settings, overview=overview, **inputs)
+            if overview:
+                searched = _with_tree_overview(searched, scope, visible_chunks(self.index.store, query.mask))
+            found.append(searched)
         return self._merge(self.route, found)
+
+
+def _with_tree_overview(found: Retrieval, scope: "Scope", visible: Callable[[str], bool]) -> Retrieval:
+    """A global answer about the whole manual: the scope's tree root (its summary, the
+    manual's digest) first, then the community reports, all marked to lead the final
+    answer (:data:`arborgraph.core.retrieval.OVERVIEW`); the root only if the caller may
+    read every chunk it draws on, and only where the scope has a tree."""
+    from raptor.retrieve import node_context
+
+    lead = [_marked(c) if c.kind == "community_report" else c for c in found.contexts]
+    if scope.has_tree:
+        root = scope.tree.root
+        if all(visible(c) for c in root.chunk_ids):
+            context = node_context(root, 1.0, ["global_search", "tree root: the manual's digest"])
+            lead.insert(0, _marked(context))
+    return replace(found, contexts=lead)
+
+
+def _marked(context: Context) -> Context:
+    return context.model_copy(update={"extra": context.extra | {OVERVIEW: True}})

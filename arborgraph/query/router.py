@@ -51,6 +51,25 @@ CUES: dict[str, str] = {
 }
 _CUE_RE = {name: re.compile(pattern) for name, pattern in CUES.items()}
 
+# A question about the manual as a whole ("What are the main themes of the manual?",
+# "Summarize these docs."): it names the manual itself and asks what it is about.
+# Both halves are needed: "Where does the manual give the default port?" is a lookup.
+_WHOLE_MANUAL = re.compile(
+    r"\b(this|these|the|whole|entire|all(?: of)? (?:this|these|the))(?:\s+[\w.+-]+){0,2}?\s+"
+    r"(manual|manuals|documentation|docs|guide|handbook|reference|man pages|specification|book)\b"
+)
+_ABOUT_IT = re.compile(
+    r"\b(about|themes?|topics?|subjects?|summar(?:y|ise|ize)|sum up|overview|outline|contents|cover|covers|covered)\b"
+)
+WHOLE_MANUAL_CUE = "cue_whole_manual"
+
+
+def asks_about_whole_manual(question: str) -> bool:
+    """Whether ``question`` asks about the manual as a whole ("What are the main themes
+    of the manual?", "Summarize these docs."), not about a part of it."""
+    text = question.lower()
+    return bool(_WHOLE_MANUAL.search(text) and _ABOUT_IT.search(text))
+
 # Named technical entities: snake_case, UPPER_CASE, calls, flags, dotted keys,
 # "PRAGMA x"-style commands. Relational questions start from one of these.
 _IDENTIFIER = re.compile(
@@ -82,6 +101,8 @@ def question_features(question: str) -> dict[str, float]:
     features[f"clauses:{min(clauses, 3)}"] = 1.0
     if re.match(r"^(if|when|after|once|suppose)\b", text):
         features["cue_conditional"] = 1.0
+    if asks_about_whole_manual(text):
+        features[WHOLE_MANUAL_CUE] = 1.0
     return features
 
 
@@ -212,6 +233,8 @@ def default_model() -> RouterModel:
 
 def _describe(feature: str) -> str | None:
     """A human reading of a feature, or None for ones that explain nothing (length...)."""
+    if feature == WHOLE_MANUAL_CUE:
+        return "asks about the manual as a whole"
     if feature.startswith("cue_"):
         return feature[4:].replace("_", " ") + " cue"
     kind, _, value = feature.partition(":")
@@ -223,6 +246,25 @@ def _describe(feature: str) -> str | None:
     if kind == "ids" and value != "0":
         return "names an identifier"
     return None
+
+
+def _reasons(features: Sequence[str], most: int = 3) -> list[str]:
+    """Readings of ``features`` (strongest first), each saying something the ones before
+    it did not: after "starts with 'which'", "'which'" says nothing new."""
+    out: list[str] = []
+    said: set[str] = set()
+    for feature in features:
+        reading = _describe(feature)
+        if reading is None:
+            continue
+        words = {w for quoted in re.findall(r"'([^']*)'", reading) for w in quoted.split()}
+        if reading in out or (words and words <= said):
+            continue
+        out.append(reading)
+        said |= words
+        if len(out) == most:
+            break
+    return out
 
 
 _LABELS = {
@@ -271,7 +313,7 @@ def route_question(
     ranked = sorted(by_route.items(), key=lambda kv: -kv[1])
     route, confidence = ranked[0]
     qtype = next(t for t, r in QUESTION_TYPE_TO_ROUTE.items() if r == route)
-    cues = [d for f in model.top_features(question, qtype, n=8) if (d := _describe(f))][:3]
+    cues = _reasons(model.top_features(question, qtype, n=8))
     reason = f"looks like {_LABELS[route]}" + (f" ({', '.join(cues)})" if cues else "")
     top = max(every_route, key=lambda r: every_route[r])
     if top != route:

@@ -82,6 +82,15 @@ def test_tenants_never_see_each_others_secrets(tenant_index: Path, route: str) -
             assert not _all_leaks(res, principal), (route, principal, question)
 
 
+def test_a_digest_of_the_whole_manual_shows_only_what_the_caller_may_read(tenant_index: Path) -> None:
+    # the tree root of each scope leads the answer: only the scopes the caller may read
+    kb = arborgraph.open(tenant_index)
+    for principal in (None, "team-a", "team-b", "team-c"):
+        res = kb.query("What are the main themes of this documentation?", principal=principal, budget_tokens=4000, top_k=50)
+        assert res.route == "global" and res.contexts[0].kind == "summary"
+        assert not _all_leaks(res, principal), principal
+
+
 @pytest.mark.parametrize("route", ROUTES)
 def test_filter_runs_before_ranking_not_on_the_final_list(tenant_index: Path, route: str) -> None:
     # The secret is the best match and only one context fits: a filter applied to the

@@ -80,3 +80,20 @@ def test_graph_and_global_search_settings_come_from_the_root_config(sample_index
     res = limited.query(question, route="global")
     assert not any(c.kind == "community_report" for c in res.contexts)
     assert any("global route found nothing (no community report matches the question)" in n for n in res.notes)
+
+
+def test_a_question_about_the_whole_manual_leads_with_the_tree_root_and_main_reports(sample_kb: Any) -> None:
+    kb = sample_kb
+    res = kb.query("What are the main themes of this documentation?")
+    assert res.route == "global" and "asks about the manual as a whole" in res.routing.reason
+    first, *rest = res.contexts
+    roots = {scope.tree.root_id for scope in kb.scopes if scope.scope in kb.readable_scopes(None)}
+    assert first.kind == "summary" and first.node_id in roots
+    reports = [c for c in rest if c.kind == "community_report"]
+    # the most important reports of the top level, not one report matching "themes"
+    assert len(reports) >= 2 and all(c.level == reports[0].level for c in reports)
+    assert [c.kind for c in res.contexts[: 1 + len(reports)]] == ["summary"] + ["community_report"] * len(reports)
+    assert any(c.kind == "chunk" for c in res.contexts)
+    # a question about one theme across the manual is not given the digest
+    other = kb.query("Give an overview of all the ways SQLite can be extended.", route="global")
+    assert not any(c.kind == "summary" for c in other.contexts)

@@ -20,7 +20,7 @@ from raptor import (
 )
 from arborgraph.core.processes import available_cores
 from raptor.build import tree_workers
-from raptor.text import split_units
+from raptor.text import PAGE_MARK, split_units
 
 
 class CountingSummariser:
@@ -85,7 +85,11 @@ def test_tree_over_the_manual_slice() -> None:
     # summaries are the children's own sentences
     for node in tree.summaries():
         child_units = {u.text for ch in node.children for u in split_units(tree.node(ch).text)}
-        assert set(node.text.split("\n")) <= child_units, node.node_id
+        sentences = [line for line in node.text.split("\n") if not line.startswith(PAGE_MARK)]
+        assert set(sentences) <= child_units, node.node_id
+        # grouped under the pages they come from, each page once
+        pages = [line for line in node.text.split("\n") if line.startswith(PAGE_MARK)]
+        assert pages and len(pages) == len(set(pages)) and node.text.startswith(PAGE_MARK), node.node_id
 
 
 def test_same_seed_same_tree_and_summariser_called_once_per_summary() -> None:
@@ -225,8 +229,8 @@ def test_summary_vectors_are_child_centroids_or_embedded_text(mode: str) -> None
         if mode == "auto":  # extractive summaries: the mean of the children's vectors
             mean = np.stack([tree.node_vectors[tree.position(ch)] for ch in node.children]).mean(axis=0)
             expected = mean / np.linalg.norm(mean)
-        else:
-            expected = c.embed([f"{node.title}\n{node.text}"])[0]
+        else:  # named after the build: the extractive summary's text alone
+            expected = c.embed([node.text])[0]
         assert np.allclose(row, expected, atol=1e-4)
 
 

@@ -12,6 +12,7 @@ from test_raptor_build import CountingSummariser, assert_valid_tree
 from test_raptor_corpus import CONFIG, MANUAL, built_tree, corpus
 
 from raptor import Cluster, Leaf, RaptorConfig, Summary, Tree, build_tree
+from raptor.naming import MAX_WORDS
 from raptor.tables import tree_from_tables, tree_to_tables
 from raptor.update import TreeUpdate, update_tree
 
@@ -114,8 +115,10 @@ def test_one_edited_chunk_redoes_its_path_to_the_root() -> None:
     before = built_tree()
     c = corpus()
     summariser = RevisingSummariser(max_tokens=CONFIG.summary_max_tokens)
+    # the summariser's own titles kept, as an LLM's are: a changed title changes the summary
+    config = CONFIG.model_copy(update={"naming": "summariser"})
     tree, stats = update_tree(
-        before, leaves, vectors, embed=c.embed, count_tokens=c.count_tokens, summariser=summariser, config=CONFIG
+        before, leaves, vectors, embed=c.embed, count_tokens=c.count_tokens, summariser=summariser, config=config
     )
     assert_update_invariants(tree, leaves)
     assert (stats.leaves_changed, stats.leaves_added, stats.leaves_removed) == (1, 0, 0)
@@ -180,6 +183,13 @@ def test_full_clusters_make_a_new_level1_summary_with_a_fresh_id() -> None:
         node = tree.node(node_id)
         assert set(node.chunk_ids) <= {leaf.chunk_id for leaf in page}
         assert [tree.node(p).level for p in node.parents] == [2] or tree.root_id in node.parents
+    # new and redone summaries are named as a build names them, apart from their siblings
+    for node_id in stats.redone_ids:
+        node = tree.node(node_id)
+        assert 1 <= len(node.title.split()) <= MAX_WORDS and " · " not in node.title, node.title
+    for parent in tree.summaries():
+        names = [tree.node(ch).title.lower() for ch in parent.children if tree.node(ch).level > 0]
+        assert len(names) == len(set(names)), names
 
 
 def test_removed_page_disappears_and_empty_summaries_go() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -47,6 +48,40 @@ def test_shipped_model_routes_clear_questions(question: str, route: str) -> None
     assert decision.route == route
     assert decision.reason.startswith("looks like")
     assert sum(decision.scores.values()) == pytest.approx(1.0, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What are the main themes of the manual?",
+        "Summarize the manual.",
+        "What is this documentation about?",
+        "Give me an overview of the git documentation.",
+        "What does this manual cover?",
+    ],
+)
+def test_questions_about_the_whole_manual_go_to_the_global_route(question: str) -> None:
+    decision = route_question(question, available=ALL_ROUTES)
+
+    assert decision.route == "global"
+    assert "asks about the manual as a whole" in decision.reason
+
+
+def test_naming_the_manual_does_not_make_a_fact_question_global() -> None:
+    decision = route_question("Where does the manual give the default listen port?", available=ALL_ROUTES)
+
+    assert decision.route == "lookup"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Which pragma sets which journal mode?", "What are the main themes of the manual?", "How does WAL work?"],
+)
+def test_a_reason_names_each_cue_once(question: str) -> None:
+    reason = route_question(question, available=ALL_ROUTES).reason
+    quoted = [w for phrase in re.findall(r"'([^']*)'", reason) for w in phrase.split()]
+
+    assert len(quoted) == len(set(quoted)), reason
 
 
 def test_routes_the_index_lacks_are_never_chosen() -> None:

@@ -346,7 +346,9 @@ def test_the_web_list_endpoints_show_only_what_the_key_may_read(web_server: Serv
         return "\n".join(out).lower()
 
     owner = lists(web_keys["team-a"])
-    assert "bluefin" in owner and "zebra" in owner  # team-a's own document is in its tree and graph
+    # team-a's own document is in its tree (named "Project Bluefin") and graph; its
+    # secret code was shown only while tree titles listed key terms
+    assert "project bluefin" in owner and "bluefin.md" in owner
     for other in (web_keys["team-b"], None):
         shown = lists(other)
         assert "bluefin" not in shown and "zebra" not in shown

@@ -7,12 +7,23 @@ from test_raptor_corpus import corpus
 
 from raptor import Cluster, ClusterMember, ExtractiveSummariser
 from raptor.text import (
+    PAGE_MARK,
     dominant_path,
     heading_label,
     is_summary_sentence,
     normalise_space,
+    paged_units,
     split_units,
 )
+
+
+def _sentences(text: str) -> list[str]:
+    """A summary's lines other than its page lines."""
+    return [line for line in text.split("\n") if not line.startswith(PAGE_MARK)]
+
+
+def _pages(text: str) -> list[str]:
+    return [line[len(PAGE_MARK):] for line in text.split("\n") if line.startswith(PAGE_MARK)]
 
 
 def _cluster(doc_id: str, node_id: str = "L1:0") -> Cluster:
@@ -34,10 +45,11 @@ def test_summary_is_verbatim_sentences_of_members_within_budget() -> None:
     summariser = _summariser(max_tokens=120)
     summary = summariser.summarise(cluster)
     sources = [normalise_space(m.text) for m in cluster.members]
-    lines = summary.text.split("\n")
+    lines = _sentences(summary.text)
     assert len(lines) >= 2
     for line in lines:
         assert any(line in src for src in sources), line
+    assert _pages(summary.text) == ["VACUUM"]
     assert corpus().count_tokens(summary.text) <= 120
     assert len(set(lines)) == len(lines)
     assert "VACUUM" in summary.title
@@ -51,7 +63,7 @@ def test_summary_sentences_are_close_to_the_cluster_centroid() -> None:
     c = corpus()
     centroid = cluster.vectors.mean(axis=0)
     centroid /= np.linalg.norm(centroid)
-    chosen = c.embed(summary.text.split("\n")) @ centroid
+    chosen = c.embed(_sentences(summary.text)) @ centroid
     everything = [u.text for m in cluster.members for u in split_units(m.text) if is_summary_sentence(u)]
     baseline = c.embed(everything) @ centroid
     assert chosen.mean() > np.median(baseline)
@@ -73,6 +85,7 @@ def test_identical_members_do_not_repeat_sentences() -> None:
     cluster = Cluster("L1:0", 1, members, np.tile(c.vectors[:1], (4, 1)))
     lines = _summariser(max_tokens=200).summarise(cluster).text.split("\n")
     assert len(lines) == len(set(lines))
+    assert len(_pages("\n".join(lines))) == 1
 
 
 def test_higher_levels_reuse_lower_summary_sentences_verbatim() -> None:
@@ -80,10 +93,46 @@ def test_higher_levels_reuse_lower_summary_sentences_verbatim() -> None:
     low = [summariser.summarise(_cluster(d, f"L1:{i}")) for i, d in enumerate(["lang_upsert.md", "lang_vacuum.md"])]
     c = corpus()
     vectors = c.embed([f"{s.title}\n{s.text}" for s in low])
-    members = tuple(ClusterMember(f"L1:{i}", s.text, (), s.title) for i, s in enumerate(low))
+    members = tuple(ClusterMember(f"L1:{i}", s.text, (), s.title, level=1, position=i) for i, s in enumerate(low))
     top = summariser.summarise(Cluster("L2:0", 2, members, vectors))
-    low_lines = {line for s in low for line in s.text.split("\n")}
-    assert set(top.text.split("\n")) <= low_lines
+    low_pages = {(page, u.text) for s in low for page, u in paged_units(s.text)}
+    assert set(paged_units_texts(top.text)) <= low_pages
+
+
+def paged_units_texts(text: str) -> list[tuple[str, str]]:
+    return [(page, u.text) for page, u in paged_units(text)]
+
+
+def test_sentences_are_grouped_under_their_pages_in_reading_order() -> None:
+    c = corpus()
+    rows = [i for i, leaf in enumerate(c.leaves) if leaf.doc_id in ("lang_vacuum.md", "lang_upsert.md")]
+    # members given out of reading order: the digest puts pages and sentences back in it
+    rows = rows[::-1]
+    members = tuple(
+        ClusterMember(c.leaves[i].chunk_id, c.leaves[i].text, c.leaves[i].heading_path, position=i) for i in rows
+    )
+    summary = _summariser(max_tokens=200).summarise(Cluster("L1:0", 1, members, c.vectors[rows]))
+    pages = _pages(summary.text)
+    assert sorted(pages) == ["UPSERT", "VACUUM"] and len(set(pages)) == len(pages)
+    first_leaf = {c.leaves[i].heading_path[0]: min(j for j in rows if c.leaves[j].doc_id == c.leaves[i].doc_id) for i in rows}
+    assert pages == sorted(pages, key=first_leaf.__getitem__)
+    text_of = {c.leaves[i].heading_path[0]: " ".join(normalise_space(c.leaves[j].text) for j in sorted(rows) if c.leaves[j].doc_id == c.leaves[i].doc_id) for i in rows}
+    for page, sentence in paged_units_texts(summary.text):
+        assert sentence in text_of[page], (page, sentence)
+        # reading order within a page: each sentence after the one before it
+    for page in pages:
+        mine = [s for p, s in paged_units_texts(summary.text) if p == page]
+        at = [text_of[page].index(s) for s in mine]
+        assert at == sorted(at)
+
+
+def test_summaries_draw_on_at_most_max_pages_pages() -> None:
+    c = corpus()
+    members = tuple(ClusterMember(leaf.chunk_id, leaf.text, leaf.heading_path, position=i) for i, leaf in enumerate(c.leaves))
+    summariser = ExtractiveSummariser(embed=c.embed, count_tokens=c.count_tokens, max_tokens=300, max_pages=2)
+    summary = summariser.summarise(Cluster("L1:0", 1, members, c.vectors))
+    assert 1 <= len(_pages(summary.text)) <= 2
+    assert c.count_tokens(summary.text) <= 300
 
 
 def test_code_only_cluster_falls_back_to_a_verbatim_opening() -> None:
@@ -139,9 +188,31 @@ def test_without_sentence_vectors_nothing_is_embedded_and_summaries_stay_verbati
     cluster = _cluster("lang_vacuum.md")
     summary = summariser.summarise(cluster)
     sources = [normalise_space(m.text) for m in cluster.members]
-    lines = summary.text.split("\n")
+    lines = _sentences(summary.text)
     assert len(lines) >= 2 and len(set(lines)) == len(lines)
     assert all(any(line in src for src in sources) for line in lines)
     assert c.count_tokens(summary.text) <= 120
     assert "VACUUM" in summary.text
     assert summariser.sentences_embedded == 0
+
+
+def test_sentences_that_lean_on_their_context_are_recognised() -> None:
+    from raptor.text import leans_on_context
+
+    assert leans_on_context("See How To Corrupt An SQLite Database File for further information.")
+    assert leans_on_context("The table below lists a few of the virtual tables.")
+    assert leans_on_context("This is how the virtual table tells SQLite that it wants the constraint.")
+    assert leans_on_context("The columns are as follows:")
+    assert not leans_on_context("A database in SQLite is a single disk file.")
+    assert not leans_on_context("Thistle is not a keyword.")
+
+
+def test_paged_units_read_back_the_pages_of_a_summary() -> None:
+    text = "## VACUUM\nThe VACUUM command rebuilds the database file.\n## UPSERT\nUPSERT is a clause added to INSERT."
+    assert [(p, u.text) for p, u in paged_units(text, "Default")] == [
+        ("VACUUM", "The VACUUM command rebuilds the database file."),
+        ("UPSERT", "UPSERT is a clause added to INSERT."),
+    ]
+    assert [(p, u.position) for p, u in paged_units("A first sentence here.\nA second one here.", "Page")] == [
+        ("Page", 0), ("Page", 1)
+    ]

@@ -1,0 +1,441 @@
+"""Short names for the tree's summary nodes, without a model.
+
+A name is chosen among two kinds of candidate phrase, both taken from the node's own
+leaves so that it is grounded in what the node covers:
+
+- the manual's headings over the node's chunks (its authors' names for their topics);
+- noun-like word runs of one to three words from the chunks' prose (code, tables and
+  headings left out), with words that behave like verbs in this manual dropped.
+
+Each candidate is scored for the node as the harmonic mean of its *coverage* (the
+share of the node's chunks it occurs in) and its *precision* (the share of the
+manual's chunks holding it that the node covers): a phrase that is both common in the
+node and rare elsewhere names it, as class-based TF-IDF names topics, and a phrase
+spread over the whole manual ("data", "file") does not. Siblings (the children of one
+parent) get distinct names: the best-scored claim their first choice, the others fall
+back to their next. A section heading that recurs on many pages ("Overview",
+"Examples") names a node only with its parent heading before it, so a reader knows
+which feature it belongs to. When the best phrase covers little of the node, a second
+one that does not repeat its words joins it ("Write transaction and read locks").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from arborgraph.core.text import STOPWORDS, SUMMARY_STOPWORDS
+from raptor.config import RaptorConfig
+from raptor.text import clean_label, is_summary_sentence, split_units
+from raptor.tree import Node, Tree
+
+MAX_WORDS = 6
+MAX_PHRASE_WORDS = 3
+# A heading on this share of the pages (or more) names page structure, not a topic.
+RECURRING_HEADING_SHARE = 0.10
+# Authored headings read better than word runs of equal score.
+_HEADING_BONUS = 1.6
+# Each word beyond the first makes a phrase more readable (and more specific).
+_LENGTH_BONUS = 0.3
+# Below this coverage, the best phrase is joined by a second one.
+_PAIR_BELOW = 0.5
+_PAIR_SCORE_SHARE = 0.5
+# A word followed by an article or preceded by "to"/a modal this often is a verb here.
+_VERB_SHARE = 0.3
+_CANDIDATES = 12
+# Identifiers read worse than words; they name a node only when nothing else does.
+_CODE_PENALTY = 0.5
+# Two words sharing their first letters are one word to a pair ("reopening and reopened").
+_STEM = 5
+# A lone word names a group of chunks less clearly than a phrase or a heading.
+_SINGLE_WORD = 0.7
+# Phrases joined into one name are short: two of three words each read as a list.
+_PAIR_MAX_WORDS = 2
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:[-'][A-Za-z0-9_]+)*")
+_BREAK = STOPWORDS | SUMMARY_STOPWORDS | frozenset(
+    "also e.g i.e etc called contains contain following follows includes include provides provide"
+    " different various existing specific particular certain similar previous entire whole current"
+    " actual appropriate necessary possible related respective already still again instead simply"
+    " currently automatically really newly".split()
+)
+# Words as a reader counts them in a name (punctuation and separators dropped).
+_READ_WORD = re.compile(r"[A-Za-z0-9][\w'+#.-]*[\w+#]|[A-Za-z0-9]")
+_BEFORE_OBJECT = frozenset("a an the that this these those its their each any".split())
+_BEFORE_VERB = frozenset("to will can must should may might cannot would could does do not".split())
+# An identifier from code (snake_case, digits inside a word, camelCase) reads badly as a name.
+_CODE_LIKE = re.compile(r"_|[a-z][0-9]|[0-9][a-z]|[a-z][A-Z]")
+
+
+@dataclass(frozen=True)
+class _Vocabulary:
+    """The candidate phrases of every leaf, as leaf x phrase indicator matrices."""
+
+    phrases: sp.csr_matrix  # leaf x phrase: the leaf's prose holds the phrase
+    words: sp.csr_matrix  # leaf x word: the leaf's text holds the word (for grounding)
+    phrase_keys: list[str]
+    phrase_text: list[str]  # how the manual writes each phrase most often
+    phrase_is_heading: np.ndarray
+    phrase_is_code: np.ndarray  # holds an identifier
+    phrase_lengths: np.ndarray  # words in each phrase
+    word_column: dict[str, int]
+
+
+def uses_keyphrase_names(config: RaptorConfig, summariser: str) -> bool:
+    """Whether summaries by ``summariser`` are named here (``config.naming``)."""
+    return config.naming == "keyphrases" or (config.naming == "auto" and summariser == "extractive")
+
+
+def named(tree: Tree, config: RaptorConfig, summariser: str, only: Collection[str] | None = None) -> Tree:
+    """``tree`` with its summaries (or those in ``only``) named by :func:`name_tree`
+    when ``config.naming`` says so; otherwise ``tree`` as it is."""
+    if not uses_keyphrase_names(config, summariser):
+        return tree
+    names = name_tree(tree, only=only)
+    if not names:
+        return tree
+    nodes = tuple(replace(n, title=names[n.node_id]) if n.node_id in names else n for n in tree.nodes)
+    return Tree(nodes=nodes, root_id=tree.root_id, vectors=tree.vectors)
+
+
+def name_tree(tree: Tree, *, only: Collection[str] | None = None, max_words: int = MAX_WORDS) -> dict[str, str]:
+    """Names for the summary nodes of ``tree``: every one, or only those in ``only``
+    (the others keep their titles, and the new names avoid their siblings' titles).
+
+    Deterministic: the same tree gives the same names.
+    """
+    summaries = [n for n in tree.nodes if n.level > 0]
+    targets = [n for n in summaries if only is None or n.node_id in only]
+    if not targets:
+        return {}
+    leaves = tree.leaves()
+    vocab = _vocabulary(leaves)
+    leaf_row = {leaf.node_id: i for i, leaf in enumerate(leaves)}
+    fixed = {n.node_id: n.title for n in summaries if only is not None and n.node_id not in only}
+    names: dict[str, str] = {}
+    phrase_df = np.asarray(vocab.phrases.sum(axis=0)).ravel()
+    covers = _Coverage(summaries, leaf_row, vocab)
+    title_of = {n.node_id: n.title for n in summaries}
+    for parent, group in _sibling_groups(summaries, targets):
+        # a node under two parents, named in its first parent's group, counts here too;
+        # and the parent (named first: groups go top down) keeps its name to itself
+        taken = {_key(fixed.get(n.node_id) or names[n.node_id]) for n in group if n.node_id in fixed or n.node_id in names}
+        if parent:
+            taken.add(_key(names.get(parent, title_of[parent])))
+        wanted = [n for n in group if n.node_id not in fixed and n.node_id not in names]
+        choices = {n.node_id: _candidates(n, vocab, covers, phrase_df, max_words) for n in wanted}
+        # the node with the strongest first choice claims it first
+        order = sorted(wanted, key=lambda n: (-(choices[n.node_id][0][1] if choices[n.node_id] else 0.0), n.node_id))
+        for node in order:
+            name = next((c for c, _ in choices[node.node_id] if _key(c) not in taken), None)
+            if name is None:
+                name = _fallback(node, choices[node.node_id], taken)
+            taken.add(_key(name))
+            names[node.node_id] = name
+    return names
+
+
+def _sibling_groups(summaries: Sequence[Node], targets: Sequence[Node]) -> list[tuple[str, list[Node]]]:
+    """(parent id, its summary children) for each sibling group holding a target, top
+    level first ("" for the root's group). A node under several parents is named in
+    its first parent's group."""
+    by_parent: dict[str, list[Node]] = defaultdict(list)
+    for n in summaries:
+        for p in n.parents or ("",):
+            by_parent[p].append(n)
+    seen: set[str] = set()
+    groups = []
+    for n in sorted(targets, key=lambda n: -n.level):  # stable: node order within a level
+        parent = (n.parents or ("",))[0]
+        if parent not in seen:
+            seen.add(parent)
+            groups.append((parent, by_parent[parent]))
+    return groups
+
+
+def _key(name: str) -> str:
+    return " ".join(name.lower().split())
+
+
+def _length(name: str) -> int:
+    return len(_READ_WORD.findall(name))
+
+
+def _singular(word: str) -> str:
+    """A phrase's last word as its key has it: singular and plural are one phrase."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+class _Coverage:
+    """For each summary node, the chunks of it holding each phrase and each word (one
+    sparse product of the node x leaf incidence with the leaf matrices)."""
+
+    def __init__(self, summaries: Sequence[Node], leaf_row: Mapping[str, int], vocab: _Vocabulary) -> None:
+        self.row_of = {n.node_id: k for k, n in enumerate(summaries)}
+        pairs = sorted({(k, leaf_row[c]) for k, n in enumerate(summaries) for c in n.chunk_ids if c in leaf_row})
+        incidence = sp.csr_matrix(
+            (np.ones(len(pairs)), ([k for k, _ in pairs], [r for _, r in pairs])),
+            shape=(len(summaries), vocab.phrases.shape[0]),
+        )
+        self.sizes = np.asarray(incidence.sum(axis=1)).ravel()
+        self.phrases = (incidence @ vocab.phrases).tocsr()
+        self.words = (incidence @ vocab.words).tocsr()
+
+    def phrase_counts(self, node: Node) -> tuple[np.ndarray, np.ndarray, int]:
+        """(phrase columns, chunks holding each, the node's chunk count)."""
+        k = self.row_of[node.node_id]
+        row = self.phrases[k]
+        order = np.argsort(row.indices, kind="stable")
+        return row.indices[order], row.data[order], int(self.sizes[k])
+
+    def share_in(self, node_id: str, columns: np.ndarray) -> np.ndarray:
+        """The share of ``node_id``'s chunks holding each phrase of ``columns``."""
+        k = self.row_of[node_id]
+        row = self.phrases[k]
+        counts = dict(zip(row.indices.tolist(), row.data.tolist()))
+        return np.array([counts.get(j, 0.0) for j in columns.tolist()]) / max(self.sizes[k], 1)
+
+    def word_columns(self, node: Node) -> set[int]:
+        return set(self.words[self.row_of[node.node_id]].indices.tolist())
+
+
+def _candidates(
+    node: Node, vocab: _Vocabulary, covers: _Coverage, phrase_df: np.ndarray, max_words: int
+) -> list[tuple[str, float]]:
+    """The node's name candidates, best first, each at most ``max_words`` words."""
+    present, in_node, size = covers.phrase_counts(node)
+    if size == 0 or len(present) == 0:
+        return []
+    coverage = in_node / size
+    precision = in_node / np.maximum(phrase_df[present], 1)
+    score = 2 * coverage * precision / np.maximum(coverage + precision, 1e-12)
+    score *= 1 + _LENGTH_BONUS * (vocab.phrase_lengths[present] - 1)
+    # a phrase on much of what the parent covers ("SQLite" in SQLite's manual) tells
+    # none of its children apart; the root (and a tree of one node) has no parent
+    if node.parents:
+        score *= 1 - covers.share_in(node.parents[0], present)
+    score *= np.where(vocab.phrase_is_heading[present], _HEADING_BONUS, 1.0)
+    score *= np.where(vocab.phrase_is_code[present], _CODE_PENALTY, 1.0)
+    score *= np.where((vocab.phrase_lengths[present] == 1) & ~vocab.phrase_is_heading[present], _SINGLE_WORD, 1.0)
+    if size > 2:
+        # a phrase of one chunk says little about a group of them
+        score *= np.where(in_node >= 2, 1.0, 0.2)
+    order = present[np.argsort(-score, kind="stable")][: 4 * _CANDIDATES]
+    score_of = dict(zip(present.tolist(), score.tolist()))
+    cover_of = dict(zip(present.tolist(), coverage.tolist()))
+    grounded = _grounding(covers.word_columns(node), vocab)
+
+    out: list[tuple[str, float]] = []
+    singles: list[tuple[int, float]] = []
+    for j in order.tolist():
+        text = _display(vocab, j)
+        if _length(text) > max_words or grounded(vocab.phrase_text[j]) < 0.8:
+            continue
+        singles.append((j, score_of[j]))
+        if len(singles) >= _CANDIDATES:
+            break
+    if not singles:
+        return out
+    best, best_score = singles[0]
+    if cover_of[best] < _PAIR_BELOW and not vocab.phrase_is_heading[best]:
+        words = {w[:_STEM] for w in vocab.phrase_keys[best].split()}
+        for j, s in singles[1:]:
+            other = {w[:_STEM] for w in vocab.phrase_keys[j].split()}
+            if s < _PAIR_SCORE_SHARE * best_score or other & words or vocab.phrase_is_heading[j]:
+                continue
+            if max(len(words), len(other)) > _PAIR_MAX_WORDS or vocab.phrase_is_code[j] or vocab.phrase_is_code[best]:
+                break
+            pair = f"{_display(vocab, best)} and {_lower_first(_display(vocab, j))}"
+            if _length(pair) <= max_words:
+                out.append((pair, best_score + s))
+            break
+    out.extend((_display(vocab, j), s) for j, s in singles)
+    return out
+
+
+def _grounding(present: set[int], vocab: _Vocabulary):  # type: ignore[no-untyped-def]
+    """The share of a phrase's content words found in the node's chunk texts
+    (``present``: the word columns of those texts)."""
+
+    def share(text: str) -> float:
+        content = [w.lower() for w in _WORD.findall(text) if w.lower() not in STOPWORDS]
+        if not content:
+            return 0.0
+        return sum(vocab.word_column.get(w, -1) in present for w in content) / len(content)
+
+    return share
+
+
+def _display(vocab: _Vocabulary, j: int) -> str:
+    return _upper_first(vocab.phrase_text[j])
+
+
+def _upper_first(text: str) -> str:
+    first = text.split(" ", 1)[0]
+    # a plain word only: "git-submodule(1)" and "json()" keep their case
+    if first.isalpha() and first.islower():
+        return text[:1].upper() + text[1:]
+    return text
+
+
+def _lower_first(text: str) -> str:
+    first = text.split(" ", 1)[0]
+    if first[:1].isupper() and first[1:].islower():
+        return text[:1].lower() + text[1:]
+    return text
+
+
+def _fallback(node: Node, choices: list[tuple[str, float]], taken: set[str]) -> str:
+    """A name when every candidate is a sibling's: the best one with the next best
+    added, else the node's id."""
+    if len(choices) >= 2:
+        for extra, _ in choices[1:]:
+            name = f"{choices[0][0]}: {_lower_first(extra)}"
+            if _key(name) not in taken:
+                return name
+    base = choices[0][0] if choices else "Summary"
+    return f"{base} ({node.node_id})"
+
+
+# -- the vocabulary ---------------------------------------------------------------------
+
+
+def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
+    lowered_words = [[w.lower() for w in _WORD.findall(leaf.text)] for leaf in leaves]
+    verbs = _verb_like(lowered_words)
+    keys: dict[str, int] = {}
+    surface: list[Counter[str]] = []
+    is_heading: list[bool] = []
+    rows: list[int] = []
+    cols: list[int] = []
+
+    def column(key: str, text: str, heading: bool) -> int:
+        j = keys.get(key)
+        if j is None:
+            j = keys[key] = len(surface)
+            surface.append(Counter())
+            is_heading.append(heading)
+        elif heading and not is_heading[j]:
+            is_heading[j] = True
+            surface[j].clear()  # the heading's spelling wins
+        if heading or not is_heading[j]:
+            surface[j][text] += 1
+        return j
+
+    generic = _recurring_headings(leaves)
+    for i, leaf in enumerate(leaves):
+        seen: set[int] = set()
+        path = [clean_label(h).rstrip(".:;,") for h in leaf.heading_path]
+        for depth, label in enumerate(path):
+            if depth > 0 and _key(label) in generic:
+                # "Examples" alone names nothing: "UPSERT: Examples" does
+                context = next((h for h in reversed(path[:depth]) if _key(h) not in generic), path[0])
+                label = f"{context}: {label}"
+            if not label or len(label.split()) > MAX_WORDS or not _WORD.search(label):
+                continue
+            seen.add(column(_key(label), label, True))
+        for run in _prose_runs(leaf.text):
+            low = [w.lower() for w in run]
+            # each word's part in a key: the last word of a phrase drops a plural "s"
+            last = [_singular(w) for w in low]
+            usable = [w not in verbs for w in low]
+            # an adverb opens no name ("Successfully read"), a participle ends none
+            # ("Directories specified"), nor does a lone letter ("-D" leaves one)
+            can_open = [u and len(w) > 1 and not (len(w) >= 6 and w.endswith("ly")) for u, w in zip(usable, low)]
+            can_close = [u and len(w) > 1 and not (len(w) >= 5 and w.endswith("ed")) for u, w in zip(usable, low)]
+            for n in range(1, MAX_PHRASE_WORDS + 1):
+                for start in range(len(run) - n + 1):
+                    end = start + n
+                    if not (can_open[start] and can_close[end - 1]):
+                        continue
+                    if n == 1 and (len(low[start]) < 3 or _CODE_LIKE.search(run[start])):
+                        continue
+                    key = " ".join([*low[start : end - 1], last[end - 1]])
+                    seen.add(column(key, " ".join(run[start:end]), False))
+        for j in seen:
+            rows.append(i)
+            cols.append(j)
+    phrase_keys = sorted(keys, key=keys.__getitem__)
+    phrases = sp.csr_matrix(
+        (np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=(len(leaves), len(phrase_keys))
+    )
+    word_column: dict[str, int] = {}
+    wrows: list[int] = []
+    wcols: list[int] = []
+    for i, words_of_leaf in enumerate(lowered_words):
+        for w in set(words_of_leaf):
+            wrows.append(i)
+            wcols.append(word_column.setdefault(w, len(word_column)))
+    words = sp.csr_matrix((np.ones(len(wrows)), (wrows, wcols)), shape=(len(leaves), len(word_column)))
+    return _Vocabulary(
+        phrases=phrases,
+        words=words,
+        phrase_keys=phrase_keys,
+        phrase_text=[min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for c in surface],
+        phrase_is_heading=np.array(is_heading, dtype=bool),
+        phrase_is_code=np.array([bool(_CODE_LIKE.search(c.most_common(1)[0][0])) for c in surface], dtype=bool),
+        phrase_lengths=np.array([k.count(" ") + 1 for k in phrase_keys]),
+        word_column=word_column,
+    )
+
+
+def _recurring_headings(leaves: Sequence[Node]) -> set[str]:
+    """Section headings (keys) found on at least :data:`RECURRING_HEADING_SHARE` of the
+    pages, and on two at least."""
+    pages: dict[str, set[str]] = defaultdict(set)
+    for leaf in leaves:
+        doc = leaf.doc_ids[0] if leaf.doc_ids else leaf.node_id
+        pages[doc].update(_key(clean_label(h)) for h in leaf.heading_path[1:])
+    counts = Counter(k for keys in pages.values() for k in keys)
+    need = max(2.0, RECURRING_HEADING_SHARE * len(pages))
+    return {k for k, n in counts.items() if n >= need}
+
+
+def _prose_runs(text: str) -> list[list[str]]:
+    """Runs of adjacent content words in the prose sentences of ``text``: broken by
+    punctuation and function words, so each run is a candidate phrase's home."""
+    runs: list[list[str]] = []
+    for unit in split_units(text):
+        if not is_summary_sentence(unit):
+            continue
+        sentence = unit.text
+        run: list[str] = []
+        last_end = -1
+        for m in _WORD.finditer(sentence):
+            word = m.group()
+            adjacent = last_end >= 0 and sentence[last_end : m.start()].isspace()
+            if not adjacent or word.lower() in _BREAK:
+                if run:
+                    runs.append(run)
+                run = []
+            if word.lower() not in _BREAK:
+                run.append(word)
+            last_end = m.end()
+        if run:
+            runs.append(run)
+    return runs
+
+
+def _verb_like(lowered_words: Sequence[list[str]]) -> frozenset[str]:
+    """Words that behave like verbs in this manual (``lowered_words``: each leaf's words,
+    lower-cased): often right after "to" or a modal, or right before an article. No
+    tagger: the manual's own usage decides."""
+    total: Counter[str] = Counter()
+    verbish: Counter[str] = Counter()
+    for words in lowered_words:
+        total.update(words)
+        for k, w in enumerate(words):
+            if (k > 0 and words[k - 1] in _BEFORE_VERB) or (k + 1 < len(words) and words[k + 1] in _BEFORE_OBJECT):
+                verbish[w] += 1
+    verbs = {w for w, n in verbish.items() if n >= 2 and n / total[w] >= _VERB_SHARE and not _CODE_LIKE.search(w)}
+    # "occurs", "remains": the -s form of a base that follows "to" and modals
+    verbs |= {w for w in total if w.endswith("s") and (w[:-1] in verbs or (w.endswith("es") and w[:-2] in verbs))}
+    return frozenset(verbs)
+
