@@ -103,8 +103,18 @@ def docs_snippets() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("page, snippet", docs_snippets())
-def test_docs_snippets_compile(page: str, snippet: str) -> None:
-    compile(snippet, page, "exec")
+def test_docs_snippets_run_against_the_demo_index(page: str, snippet: str, sample_index: Path, tmp_path: Path) -> None:
+    """A snippet about an index runs, as written, against a copy of the session's index
+    named as the demo names its own; one that needs an LLM endpoint is compiled only."""
+    code = compile(snippet, page, "exec")
+    if ".demo-index" not in snippet:
+        assert "OpenAIChatModel" in snippet or "LLMConfig" in snippet, f"{page}: a snippet that neither runs nor needs an LLM"
+        return
+    shutil.copytree(sample_index, tmp_path / ".demo-index")
+    result = run_script(snippet, tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() and "Traceback" not in result.stderr
+    assert code is not None
 
 
 def test_readme_question_is_answered_and_the_old_miss_is_recorded(sample_kb) -> None:  # type: ignore[no-untyped-def]
