@@ -221,25 +221,3 @@ def test_tree_model_scores_by_its_splits_and_refuses_malformed_trees() -> None:
     with pytest.raises(ValueError, match="malformed tree"):
         model_from_json(broken)
 
-
-def test_shown_scores_are_calibrated_relevance(sample_index: Path) -> None:
-    import dataclasses
-
-    from arborgraph.query.ranking import Calibration, load_model
-
-    shipped = load_model()
-    assert shipped is not None and shipped.calibration is not None, "the shipped ranker carries its calibration"
-    kb = arborgraph.open(sample_index)
-    real = kb.query("How long does a connection wait on a busy lock before SQLITE_BUSY?")
-    nonsense = kb.query("zorblat quintessence of flibbertigibbet marmalade " * 40)
-    for res in (real, nonsense):
-        scores = [c.score for c in res.contexts]
-        assert scores == sorted(scores, reverse=True) and all(0 < s < 1 for s in scores)
-        assert len(set(scores)) > 1 and scores[:3] != [1.0, 0.5, round(1 / 3, 6)]  # not reciprocal ranks
-        assert all("ranker: " in " ".join(c.trace) for c in res.contexts if c.kind == "chunk")  # explain keeps the raw
-    assert nonsense.contexts[0].score < real.contexts[0].score / 2
-    # the same model, uncalibrated: the reciprocal rank, as before
-    plain = kb.with_settings(ranker=dataclasses.replace(shipped, calibration=None)).query(real.question)
-    assert [c.score for c in plain.contexts[:3]] == [1.0, 0.5, round(1 / 3, 6)]
-    with pytest.raises(ValueError, match="grow with the model score"):
-        Calibration.from_json({"inputs": ["model_score", "query_best_cos", "query_best_idf_cover"], "coef": [-1, 0, 0]})
