@@ -51,6 +51,7 @@ def build(
     metadata: "Mapping[str, Mapping[str, Any]] | None" = None,
     progress: "ProgressCallback | None" = None,
     wait_for_lock: bool = False,
+    force: bool = False,
 ) -> "KnowledgeBase":
     """Build (or update) the index at ``index_dir`` from files, directories or globs.
 
@@ -61,6 +62,8 @@ def build(
     Builds of one index exclude each other: while another holds it, this raises
     ``arborgraph.index.store.IndexBusy`` at once, or with ``wait_for_lock=True`` waits for it
     (telling ``progress`` first, stage ``"waiting for another build"``).
+
+    When nothing changed since the live generation, none is written (``force``: one is).
     """
     from arborgraph.pipeline import build_index
     from arborgraph.kb import KnowledgeBase
@@ -70,7 +73,7 @@ def build(
         paths = [paths]
     build_index(
         list(paths), index_dir, config, metadata=metadata, progress=progress or no_progress,
-        wait_for_lock=wait_for_lock,
+        wait_for_lock=wait_for_lock, force=force,
     )
     return KnowledgeBase.open(index_dir)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,6 +49,7 @@ class _Commands(TyperGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
+            _check_environment()
             return super().invoke(ctx)
         except UserError as exc:
             raise fail(str(exc), EXIT_USER_ERROR) from None
@@ -59,6 +61,24 @@ class _Commands(TyperGroup):
             if ctx.invoked_subcommand != "build":
                 raise
             raise fail("interrupted; the previous index (if any) is unchanged", EXIT_INTERRUPTED) from None
+
+
+def _check_environment() -> None:
+    """Every command refuses a mistyped ``ARBORGRAPH_*`` variable (ConfigError: one line)."""
+    if any(name.startswith("ARBORGRAPH_") for name in os.environ):  # config loads only then
+        from arborgraph.config import check_environment
+
+        check_environment()
+
+
+def _environment_settings() -> dict[str, Any]:
+    """The query settings the ``ARBORGRAPH_*`` variables set (``ARBORGRAPH_RETRIEVAL__RANKER``...)."""
+    if not any(name.startswith("ARBORGRAPH_") for name in os.environ):
+        return {}
+    from arborgraph.config import check_environment
+    from arborgraph.query.settings import QuerySettings
+
+    return {k: v for k, v in check_environment().items() if k in QuerySettings.model_fields}
 
 
 def _llm_failure(command: str | None, exc: LLMError) -> str:
@@ -188,6 +208,9 @@ def _open(index: Path, settings: Any = None, *, graph_password: str | None = Non
     live_generation(index)  # a mistaken path fails before the query engine loads (seconds)
     import arborgraph
 
+    from_env = _environment_settings()
+    if from_env:
+        settings = {**from_env, **(settings or {})} if not hasattr(settings, "model_dump") else settings
     return arborgraph.open(index, settings, graph_password=graph_password, warm=False)
 
 
@@ -205,6 +228,8 @@ def build(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the build report as JSON")] = False,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="when another build is writing this index: wait for it, or (default) fail at once")] = False,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help="build even when the documents hold no text to index")] = False,
+    force: Annotated[bool, typer.Option("--force", help="write a new generation even when nothing changed")] = False,
 ) -> None:
     """Build or update an index from DOCS."""
     from arborgraph.index.index_dir import check_build_target
@@ -222,6 +247,8 @@ def build(
         overrides["executor"] = executor
     if contextual:
         overrides["contextual_prefixes"] = True
+    if allow_empty:
+        overrides["allow_empty"] = True
     if llm_model or embedding_model:
         overrides["llm"] = {
             k: v for k, v in (("model", llm_model), ("embedding_model", embedding_model)) if v
@@ -235,7 +262,7 @@ def build(
             else:
                 bar(stage, done, total)
 
-        report = build_index(docs, index, cfg, progress=progress, wait_for_lock=wait)
+        report = build_index(docs, index, cfg, progress=progress, wait_for_lock=wait, force=force)
         bar.report_timings(report.timings_s)
     if json_out:
         print(json.dumps(report.model_dump(mode="json"), indent=2))
@@ -244,6 +271,15 @@ def build(
 
 
 def _print_build_report(report: Any) -> None:
+    if report.unchanged:
+        say(
+            out, ("unchanged", "bold green"),
+            f" {report.index_dir} ({report.generation}): {report.documents} documents and the settings are as "
+            f"when it was built; no new generation ({report.timings_s.get('total', 0):.1f}s)",
+        )
+        for item in report.skipped:
+            say(out, f"  skipped {printable(item.path)}: {item.reason}")
+        return
     say(
         out, ("built", "bold green"),
         f" {report.index_dir} ({report.generation}): {report.documents} documents, "

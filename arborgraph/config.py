@@ -165,6 +165,7 @@ class Config(BaseModel):
     vectors: VectorIndexConfig = Field(default_factory=VectorIndexConfig)
     build_tree: bool = True
     build_graph: bool = True
+    allow_empty: bool = Field(False, description="build an index even when the documents hold no text to index (0 chunks)")
     tree_drift_threshold: float = Field(
         0.25, ge=0, le=1, description="share of changed leaves above which an update re-clusters the tree"
     )
@@ -231,6 +232,28 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
             node[path[-1]] = json.loads(value)
         except json.JSONDecodeError:
             node[path[-1]] = value
+    return data
+
+
+# set by ``arborgraph serve --workers`` for its worker processes: not a config variable
+INTERNAL_ENV = frozenset({"ARBORGRAPH_SERVE_SETTINGS"})
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``ARBORGRAPH_*`` variables as config values; ConfigError naming the first one
+    that is no setting (a typo) or holds an invalid value. Every command checks them,
+    whether or not it reads them."""
+    environ = os.environ if environ is None else environ
+    given = {k: v for k, v in environ.items() if k.startswith(ENV_PREFIX) and k not in INTERNAL_ENV}
+    data = _from_env(given)
+    try:
+        Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = ENV_PREFIX + "__".join(str(p).upper() for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise ConfigError(f"{name} is not an Arborgraph setting (a typo?); see docs/configuration.md") from None
+        raise ConfigError(f"{name}: {err['msg']}") from None
     return data
 
 

@@ -28,6 +28,7 @@ where ``/work/idx/NAME`` is an index built from ``corpora.py``'s folder of that 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -59,6 +60,7 @@ from arborgraph.query.ranking import (  # noqa: E402
     FLAT_FEATURES,
     MODEL_FILE,
     AnyRanker,
+    Calibration,
     RankerModel,
     TreeRankerModel,
     model_from_json,
@@ -212,6 +214,55 @@ def _flatten(root: dict) -> dict[str, np.ndarray]:
 
 
 LEARNERS = {"linear": train, "lambdarank": train_lgbm}
+
+
+def calibration_inputs(groups: list[Group], model: AnyRanker) -> tuple[np.ndarray, np.ndarray]:
+    """Each candidate's calibration inputs under ``model``, and whether it holds evidence."""
+    rows = [Calibration.inputs(model.score(g.matrix), g.matrix) for g in groups if len(g.labels)]
+    labels = [g.labels > 0 for g in groups if len(g.labels)]
+    return np.vstack(rows), np.concatenate(labels)
+
+
+FOREIGN_QUESTIONS = 40  # other manuals' questions asked of each manual: its out-of-scope questions
+
+
+def foreign_questions(questions: dict[str, list[Question]], manual: str, rng: np.random.Generator) -> list[Question]:
+    """Questions of the other manuals, asked of ``manual``: questions it cannot answer
+    (their evidence is elsewhere), so the calibration learns what a question out of
+    the manual's scope looks like — not only questions that have an answer."""
+    others = [q for n, qs in sorted(questions.items()) if n != manual for q in qs]
+    picked = rng.choice(len(others), size=min(FOREIGN_QUESTIONS, len(others)), replace=False)
+    return [others[i] for i in sorted(picked)]
+
+
+def fit_calibration(held_out: dict[str, tuple[list[Group], AnyRanker]]) -> Calibration:
+    """The logistic calibration of candidates scored by models that never saw their
+    manual (each manual's groups, its own questions and other manuals', with its
+    fold's model): what a user's manual gets."""
+    inputs, labels = zip(*(calibration_inputs(groups, model) for groups, model in held_out.values()))
+    fitted = LogisticRegression(C=C, max_iter=1000).fit(np.vstack(inputs), np.concatenate(labels))
+    return Calibration(fitted.coef_[0].astype(np.float64), float(fitted.intercept_[0]))
+
+
+def calibration_report(calibration: Calibration, scored: list[tuple[list[Group], AnyRanker]], bins: int = 10) -> dict:
+    """How well the probabilities match what holds evidence (``scored``: groups and the
+    model that scores them): the expected calibration error over ``bins`` equal-width
+    bins, the Brier score, and the bins themselves."""
+    parts = [calibration_inputs(groups, model) for groups, model in scored]
+    inputs, labels = np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    z = inputs @ calibration.coef + calibration.intercept
+    probs = 1.0 / (1.0 + np.exp(-z))
+    edges = np.minimum((probs * bins).astype(int), bins - 1)
+    table, ece = [], 0.0
+    for b in range(bins):
+        inside = edges == b
+        if inside.any():
+            mean_p, rate = float(probs[inside].mean()), float(labels[inside].mean())
+            ece += inside.mean() * abs(mean_p - rate)
+            table.append({"bin": f"{b / bins:.1f}-{(b + 1) / bins:.1f}", "n": int(inside.sum()),
+                          "mean_probability": round(mean_p, 4), "evidence_rate": round(rate, 4)})
+    return {"candidates": int(len(labels)), "evidence_rate": round(float(labels.mean()), 4),
+            "ece": round(ece, 4), "brier": round(float(np.mean((probs - labels) ** 2)), 4), "bins": table}
 
 
 def window_recall(order: list[str], texts: dict[str, str], evidence: list[str]) -> float:
@@ -386,6 +437,7 @@ def main() -> int:
     evidence = {q.id: [e.text for e in q.evidence] for n in train_names for q in questions[n]}
     folds: dict[str, dict[str, SystemReport]] = {}
     models: dict[str, dict] = {}
+    fold_full: dict[str, AnyRanker] = {}
     choices: dict[str, dict] = {}
     for held in train_names:
         if (args.only and held not in args.only) or args.score_only:
@@ -400,6 +452,7 @@ def main() -> int:
                          "held_out_proxy_recall": round(proxy(groups[held], full, texts[held], evidence), 4)}
         print(f"fold {held}: {choices[held]}", file=sys.stderr, flush=True)
         models[held] = {"full": full.to_json(), "hybrid_only": ablation.to_json()}
+        fold_full[held] = full
         folds[held] = score(kbs[held], questions[held], full, ablation)
         print(table(f"held out: {held}", folds[held]), file=sys.stderr, flush=True)
     pool = pooled(folds) if folds else {}
@@ -414,6 +467,35 @@ def main() -> int:
              else LEARNERS[final_learner](all_groups, FEATURES, tuple(train_names)))
     final_ablation = LEARNERS[final_learner]([g for g in all_groups if g.route == "lookup"], FLAT_FEATURES,
                                              tuple(train_names))
+    calibration, calibrated = None, {}
+    if fold_full and not args.score_only:
+        rng = np.random.default_rng(SEED)
+        foreign: dict[str, list[Group]] = {}
+        for n in fold_full:
+            cache = args.cache / f"{n}.foreign.npz" if args.cache else None
+            loaded = load_groups(cache) if cache and cache.exists() else None
+            if loaded is None:
+                loaded = collect(kbs[n], foreign_questions({m: questions[m] for m in train_names}, n, rng))
+                if cache:
+                    save_groups(cache, loaded)
+            foreign[n] = loaded
+        # fitted on every training manual's candidates (its own questions and other
+        # manuals'), each scored by the fold model that never saw that manual
+        calibration = fit_calibration({n: (groups[n] + foreign[n], m) for n, m in fold_full.items()})
+        calibrated["foreign_questions_top1"] = {
+            n: round(float(np.mean([calibration.probabilities(m.score(g.matrix), g.matrix).max()
+                                    for g in foreign[n] if len(g.labels)])), 4)
+            for n, m in fold_full.items()
+        }
+        calibrated["own_questions_top1"] = {
+            n: round(float(np.mean([calibration.probabilities(m.score(g.matrix), g.matrix).max()
+                                    for g in groups[n] if len(g.labels)])), 4)
+            for n, m in fold_full.items()
+        }
+        final = dataclasses.replace(final, calibration=calibration)
+        calibrated["held_out_folds"] = calibration_report(calibration, [(groups[n], m) for n, m in fold_full.items()])
+        for n in eval_names:  # never trained or fitted on
+            calibrated[n] = calibration_report(calibration, [(collect(kbs[n], questions[n]), final)])
     unseen = {}
     for n in eval_names:
         unseen[n] = score(kbs[n], questions[n], final, final_ablation)
@@ -443,6 +525,11 @@ def main() -> int:
         "per_question": {n: per_question(r) for n, r in {**folds, **unseen}.items()},
         "pooled": summary(pool),
         "eval_only": {n: summary(r, per_question=True) for n, r in unseen.items()},
+        "calibration": {
+            "inputs": "the model score, the question's best candidate cosine and best idf-weighted term cover",
+            "fitted_on": "the training manuals' candidates, each scored by the fold model that never saw its manual",
+            "reports": calibrated,
+        },
         "final_model": final.to_json(),
         "fold_models": models,
     }

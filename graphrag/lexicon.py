@@ -77,6 +77,13 @@ def _verb_table() -> dict[str, dict[str, tuple[str, ...]]]:
     return table
 
 
+def load() -> None:
+    """Read the lexicon's tables now (about a second; otherwise the first sentence that
+    needs them pays for it)."""
+    _lemma_table()
+    _verb_table()
+
+
 @lru_cache(maxsize=100_000)
 def _lemmas(word: str) -> dict[str, tuple[str, ...]]:
     return _lemma_table().get(word, {})

@@ -24,6 +24,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import igraph as ig
 import numpy as np
@@ -465,6 +466,7 @@ def _chunk_order(chunk_id: str) -> tuple[str, int, str]:
     return (doc, int(n), "") if n.isdigit() else (chunk_id, 0, chunk_id)
 
 
+@lru_cache(maxsize=100_000)  # headings repeat on every chunk of a section
 def _name_words(name: str) -> tuple[str, ...]:
     """A name's words as a heading would spell them: lower case, ``_``/``-`` and a
     trailing call ``()`` ignored, every word singular."""

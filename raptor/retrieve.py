@@ -36,7 +36,7 @@ def collapsed_search(
     used = 0
     for rank, nid in enumerate(ranked, start=1):
         node = tree.node(nid)
-        cost = count_tokens(node.text)
+        cost = cost_of(node)
         if used + cost > budget_tokens:
             continue
         used += cost
@@ -60,8 +60,12 @@ def traverse(
     neighbours: int = 3,
     neighbour_pool: int = 80,
     max_leaves: int | None = None,
+    node_tokens: Callable[[Node], int] | None = None,
 ) -> list[Context]:
     """Drill-down retrieval: an overview summary first, then leaf chunks.
+
+    A node's cost against ``budget_tokens`` is ``count_tokens(node.text)``, or
+    ``node_tokens(node)`` when given (e.g. a chunk's count stored at index time).
 
     Scoring: each node gets a within-level score in [0, 1] (cosine to ``query_vec``,
     fused by reciprocal rank with ``lexical_scores`` where given, then min-max scaled
@@ -136,13 +140,16 @@ def traverse(
             best_parent[nid] = parent
         return parent
 
+    def cost_of(node: Node) -> int:
+        return node_tokens(node) if node_tokens is not None else count_tokens(node.text)
+
     overview = _overview(tree, selected, path, overview_level)
     out: list[Context] = []
     used = 0
     if overview is not None:
         node = tree.node(overview)
-        cost = count_tokens(node.text)
-        first_leaf = count_tokens(tree.node(leaf_rank[0][2]).text) if leaf_rank else 0
+        cost = cost_of(node)
+        first_leaf = cost_of(tree.node(leaf_rank[0][2])) if leaf_rank else 0
         # the overview's trace runs through summaries only: best_parent has them all
         if cost + first_leaf <= budget_tokens:
             used = cost
@@ -152,7 +159,7 @@ def traverse(
         if max_leaves is not None and leaves_added >= max_leaves:
             break
         node = tree.node(nid)
-        cost = count_tokens(node.text)
+        cost = cost_of(node)
         if used + cost > budget_tokens:
             continue
         used += cost

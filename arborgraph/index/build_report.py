@@ -45,10 +45,12 @@ class BuildReport(BaseModel):
     embeddings_cached: int = 0
     embeddings_computed: int = 0
     lock_wait: str | None = None  # set when this build waited for another one to finish
+    unchanged: bool = False  # nothing changed since the live generation: no new one was written
     contradictions: list[Contradiction] = Field(default_factory=list)
     timings_s: dict[str, float] = Field(default_factory=dict)
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def stored(self) -> dict[str, Any]:
-        """The report as the manifest stores it: its timings are the manifest's own field."""
-        return self.model_dump(mode="json", exclude={"timings_s"})
+        """The report as the manifest stores it: its timings are the manifest's own field
+        (and a stored report is never of an unchanged rebuild: none writes a manifest)."""
+        return self.model_dump(mode="json", exclude={"timings_s", "unchanged"})

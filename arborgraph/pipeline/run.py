@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -20,13 +21,13 @@ from arborgraph.core.version import __version__
 from arborgraph.index import layout
 from arborgraph.index.build_report import BuildReport
 from arborgraph.config import Config
-from arborgraph.core.errors import BuildError, StorageError
+from arborgraph.core.errors import BuildError, NoUsableDocuments, StorageError
 from arborgraph.pipeline.executor import make_executor
 from arborgraph.pipeline.incremental import load_previous
 from arborgraph.index.manifest import BuildRecord, ModeRecord
 from arborgraph.pipeline.embed import try_load_embedder
 from arborgraph.pipeline.load import input_kilobytes
-from arborgraph.pipeline.stages import STAGES, BuildRun, EmbedderFactory, Stage
+from arborgraph.pipeline.stages import STAGES, BuildRun, EmbedderFactory, Stage, Unchanged
 from arborgraph.core.protocols import ProgressCallback, no_progress
 from arborgraph.index.index_dir import check_build_target, check_index_target  # noqa: F401 (re-exported)
 from arborgraph.index.store import BuildLock
@@ -45,6 +46,7 @@ def build_index(
     progress: ProgressCallback = no_progress,
     embedder_factory: EmbedderFactory = try_load_embedder,
     wait_for_lock: bool = False,
+    force: bool = False,
 ) -> BuildReport:
     """Build (or rebuild) the index at ``index_dir`` from ``inputs``.
 
@@ -59,6 +61,10 @@ def build_index(
     build holds it, this one raises :class:`arborgraph.index.store.IndexBusy` at once, or
     with ``wait_for_lock`` waits for it (reporting ``progress(LOCK_WAIT_STAGE, 0,
     None)`` first, the holder's pid in :attr:`BuildReport.lock_wait`).
+
+    When nothing changed since the live generation (documents, their metadata and the
+    config alike) no new generation is written: the report says ``unchanged`` and names
+    the live one; ``force`` writes a new one all the same (reusing all it can).
 
     Raises :class:`NoUsableDocuments` when nothing in ``inputs`` can be indexed; the
     previous index, if any, is left untouched in that case and on any other failure.
@@ -88,7 +94,7 @@ def build_index(
             metadata=GivenMetadata(metadata), progress=progress, embedder_factory=embedder_factory,
             previous=previous, executor=executor,
             report=BuildReport(index_dir=str(index_dir), lock_wait=waited[0] if waited else None),
-            created=created, created_now=created_now,
+            created=created, created_now=created_now, force=force,
         )
         return run_stages(run, STAGES, started=started)
     except (OSError, sqlite3.Error) as exc:
@@ -136,6 +142,10 @@ def run_stages(run: BuildRun, stages: Sequence[Stage], *, started: float) -> Bui
                 report.timings_s[stage.name] = round(time.perf_counter() - begun, 3)
         report.timings_s["total"] = round(time.perf_counter() - started, 3)
         commit(run)
+    except Unchanged as same:
+        fail(run, same)  # the new generation is dropped, the live one stays
+        report.unchanged, report.generation = True, str(same)
+        report.timings_s["total"] = round(time.perf_counter() - started, 3)
     except BaseException as exc:
         fail(run, exc)
         raise
@@ -195,7 +205,15 @@ def fail(run: BuildRun, exc: BaseException) -> None:
     run.executor.close()
     if run.warmup is not None and run.warmup.poll() is None:
         run.warmup.kill()
-    if prepared is not None:
+    if isinstance(exc, NoUsableDocuments) and run.created_now:
+        shutil.rmtree(run.created, ignore_errors=True)  # a first build that found nothing leaves nothing behind
+        return
+    if prepared is not None and isinstance(exc, Unchanged):
+        prepared.status.state = "done"
+        for doc in run.loaded.docs:
+            prepared.status.documents[doc.doc_id].status = "done"
+        prepared.status.save(run.index_dir)
+    elif prepared is not None:
         status = prepared.status
         status.state = "failed"
         for record in status.documents.values():

@@ -35,7 +35,7 @@ from arborgraph.llm.factory import Provider, ProviderMissing, open_provider
 from arborgraph.pipeline.embed import Embedded, build_lexical, contextual_prefixes, embed_texts
 from arborgraph.pipeline.load import Loaded, chunk_remaining, load_documents
 from arborgraph.pipeline.scopes import Reuse, Scopes, scope_records
-from arborgraph.pipeline.tables import write_tables
+from arborgraph.pipeline.tables import documents_table, write_tables
 from arborgraph.core.protocols import ProgressCallback
 from arborgraph.index.store import BuildLock, GenerationWriter
 from arborgraph.pipeline.structures import run_graph_stage, run_tree_stage
@@ -100,6 +100,7 @@ class BuildRun:
     # what the build made before it knew whether there is anything to index
     created: Path
     created_now: bool
+    force: bool = False  # a new generation even when nothing changed
     routes: list[str] = field(default_factory=lambda: ["lookup"])
     warmup: subprocess.Popen[bytes] | None = None
     prepared: Prepared | None = None  # None until stage ``prepare`` (a failure before leaves no generation)
@@ -206,21 +207,34 @@ def run_chunk(b: BuildRun) -> None:
     docs = b.loaded.docs
     count_tokens = load_token_counter()
     chunks = chunk_remaining(docs, b.loaded.chunks, b.config, count_tokens, b.progress)
+    if not chunks and not b.config.allow_empty:
+        raise NoUsableDocuments(
+            f"the {len(docs)} usable document(s) hold no text to index (0 chunks: headings or markup only?); "
+            "pass --allow-empty to build an empty index anyway"
+        )
     for doc in docs:
         status.documents[doc.doc_id].status = "processing"
     status.save(b.index_dir)
     b.chunked = Chunked(chunks=chunks, count_tokens=count_tokens, texts=[])
 
 
+class Unchanged(Exception):
+    """Nothing changed since the live generation: documents, metadata and config alike."""
+
+
 def run_documents(b: BuildRun) -> None:
-    """Count what was loaded and chunked, and start the UMAP warm-up beside what follows."""
+    """Count what was loaded and chunked, stop when nothing changed since the live index
+    (:class:`Unchanged`), and start the UMAP warm-up beside what follows."""
     docs, chunks = b.loaded.docs, b.chunked.chunks
     b.report.documents, b.report.chunks = len(docs), len(chunks)
+    changes = document_changes(docs, b.previous, b.loaded.reused)
+    b.report.stages["documents"] = {**changes, "parsed": b.parsed.misses, "parses_reused": b.parsed.hits}
+    if not b.force and b.previous is not None and not (changes["added"] or changes["changed"] or changes["removed"]):
+        previous = b.previous.generation
+        same_config = previous.manifest.get("config") == b.config.to_manifest()
+        if same_config and previous.table(S.DOCUMENTS).equals(documents_table(docs)):
+            raise Unchanged(previous.name)
     b.warmup = start_umap_warmup(b.config, len(chunks), fresh=b.previous is None)
-    b.report.stages["documents"] = {
-        **document_changes(docs, b.previous, b.loaded.reused),
-        "parsed": b.parsed.misses, "parses_reused": b.parsed.hits,
-    }
 
 
 def run_contradictions(b: BuildRun) -> None:

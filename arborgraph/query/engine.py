@@ -63,6 +63,23 @@ MASKS_KEPT = 64
 TOKEN_COUNTS_KEPT = 50_000
 
 
+def relevance_scores(contexts: list[Context]) -> list[float] | None:
+    """The scores to show: each passage's calibrated relevance (the probability that it
+    holds the evidence, from the ranking stage), a structure's own context (overview,
+    chain, report) that of the best passage, never increasing down the list; None (the
+    reciprocal rank) when no context was scored by a calibrated ranking stage."""
+    given = [c.extra.get("relevance") for c in contexts]
+    known = [r for r in given if r is not None]
+    if not known:
+        return None
+    best = max(known)
+    out: list[float] = []
+    for value in given:
+        value = best if value is None else value
+        out.append(min(value, out[-1]) if out else value)
+    return out
+
+
 class _Default:
     """The ranker the settings name (``retrieval.ranker`` / ``ranker_model``)."""
 
@@ -136,7 +153,10 @@ class QueryEngine:
                 for scope in self.index.scopes:
                     ranking.parent_rows(scope)
         if {"graph", "global"} & set(self.index.routes):
+            from graphrag import lexicon
             from graphrag.search_index import mention_index, report_index
+
+            lexicon.load()  # relation chains are phrased with it
 
             for scope in self.index.scopes:
                 kg = scope.graph
@@ -268,7 +288,7 @@ class QueryEngine:
         if include_stale:
             flag_stale(found.contexts, self.index.store.stale_docs(when), self._doc_of_chunk)
         kept, cut = assemble(found.contexts, s.budget_tokens, s.top_k, self.tokens)
-        final_scores(kept)
+        final_scores(kept, relevance_scores(kept))
         text = None
         if answer:
             from arborgraph.query.answer import generate_answer

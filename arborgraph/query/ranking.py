@@ -241,6 +241,56 @@ def _model_features(data: Mapping[str, object], expected_format: str) -> tuple[s
     return features
 
 
+# what the relevance of a candidate is read from: its model score, and how well the
+# question is met anywhere (the best cosine and the best idf-weighted term cover among
+# its candidates), so that a question the manual cannot answer scores low throughout
+CALIBRATION_INPUTS: tuple[str, ...] = ("model_score", "query_best_cos", "query_best_idf_cover")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The probability that a candidate chunk holds the question's evidence: a logistic
+    function of :data:`CALIBRATION_INPUTS`, fitted on the training manuals' candidates
+    with each scored by a model that never saw that manual (``benchmarks/train_ranker.py``).
+
+    Within one question it grows with the model score, so it keeps the ranking's order;
+    across questions it is comparable."""
+
+    coef: np.ndarray
+    intercept: float
+
+    @staticmethod
+    def inputs(scores: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+        """The calibration inputs of each candidate (one question's candidates)."""
+        n = len(scores)
+        cos = matrix[:, FEATURES.index("dense_cos")] if n else np.zeros(0)
+        cover = matrix[:, FEATURES.index("idf_cover")] if n else np.zeros(0)
+        return np.column_stack([
+            np.asarray(scores, dtype=np.float64),
+            np.full(n, float(cos.max()) if n else 0.0),
+            np.full(n, float(cover.max()) if n else 0.0),
+        ])
+
+    def probabilities(self, scores: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+        z = self.inputs(scores, matrix) @ self.coef + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def to_json(self) -> dict[str, object]:
+        return {"inputs": list(CALIBRATION_INPUTS), "coef": [round(float(v), 8) for v in self.coef],
+                "intercept": round(float(self.intercept), 8)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object] | None) -> "Calibration | None":
+        if data is None:
+            return None
+        if list(data.get("inputs", ())) != list(CALIBRATION_INPUTS):  # type: ignore[call-overload]
+            raise ValueError(f"ranker calibration needs inputs {list(CALIBRATION_INPUTS)}")
+        coef = np.asarray(data["coef"], dtype=np.float64)
+        if coef.shape != (len(CALIBRATION_INPUTS),) or coef[0] <= 0:
+            raise ValueError("ranker calibration must grow with the model score")
+        return cls(coef, float(data.get("intercept", 0.0)))  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class RankerModel:
     """A linear scorer over standardised features: ``((x - mean) / scale) @ coef``.
@@ -255,6 +305,7 @@ class RankerModel:
     coef: np.ndarray
     intercept: float = 0.0
     trained_on: tuple[str, ...] = ()
+    calibration: Calibration | None = None
 
     def score(self, matrix: np.ndarray) -> np.ndarray:
         cols = [FEATURES.index(f) for f in self.features]
@@ -262,7 +313,7 @@ class RankerModel:
         return x @ self.coef + self.intercept
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "format": MODEL_FORMAT,
             "features": list(self.features),
             "mean": [round(float(v), 8) for v in self.mean],
@@ -271,6 +322,9 @@ class RankerModel:
             "intercept": round(float(self.intercept), 8),
             "trained_on": list(self.trained_on),
         }
+        if self.calibration is not None:
+            out["calibration"] = self.calibration.to_json()
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> "RankerModel":
@@ -279,7 +333,8 @@ class RankerModel:
         if any(a.shape != (len(features),) for a in arrays) or np.any(arrays[1] <= 0):
             raise ValueError("ranker model's mean, scale and coef must match its features")
         return cls(features, *arrays, intercept=float(data.get("intercept", 0.0)),  # type: ignore[arg-type]
-                   trained_on=tuple(data.get("trained_on", ())))  # type: ignore[arg-type]
+                   trained_on=tuple(data.get("trained_on", ())),  # type: ignore[arg-type]
+                   calibration=Calibration.from_json(data.get("calibration")))  # type: ignore[arg-type]
 
     @classmethod
     def load(cls, path: Path) -> "RankerModel":
@@ -301,6 +356,7 @@ class TreeRankerModel:
     features: tuple[str, ...]
     trees: tuple[dict[str, np.ndarray], ...]
     trained_on: tuple[str, ...] = ()
+    calibration: Calibration | None = None
 
     def score(self, matrix: np.ndarray) -> np.ndarray:
         x = matrix[:, [FEATURES.index(f) for f in self.features]]
@@ -335,6 +391,7 @@ class TreeRankerModel:
                 for tree in self.trees
             ],
             "trained_on": list(self.trained_on),
+            **({"calibration": self.calibration.to_json()} if self.calibration is not None else {}),
         }
 
     @classmethod
@@ -359,7 +416,8 @@ class TreeRankerModel:
             ):
                 raise ValueError("ranker model has a malformed tree")
             trees.append(tree)
-        return cls(features, tuple(trees), trained_on=tuple(data.get("trained_on", ())))  # type: ignore[arg-type]
+        return cls(features, tuple(trees), trained_on=tuple(data.get("trained_on", ())),  # type: ignore[arg-type]
+                   calibration=Calibration.from_json(data.get("calibration")))  # type: ignore[arg-type]
 
 
 AnyRanker = RankerModel | TreeRankerModel

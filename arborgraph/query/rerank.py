@@ -243,15 +243,21 @@ def rerank(
     source: RankingIndex, model: AnyRanker, q: RetrievalQuery, reached: Retrieval, cfg: RetrievalConfig
 ) -> list[Context]:
     """The candidates as chunk contexts, best first by ``model``; each trace says the
-    ranker's score and the features that raised it most."""
+    ranker's score and the features that raised it most, and (when the model is
+    calibrated) ``extra["relevance"]`` the probability that it holds the evidence."""
     rows, matrix = candidates(source, q, reached, cfg)
     earlier = {c.node_id: c for c in [*q.hits.contexts, *route_chunks(reached)] if c.kind == "chunk"}
     position = {r: i for i, r in enumerate(rows)}
     # only these can be returned (a route hands at most its pool on): the others' traces
     # say their score without working out why
     explained = max(q.pool, q.top_k)
+    ranked = rank(rows, matrix, model)
+    relevance = (
+        dict(zip(rows, model.calibration.probabilities(model.score(matrix), matrix).tolist()))
+        if model.calibration is not None and rows else {}
+    )
     out = []
-    for place, (row, score) in enumerate(rank(rows, matrix, model)):
+    for place, (row, score) in enumerate(ranked):
         chunk_id = source.store.chunk_ids[row]
         if place < explained:
             why = ", ".join(explain_features(model, matrix[position[row]])) or "no feature above average"
@@ -260,5 +266,8 @@ def rerank(
             trace = [f"ranker: {score:+.3f}"]
         if chunk_id in earlier:
             trace += earlier[chunk_id].trace
-        out.append(source.store.context(row, score=round(score, 6), trace=trace))
+        context = source.store.context(row, score=round(score, 6), trace=trace)
+        if row in relevance:
+            context.extra = {"relevance": round(relevance[row], 6)}
+        out.append(context)
     return out

@@ -123,6 +123,10 @@ class TreeRetriever:
     count_tokens: Callable[[str], int]
     route: str = "tree"
 
+    @property
+    def _node_tokens(self) -> Callable[[Any], int]:
+        return stored_tokens(self.index.store, self.count_tokens)
+
     def retrieve(self, query: RetrievalQuery) -> Retrieval:
         from raptor import collapsed_search, traverse
 
@@ -137,13 +141,25 @@ class TreeRetriever:
                 beam = {"beam": self.settings.beam} if self.settings.beam else {}
                 found = traverse(
                     scope.tree, query.query_vector, scope.tree.vectors, lexical_scores=lexical,
-                    budget_tokens=WALK_BUDGET_TOKENS, count_tokens=self.count_tokens, max_leaves=max_leaves, **beam,
+                    budget_tokens=WALK_BUDGET_TOKENS, count_tokens=self.count_tokens, max_leaves=max_leaves,
+                    node_tokens=self._node_tokens, **beam,
                 )
             else:
                 found = collapsed_search(scope.tree, lexical, WALK_BUDGET_TOKENS, self.count_tokens)
             # stale (or otherwise hidden) sources: derived nodes drawing on them go too
             lists.append([c for c in found if all(visible(cid) for cid in c.provenance)])
         return _merged(self.route, lists, "the walk reached no readable node")
+
+
+def stored_tokens(store: ChunkStore, count_tokens: Callable[[str], int]) -> Callable[[Any], int]:
+    """A tree node's tokens: a leaf's as its chunk's count stored at index time (the
+    walk weighs hundreds of leaves), a summary's counted."""
+
+    def tokens(node: Any) -> int:
+        row = store.row_of.get(node.node_id) if node.level == 0 else None
+        return store.n_tokens[row] if row is not None else count_tokens(node.text)
+
+    return tokens
 
 
 class GraphServers(Protocol):

@@ -20,6 +20,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from arborgraph.core.questions import MAX_QUESTION_CHARS
+
 SETTINGS_ENV = "ARBORGRAPH_SERVE_SETTINGS"  # hands the settings to --workers processes
 SERVE_EXTRA_HINT = "the server needs the 'serve' extra: pip install 'arborgraph[serve]'"
 
@@ -93,7 +95,7 @@ def serve(
     keys: Annotated[Optional[Path], typer.Option("--keys", help="keys file (arborgraph keys add)")] = None,
     require_key: Annotated[bool, typer.Option("--require-key", help="401 for requests without a key")] = False,
     workers: Annotated[int, typer.Option(min=1, help="worker processes (each holds the index)")] = 1,
-    max_question_chars: Annotated[int, typer.Option(min=1)] = 4000,
+    max_question_chars: Annotated[int, typer.Option(min=1, max=MAX_QUESTION_CHARS, help="a lower question-length limit than everywhere else's")] = MAX_QUESTION_CHARS,
     max_batch: Annotated[int, typer.Option(min=1, help="questions per /v1/query/batch request")] = 64,
     max_body_bytes: Annotated[int, typer.Option(min=256)] = 1 << 20,
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds a request may take")] = 30.0,

@@ -14,6 +14,7 @@ from typing import TypeVar
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arborgraph.core.cancel import cancellable
+from arborgraph.core.questions import MAX_QUESTION_CHARS
 from arborgraph.core.errors import Cancelled
 from arborgraph.service.problems import PROBLEM_TYPE, problem_body
 
@@ -27,7 +28,7 @@ class ServeSettings:
     port: int = 8765
     keys_file: Path | None = None
     require_key: bool = False
-    max_question_chars: int = 4000
+    max_question_chars: int = MAX_QUESTION_CHARS
     max_batch: int = 64
     max_body_bytes: int = 1 << 20
     request_timeout_s: float = 30.0

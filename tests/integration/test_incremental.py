@@ -61,8 +61,11 @@ def test_unchanged_rebuild_reuses_everything(tmp_path: Path, sample_slice: Path)
     docs.mkdir()
     for name in ("wal.md", "lockingv3.md", "c3ref_busy_timeout.md"):
         shutil.copy(sample_slice / name, docs / name)
-    build_index([docs], tmp_path / "idx")
-    again = build_index([docs], tmp_path / "idx")
+    first = build_index([docs], tmp_path / "idx")
+    same = build_index([docs], tmp_path / "idx")
+    assert same.unchanged and same.generation == first.generation  # nothing to do: no new generation
+    again = build_index([docs], tmp_path / "idx", force=True)
+    assert not again.unchanged and again.generation > first.generation
     assert again.embeddings_computed == 0
     assert again.stages["tree"]["reused"] == 1 and again.stages["graph"]["reused"] == 1
     assert again.stages["documents"]["unchanged"] == 3

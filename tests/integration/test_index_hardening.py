@@ -106,7 +106,7 @@ def test_a_second_build_fails_at_once_or_waits_for_the_first(index: Path, docs: 
     assert live(index) == before
 
     # --wait queues behind it, saying so, and builds once the first is done
-    waiting = start_cli("build", str(docs), "--index", str(index), "-q", "--no-tree", "--no-graph", "--wait")
+    waiting = start_cli("build", str(docs), "--index", str(index), "-q", "--no-tree", "--no-graph", "--wait", "--force")
     assert waiting.stderr is not None
     assert LOCK_WAIT_STAGE in waiting.stderr.readline()
     assert waiting.poll() is None  # still waiting
@@ -124,7 +124,7 @@ def test_a_second_build_fails_at_once_or_waits_for_the_first(index: Path, docs: 
         if stage == LOCK_WAIT_STAGE:
             running.release()  # the other build finishes
 
-    report = build_index([docs], index, LOOKUP_ONLY, progress=progress, wait_for_lock=True)
+    report = build_index([docs], index, LOOKUP_ONLY, progress=progress, wait_for_lock=True, force=True)
     assert stages[0] == LOCK_WAIT_STAGE and f"pid {os.getpid()}" in (report.lock_wait or "")
     assert report.generation > after and live(index) == report.generation
 
@@ -154,11 +154,11 @@ def test_generation_numbers_are_never_reused(index: Path, docs: Path) -> None:
     abandoned = writer.path.name
     del writer
     shutil.rmtree(index / abandoned)
-    report = build_index([docs], index, LOOKUP_ONLY)
+    report = build_index([docs], index, LOOKUP_ONLY, force=True)
     assert report.generation not in (first, abandoned)
     assert report.generation > abandoned
     # pruning removes old generations; their numbers stay used
-    names = [build_index([docs], index, LOOKUP_ONLY).generation for _ in range(3)]
+    names = [build_index([docs], index, LOOKUP_ONLY, force=True).generation for _ in range(3)]
     assert len({first, abandoned, report.generation, *names}) == 6
     assert sorted(p.name for p in index.glob("gen-*")) == names[-2:]
 
@@ -174,7 +174,7 @@ def test_an_open_knowledge_base_survives_rebuilds(sample_slice: Path, tmp_path: 
     assert opened == live(index) and opened.startswith("gen-")
     assert kb.query("What is a checkpoint?", route="lookup").contexts
     for _ in range(2):  # rebuilds that drop the tree and graph: nothing of them is left live
-        build_index([docs], index, LOOKUP_ONLY)
+        build_index([docs], index, LOOKUP_ONLY, force=True)
     assert live(index) != opened
     for route in ("tree", "graph", "global", "auto"):
         res = kb.query("How does a checkpoint move WAL content into the database?", route=route)
@@ -187,7 +187,7 @@ def test_an_open_knowledge_base_survives_rebuilds(sample_slice: Path, tmp_path: 
     assert kb.query("What is a checkpoint?", route="tree").contexts  # the old one still works
     kb.close()
     with newest:
-        build_index([docs], index, LOOKUP_ONLY)  # now prunes the closed one
+        build_index([docs], index, LOOKUP_ONLY, force=True)  # now prunes the closed one
         assert not (index / opened).exists()
         assert newest.query("What is a checkpoint?", route="lookup").contexts
     assert newest.closed
@@ -343,7 +343,7 @@ def test_damaged_caches_are_moved_aside_and_rebuilt(index: Path, docs: Path, sam
             data = (cache / name).read_bytes()
             damaged = random.Random(10).randbytes(len(data)) if how == "random" else data[: len(data) // 2]
             (cache / name).write_bytes(damaged)
-        report = build_index([more] if attempt else [docs], index, LOOKUP_ONLY)
+        report = build_index([more] if attempt else [docs], index, LOOKUP_ONLY, force=True)
         for name, _ in damages:
             assert any(f"cache {name} was damaged" in w for w in report.warnings), report.warnings
             assert list(cache.glob(f"{name}.corrupt-*")), name

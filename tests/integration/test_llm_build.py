@@ -99,7 +99,8 @@ def test_llm_build_is_accounted_cached_and_labelled(tmp_path: Path, docs: Path, 
     assert llm_server.count() == before
     assert from_cache.stages["llm"]["llm_calls"] == 0
     assert from_cache.stages["llm"]["llm_cache_hits"] == usage["llm_calls"]
-    in_place = build_index([docs], tmp_path / "idx", cfg)
+    assert build_index([docs], tmp_path / "idx", cfg).unchanged  # nothing to do, nothing asked
+    in_place = build_index([docs], tmp_path / "idx", cfg, force=True)
     assert llm_server.count() == before
     assert in_place.stages["tree"]["reused"] == 1 and in_place.stages["graph"]["reused"] == 1
 

@@ -220,3 +220,4 @@ def test_tree_model_scores_by_its_splits_and_refuses_malformed_trees() -> None:
     broken["trees"][0]["left"] = [5]  # a child that is neither a node nor a leaf
     with pytest.raises(ValueError, match="malformed tree"):
         model_from_json(broken)
+

@@ -471,6 +471,53 @@ def test_isolation_over_mcp_http(server: Server, tenant_index: Path, keys: dict[
     assert status == 401 and b"unknown or revoked key" in data
 
 
+async def _agent_walk(session: ClientSession) -> dict[str, Any]:
+    """What an agent does: search, then follow each kind of id to the tool that takes it."""
+    await session.initialize()
+
+    async def call(tool: str, **args: Any) -> Any:
+        result = await session.call_tool(tool, args)
+        assert not result.is_error, (tool, args, result.content)
+        text = result.content[0].text
+        return len(text), json.loads(text)
+
+    seen: dict[str, Any] = {}
+    seen["search_chars"], found = await call("search", question="How does a checkpoint move WAL frames into the database?")
+    context = next(c for c in found["contexts"] if c["kind"] == "chunk")
+    seen["search"], seen["cited"] = found, context["id"]
+    _, seen["document"] = await call("read_document", doc_id=context["source"], chunk_id=context["id"])
+    _, outline = await call("tree_outline", depth=1)
+    _, seen["node"] = await call("tree_node", node_id=outline["root"])
+    _, listed = await call("list_communities")
+    _, seen["community"] = await call("community_report", community_id=listed["communities"][0]["id"])
+    _, entities = await call("find_entities", text="checkpoint")
+    _, seen["neighbours"] = await call("entity_neighbours", name=entities["entities"][0]["name"])
+    seen["tools"] = {t.name: t.description for t in (await session.list_tools()).tools}
+    return seen
+
+
+def test_an_agent_finds_every_id_it_needs_in_compact_results(tenant_index: Path) -> None:
+    async def walk() -> dict[str, Any]:
+        args = ["-m", "arborgraph.cli", "mcp", "--index", str(tenant_index)]
+        params = StdioServerParameters(command=sys.executable, args=args, env=cli_env(), cwd=str(ROOT))
+        with open(os.devnull, "w") as quiet:
+            async with stdio_client(params, errlog=quiet) as (read, write):
+                async with ClientSession(read, write) as session:
+                    return await _agent_walk(session)
+
+    seen = anyio.run(walk)
+    assert seen["search_chars"] <= 8000  # a default search, compact
+    found = seen["search"]
+    assert found["route"] and found["reason"] and len(found["contexts"]) >= 3
+    assert set(found["contexts"][0]) == {"n", "source", "section", "kind", "id", "score", "text"}
+    scores = [c["score"] for c in found["contexts"]]
+    assert scores == sorted(scores, reverse=True)
+    assert seen["document"]["passages"][0]["chunk_id"] == seen["cited"]
+    assert seen["node"]["children"] and seen["community"]["members"] and seen["neighbours"]["neighbours"]
+    for tool in ("tree_node", "community_report", "entity_neighbours", "read_document"):
+        assert any(source in seen["tools"][tool] for source in ("tree_outline", "list_communities", "find_entities", "search")), tool
+
+
 def test_isolation_over_mcp_stdio(tenant_index: Path) -> None:
     calls = _mcp_calls(_secret_targets(tenant_index))
     calls.append(("search", {"question": "Marlin encryption passphrase", "route": "lookup"}))
