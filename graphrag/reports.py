@@ -155,8 +155,9 @@ class ExtractiveReportWriter:
             sentences.append(lead)
         n_members = len(context.community.members)
         listed = _join([_with_type(e) for e in central])
-        if n_members > len(central):
-            sentences.append(f"The most connected of its {n_members} entities are {listed}.")
+        if central and n_members > len(central):
+            verb = "is" if len(central) == 1 else "are"
+            sentences.append(f"The most connected of its {n_members} entities {verb} {listed}.")
         elif central:
             sentences.append(f"Its {n_members} entities are {listed}.")
         told = _told_relations(context, self.n_relations)

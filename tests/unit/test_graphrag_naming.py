@@ -77,3 +77,16 @@ def test_report_is_a_paragraph_whose_counts_add_up() -> None:
     assert "WAL requires checkpoint." in wal.summary
     assert wal.summary.endswith("To read: Write-Ahead Logging.")
     assert not wal.summary.startswith(wal.title)
+
+
+def test_a_report_never_lists_no_entity_and_agrees_in_number() -> None:
+    from graphrag.model import Community, Entity
+    from graphrag.reports import CommunityContext, ExtractiveReportWriter
+
+    codes = [(Entity(id=f"e{i}", name=name, type="identifier"), 1.0) for i, name in enumerate(["tbl1", "T332", "pub3b"])]
+    only_codes = CommunityContext(community=Community(id=1, level=0, members=["e0", "e1", "e2"]), entities=codes, relations=[])
+    summary = ExtractiveReportWriter().write(only_codes).summary
+    assert "entities are ." not in summary and "entities are" not in summary
+    one = [(Entity(id="w", name="write-ahead log", type="term"), 2.0), *codes[:2]]
+    mixed = CommunityContext(community=Community(id=2, level=0, members=["w", "e0", "e1"]), entities=one, relations=[])
+    assert "The most connected of its 3 entities is write-ahead log" in ExtractiveReportWriter().write(mixed).summary
