@@ -18,7 +18,7 @@ from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import Config
 from arborgraph.query.dense import DenseIndex
 from arborgraph.models.embedding import load_embedder
-from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.errors import EmbedderMismatch, EmbedderUnavailable
 from arborgraph.core.protocols import Embedder
 from arborgraph.core.lexical import LexicalIndex
 from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale
@@ -117,8 +117,9 @@ class KnowledgeBase:
 
         ``embedder`` embeds queries instead of the model named in the index's config (e.g.
         one the caller plugged into ``build_index(embedder_factory=...)``); its ``name``
-        must equal the one the index was built with, else queries fall back to lexical
-        retrieval and say why, as with any other model mismatch.
+        must equal the one the index was built with, else queries are refused
+        (:class:`EmbedderMismatch`), as with any other embedder that differs from the
+        index's: rebuilding the index embeds it again.
         """
         index_dir = Path(index_dir)
         generation = open_generation(index_dir, pin=True, shape=Manifest)
@@ -162,7 +163,11 @@ class KnowledgeBase:
         return load_token_counter()
 
     def embed_query(self, text: str) -> np.ndarray | None:
-        """The query vector, or None when the index (or this machine) has no model."""
+        """The query vector, or None when the index (or this machine) has no model.
+
+        Raises :class:`EmbedderMismatch` when the model that loads is not the one the
+        index was embedded with: its vectors would not be comparable with the index's.
+        """
         if self.mode.embedding is None or self._embedder_error is not None:
             return None
         if self._embedder is None:
@@ -171,13 +176,12 @@ class KnowledgeBase:
             except (EmbedderUnavailable, ImportError, ValueError) as exc:
                 self._embedder_error = str(exc)
                 return None
-            if self._embedder.name != self.mode.embedding:
-                self._embedder_error = (
-                    f"index was embedded with {self.mode.embedding}, this machine loads "
-                    f"{self._embedder.name}"
-                )
-                self._embedder = None
-                return None
+        if self._embedder.name != self.mode.embedding:
+            raise EmbedderMismatch(
+                f"{self.index_dir}: the index was embedded with {self.mode.embedding}, but this "
+                f"Arborgraph embeds questions with {self._embedder.name}; rebuild the index "
+                f"(arborgraph build DOCUMENTS --index {self.index_dir}) to embed it again"
+            )
         return self._embedder.encode([text])[0]
 
     def _load_query_embedder(self) -> Embedder:
