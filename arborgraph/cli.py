@@ -292,6 +292,11 @@ def _print_build_report(report: Any) -> None:
     )
     if report.embedding_fallback:
         say(out, ("lexical fallback: ", "yellow"), report.embedding_fallback)
+    if report.embedding_replaced:
+        say(
+            out, ("re-embedded: ", "yellow"),
+            f"the index was embedded with {report.embedding_replaced}; every chunk was embedded again",
+        )
     for name, stats in report.stages.items():
         say(out, f"{name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
     timings = ", ".join(f"{k} {v:.1f}s" for k, v in report.timings_s.items() if k != "total")

@@ -77,8 +77,8 @@ class KnowledgeBase:
         ``settings`` are the query settings (a :class:`QuerySettings`, or changes to the
         index's own as a mapping: ``{"top_k": 5, "retrieval": {"ranker": False}}``).
         ``embedder`` embeds queries instead of the model named in the index's config; its
-        ``name`` must equal the one the index was built with, else queries fall back to
-        lexical retrieval and say why. ``graph_password`` is the graph server's password
+        ``name`` must equal the one the index was built with, else queries are refused
+        (:class:`arborgraph.core.errors.EmbedderMismatch`): rebuilding embeds it again. ``graph_password`` is the graph server's password
         when the settings name one (``graph_backend``). ``warm`` loads now what every
         route needs (the query embedder, trees, graphs), so no question pays for it.
         """

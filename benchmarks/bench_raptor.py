@@ -134,8 +134,8 @@ def bench_build(
 
     leaves, vectors = load_index(gen, limit)
     manifest = json.loads((gen / "manifest.json").read_text())
-    onnx = "onnx-int8" in (manifest["mode"].get("embedding") or "")
-    embedder = load_embedder(EmbeddingConfig(backend="onnx-int8" if onnx else "sentence-transformers"))
+    onnx = "/onnx" in (manifest["mode"].get("embedding") or "")
+    embedder = load_embedder(EmbeddingConfig(backend="onnx" if onnx else "sentence-transformers"))
     count = load_token_counter()
     # imported before the first build, so that no build pays it (a tree stage pays it once)
     import sklearn.mixture  # noqa: F401
@@ -246,8 +246,8 @@ def bench_update(gen: Path, page: str | None, compare_build: bool) -> dict[str, 
     if [n.node_id for n in previous.leaves()] != [leaf.chunk_id for leaf in leaves]:
         raise SystemExit("the saved tree's leaves are not the generation's chunks")
     manifest = json.loads((gen / "manifest.json").read_text())
-    onnx = "onnx-int8" in (manifest["mode"].get("embedding") or "")
-    embedder = load_embedder(EmbeddingConfig(backend="onnx-int8" if onnx else "sentence-transformers"))
+    onnx = "/onnx" in (manifest["mode"].get("embedding") or "")
+    embedder = load_embedder(EmbeddingConfig(backend="onnx" if onnx else "sentence-transformers"))
     count = load_token_counter()
     config = RaptorConfig.model_validate(manifest.get("config", {}).get("tree", {}))
     docs = [leaf.doc_id for leaf in leaves]

@@ -12,5 +12,6 @@ so): ``ingest/`` builds on this package alone, ``raptor/`` and ``graphrag/`` on 
 - ``concurrency``: ordered thread maps for model calls, ``naming_item``
 - ``processes``: worker processes (``worker_context``) and ``available_cores``
 - ``model_files``: the shipped ONNX model and the checks of a model directory
+- ``embedding_identity``: ``EmbeddingIdentity``, what exactly made an index's vectors
 - ``cards``: the HTML cards of records in notebooks
 """

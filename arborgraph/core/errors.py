@@ -36,6 +36,12 @@ class QueryError(UserError, ValueError):
     """A query the index cannot answer as asked (e.g. a route it has not built)."""
 
 
+class EmbedderMismatch(QueryError):
+    """An index whose vectors came from another embedder than the one that would embed the
+    question (another model, model file or pipeline): comparing the two would rank noise.
+    The message names both and says to rebuild the index."""
+
+
 class GraphBackendError(QueryError):
     """The graph server cannot answer (unreachable, refused, or not holding this
     index's graph); the message is one line for the user."""

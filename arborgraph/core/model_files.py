@@ -1,11 +1,11 @@
-"""ONNX model directories: the all-MiniLM-L6-v2 int8 model shipped in the package, and their checks.
+"""ONNX model directories: the all-MiniLM-L6-v2 model shipped in the package, and their checks.
 
 An ONNX model directory holds ``model.onnx``, the model's ``tokenizer.json``, its licence and
 a ``manifest.json`` (:class:`ModelManifest`) with the SHA-256 and size of every file and the
 facts the embedding pipeline needs (pooling, dimension, length limit, lowercasing).
-``scripts/build_onnx_model.py`` makes one from a sentence-transformers model (that needs
-the ``[torch]`` extra, and only the maintainer who rebuilds the shipped model runs it); at
-run time only onnxruntime and tokenizers are needed, and nothing is downloaded.
+``scripts/build_onnx_model.py`` makes one from a sentence-transformers model's safetensors
+(no torch: the ``[model-build]`` extra; only the maintainer who rebuilds the shipped model
+runs it); at run time only onnxruntime and tokenizers are needed, and nothing is downloaded.
 
 Every load checks the files against the manifest and names, in one line, the file that is
 missing or altered. This module imports neither numpy nor onnxruntime, so the token
@@ -33,6 +33,7 @@ __all__ = [
     "ModelManifest",
     "OnnxModelFiles",
     "PipelineFacts",
+    "Precision",
     "file_entry",
     "file_sha256",
     "load_onnx_model_dir",
@@ -47,6 +48,11 @@ MODEL_FORMAT = "arborgraph-onnx-model/1"
 PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2"
 # The files the embedding pipeline reads; the manifest may list more (licence, notice).
 _PIPELINE_FILES = ("model.onnx", "tokenizer.json")
+
+# How a graph stores its weights; the arithmetic is float32 either way, so the vectors do
+# not depend on the CPU's instruction set. "fp16-weights": the large matrices are stored as
+# float16 (half the file) and widened to float32 when the session loads.
+Precision = Literal["fp32", "fp16-weights"]
 
 
 class FileEntry(BaseModel):
@@ -76,7 +82,7 @@ class ModelManifest(BaseModel):
     format: Literal["arborgraph-onnx-model/1"] = MODEL_FORMAT
     # Part of the embedder's name, which keys index manifests and the embedding cache.
     model: str = Field(min_length=1)
-    precision: Literal["int8", "fp32"]
+    precision: Precision
     pipeline: PipelineFacts
     files: dict[str, FileEntry]
     # Provenance, for people: the source model's files and the export recipe and versions.
@@ -102,7 +108,7 @@ class OnnxModelFiles:
 
 
 def packaged_model_dir() -> Path:
-    """The directory of the all-MiniLM-L6-v2 ONNX int8 model shipped inside the package."""
+    """The directory of the all-MiniLM-L6-v2 ONNX model shipped inside the package."""
     return Path(__file__).resolve().parent.parent / "data" / "models" / PACKAGED_MODEL_NAME
 
 

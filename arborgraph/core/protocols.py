@@ -22,8 +22,11 @@ R = TypeVar("R")
 class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors.
 
-    ``name`` identifies model *and* pipeline (e.g. "all-MiniLM-L6-v2/onnx-int8"), so the
-    embedding cache never mixes vectors from two pipelines.
+    ``name`` identifies model *and* pipeline (e.g. "all-MiniLM-L6-v2/onnx-fp16-weights@eab16f7d3847",
+    with the model file's digest), so the embedding cache never mixes vectors from two
+    pipelines and a query is refused against an index another one embedded. An embedder
+    may also declare an ``identity`` (:class:`arborgraph.core.embedding_identity.EmbeddingIdentity`),
+    which the index manifest records.
     """
 
     name: str

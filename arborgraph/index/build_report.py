@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from arborgraph.core.embedding_identity import EmbeddingIdentity
 from ingest.models import SkippedFile
 
 
@@ -41,7 +42,11 @@ class BuildReport(BaseModel):
     skipped: list[SkippedFile] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     embedding: str | None = None
+    # what exactly made the vectors (the manifest records it under mode)
+    embedding_identity: EmbeddingIdentity | None = None
     embedding_fallback: str | None = None  # why retrieval is lexical-only
+    # the live index's embedder when this build's differs: every chunk was embedded again
+    embedding_replaced: str | None = None
     embeddings_cached: int = 0
     embeddings_computed: int = 0
     lock_wait: str | None = None  # set when this build waited for another one to finish

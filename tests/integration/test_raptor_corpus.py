@@ -1,7 +1,7 @@
 """Shared real inputs for the raptor tests: a slice of the SQLite sample manual.
 
 The slice is loaded and chunked by the real ingest pipeline, counted with the model's
-own tokenizer and embedded with the real all-MiniLM-L6-v2 (the shipped ONNX int8
+own tokenizer and embedded with the real all-MiniLM-L6-v2 (the shipped ONNX
 model, so no torch is needed). Everything is built once per test process
 (``functools.cache``) and shared by the ``test_raptor_*`` modules that import it.
 """
