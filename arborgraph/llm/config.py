@@ -32,11 +32,13 @@ class LocalModelConfig(BaseModel):
     context_tokens: int = Field(default=8192, ge=512)
     """Context window (prompt and reply); SmolLM2 was trained with 8,192."""
     max_tokens: int = Field(default=400, ge=16)
-    """Longest reply of any call, whatever the call asks for."""
+    """Longest free-text reply (an answer), whatever the call asks for. A structured
+    reply has no token limit: its bounded schema has a longest reply, and one cut
+    short would not be JSON."""
     repeat_penalty: float = Field(default=1.1, ge=1.0, le=2.0)
     """Penalty on tokens of the last ``repeat_last_n`` (1.0 is none)."""
     repeat_last_n: int = Field(default=64, ge=0)
-    max_string_chars: int = Field(default=240, ge=8)
+    max_string_chars: int = Field(default=160, ge=8)
     """Longest string a schema's open strings may take (known fields have their own
     bounds: a title 80 characters, a summary text 700)."""
     max_items: int = Field(default=6, ge=1)

@@ -130,13 +130,16 @@ class LocalChatModel(CachedChatModel):
         body: dict[str, Any] = {
             "messages": messages,
             "temperature": call.temperature,
-            "max_tokens": min(call.max_tokens or s.max_tokens, s.max_tokens),
             "seed": s.seed,
             "repeat_penalty": s.repeat_penalty,
             "repeat_last_n": s.repeat_last_n,
         }
         if call.json_schema is not None:
+            # no token limit: the bounded schema's grammar has a longest reply, and a
+            # reply cut before it would not be JSON
             body["json_schema"] = bound_schema(call.json_schema, self.bounds)
+        else:
+            body["max_tokens"] = min(call.max_tokens or s.max_tokens, s.max_tokens)
         return body
 
     def _complete(self, call: ChatCall, messages: list[dict[str, str]]) -> str:
