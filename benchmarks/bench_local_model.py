@@ -19,9 +19,11 @@ Measured, each on the same slice:
   paired bootstrap interval of the difference);
 - one answer (``--answer``): seconds and tokens;
 - generation and prompt speed with 1 and with 2 threads, on the same calls;
-- with ``--install`` (alone): the extra's install into a fresh venv, no cache, timed
-  (the runtime, then the model package without its dependencies, as scripts/setup
-  does), merged into the same results file.
+- ``--only install``: the extra's install into a fresh venv, no cache, timed (the
+  runtime, then the model package without its dependencies, as scripts/setup does);
+  ``--only reports``: the reports part alone, on the no-LLM graph of ``--report-pages``
+  (the 20 pages of the test slice: a graph of 4 pages has no community to report on);
+  each merged into the same results file.
 
 Every timing here is taken on whatever machine runs it: compare within one run.
 """
@@ -72,6 +74,22 @@ def _per_stage(info: dict[str, Any], pages: int) -> dict[str, Any]:
     for stage, usage in sorted((info.get("llm_by_stage") or {}).items()):
         out[stage] = {**usage, "seconds_per_page": round(usage["seconds"] / pages, 2), "calls_per_page": round(usage["calls"] / pages, 2)}
     return out
+
+
+REPORT_PAGES = [
+    "wal.md", "lockingv3.md", "lang_transaction.md", "isolation.md", "tempfiles.md",
+    "c3ref_busy_timeout.md", "c3ref_busy_handler.md", "c3ref_wal_autocheckpoint.md",
+    "c3ref_wal_checkpoint_v2.md", "foreignkeys.md", "autoinc.md", "lang_vacuum.md",
+    "pgszchng2016.md", "limits.md", "datatype3.md", "withoutrowid.md", "stricttables.md",
+    "lang_createtable.md", "rowidtable.md", "fasterthanfs.md",
+]
+
+
+def _copy_pages(pages: list[str], docs: Path) -> Path:
+    docs.mkdir(parents=True)
+    for page in pages:
+        shutil.copy(ROOT / "examples" / "sqlite" / page, docs / page)
+    return docs
 
 
 def _reports(no_llm: Path, scratch: Path, limit: int) -> dict[str, Any]:
@@ -210,6 +228,8 @@ def _verdicts(no_llm: dict[str, Any], local: dict[str, Any], reports: dict[str, 
     verdicts: dict[str, str] = {}
     ta, tb = a["tree"], b["tree"]
     tree_better = "local" if (tb["grounding"] or 0) > (ta["grounding"] or 0) and (tb["name_words_median"] or 99) <= 6 else "no-LLM"
+    if tb["summary_nodes"] < 10:
+        tree_better = f"neither: {tb['summary_nodes']} summary nodes are too few to tell"
     verdicts["tree labels and summaries"] = (
         f"{tree_better}: grounding {ta['grounding']} (no-LLM) vs {tb['grounding']} (local), "
         f"median words {ta['name_words_median']} vs {tb['name_words_median']}"
@@ -241,24 +261,32 @@ def main() -> None:
     parser.add_argument("--communities", type=int, default=3, help="communities the report writer is run on")
     parser.add_argument("--threads", default="1,2", help="thread counts compared")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "local_model.json")
-    parser.add_argument("--install", action="store_true", help="only time the install, merged into --out")
+    parser.add_argument("--only", choices=["install", "reports"], help="measure that part alone, merged into --out")
+    parser.add_argument("--report-pages", nargs="+", default=REPORT_PAGES, help="pages of the graph reported on")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-local-"))
-    if args.install:
+    if args.only:
         try:
-            measured = _install(work)
+            if args.only == "install":
+                measured = _install(work)
+            else:
+                _build(_copy_pages(args.report_pages, work / "docs"), work / "no-llm", None)
+                measured = {"pages": len(args.report_pages), **_reports(work / "no-llm", work / "reports", args.communities)}
         finally:
             shutil.rmtree(work, ignore_errors=True)
         data = json.loads(args.out.read_text()) if args.out.exists() else {}
-        data["install"] = {"measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **measured}
+        data[args.only] = {"measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **measured}
+        if args.only == "reports" and (ci := measured.get("title_grounding_local_minus_extractive")):
+            low, high = ci["ci95"]
+            side = "local" if low > 0 else "no-LLM" if high < 0 else "neither (the interval holds 0)"
+            data.setdefault("verdicts", {})["community reports"] = (
+                f"{side}: title grounding local - extractive {ci['mean']} [{low}, {high}] on {measured['communities']} communities"
+            )
         args.out.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"install: {measured}")
+        print(f"{args.only}: {json.dumps(measured)[:2000]}")
         return
     try:
-        docs = work / "docs"
-        docs.mkdir()
-        for page in args.pages:
-            shutil.copy(ROOT / "examples" / "sqlite" / page, docs / page)
+        docs = _copy_pages(args.pages, work / "docs")
         n = len(args.pages)
         plain_s, plain_info = _build(docs, work / "no-llm", None)
         local_s, local_info = _build(docs, work / "local", "local")
@@ -296,8 +324,9 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    if args.out.exists() and "install" in (old := json.loads(args.out.read_text())):
-        results["install"] = old["install"]
+    if args.out.exists():
+        old = json.loads(args.out.read_text())
+        results.update({part: old[part] for part in ("install",) if part in old})
     args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for stage, verdict in results["verdicts"].items():
         print(f"{stage}: {verdict}")
