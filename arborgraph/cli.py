@@ -514,7 +514,9 @@ def inspect(
         say(
             out,
             f"llm: {info['llm_calls']} calls, {info['llm_cache_hits']} cache hits, "
-            f"{info['llm_tokens_in']} tokens in, {info['llm_tokens_out']} tokens out (--json: per stage)",
+            f"{info['llm_tokens_in']} tokens in, {info['llm_tokens_out']} tokens out"
+            + (f", {info['llm_fallbacks']} items fell back to no-LLM" if info.get("llm_fallbacks") else "")
+            + " (--json: per stage)",
         )
     say(out, f"routes: {', '.join(info['routes'])}")
     say(out, "counts: " + ", ".join(f"{k}={v}" for k, v in info["counts"].items()))

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from arborgraph.core.errors import LLMError
+from arborgraph.core.errors import UnusableReply
 from arborgraph.core.protocols import ChatModel
 from arborgraph.core.concurrency import naming_item
 
@@ -63,15 +63,18 @@ def ask_json(
     retries: int = 2,
     check: Callable[[M], str | None] | None = None,
     max_tokens: int | None = None,
+    json_schema: dict[str, Any] | None = None,
 ) -> tuple[M, list[dict[str, str]]]:
     """(validated reply, conversation including the accepted reply).
 
     ``check`` may reject a schema-valid reply with a message (e.g. an unknown chunk
     id); the message is sent back like a validation error. ``what`` names the item
     (e.g. "chunk <id>") in every ``LLMError`` raised: a call that failed for good, or
-    no usable reply after the last attempt.
+    no usable reply after the last attempt (an :class:`UnusableReply`).
+    ``json_schema`` is sent instead of ``model``'s schema when given: a narrower one
+    (say, the ids a reply may cite as an enum) that a decoding grammar can enforce.
     """
-    schema = model.model_json_schema()
+    schema = json_schema if json_schema is not None else model.model_json_schema()
     convo = list(messages)
     last_error = ""
     for _attempt in range(retries + 1):
@@ -94,4 +97,4 @@ def ask_json(
             ]
             continue
         return parsed, convo + [{"role": "assistant", "content": reply}]
-    raise LLMError(f"{stage}: no usable reply for {what} after {retries + 1} attempts: {last_error}")
+    raise UnusableReply(f"{stage}: no usable reply for {what} after {retries + 1} attempts: {last_error}")

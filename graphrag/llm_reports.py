@@ -8,13 +8,17 @@ anything else is sent back for correction, so findings stay grounded.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from arborgraph.core.protocols import ChatModel
 from arborgraph.core.concurrency import chat_concurrency
+from arborgraph.core.fallback import OnFallback, usable_or_fallback
+from arborgraph.core.protocols import ChatModel
+from arborgraph.core.text import analyse, found_share
 from graphrag.llm_json import ask_json
 from graphrag.model import CommunityReport, Finding
-from graphrag.reports import CommunityContext
+from graphrag.reports import CommunityContext, ReportWriter
 
 STAGE = "graphrag.report"
 
@@ -69,14 +73,27 @@ def build_prompt(ctx: CommunityContext, *, max_entities: int = 20, max_relations
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}], allowed
 
 
+def report_schema(allowed: set[str]) -> dict[str, Any]:
+    """The reply's JSON schema with the chunk ids a finding may cite as an enum, so that
+    constrained decoding can cite nothing else."""
+    schema = ReportReply.model_json_schema()
+    if allowed:
+        ids = schema["$defs"]["LLMFinding"]["properties"]["chunk_ids"]
+        ids["items"] = {"type": "string", "enum": sorted(allowed)}
+    return schema
+
+
 class LLMReportWriter:
     """Report writer backed by a :class:`ChatModel`; raises LLMError naming the
     community ("community <id>") when no usable reply."""
 
     def __init__(
-        self, chat: ChatModel, *, retries: int = 2, max_tokens: int | None = 1500, concurrency: int | None = None
+        self, chat: ChatModel, *, retries: int = 2, max_tokens: int | None = 1500, concurrency: int | None = None,
+        min_grounding: float | None = None,
     ) -> None:
         self.chat = chat
+        # when given: a title with a smaller share of its terms in the prompt is sent back
+        self.min_grounding = min_grounding
         # communities of one level the graph build may report on at once
         self.concurrency = concurrency if concurrency is not None else chat_concurrency(chat)
         self.retries = retries
@@ -86,9 +103,15 @@ class LLMReportWriter:
     def write(self, context: CommunityContext) -> CommunityReport:
         messages, allowed = build_prompt(context)
 
+        vocabulary = set(analyse(messages[-1]["content"]))
+
         def check(reply: ReportReply) -> str | None:
             bad = sorted({c for f in reply.findings for c in f.chunk_ids if c not in allowed})
-            return f"findings cite unknown chunk ids {bad}; cite only ids given in brackets" if bad else None
+            if bad:
+                return f"findings cite unknown chunk ids {bad}; cite only ids given in brackets"
+            if self.min_grounding is not None and found_share(reply.title, vocabulary) < self.min_grounding:
+                return "the title is not about these entities: name it with their own terms"
+            return None
 
         reply, _ = ask_json(
             self.chat,
@@ -99,6 +122,7 @@ class LLMReportWriter:
             retries=self.retries,
             check=check,
             max_tokens=self.max_tokens,
+            json_schema=report_schema(allowed),
         )
         return CommunityReport(
             community_id=context.community.id,
@@ -108,3 +132,19 @@ class LLMReportWriter:
             findings=[Finding(f.text.strip(), list(dict.fromkeys(f.chunk_ids))) for f in reply.findings],
             rank=reply.rating,
         )
+
+
+class FallbackReportWriter:
+    """Reports by ``primary`` (an :class:`LLMReportWriter`); a community whose replies
+    stay unusable gets ``fallback``'s report (the extractive one) instead, and
+    ``on_fallback()`` counts it."""
+
+    def __init__(self, primary: LLMReportWriter, fallback: ReportWriter, on_fallback: OnFallback) -> None:
+        self.primary = primary
+        self.fallback = fallback
+        self.on_fallback = on_fallback
+        self.name = primary.name
+        self.concurrency = primary.concurrency
+
+    def write(self, context: CommunityContext) -> CommunityReport:
+        return usable_or_fallback(self.primary.write, self.fallback.write, context, self.on_fallback)

@@ -2,8 +2,10 @@
 
 The model is asked for JSON ``{"title": ..., "text": ...}``; the reply is validated
 with pydantic. A malformed reply gets one repair round (the model sees its reply and
-the validation error); if that fails too, ``LLMError`` is raised. A failure is never
-turned into a summary. Caching and retries on transport errors are the provider's job.
+the validation error); if that fails too, :class:`UnusableReply` is raised, and a build
+may give that cluster the extractive summary instead (:class:`FallbackSummariser`,
+counted). A failure is never turned into a summary. Caching and retries on transport
+errors are the provider's job.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from arborgraph.core.errors import LLMError
+from arborgraph.core.errors import UnusableReply
+from arborgraph.core.fallback import OnFallback, usable_or_fallback
 from arborgraph.core.protocols import ChatModel
+from arborgraph.core.text import analyse, found_share
 from arborgraph.core.concurrency import chat_concurrency, naming_item
-from raptor.summary import Cluster, Summary
+from raptor.summary import Cluster, Summariser, Summary
 
 CountTokens = Callable[[str], int]
 
@@ -82,8 +86,12 @@ class LLMSummariser:
         clusters over budget; this guards single huge chunks).
     concurrency : clusters of one level the tree build may summarise at once; by
         default the provider's ``config.concurrency`` (1 for a model without one).
+    min_grounding : when given, a summary whose title or text has a smaller share of
+        its terms in the excerpts is sent back like a malformed one (a small model
+        answers "Summary", or tells of things the excerpts never mention).
 
-    A call that fails for good raises ``LLMError`` starting "summary for <node id>".
+    A call that fails for good raises ``LLMError`` starting "summary for <node id>";
+    replies still unusable after the repair round raise :class:`UnusableReply`.
     """
 
     def __init__(
@@ -95,8 +103,10 @@ class LLMSummariser:
         count_tokens: CountTokens | None = None,
         max_tokens: int | None = 600,
         concurrency: int | None = None,
+        min_grounding: float | None = None,
     ) -> None:
         self.chat = chat
+        self.min_grounding = min_grounding
         self.concurrency = concurrency if concurrency is not None else chat_concurrency(chat)
         self.max_words = max_words
         self.max_input_tokens = max_input_tokens
@@ -112,7 +122,7 @@ class LLMSummariser:
         label = f"summary for {cluster.node_id}"
         reply = self._ask(messages, schema, label)
         try:
-            return parse_summary(reply)
+            return self._usable(reply, cluster)
         except ValueError as first:
             repair = messages + [
                 {"role": "assistant", "content": reply},
@@ -126,15 +136,38 @@ class LLMSummariser:
             ]
             second = self._ask(repair, schema, f"{label} (repair)")
             try:
-                return parse_summary(second)
+                return self._usable(second, cluster)
             except ValueError as again:
-                raise LLMError(f"{label}: malformed reply after one repair ({_short(again)})") from again
+                raise UnusableReply(f"{label}: malformed reply after one repair ({_short(again)})") from again
+
+    def _usable(self, reply: str, cluster: Cluster) -> Summary:
+        """The reply's summary; ``ValueError`` saying why when it cannot be used."""
+        summary = parse_summary(reply)
+        if self.min_grounding is not None:
+            problem = grounding_problem(summary, cluster, self.min_grounding)
+            if problem is not None:
+                raise ValueError(problem)
+        return summary
 
     def _ask(self, messages: list[dict[str, str]], schema: dict[str, Any], label: str) -> str:
         with naming_item(label):
             return self.chat.chat(
                 messages, stage=STAGE, json_schema=schema, temperature=0.0, max_tokens=self.max_tokens
             )
+
+
+def grounding_problem(summary: Summary, cluster: Cluster, min_share: float) -> str | None:
+    """Why ``summary`` is not grounded in ``cluster``'s excerpts (under ``min_share``
+    of its title's or text's terms found in them), or None."""
+    vocabulary = {t for m in cluster.members for t in analyse(f"{' '.join(m.heading_path)} {m.title} {m.text}")}
+    for field, text in (("title", summary.title), ("text", summary.text)):
+        share = found_share(text, vocabulary)
+        if share < min_share:
+            return (
+                f"only {share:.0%} of the {field}'s words are in the excerpts: write it with "
+                "the excerpts' own terms"
+            )
+    return None
 
 
 def _short(exc: Exception) -> str:
@@ -165,3 +198,19 @@ def _fit_excerpts(texts: list[str], budget: int, count_tokens: CountTokens) -> l
         cut = max(1, len(words) * keep // max(n, 1))
         out.append(" ".join(words[:cut]) + " [...]")
     return out
+
+
+class FallbackSummariser:
+    """Summaries by ``primary`` (an :class:`LLMSummariser`); a cluster whose replies
+    stay unusable gets ``fallback``'s summary (the extractive one) instead, and
+    ``on_fallback()`` counts it. Nodes record ``primary``'s name."""
+
+    def __init__(self, primary: LLMSummariser, fallback: Summariser, on_fallback: OnFallback) -> None:
+        self.primary = primary
+        self.fallback = fallback
+        self.on_fallback = on_fallback
+        self.name = primary.name
+        self.concurrency = primary.concurrency
+
+    def summarise(self, cluster: Cluster) -> Summary:
+        return usable_or_fallback(self.primary.summarise, self.fallback.summarise, cluster, self.on_fallback)

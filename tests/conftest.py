@@ -107,6 +107,7 @@ def sample_kb(sample_index: Path):  # type: ignore[no-untyped-def]
 # their usual order. (xdist keeps this order with --no-loadscope-reorder.)
 SLOWEST_FILES = [
     "test_raptor_warmup.py", "test_raptor_build.py", "test_raptor_cluster.py", "test_notebooks.py",
+    "test_local_model.py",
     "test_web.py", "test_foundation_e2e.py", "test_llm_build.py", "test_graph_update.py",
     "test_executors.py", "test_cli_output.py", "test_readme_snippets.py", "test_incremental.py",
     "test_incremental_reuse.py", "test_service.py", "test_results_contract.py",

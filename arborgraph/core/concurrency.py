@@ -125,9 +125,10 @@ def naming_item(label: str) -> Iterator[None]:
     """Re-raise an ``LLMError`` from the block with ``label`` (e.g. a chunk id) in front.
 
     The ``ChatModel`` protocol has no item argument, so helpers built on it name the
-    item this way; the original error stays chained as the cause.
+    item this way; the original error stays chained as the cause, and the new one is of
+    its class (an ``UnusableReply`` stays one).
     """
     try:
         yield
     except LLMError as exc:
-        raise LLMError(f"{label}: {exc}") from exc
+        raise type(exc)(f"{label}: {exc}") from exc

@@ -94,6 +94,13 @@ class LLMError(ExternalError, RuntimeError):
     """A model call failed after its retries; the message names the item."""
 
 
+class UnusableReply(LLMError):
+    """The model answered, but no reply for the item was usable after the repair rounds
+    (not JSON valid against the schema, or failing the item's own checks). A build stage
+    may put its no-LLM result for that item in its place; a failed call (transport,
+    timeout, server error) is an ``LLMError`` of another kind and is never replaced."""
+
+
 class MalformedReply(ExternalError, ValueError):
     """A reply that is not JSON valid against the requested schema."""
 

@@ -83,7 +83,7 @@ class BuildMode(BaseModel):
 
     @property
     def label(self) -> str:
-        llm = f"llm:{self.llm_model}" if self.llm_model else "no-llm"
+        llm = f"LLM mode ({self.llm_model})" if self.llm_model else "no-llm"
         emb = self.embedding or "lexical-only"
         return f"{llm}, {emb}"
 

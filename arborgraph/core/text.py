@@ -25,7 +25,7 @@ Pure functions over strings and offsets; no language data files.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -116,6 +116,16 @@ def analyse(text: str) -> list[str]:
             tokens.append(raw)
     stemmer = _stemmer()
     return stemmer.stemWords(tokens) if stemmer is not None else tokens
+
+
+def found_share(text: str, vocabulary: Collection[str]) -> float:
+    """The share of ``text``'s analysed terms (:func:`analyse`) that ``vocabulary`` (a
+    set of analysed terms) holds: how grounded a model's title or summary is in the
+    sources it was given. 1.0 for a text without terms (nothing ungrounded in it)."""
+    terms = analyse(text)
+    if not terms:
+        return 1.0
+    return sum(t in vocabulary for t in terms) / len(terms)
 
 
 # -- the sentence splitter ----------------------------------------------------------------

@@ -127,10 +127,12 @@ class BuildRecord(_Stored):
     llm_calls: StrictInt | None = None
     llm_cache_hits: StrictInt | None = None
     llm_failures: StrictInt | None = None
+    llm_fallbacks: StrictInt | None = None
     llm_repairs: StrictInt | None = None
     llm_retries: StrictInt | None = None
     llm_tokens_in: StrictInt | None = None
     llm_tokens_out: StrictInt | None = None
+    llm_seconds: float | None = None
     llm_by_stage: dict[str, dict[str, Any]] | None = None
 
     def scope(self, tag: str) -> ScopeRecord | None:

@@ -11,7 +11,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -30,13 +29,8 @@ from arborgraph.llm.cache import LLMCache, request_key
 from arborgraph.core.concurrency import run_ordered
 from arborgraph.llm.config import LLMConfig, resolve_endpoint
 from arborgraph.llm.retry import backoff_delay, is_retryable_status, parse_retry_after
-from arborgraph.llm.structured import (
-    MalformedReply,
-    check_json_reply,
-    repair_messages,
-    response_format,
-    with_schema_instruction,
-)
+from arborgraph.llm.chat import CachedChatModel, ChatCall, ChatRequest
+from arborgraph.llm.structured import response_format, with_schema_instruction
 from arborgraph.llm.usage import LLMUsage
 
 __all__ = ["ChatRequest", "OpenAIChatModel", "OpenAIEmbedder"]
@@ -44,29 +38,6 @@ __all__ = ["ChatRequest", "OpenAIChatModel", "OpenAIEmbedder"]
 T = TypeVar("T")
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """One call for ``OpenAIChatModel.chat_many``; ``item`` labels it in errors."""
-
-    messages: list[dict[str, str]]
-    json_schema: dict[str, Any] | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    item: str | None = None
-
-
-@dataclass(frozen=True)
-class _Call:
-    """One chat call being answered: the request and who it is for."""
-
-    messages: list[dict[str, str]]
-    json_schema: dict[str, Any] | None
-    temperature: float
-    max_tokens: int | None
-    stage: str
-    label: str
 
 
 class _Transport:
@@ -144,13 +115,12 @@ class _Transport:
         return LLMError(f"{label}: stage {stage!r}: {what} ({tries})")
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(CachedChatModel):
     """``ChatModel`` over an OpenAI-compatible chat completions endpoint.
 
-    Every reply is cached by a hash of (model, messages, temperature, max_tokens, JSON
-    schema); a cached request makes no call. Transient failures are retried with
-    backoff; a request that still fails raises ``LLMError`` naming the item, and nothing
-    is cached for it. ``sleep`` is injectable so tests can observe backoff delays.
+    Cached, accounted and checked as every :class:`CachedChatModel`. Transient failures
+    are retried with backoff; a request that still fails raises ``LLMError`` naming the
+    item. ``sleep`` is injectable so tests can observe backoff delays.
     """
 
     def __init__(
@@ -164,10 +134,7 @@ class OpenAIChatModel:
     ) -> None:
         if not config.model:
             raise ValueError("LLMConfig.model is not set: name the chat model to use")
-        self.model: str = config.model
-        self.config = config
-        self.cache = cache
-        self.usage = usage
+        super().__init__(config.model, config, cache, usage)
         self._transport = _Transport(config, usage, environ, sleep)
         self._mode_lock = threading.Lock()
         self._json_mode: str = config.json_mode
@@ -177,131 +144,12 @@ class OpenAIChatModel:
         """The JSON mode requests use now; "auto" until the endpoint has answered one."""
         return self._json_mode
 
-    def request_key(
-        self,
-        messages: list[dict[str, str]],
-        *,
-        json_schema: dict[str, Any] | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> str:
-        """The cache key of a chat request (as ``chat`` would compute it)."""
-        return request_key(
-            {
-                "kind": "chat",
-                "model": self.model,
-                "messages": messages,
-                "temperature": self._temperature(temperature),
-                "max_tokens": max_tokens,
-                "json_schema": json_schema,
-            }
-        )
-
-    def chat(
-        self,
-        messages: list[dict[str, str]],
-        *,
-        stage: str,
-        json_schema: dict[str, Any] | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        item: str | None = None,
-    ) -> str:
-        """Return the reply text; with ``json_schema`` the JSON text, valid against it.
-
-        ``temperature=None`` means ``config.temperature``. ``item`` (e.g. a chunk id)
-        names the request in an ``LLMError``.
-        """
-        key = self.request_key(
-            messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens
-        )
-        cached = self.cache.get(key)
-        if cached is not None:
-            self.usage.record_cache_hit(stage)
-            return str(cached["content"])
-        call = _Call(
-            messages=messages,
-            json_schema=json_schema,
-            temperature=self._temperature(temperature),
-            max_tokens=max_tokens,
-            stage=stage,
-            label=item if item is not None else f"request {key[:12]}",
-        )
-        try:
-            content = self._answer(call)
-        except LLMError:
-            self.usage.record_failure(stage)
-            raise
-        self.cache.put(key, {"content": content}, kind="chat")
-        return content
-
-    def chat_many(
-        self, requests: Sequence[ChatRequest | list[dict[str, str]]], *, stage: str
-    ) -> list[str]:
-        """Answer many requests concurrently (up to ``config.concurrency``), in order.
-
-        A plain message list is a request with default parameters. Identical requests
-        are sent once (the repeats count as cache hits). Every request is attempted even
-        if some fail, so all obtainable replies are cached; then an ``LLMError`` is
-        raised naming the failed items.
-        """
-        normalised = [
-            r if isinstance(r, ChatRequest) else ChatRequest(messages=r) for r in requests
-        ]
-        keys = [
-            self.request_key(
-                r.messages,
-                json_schema=r.json_schema,
-                temperature=r.temperature,
-                max_tokens=r.max_tokens,
-            )
-            for r in normalised
-        ]
-        first_of: dict[str, ChatRequest] = {}
-        for key, request in zip(keys, normalised):
-            first_of.setdefault(key, request)
-        if len(first_of) < len(normalised):
-            self.usage.record_cache_hit(stage, len(normalised) - len(first_of))
-
-        def answer(request: ChatRequest) -> str:
-            return self.chat(
-                request.messages,
-                stage=stage,
-                json_schema=request.json_schema,
-                temperature=request.temperature,
-                max_tokens=request.max_tokens,
-                item=request.item,
-            )
-
-        unique_keys = list(first_of)
-        replies = run_ordered(answer, [first_of[k] for k in unique_keys], self.config.concurrency)
-        by_key = dict(zip(unique_keys, replies))
-        return [by_key[key] for key in keys]
-
-    def _temperature(self, temperature: float | None) -> float:
-        return self.config.temperature if temperature is None else temperature
-
-    def _answer(self, call: _Call) -> str:
-        content = self._complete(call, call.messages)
-        if call.json_schema is None:
-            return content
-        try:
-            return check_json_reply(content, call.json_schema)
-        except MalformedReply as problem:
-            self.usage.record_repair(call.stage)
-            repaired = self._complete(call, repair_messages(call.messages, content, str(problem)))
-            try:
-                return check_json_reply(repaired, call.json_schema)
-            except MalformedReply as exc:
-                raise LLMError(
-                    f"{call.label}: stage {call.stage!r}: malformed JSON reply after one repair: {exc}"
-                ) from exc
-
-    def _complete(self, call: _Call, messages: list[dict[str, str]]) -> str:
+    def _complete(self, call: ChatCall, messages: list[dict[str, str]]) -> str:
         """One chat completion of ``messages`` (with retries and the JSON-mode fallback)."""
         while True:
             mode = self._json_mode if call.json_schema is not None else "none"
             body = self._request_body(call, messages, mode)
+            began = time.perf_counter()
             try:
                 response = self._transport.call(
                     partial(self._transport.client.chat.completions.create, **body),
@@ -318,14 +166,14 @@ class OpenAIChatModel:
                 self._settle_json_mode("json_schema")
             tokens_in = response.usage.prompt_tokens if response.usage else 0
             tokens_out = response.usage.completion_tokens if response.usage else 0
-            self.usage.record_call(call.stage, tokens_in, tokens_out)
+            self.usage.record_call(call.stage, tokens_in, tokens_out, seconds=time.perf_counter() - began)
             if not response.choices or response.choices[0].message.content is None:
                 reason = response.choices[0].finish_reason if response.choices else "no choices"
                 raise LLMError(f"{call.label}: stage {call.stage!r}: reply has no text ({reason})")
             return str(response.choices[0].message.content)
 
     def _request_body(
-        self, call: _Call, messages: list[dict[str, str]], mode: str
+        self, call: ChatCall, messages: list[dict[str, str]], mode: str
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "temperature": call.temperature}
         if call.max_tokens is not None:

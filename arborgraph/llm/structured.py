@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from arborgraph.core.errors import MalformedReply  # noqa: F401 (re-exported)
-from arborgraph.core.errors import LLMError
+from arborgraph.core.errors import UnusableReply
 from arborgraph.core.protocols import ChatModel
 from arborgraph.core.concurrency import naming_item
 
@@ -117,7 +117,7 @@ def structured_chat(
 
     The JSON schema sent is ``schema.model_json_schema()``; a reply that pydantic rejects
     gets one repair round (the reply and the validation error are sent back); a second
-    bad reply raises ``LLMError`` naming ``item``. The OpenAI provider already repairs
+    bad reply raises ``UnusableReply`` (an ``LLMError``) naming ``item``. The OpenAI provider already repairs
     replies that break the JSON schema, so here the round mostly matters for rules
     only pydantic checks, and for other ``ChatModel`` implementations.
     """
@@ -138,6 +138,6 @@ def structured_chat(
         try:
             return parse_model_reply(repaired, schema)
         except MalformedReply as exc:
-            raise LLMError(
+            raise UnusableReply(
                 f"{label}: stage {stage!r}: malformed structured reply after one repair: {exc}"
             ) from exc

@@ -13,8 +13,10 @@ class StageUsage(BaseModel):
 
     ``calls`` counts requests the endpoint answered successfully (a repair is a call too);
     ``retries`` counts failed attempts that were tried again; ``failures`` counts items
-    given up on (an ``LLMError`` was raised); ``cache_hits`` counts items served from the
-    cache (for embeddings: texts).
+    given up on (an ``LLMError`` was raised); ``fallbacks`` counts build items (a tree
+    summary, a chunk's extraction, a community report) given their no-LLM result because
+    no reply for them was usable; ``cache_hits`` counts items served from the cache (for
+    embeddings: texts); ``seconds`` is the time spent in calls, summed over threads.
     """
 
     calls: int = 0
@@ -24,6 +26,8 @@ class StageUsage(BaseModel):
     retries: int = 0
     repairs: int = 0
     failures: int = 0
+    fallbacks: int = 0
+    seconds: float = 0.0
 
 
 _COUNTERS = tuple(StageUsage.model_fields)
@@ -36,15 +40,15 @@ class LLMUsage(BaseModel):
     by_stage: dict[str, StageUsage] = Field(default_factory=dict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
-    def _add(self, stage: str, **amounts: int) -> None:
+    def _add(self, stage: str, **amounts: float) -> None:
         with self._lock:
             stage_usage = self.by_stage.setdefault(stage, StageUsage())
             for name, amount in amounts.items():
                 setattr(self.total, name, getattr(self.total, name) + amount)
                 setattr(stage_usage, name, getattr(stage_usage, name) + amount)
 
-    def record_call(self, stage: str, tokens_in: int, tokens_out: int) -> None:
-        self._add(stage, calls=1, tokens_in=tokens_in, tokens_out=tokens_out)
+    def record_call(self, stage: str, tokens_in: int, tokens_out: int, *, seconds: float = 0.0) -> None:
+        self._add(stage, calls=1, tokens_in=tokens_in, tokens_out=tokens_out, seconds=seconds)
 
     def record_cache_hit(self, stage: str, count: int = 1) -> None:
         self._add(stage, cache_hits=count)
@@ -57,6 +61,9 @@ class LLMUsage(BaseModel):
 
     def record_failure(self, stage: str) -> None:
         self._add(stage, failures=1)
+
+    def record_fallback(self, stage: str) -> None:
+        self._add(stage, fallbacks=1)
 
     @property
     def calls(self) -> int:
@@ -71,9 +78,15 @@ class LLMUsage(BaseModel):
         and ``llm_by_stage`` mapping each stage to its own (unprefixed) counters."""
         with self._lock:
             report: dict[str, Any] = {
-                f"llm_{name}": getattr(self.total, name) for name in _COUNTERS
+                f"llm_{name}": _rounded(getattr(self.total, name)) for name in _COUNTERS
             }
             report["llm_by_stage"] = {
-                stage: usage.model_dump() for stage, usage in sorted(self.by_stage.items())
+                stage: {k: _rounded(v) for k, v in usage.model_dump().items()}
+                for stage, usage in sorted(self.by_stage.items())
             }
         return report
+
+
+def _rounded(value: float) -> float:
+    # seconds to the millisecond; the counters are ints and stay so
+    return round(value, 3) if isinstance(value, float) else value

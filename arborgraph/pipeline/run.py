@@ -168,7 +168,8 @@ def manifest_record(run: BuildRun) -> BuildRecord:
         built_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         config=config.to_manifest(),
         mode=ModeRecord(
-            llm_model=config.llm.model,
+            # the model as the mode label names it ("local: SmolLM2-135M-Instruct Q4_1")
+            llm_model=provider.chat.description if provider is not None and provider.chat is not None else config.llm.model,
             embedding=report.embedding,
             embedding_identity=report.embedding_identity,
             lexical_fallback=report.embedding is None,

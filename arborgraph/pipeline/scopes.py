@@ -30,8 +30,12 @@ class Scopes:
 def structure_settings(config: Config, embedding: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """What a scope's tree and graph depend on besides its chunks (hashed into its
     fingerprints): the tree's and the graph's settings."""
-    tree = {"tree": config.tree.model_dump(mode="json"), "embedding": embedding, "llm": config.llm.model, "version": __version__}
-    graph = {"graph": config.graph.model_dump(mode="json"), "llm": config.llm.model, "version": __version__}
+    # the local model's decoding settings decide its replies as its name does
+    llm: Any = config.llm.model
+    if config.llm.is_local:
+        llm = {"model": llm, "local": config.llm.local.model_dump(mode="json")}
+    tree = {"tree": config.tree.model_dump(mode="json"), "embedding": embedding, "llm": llm, "version": __version__}
+    graph = {"graph": config.graph.model_dump(mode="json"), "llm": llm, "version": __version__}
     # only when set: at their defaults (all indexes built before they could be set) the
     # extractors leave the fingerprints as they were, so those indexes are reused
     if config.graph_extract != GraphExtractConfig():

@@ -135,18 +135,22 @@ def run_tree_stage(
             for c in part.chunks
         ]
         leaf_vectors = chunk_vectors[part.rows] if chunk_vectors is not None else embed([c.context_text() for c in part.chunks])
-        summariser = (
-            LLMSummariser(chat) if chat is not None
-            # No sentence embeddings: ranked by their member's vector and key terms.
-            # Embedding even 6 candidates per cluster was ~8 % of the tree's time on the
-            # sample manual (32 were 95 %), and its trees did worse on drill-down
-            # questions (tree-route recall 0.59 vs 0.67); summaries are still embedded.
-            else ExtractiveSummariser(
-                embed=embed, count_tokens=count_tokens,
-                max_tokens=config.tree.summary_max_tokens, max_sentences_embedded=16,
-                sentence_vectors=False,
-            )
+        # No sentence embeddings: ranked by their member's vector and key terms.
+        # Embedding even 6 candidates per cluster was ~8 % of the tree's time on the
+        # sample manual (32 were 95 %), and its trees did worse on drill-down
+        # questions (tree-route recall 0.59 vs 0.67); summaries are still embedded.
+        extractive = ExtractiveSummariser(
+            embed=embed, count_tokens=count_tokens,
+            max_tokens=config.tree.summary_max_tokens, max_sentences_embedded=16,
+            sentence_vectors=False,
         )
+        summariser: Any = extractive
+        if chat is not None:
+            from raptor.llm_summary import STAGE, FallbackSummariser
+
+            summariser = LLMSummariser(chat, min_grounding=config.llm.local.min_grounding if config.llm.is_local else None)
+            if config.llm.fallback:
+                summariser = FallbackSummariser(summariser, extractive, counter(chat, STAGE))
         old = previous_tree(part)
         if old is not None:
             from raptor import update_tree
@@ -178,6 +182,33 @@ def run_tree_stage(
         stats["levels"] = max(stats["levels"], tree.height)
     stats["summariser"] = "llm" if chat is not None else "extractive"
     return stats
+
+
+def counter(chat: Any, stage: str) -> Callable[[], None]:
+    """What counts one fallback of ``stage`` in ``chat``'s usage (if it keeps one)."""
+    usage = getattr(chat, "usage", None)
+    return (lambda: usage.record_fallback(stage)) if usage is not None else (lambda: None)
+
+
+def _llm_graph_writers(chat: Any, rules: Any, config: Config) -> tuple[Any, Any]:
+    """The LLM extractor and report writer, each falling back per item to the rules'
+    extraction and the extractive report when ``llm.fallback`` is on."""
+    from graphrag import LLMExtractor, LLMReportWriter
+    from graphrag.build import default_report_writer
+    from graphrag.extract.llm import STAGE as EXTRACT, FallbackExtractor
+    from graphrag.llm_reports import STAGE as REPORT, FallbackReportWriter
+
+    extract, writer_settings = config.graph_extract.llm, {}
+    if config.llm.is_local:  # a small model: checked replies, fewer turns
+        local = config.llm.local
+        extract = extract.model_copy(update={"grounded_only": True, "gleaning": local.gleaning, "retries": local.retries})
+        writer_settings = {"min_grounding": local.min_grounding, "retries": local.retries}
+    extractor: Any = LLMExtractor(chat, extract)
+    writer: Any = LLMReportWriter(chat, **writer_settings)
+    if config.llm.fallback:
+        extractor = FallbackExtractor(extractor, rules, counter(chat, EXTRACT))
+        writer = FallbackReportWriter(writer, default_report_writer(config.graph), counter(chat, REPORT))
+    return extractor, writer
 
 
 def run_graph_stage(
@@ -214,15 +245,18 @@ def run_graph_stage(
         if reusable(part):
             stats["reused"] += 1
             continue
-        from graphrag import LLMExtractor, LLMReportWriter, RuleExtractor
+        from graphrag import RuleExtractor
         from graphrag.update import build_graph_state, state_to_tables, update_graph
 
         extract = config.graph_extract
-        extractor = LLMExtractor(chat, extract.llm) if chat is not None else RuleExtractor(extract.rules)
+        extractor: Any = RuleExtractor(extract.rules)
+        report_writer: Any = None
+        if chat is not None:
+            extractor, report_writer = _llm_graph_writers(chat, extractor, config)
         parallel = chat is None and executor is not None and executor.workers > 1
         settings: dict[str, Any] = {
             "config": config.graph, "progress": progress,
-            "report_writer": LLMReportWriter(chat) if chat is not None else None,
+            "report_writer": report_writer,
             "extract_many": extract_many_on(executor) if parallel else None,
             "fit_many": fit_many_on(executor) if parallel else None,
         }

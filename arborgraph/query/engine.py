@@ -425,12 +425,15 @@ class QueryEngine:
         )
         if llm is None:
             return decision
-        from arborgraph.core.errors import LLMError
-        from arborgraph.query.router_llm import llm_route
+        from arborgraph.core.errors import LLMError, UnusableReply
+        from arborgraph.query.router_llm import STAGE, llm_route
 
         try:
             chosen = llm_route(llm, question, self.index.routes)
         except LLMError as exc:
+            usage = getattr(llm, "usage", None)
+            if isinstance(exc, UnusableReply) and usage is not None:
+                usage.record_fallback(STAGE)
             return decision.model_copy(update={"reason": f"{decision.reason} (LLM router failed: {exc})"})
         return with_llm_choice(decision, chosen)
 

@@ -18,6 +18,8 @@ from arborgraph.core.protocols import ChatModel
 from arborgraph.llm.structured import structured_chat
 from arborgraph.core.results import RoutingDecision
 
+STAGE = "router"
+
 ROUTE_DESCRIPTIONS = {
     "lookup": "a single fact, value, default, name or short definition found in one place",
     "tree": "a drill-down: one concept or feature and then its details, mechanics or steps",
@@ -54,7 +56,7 @@ def llm_route(model: ChatModel, question: str, available: Sequence[str]) -> Rout
     routes = [r for r in ROUTE_DESCRIPTIONS if r in available]
     if not routes:
         return RoutingDecision(route="lookup", confidence=1.0, reason="only lookup is built")
-    reply = structured_chat(model, route_messages(question, routes), RouteReply, stage="router", item="router")
+    reply = structured_chat(model, route_messages(question, routes), RouteReply, stage=STAGE, item="router")
     if reply.route not in routes:
         raise LLMError(f"router: the model chose '{reply.route}', which this index has not built")
     others = (1.0 - reply.confidence) / max(len(routes) - 1, 1)

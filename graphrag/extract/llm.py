@@ -10,16 +10,22 @@ in the chunk text so that provenance offsets exist as for the rule-based extract
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from arborgraph.core.protocols import ChatModel
 from arborgraph.core.concurrency import chat_concurrency
+from arborgraph.core.fallback import OnFallback, usable_or_fallback
+from arborgraph.core.protocols import ChatModel
 from graphrag.llm_json import ask_json
 from graphrag.model import RELATION_TYPES, ChunkExtraction, ExtractedEntity, ExtractedRelation
 from graphrag.text import split_units
 from graphrag.vocab import ENTITY_TYPES
 from ingest.models import Chunk
+
+if TYPE_CHECKING:
+    from graphrag.extract.rules import RuleExtractor
 
 STAGE = "graphrag.extract"
 
@@ -56,6 +62,13 @@ class LLMExtractorConfig(BaseModel):
     relation_types: list[str] = Field(default_factory=lambda: [*RELATION_TYPES, "related_to"])
     gleaning: bool = Field(True, description="ask once more for missed entities and relations")
     retries: int = Field(2, description="extra attempts for a malformed reply")
+    grounded_only: bool = Field(
+        False,
+        description=(
+            "keep only entities whose name the chunk's text holds (and relations between them); "
+            "a reply whose entities are all elsewhere is sent back like a malformed one"
+        ),
+    )
     max_tokens: int | None = 2000
 
 
@@ -104,9 +117,10 @@ class LLMExtractor:
         ("chunk <id>", or "chunk <id> (gleaning)") when no usable reply."""
         cfg = self.config
         what = f"chunk {chunk.chunk_id}"
+        check = (lambda reply: ungrounded_problem(reply, chunk.text)) if cfg.grounded_only else None
         reply, convo = ask_json(
             self.chat, build_prompt(chunk, cfg), ExtractionReply, stage=STAGE, what=what,
-            retries=cfg.retries, max_tokens=cfg.max_tokens,
+            retries=cfg.retries, max_tokens=cfg.max_tokens, check=check,
         )
         replies = [reply]
         if cfg.gleaning:
@@ -116,6 +130,15 @@ class LLMExtractor:
             )
             replies.append(more)
         return to_extraction(chunk, replies, cfg)
+
+
+def ungrounded_problem(reply: ExtractionReply, text: str) -> str | None:
+    """Why a reply cannot be used when only entities the chunk names count: it lists
+    entities, and the chunk's text holds none of their names."""
+    low = text.lower()
+    if reply.entities and not any(e.name.strip().lower() in low for e in reply.entities):
+        return "none of these entities is named in the passage: list only names the passage writes"
+    return None
 
 
 def _norm_type(t: str, fallback: str) -> str:
@@ -129,8 +152,10 @@ def to_extraction(chunk: Chunk, replies: list[ExtractionReply], cfg: LLMExtracto
     low = text.lower()
     entities: dict[str, ExtractedEntity] = {}
 
-    def add(name: str, etype: str, description: str) -> ExtractedEntity:
+    def add(name: str, etype: str, description: str) -> ExtractedEntity | None:
         key = name.strip().lower()
+        if cfg.grounded_only and key not in low:
+            return None
         ent = entities.get(key)
         if ent is None:
             ent = ExtractedEntity(name=name.strip(), type=etype, spans=_find_all(low, key), description=description)
@@ -148,7 +173,7 @@ def to_extraction(chunk: Chunk, replies: list[ExtractionReply], cfg: LLMExtracto
         for r in rep.relations:
             src = add(r.source, "term", "")  # an unlisted endpoint becomes an entity
             dst = add(r.target, "term", "")
-            if src is dst:
+            if src is None or dst is None or src is dst:
                 continue
             rtype = _norm_type(r.type, "related_to")
             relations.append(
@@ -179,3 +204,29 @@ def _shared_unit(
         if any(us <= s < ue for s, _ in a) and any(us <= s < ue for s, _ in b):
             return us, ue
     return None
+
+
+class FallbackExtractor:
+    """Extraction by ``primary`` (an :class:`LLMExtractor`); a chunk whose replies stay
+    unusable gets ``fallback``'s extraction (the rules') instead, and ``on_fallback()``
+    counts it. Fitting (term statistics) is the fallback's, so it is ready for any chunk."""
+
+    def __init__(self, primary: LLMExtractor, fallback: RuleExtractor, on_fallback: OnFallback) -> None:
+        self.primary = primary
+        self.fallback = fallback
+        self.on_fallback = on_fallback
+        self.name = f"{primary.name}|{fallback.name}"
+        self.concurrency = primary.concurrency
+
+    def fit(self, chunks: Sequence[Chunk]) -> FallbackExtractor:
+        self.fallback.fit(chunks)
+        return self
+
+    def fitted_state(self) -> dict[str, dict[str, int]]:
+        return self.fallback.fitted_state()
+
+    def restore_state(self, state: dict[str, dict[str, int]]) -> None:
+        self.fallback.restore_state(state)
+
+    def extract(self, chunk: Chunk) -> ChunkExtraction:
+        return usable_or_fallback(self.primary.extract, self.fallback.extract, chunk, self.on_fallback)

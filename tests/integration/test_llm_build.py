@@ -76,7 +76,7 @@ def test_llm_build_is_accounted_cached_and_labelled(tmp_path: Path, docs: Path, 
     usage = report.stages["llm"]
     kb = arborgraph.open(tmp_path / "idx")
     info = kb.info()
-    assert info["mode"]["llm_model"] == "stand-in-model" and "llm:stand-in-model" in info["mode"]["label"]
+    assert info["mode"]["llm_model"] == "stand-in-model" and "LLM mode (stand-in-model)" in info["mode"]["label"]
     assert info["llm_calls"] == usage["llm_calls"] == llm_server.count("/v1/chat/completions")
     assert info["llm_tokens_in"] > 0 and info["llm_tokens_out"] > 0
     summaries = report.stages["tree"]["summaries"]
