@@ -36,7 +36,7 @@ def collapsed_search(
     used = 0
     for rank, nid in enumerate(ranked, start=1):
         node = tree.node(nid)
-        cost = cost_of(node)
+        cost = count_tokens(node.text)
         if used + cost > budget_tokens:
             continue
         used += cost

@@ -111,6 +111,14 @@ class BuildRun:
     chunked: Chunked = field(init=False)
     embedded: Embedded = field(init=False)
     scopes: Scopes = field(init=False)
+    _embedder: tuple[Embedder | None, str | None] | None = field(default=None, init=False, repr=False)
+
+    def load_embedder(self) -> tuple[Embedder | None, str | None]:
+        """The embedder this build uses (or why there is none), loaded once: the check for
+        an unchanged index needs its name, and stage ``embed`` its vectors."""
+        if self._embedder is None:
+            self._embedder = self.embedder_factory(self.config)
+        return self._embedder
 
     @property
     def ready(self) -> Prepared:
@@ -233,9 +241,20 @@ def run_documents(b: BuildRun) -> None:
     if not b.force and b.previous is not None and not (changes["added"] or changes["changed"] or changes["removed"]):
         previous = b.previous.generation
         same_config = previous.manifest.get("config") == b.config.to_manifest()
-        if same_config and previous.table(S.DOCUMENTS).equals(documents_table(docs)):
+        if same_config and previous.table(S.DOCUMENTS).equals(documents_table(docs)) and same_embedder(b):
             raise Unchanged(previous.name)
     b.warmup = start_umap_warmup(b.config, len(chunks), fresh=b.previous is None)
+
+
+def same_embedder(b: BuildRun) -> bool:
+    """Whether the live index's vectors came from the embedder this build would use (an
+    index embedded by another model, or lexical-only for want of one, is rebuilt)."""
+    if b.previous is None:
+        return False
+    if b.config.llm.embedding_model:
+        return True  # an endpoint's model: named in the config, which is unchanged
+    embedder, _ = b.load_embedder()
+    return b.previous.manifest.mode.embedding == (embedder.name if embedder is not None else None)
 
 
 def run_contradictions(b: BuildRun) -> None:
@@ -265,7 +284,7 @@ def run_embed(b: BuildRun) -> None:
     if b.config.llm.embedding_model and provider is not None:
         embedder, why_not = provider.embedder, None
     else:
-        embedder, why_not = b.embedder_factory(b.config)
+        embedder, why_not = b.load_embedder()
     b.embedded = embedded = embed_texts(
         b.chunked.texts, embedder, why_not, layout.embedding_cache_file(b.index_dir), b.progress
     )

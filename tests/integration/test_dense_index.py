@@ -79,7 +79,8 @@ def test_the_same_vectors_give_the_same_file_and_an_unchanged_rebuild_takes_it_o
     assert (first.on_disk.path / layout.CHUNKS_ANN).read_bytes() == (second.on_disk.path / layout.CHUNKS_ANN).read_bytes()
     copy = tmp_path / "copy"
     shutil.copytree(built[0], copy)
-    report = build_index([docs], copy, ANN)
+    assert build_index([docs], copy, ANN).unchanged  # nothing to do: no new generation
+    report = build_index([docs], copy, ANN, force=True)
     assert report.stages["dense_index"] == {"rows": report.chunks, "reused": 1}
     (docs / "notes.md").write_text("# Notes\n\nThe page cache keeps recently used pages in memory.\n")
     try:

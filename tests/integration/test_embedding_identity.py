@@ -105,7 +105,10 @@ def test_a_rebuild_embeds_every_chunk_again_and_says_so(tmp_path: Path, sample_s
     assert kb.mode.embedding == load_embedder(lookup_only().embedding).name
     res = kb.query(QUESTION, route="lookup")
     assert res.mode.lexical_fallback is False and res.contexts[0].source == "autoinc.md"
-    # the next rebuild has nothing to embed again, and says nothing of it
+    # the next rebuild writes no generation; a forced one has nothing to embed again, and
+    # says nothing of it
     run = cli("build", *pages, "--index", str(index), "--no-tree", "--no-graph")
+    assert run.returncode == 0 and run.stdout.startswith("unchanged "), run.stdout
+    run = cli("build", *pages, "--index", str(index), "--no-tree", "--no-graph", "--force")
     assert run.returncode == 0, run.stderr
     assert "re-embedded" not in run.stdout and f"(0 computed, {chunks} from cache)" in run.stdout

@@ -220,8 +220,10 @@ def test_index_update_answers_graph_queries_about_the_new_text(tmp_path: Path, d
     )
     assert any("quasar checkpoint mode" in c.text for c in res.contexts)
 
-    # a third build with nothing changed reuses the graph and its update tables as is
-    third = build_index([docs], index, config)
+    # with nothing changed no generation is written; a forced one reuses the graph and
+    # its update tables as is
+    assert build_index([docs], index, config).unchanged
+    third = build_index([docs], index, config, force=True)
     assert third.stages["graph"]["reused"] == 1
     fourth_docs = docs / "lang_vacuum.md"
     fourth_docs.write_text(fourth_docs.read_text(encoding="utf-8") + NEW_TEXT.replace("Quasar", "Pulsar"))

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from test_raptor_corpus import CONFIG, built_tree, corpus
+from raptor_corpus import CONFIG, built_tree, corpus
 
 from raptor import (
     Cluster,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from test_raptor_corpus import CONFIG, built_tree, corpus
+from raptor_corpus import CONFIG, built_tree, corpus
 
 from raptor import ExtractiveSummariser, Leaf, Tree, build_tree
 from raptor.naming import MAX_WORDS, name_tree, named

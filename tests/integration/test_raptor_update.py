@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 from test_raptor_build import CountingSummariser, assert_valid_tree
-from test_raptor_corpus import CONFIG, MANUAL, built_tree, corpus
+from raptor_corpus import CONFIG, MANUAL, built_tree, corpus
 
 from raptor import Cluster, Leaf, RaptorConfig, Summary, Tree, build_tree
 from raptor.naming import MAX_WORDS

@@ -52,12 +52,12 @@ def test_batch_lines_match_the_schema(sample_index: Path, tmp_path: Path) -> Non
     assert [line["id"] for line in lines] == ["a", 2]
 
 
-def test_schema_lists_every_key_the_readme_documents() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+def test_the_cli_guide_documents_every_key_of_the_schema() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
     spec = schema()
-    assert "arborgraph/data/result.schema.json" in readme
+    assert "arborgraph/data/result.schema.json" in guide
     for key in [*spec["properties"], *spec["$defs"]["context"]["properties"]]:
-        assert f"`{key}`" in readme, key
+        assert f"`{key}`" in guide, key
 
 
 @pytest.mark.parametrize("route", ROUTES)

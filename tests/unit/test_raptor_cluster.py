@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.metrics import adjusted_rand_score
-from test_raptor_corpus import corpus
+from raptor_corpus import corpus
 
 from raptor.cluster import RaptorClusterer, effective_dims, fit_gmm_bic, soft_assign
 

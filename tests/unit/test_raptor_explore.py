@@ -6,7 +6,7 @@ import itertools
 import re
 
 import networkx as nx
-from test_raptor_corpus import built_tree
+from raptor_corpus import built_tree
 
 from raptor import TreeView, figure_html
 

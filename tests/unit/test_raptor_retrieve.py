@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from test_raptor_corpus import built_tree, corpus
+from raptor_corpus import built_tree, corpus
 
 from raptor import collapsed_search, traverse
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from test_raptor_corpus import corpus
+from raptor_corpus import corpus
 
 from raptor import Cluster, ClusterMember, ExtractiveSummariser
 from raptor.text import (

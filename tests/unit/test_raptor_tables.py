@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_raptor_corpus import built_tree
+from raptor_corpus import built_tree
 
 from raptor import schema as S
 from raptor import tree_from_tables, tree_to_tables
