@@ -11,6 +11,7 @@ settings (recall@100 against exact search, latency, size, build time).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,54 @@ def build_ann(vectors: np.ndarray, path: Path, *, connectivity: int, expansion_a
     # one thread: the graph then depends on the vectors alone, and so does the file
     index.add(np.arange(len(vectors), dtype=np.uint64), np.ascontiguousarray(vectors, dtype=np.float32), threads=1)
     index.save(str(path))
+
+
+# Row keys are moved out of the way through this offset while they are renumbered, so a
+# kept row never takes a key another kept row still holds.
+_PARKED = np.uint64(1 << 40)
+
+
+def update_ann(
+    previous_path: Path, old_ids: Sequence[str], old_vectors: np.ndarray, new_ids: Sequence[str],
+    new_vectors: np.ndarray, path: Path, *, max_changed: float = 0.25,
+) -> dict[str, int] | None:
+    """Write to ``path`` the previous generation's HNSW index (at ``previous_path``, keyed by
+    its rows ``old_ids``) brought up to the new rows: the entries of chunks that are gone or
+    whose vector changed are removed, kept chunks are renumbered to their new rows, new and
+    changed chunks are added. Returns the counts, or None when more than ``max_changed`` of
+    the rows changed (the graph would be mostly repairs: the caller builds it afresh).
+
+    An updated index answers as a fresh build of the same rows would, up to the
+    approximation itself (its graph differs: it was grown in another order)."""
+    from usearch.index import Index
+
+    old_row = {chunk_id: row for row, chunk_id in enumerate(old_ids)}
+    kept_old, kept_new, added = [], [], []
+    for row, chunk_id in enumerate(new_ids):
+        before = old_row.get(chunk_id)
+        if before is not None and np.array_equal(old_vectors[before], new_vectors[row]):
+            kept_old.append(before)
+            kept_new.append(row)
+        else:
+            added.append(row)
+    removed = sorted(set(range(len(old_ids))) - set(kept_old))
+    if len(added) + len(removed) > max_changed * max(len(new_ids), 1):
+        return None
+    index = Index.restore(str(previous_path))
+    if index is None or index.size != len(old_ids):
+        return None  # not the index of those rows: build afresh
+    if removed:
+        index.remove(np.asarray(removed, dtype=np.uint64))
+    moved = [(o, n) for o, n in zip(kept_old, kept_new) if o != n]
+    if moved:
+        olds, news = (np.asarray(keys, dtype=np.uint64) for keys in zip(*moved))
+        index.rename(olds, news + _PARKED)
+        index.rename(news + _PARKED, news)
+    if added:
+        rows = np.asarray(added, dtype=np.uint64)
+        index.add(rows, np.ascontiguousarray(new_vectors[added], dtype=np.float32), threads=1)
+    index.save(str(path))
+    return {"kept": len(kept_new), "added": len(added), "removed": len(removed), "renumbered": len(moved)}
 
 
 def load_ann(path: Path) -> Any:

@@ -22,7 +22,7 @@ from typing import Any
 from arborgraph.index import layout
 from arborgraph.index import schema as S
 from arborgraph.index.index_files import sha256_file
-from arborgraph.index.vectors import build_ann
+from arborgraph.index.vectors import build_ann, update_ann
 from arborgraph.index.build_report import BuildReport
 from arborgraph.config import Config
 from arborgraph.pipeline.contradictions import find_contradictions
@@ -313,7 +313,7 @@ def run_tables(b: BuildRun) -> None:
 def run_dense_index(b: BuildRun) -> None:
     """The approximate nearest-neighbour index of the chunk vectors, for a collection of
     at least ``vectors.ann_min_rows`` chunks: taken over from the previous generation when
-    its vectors are the same, else built."""
+    its vectors are the same, updated from it when a small part changed, else built."""
     vectors = b.embedded.vectors
     settings = b.config.vectors
     if vectors is None or len(vectors) < settings.ann_min_rows:
@@ -323,16 +323,30 @@ def run_dense_index(b: BuildRun) -> None:
     previous = b.previous.generation if b.previous is not None else None
     before = previous.record.files if previous is not None else {}
     same_vectors = before.get(layout.vectors_file(S.CHUNK_VECTORS))
+    same_settings = previous is not None and previous.manifest.get("config", {}).get("vectors") == settings.model_dump()
     if (
         previous is not None and layout.CHUNKS_ANN in before and same_vectors is not None
-        and same_vectors.sha256 == written and previous.manifest.get("config", {}).get("vectors") == settings.model_dump()
+        and same_vectors.sha256 == written and same_settings
     ):
         writer.reuse(previous, (layout.CHUNKS_ANN,))
         b.report.stages["dense_index"] = {"rows": int(len(vectors)), "reused": 1}
         return
     began = time.perf_counter()
-    build_ann(vectors, writer.path / layout.CHUNKS_ANN, connectivity=settings.connectivity, expansion_add=settings.expansion_add)
-    b.report.stages["dense_index"] = {"rows": int(len(vectors)), "reused": 0, "seconds": round(time.perf_counter() - began, 3)}
+    updated = None
+    if previous is not None and layout.CHUNKS_ANN in before and same_settings:
+        # an update touches only what changed: a one-page change to a million chunks
+        # costs that page's inserts, not the whole graph again
+        updated = update_ann(
+            previous.file(layout.CHUNKS_ANN), previous.table(S.CHUNKS, [S.CHUNK_ID])[S.CHUNK_ID].to_pylist(),
+            previous.vectors(S.CHUNK_VECTORS, mmap=True), [c.chunk_id for c in b.chunked.chunks], vectors,
+            writer.path / layout.CHUNKS_ANN,
+        )
+    if updated is None:
+        build_ann(vectors, writer.path / layout.CHUNKS_ANN, connectivity=settings.connectivity, expansion_add=settings.expansion_add)
+    b.report.stages["dense_index"] = {
+        "rows": int(len(vectors)), "reused": 0, "updated": int(updated is not None), **(updated or {}),
+        "seconds": round(time.perf_counter() - began, 3),
+    }
 
 
 def run_scopes(b: BuildRun) -> None:

@@ -90,6 +90,54 @@ def test_the_same_vectors_give_the_same_file_and_an_unchanged_rebuild_takes_it_o
     assert changed.stages["dense_index"]["reused"] == 0 and changed.stages["dense_index"]["rows"] == changed.chunks
 
 
+def keys_hold_their_rows(index: Path) -> int:
+    """Check that every row's key in the live generation's HNSW index holds that row's
+    vector (to float16 precision) and nothing else is in it; returns the row count."""
+    from usearch.index import Index
+
+    kb = arborgraph.open(index)
+    vectors = np.asarray(kb.index.dense.vectors)
+    ann = Index.restore(str(kb.on_disk.path / layout.CHUNKS_ANN))
+    assert ann.size == len(vectors)
+    stored = np.asarray(ann.get(np.arange(len(vectors), dtype=np.uint64)), dtype=np.float32)
+    assert np.abs(stored - vectors).max() < 2e-3
+    return len(vectors)
+
+
+def test_a_small_change_updates_the_index_in_place_of_building_it(docs: Path, built: tuple[Path, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(built[0], copy)
+    before = keys_hold_their_rows(copy)
+    (docs / "notes.md").write_text("# Notes\n\nThe page cache keeps recently used pages in memory.\n")
+    try:
+        added = build_index([docs], copy, ANN)
+    finally:
+        (docs / "notes.md").unlink()
+    stage = added.stages["dense_index"]
+    assert stage["updated"] == 1 and stage["added"] == added.chunks - before == 1 and stage["removed"] == 0
+    assert keys_hold_their_rows(copy) == added.chunks
+    hits = arborgraph.open(copy).lookup("Which pages does the page cache keep in memory?", mode="dense", top_k=3)
+    assert hits[0].source == "notes.md"
+    # and back: the page's chunk is removed, the rows after it renumbered
+    removed = build_index([docs], copy, ANN).stages["dense_index"]
+    assert removed["updated"] == 1 and removed["removed"] == 1 and removed["added"] == 0
+    assert keys_hold_their_rows(copy) == before
+    assert all(c.source != "notes.md" for c in arborgraph.open(copy).lookup("page cache", mode="dense", top_k=before))
+
+
+def test_a_large_change_builds_the_index_afresh(docs: Path, built: tuple[Path, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(built[0], copy)
+    moved = docs.parent / "wal.md.aside"
+    (docs / "wal.md").rename(moved)  # most of the chunks
+    try:
+        report = build_index([docs], copy, ANN)
+    finally:
+        moved.rename(docs / "wal.md")
+    assert report.stages["dense_index"]["updated"] == 0
+    assert keys_hold_their_rows(copy) == report.chunks
+
+
 def test_the_caller_mask_holds_under_approximate_search(built: tuple[Path, Path]) -> None:
     kb = arborgraph.open(built[0])
     question = "Where does Heron store its WAL checkpoints, and with which busy timeout?"
