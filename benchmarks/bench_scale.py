@@ -13,7 +13,9 @@ with no original (the tree's summaries) are embedded by the real model. Queries 
 sample question set's, asked in a fresh process after ``open()``: the first one's time,
 then every question on ``auto`` and on ``lookup``, and the process's peak RSS. Writes
 ``{"sizes": [{"chunks", "build_s", "open_s", "first_query_ms", "auto_p95_ms",
-"lookup_p95_ms", "query_rss_mb", ...}, ...]}``.
+"lookup_p95_ms", "query_rss_mb", ...}, ...]}``. With ``--lookup-only`` the indexes
+have no tree and no graph (``"structures": false`` in their rows): the lookup path and
+the ANN index alone, at sizes whose full build would take hours on a small machine.
 """
 
 from __future__ import annotations
@@ -90,12 +92,17 @@ def write_variants(target: Path, copies: int) -> int:
     return len(pages) * copies
 
 
-def build(size: int, work: Path, embedder: VariantEmbedder, base_chunks: int) -> dict[str, Any]:
+def index_dir(work: Path, size: int, structures: bool) -> Path:
+    return work / (f"index-{size}" if structures else f"index-{size}-lookup-only")
+
+
+def build(size: int, work: Path, embedder: VariantEmbedder, base_chunks: int, structures: bool) -> dict[str, Any]:
+    from arborgraph.config import load_config
     from arborgraph.pipeline import build_index
 
     copies = max(1, round(size / base_chunks))
     docs = work / f"docs-{size}"
-    index = work / f"index-{size}"
+    index = index_dir(work, size, structures)
     if index.exists() and (index / "CURRENT").exists():
         manifest = json.loads((index / open(index / "CURRENT").read().strip() / "manifest.json").read_text())
         return {"copies": copies, "build_s": manifest["timings_s"].get("total"), "reused_build": True,
@@ -103,7 +110,8 @@ def build(size: int, work: Path, embedder: VariantEmbedder, base_chunks: int) ->
     write_variants(docs, copies)
     began = time.perf_counter()
     real_before = embedder.real
-    report = build_index([docs], index, embedder_factory=lambda config: (embedder, None))
+    config = load_config(environ={}, overrides={} if structures else {"build_tree": False, "build_graph": False})
+    report = build_index([docs], index, config, embedder_factory=lambda config: (embedder, None))
     return {
         "copies": copies, "build_s": round(time.perf_counter() - began, 1), "timings_s": report.timings_s,
         "texts_embedded_for_real": embedder.real - real_before, "reused_build": False,
@@ -144,7 +152,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="20000,200000,1000000")
     parser.add_argument("--work", type=Path, required=True, help="folder for the generated pages and indexes (kept)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
+    parser.add_argument("--lookup-only", action="store_true",
+                        help="build no tree and no graph (the rows say so): lookup and the ANN index alone, at sizes "
+                             "whose full build would take hours on a small machine")
     args = parser.parse_args()
+    structures = not args.lookup_only
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args.work.mkdir(parents=True, exist_ok=True)
     embedder = VariantEmbedder()
@@ -154,14 +166,14 @@ def main() -> None:
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
     })
-    by_size = {row["size"]: row for row in results.get("sizes", [])}
+    by_size = {(row["size"], row.get("structures", True)): row for row in results.get("sizes", [])}
     for size in [int(s) for s in args.sizes.split(",")]:
         load_before = os.getloadavg()[0]
-        row = {"size": size, **build(size, args.work, embedder, base_chunks)}
-        row.update(measure_queries(args.work / f"index-{size}"))
+        row = {"size": size, "structures": structures, **build(size, args.work, embedder, base_chunks, structures)}
+        row.update(measure_queries(index_dir(args.work, size, structures)))
         row["load_1m_before"] = round(load_before, 2)
         row["measured_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        by_size[size] = row
+        by_size[(size, structures)] = row
         print(json.dumps(row), file=sys.stderr, flush=True)
         results["sizes"] = [by_size[s] for s in sorted(by_size)]
         args.out.parent.mkdir(parents=True, exist_ok=True)
