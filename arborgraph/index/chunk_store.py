@@ -9,6 +9,7 @@ would take several times the memory).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,10 +35,18 @@ class DocInfo:
 
 
 class ArrowColumn(Sequence[Any]):
-    """One Arrow column read as a sequence: ``column[row]`` is that row's Python value."""
+    """One Arrow column read as a sequence: ``column[row]`` is that row's Python value.
 
-    def __init__(self, column: "pa.Array | pa.ChunkedArray") -> None:
+    The rows read lately are kept as Python values (at most ``kept``): a question reads
+    the same few hundred candidates' texts several times (linking, features, contexts),
+    and converting an Arrow row costs far more than a lookup."""
+
+    def __init__(self, column: "pa.Array | pa.ChunkedArray", kept: int = 20_000) -> None:
         self._column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        self._row = functools.lru_cache(maxsize=kept)(self._convert)
+
+    def _convert(self, row: int) -> Any:
+        return self._column[row].as_py()
 
     def __len__(self) -> int:
         return len(self._column)
@@ -49,7 +58,7 @@ class ArrowColumn(Sequence[Any]):
     def __getitem__(self, row: int | slice) -> Any:
         if isinstance(row, slice):
             return self._column[row].to_pylist()
-        return self._column[int(row)].as_py()
+        return self._row(int(row))
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._column.to_pylist())
