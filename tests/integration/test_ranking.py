@@ -221,3 +221,22 @@ def test_tree_model_scores_by_its_splits_and_refuses_malformed_trees() -> None:
     with pytest.raises(ValueError, match="malformed tree"):
         model_from_json(broken)
 
+
+
+def test_shown_scores_are_calibrated_relevance(sample_index: Path) -> None:
+    model = load_model()
+    assert model is not None and model.calibration is not None, "the shipped ranker has no calibration"
+    kb = arborgraph.open(sample_index)
+    real = kb.query("What does sqlite3_busy_timeout do?", route="lookup", top_k=10)
+    nonsense = kb.query("purple giraffes juggling seventeen harmonicas underwater", route="lookup", top_k=10)
+    for res in (real, nonsense):
+        scores = [c.score for c in res.contexts]
+        assert scores and all(0.0 <= s <= 1.0 for s in scores)
+        assert scores == sorted(scores, reverse=True)
+        # not the reciprocal rank the list falls back to when nothing is calibrated
+        assert scores != [1 / r for r in range(1, len(scores) + 1)]
+    assert "c3ref_busy_timeout.md" in [c.source for c in real.contexts[:3]]
+    # comparable across questions: a question the manual cannot answer scores low
+    assert nonsense.contexts[0].score < 0.5 * real.contexts[0].score
+    # explain() keeps the raw parts beside the shown relevance
+    assert "ranker: " in real.explain()
