@@ -72,7 +72,7 @@ export async function renderCommunities(params, env) {
       graph.layout("force");
       count();
       if (selectEntity) {
-        if (!graph.nodes.has(selectEntity)) { // not among the most connected: add it with its neighbours
+        if (!graph.graph.hasNode(selectEntity)) { // not among the most connected: add it with its neighbours
           const ent = await get("/v1/graph/entity", { name: selectEntity });
           graph.add([{ id: ent.id, name: ent.name, type: ent.type, degree: ent.degree, community: id, member: true }], []);
           await expandNeighbours(ent.id);

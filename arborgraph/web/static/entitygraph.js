@@ -10,6 +10,7 @@ import { h, visible } from "./dom.js";
 const { Graph } = window.graphology ? { Graph: window.graphology.Graph || window.graphology } : {};
 const SigmaClass = window.Sigma && (window.Sigma.Sigma || window.Sigma);
 const lib = window.graphologyLibrary;
+const drawLabel = SigmaClass && window.Sigma.rendering.drawDiscNodeLabel;
 
 // 12 colours told apart on white and by most colour-blind readers (Tableau 10 + 2)
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#2f4b7c", "#bab0ac", "#8cd17d"];
@@ -36,6 +37,7 @@ export class EntityGraph {
     this.colours = new Map();
     this.communityTitles = new Map();
     this.selected = null; this.hovered = null;
+    this.labelBoxes = [];
     this.layoutName = "force";
     this.container = h("div", { class: "sigma-box", id, role: "img", "aria-label": "Entities and their relations (the list below names them)" });
     this.nodeList = h("ul", { class: "node-list small", id: `${id}-nodes`, "aria-label": "Entities in the graph" });
@@ -59,6 +61,7 @@ export class EntityGraph {
       zIndex: true,
       minCameraRatio: 0.05,
       maxCameraRatio: 8,
+      defaultDrawNodeLabel: (context, data, settings) => this._label(context, data, settings),
       nodeReducer: (node, data) => this._nodeStyle(node, data),
       edgeReducer: (edge, data) => this._edgeStyle(edge, data),
     });
@@ -66,7 +69,21 @@ export class EntityGraph {
     this.renderer.on("doubleClickNode", (event) => { event.preventSigmaDefault(); this.onExpand(event.node); });
     this.renderer.on("enterNode", ({ node }) => { this.hovered = node; this.renderer.refresh({ skipIndexation: true }); });
     this.renderer.on("leaveNode", () => { this.hovered = null; this.renderer.refresh({ skipIndexation: true }); });
+    this.renderer.on("beforeRender", () => { this.labelBoxes = []; });
     this.renderer.on("afterRender", () => this._positions());
+  }
+
+  // sigma's grid keeps labels sparse; a label that would still cross one drawn before
+  // it in this frame (the larger nodes' come first) is left out, unless it is forced
+  _label(context, data, settings) {
+    if (!data.label) return;
+    const size = settings.labelSize;
+    context.font = `${settings.labelWeight} ${size}px ${settings.labelFont}`;
+    const box = { x: data.x + data.size + 3, y: data.y - size / 2 - 1, w: context.measureText(data.label).width, h: size + 2 };
+    const crosses = (b) => box.x < b.x + b.w && b.x < box.x + box.w && box.y < b.y + b.h && b.y < box.y + box.h;
+    if (!data.forceLabel && this.labelBoxes.some(crosses)) return;
+    this.labelBoxes.push({ ...box, forced: Boolean(data.forceLabel) });
+    drawLabel(context, data, settings);
   }
 
   kill() { if (this.renderer) { this.renderer.kill(); this.renderer = null; } }
@@ -153,6 +170,7 @@ export class EntityGraph {
     }
     lib.layoutNoverlap.assign(g, { maxIterations: g.order > 2000 ? 30 : 80, settings: { margin: 3, ratio: 1.3 } });
     this._laidOut = true;
+    this.container.dataset.layout = name;
     this.refresh();
   }
 
@@ -197,6 +215,7 @@ export class EntityGraph {
       const p = this.renderer.graphToViewport(this.graph.getNodeAttributes(b.dataset.id));
       b.dataset.x = p.x.toFixed(1); b.dataset.y = p.y.toFixed(1);
     }
+    this.container.dataset.labels = JSON.stringify((this.labelBoxes || []).map((b) => [b.x, b.y, b.w, b.h, b.forced ? 1 : 0].map((v) => Math.round(v))));
     this.container.dataset.rendered = "1";
   }
 }
