@@ -133,7 +133,7 @@ export function renderAsk(params, env) {
   }, (err) => { if (err instanceof ApiError && err.status === 401) window.dispatchEvent(new CustomEvent("arborgraph:unauthorized")); });
   const topK = h("input", { type: "text", inputmode: "numeric", id: "top-k", value: "10", size: 3, "aria-label": "top k" });
   const wantAnswer = h("input", { type: "checkbox", id: "want-answer" });
-  const answerLabel = h("label", { class: "check" }, wantAnswer, "Answer with the LLM (a conversation: earlier turns go with each question)");
+  const answerLabel = h("label", { class: "check" }, wantAnswer, "Answer with the LLM (as a conversation)");
   // ranker traces on each context only when asked: they explain, they are not the answer
   const why = h("input", { type: "checkbox", id: "show-why" });
   why.addEventListener("change", () => { if (lastResult) showResult(out, lastResult.res, env, lastResult.answer); });
@@ -141,6 +141,8 @@ export function renderAsk(params, env) {
     conversation.length = 0; lastTurn = null;
     if (lastResult) showResult(out, lastResult.res, env, lastResult.answer);
   } }, "New conversation");
+  newChat.hidden = true;
+  wantAnswer.addEventListener("change", () => { newChat.hidden = !wantAnswer.checked; });
   const out = h("div", { id: "ask-result", "aria-live": "polite" });
   const submit = h("button", { type: "submit", id: "ask-submit" }, "Ask");
 
