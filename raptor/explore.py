@@ -162,29 +162,54 @@ class TreeView:
 
     def plot_layout(self, highlight: Iterable[str] = (), *, show_leaves: bool = True) -> go.Figure:
         """2-D layout of the nodes (leaves by UMAP or PCA, as built; each summary at the
-        mean of its children): colour = cluster, symbol and size = level; ``highlight``
-        node ids (e.g. a drill-down path) are ringed."""
+        mean of its children): colour = the root's child each node lies under (its
+        first parents up), named in the legend and written at that summary's place;
+        symbol and size = level; ``highlight`` node ids (e.g. a drill-down path) are ringed."""
         go = _plotly()
         marks = set(highlight)
-        fig = go.Figure()
-        for level, ids in self.levels.items():
+        tree = self.tree
+        root = tree.root_id
+        branches = list(tree.node(root).children) or [root]
+        branch_of: dict[str, str] = {}
+
+        def branch(node_id: str) -> str:
+            seen = []
+            while node_id not in branch_of and node_id != root and node_id not in branches:
+                seen.append(node_id)
+                parents = tree.node(node_id).parents
+                if not parents:
+                    break
+                node_id = parents[0]
+            found = branch_of.get(node_id, node_id if node_id in branches else root)
+            for s in seen:
+                branch_of[s] = found
+            return found
+
+        groups: dict[str, list[Node]] = {b: [] for b in [*branches, root]}
+        for level, ids in sorted(self.levels.items()):
             if level == 0 and not show_leaves:
                 continue
-            nodes = [self.tree.node(i) for i in ids]
+            for i in ids:
+                groups[branch(i) if i != root else root].append(tree.node(i))
+        fig = go.Figure()
+        for k, (head, nodes) in enumerate(groups.items()):
+            if not nodes:
+                continue
+            name = "root" if head == root else _short(tree.node(head).title or head, 36)
+            colour = "#333333" if head == root else _PALETTE[k % len(_PALETTE)]
             fig.add_trace(
                 go.Scatter(
                     x=[n.umap_x for n in nodes],
                     y=[n.umap_y for n in nodes],
                     mode="markers",
-                    name=f"level {level}",
-                    text=[f"{n.node_id}: {n.title}" for n in nodes],
+                    name=name,
+                    text=[f"{n.node_id} (level {n.level}): {n.title}" for n in nodes],
                     hoverinfo="text",
                     marker={
-                        "size": 5 + 4 * level,
-                        "symbol": "circle" if level == 0 else "diamond",
-                        "color": [n.cluster for n in nodes],
-                        "colorscale": "Turbo",
-                        "opacity": 0.55 if level == 0 else 0.9,
+                        "size": [5 + 4 * n.level for n in nodes],
+                        "symbol": ["circle" if n.level == 0 else "diamond" for n in nodes],
+                        "color": colour,
+                        "opacity": [0.45 if n.level == 0 else 0.95 for n in nodes],
                         "line": {
                             "width": [3 if n.node_id in marks else 0 for n in nodes],
                             "color": "black",
@@ -192,7 +217,12 @@ class TreeView:
                     },
                 )
             )
-        fig.update_layout(title="RAPTOR tree layout", xaxis_title="x", yaxis_title="y", legend_title="level")
+            if head != root:  # the cluster's name where its summary sits
+                top = tree.node(head)
+                fig.add_annotation(x=top.umap_x, y=top.umap_y, text=f"<b>{html.escape(name)}</b>", showarrow=False,
+                                   yshift=14, font={"size": 12, "color": colour}, bgcolor="rgba(255,255,255,0.75)")
+        fig.update_layout(title="RAPTOR tree layout: the root's clusters, named by their summaries",
+                          xaxis={"visible": False}, yaxis={"visible": False}, legend_title="cluster under the root")
         return fig
 
     def plot_sunburst(self, highlight: Iterable[str] = (), *, max_depth: int | None = None) -> go.Figure:
@@ -223,6 +253,10 @@ class TreeView:
         )
         fig.update_layout(title="RAPTOR tree", margin={"t": 40, "l": 0, "r": 0, "b": 0})
         return fig
+
+
+# ten colours told apart on white (Tableau 10)
+_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#2f4b7c")
 
 
 def _label(node: Node) -> str:
