@@ -20,16 +20,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "support"))
+sys.path.insert(0, str(ROOT / "tests"))
 
+from conftest import SLICE  # noqa: E402  (the 20 pages of the sample manual the tests index)
 from service_server import running_server  # noqa: E402
 
-PAGES = [
-    "wal.md", "lockingv3.md", "lang_transaction.md", "isolation.md", "tempfiles.md",
-    "c3ref_busy_timeout.md", "c3ref_busy_handler.md", "c3ref_wal_autocheckpoint.md",
-    "c3ref_wal_checkpoint_v2.md", "foreignkeys.md", "autoinc.md", "lang_vacuum.md",
-    "pgszchng2016.md", "limits.md", "datatype3.md", "withoutrowid.md", "stricttables.md",
-    "lang_createtable.md", "rowidtable.md", "fasterthanfs.md",
-]
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 NEW_DOC = "---\ntitle: Osprey runbook\n---\n# Osprey runbook\n\nThe Osprey queue runs in WAL mode and checkpoints every 1000 frames.\n"
@@ -111,7 +106,7 @@ def main() -> None:
             shutil.copytree(args.docs, docs)
         else:
             docs.mkdir()
-            for name in PAGES:
+            for name in SLICE:
                 shutil.copy(ROOT / "examples" / "sqlite" / name, docs / name)
         index = work / "index"
         print(f"building an index of {docs} ...", file=sys.stderr)

@@ -9,7 +9,6 @@ names, whatever their write permission."""
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from conftest import copy_pages
 from service_server import Server, cli, request, running_server
 
 from arborgraph.pipeline import build_index
@@ -35,9 +35,7 @@ The Kestrel queue keeps its pages in WAL mode; its checkpoint runs every KESTREL
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory, sample_slice: Path) -> dict[str, Any]:
-    docs = tmp_path_factory.mktemp("served-docs")
-    for page in PAGES:
-        shutil.copy(sample_slice / page, docs / page)
+    docs = copy_pages(sample_slice, tmp_path_factory.mktemp("served") / "docs", PAGES)
     index = tmp_path_factory.mktemp("served-index") / "idx"
     build_index([docs], index)
     keys = tmp_path_factory.mktemp("served-keys") / "keys.json"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import copy_pages
 from llm_server import FakeOpenAIServer
 from service_server import Server, request, running_server
 from tenants import SECRET_A, SECRET_B
@@ -486,9 +487,7 @@ def test_the_web_list_endpoints_show_only_what_the_key_may_read(web_server: Serv
 def docs_server(tmp_path_factory: pytest.TempPathFactory, sample_slice: Path) -> Iterator[tuple[Server, dict[str, str], Path]]:
     from arborgraph.service.keys import KeyStore
 
-    docs = tmp_path_factory.mktemp("web-folder")
-    for page in ("wal.md", "autoinc.md", "foreignkeys.md"):
-        shutil.copy(sample_slice / page, docs / page)
+    docs = copy_pages(sample_slice, tmp_path_factory.mktemp("web-folder") / "docs", ["wal.md", "autoinc.md", "foreignkeys.md"])
     index = tmp_path_factory.mktemp("web-folder-index") / "idx"
     build_index([docs], index)
     keys_file = tmp_path_factory.mktemp("web-folder-keys") / "keys.json"
