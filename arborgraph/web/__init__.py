@@ -1,7 +1,9 @@
-"""The browser explorer: a single page (Ask, Tree, Communities, Index) over the HTTP API.
+"""The browser explorer: a single page (Ask, Tree, Graph, Communities, Documents, Index)
+over the HTTP API.
 
 :func:`router` gives its routes to the service's FastAPI app: the page at ``/``, its scripts and
-styles at ``/static/...`` (all shipped in the wheel: nothing is fetched from elsewhere),
+styles at ``/static/...`` (all shipped in the wheel, the vendored graph libraries
+included: nothing is fetched from elsewhere),
 and the few list endpoints of :mod:`arborgraph.web.api` under ``/v1/web/``. The page
 sends the caller's key with every request, so it shows what that key's principal may
 read and nothing more.
