@@ -166,9 +166,9 @@ export class EntityGraph {
     if (name === "force") {
       const settings = lib.layoutForceAtlas2.inferSettings(g);
       // LinLog mode pulls each community together and pushes communities apart
-      lib.layoutForceAtlas2.assign(g, { iterations: g.order > 2000 ? 80 : 200, settings: { ...settings, linLogMode: true, outboundAttractionDistribution: true, barnesHutOptimize: g.order > 300, gravity: 0.5, scalingRatio: 10, adjustSizes: false } });
+      lib.layoutForceAtlas2.assign(g, { iterations: g.order > 2000 ? 60 : g.order > 800 ? 100 : 200, settings: { ...settings, linLogMode: true, outboundAttractionDistribution: true, barnesHutOptimize: g.order > 300, gravity: 0.5, scalingRatio: 10, adjustSizes: false } });
     }
-    lib.layoutNoverlap.assign(g, { maxIterations: g.order > 2000 ? 30 : 80, settings: { margin: 3, ratio: 1.3 } });
+    lib.layoutNoverlap.assign(g, { maxIterations: g.order > 800 ? 25 : 80, settings: { margin: 3, ratio: 1.3 } });
     this._laidOut = true;
     this.container.dataset.layout = name;
     this.refresh();
