@@ -74,3 +74,13 @@ def test_plots_highlight_a_path_and_write_offline_html() -> None:
     tags = re.findall(r"<script[^>]*>", page)
     assert tags and all("src=" not in tag for tag in tags)
     assert len(page) > 1_000_000
+
+
+def test_the_layout_names_clusters_of_the_lowest_level_a_legend_can_hold() -> None:
+    from raptor.explore import naming_level
+
+    assert naming_level({0: 362, 1: 47, 2: 8, 3: 1}) == 2  # the 20-page slice
+    assert naming_level({0: 4856, 1: 622, 2: 101, 3: 15, 4: 3, 5: 1}) == 3  # the whole manual
+    assert naming_level({0: 30, 1: 40, 2: 1}) == 1  # no level small enough: the highest of several nodes
+    assert naming_level({0: 5, 1: 1}) == 1  # a root alone over the chunks
+    assert naming_level({0: 3}) == 0
