@@ -206,7 +206,7 @@ class TreeView:
                     y=[n.umap_y for n in nodes],
                     mode="markers",
                     name=name,
-                    text=[f"{n.node_id} (level {n.level}): {n.title}" for n in nodes],
+                    text=[f"{n.node_id}: {n.title}" for n in nodes],
                     hoverinfo="text",
                     marker={
                         "size": [5 if n.level == 0 else 4 + 2 * n.level for n in nodes],
