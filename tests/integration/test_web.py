@@ -376,6 +376,14 @@ def test_the_graph_page_draws_the_whole_graph_by_community(web_server: Server, b
     page.goto(web_server.url + "/#graph?limit=100")
     page.wait_for_selector("#graph[data-rendered='1'] canvas")
     assert drawn_nodes(page) == 100
+    # from an entity to its neighbourhood, two hops out, the entity selected
+    hub = page.locator("#graph-nodes button").first
+    hub_id = hub.get_attribute("data-id")
+    page.mouse.click(*node_point(page, hub))
+    page.wait_for_selector("#entity-name")
+    page.click("#entity-around")
+    page.wait_for_selector(f"#graph[data-selected='{hub_id}'][data-rendered='1']")
+    assert "Around" in page.inner_text("main h2")
 
 
 def test_index_page_shows_what_inspect_shows(web_server: Server, browser: Browser, screens: Path) -> None:
