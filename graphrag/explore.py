@@ -244,9 +244,68 @@ class GraphView:
         nx.write_graphml(g, out)
         return out
 
+    def plot_overview(self, level: int = 0, *, max_communities: int = 40) -> Any:
+        """The graph at community scale, a plotly figure: one disc per community of
+        ``level`` (the ``max_communities`` largest), sized by its members and named by its
+        report's title, joined by lines as thick as the relations between their members."""
+        try:
+            import plotly.graph_objects as go
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("plotting needs the 'viz' extra: pip install 'arborgraph[viz]'") from exc
+        import igraph as ig
+
+        kg = self.kg
+        cut = sorted(kg.community_cut(level), key=lambda c: (-len(c.members), c.id))[:max_communities]
+        home = {m: i for i, c in enumerate(cut) for m in c.members}
+        links: dict[tuple[int, int], int] = {}
+        for r in kg.relations.values():
+            a, b = home.get(r.source), home.get(r.target)
+            if a is not None and b is not None and a != b:
+                key = (min(a, b), max(a, b))
+                links[key] = links.get(key, 0) + 1
+        g = ig.Graph(n=len(cut), edges=sorted(links))
+        # Kamada-Kawai starts from a circle: the same picture every time
+        coords = g.layout_kamada_kawai() if len(cut) > 1 else [[0.0, 0.0]] * len(cut)
+        ex: list[float | None] = []
+        ey: list[float | None] = []
+        widths = []
+        for (a, b), n in sorted(links.items()):
+            ex += [coords[a][0], coords[b][0], None]
+            ey += [coords[a][1], coords[b][1], None]
+            widths.append(n)
+        reps = kg.reports
+        # a community without a report is named by its most connected member
+        titles = [
+            _short_title(reps[c.id].title if c.id in reps
+                         else kg.entities[min(c.members, key=lambda m: (-kg.degree(m), m))].name + (f" +{len(c.members) - 1}" if len(c.members) > 1 else ""))
+            for c in cut
+        ]
+        sizes = [len(c.members) for c in cut]
+        biggest = max(sizes, default=1)
+        lines = [
+            go.Scatter(x=ex[3 * i: 3 * i + 3], y=ey[3 * i: 3 * i + 3], mode="lines", hoverinfo="skip",
+                       line={"width": min(8.0, 0.8 + n ** 0.5), "color": "#c3ccc7"}, showlegend=False)
+            for i, n in enumerate(widths)
+        ]
+        discs = go.Scatter(
+            x=[xy[0] for xy in coords], y=[xy[1] for xy in coords], mode="markers+text",
+            text=titles, textposition="top center", textfont={"size": 11},
+            hovertext=[f"community {c.id}: {t} ({s} entities)" for c, t, s in zip(cut, titles, sizes)],
+            hoverinfo="text", showlegend=False,
+            marker={"size": [12 + 38 * (s / biggest) ** 0.5 for s in sizes], "color": list(range(len(cut))),
+                    "colorscale": "Viridis", "line": {"width": 1, "color": "#333"}, "opacity": 0.85},
+        )
+        fig = go.Figure([*lines, discs])
+        fig.update_layout(
+            title=f"Communities at level {level}: size = entities, lines = relations between them",
+            xaxis={"visible": False}, yaxis={"visible": False}, margin={"t": 40, "l": 10, "r": 10, "b": 10},
+        )
+        return fig
+
     def plot_community(self, community_id: int, path: str | Path | None = None, *, max_nodes: int = 150) -> str:
         """Self-contained HTML of a community's subgraph: nodes coloured by
-        sub-community, sized by degree. Written to ``path`` if given; returned."""
+        sub-community, sized by degree, the most connected named. Written to ``path`` if
+        given; returned."""
         try:
             import plotly.graph_objects as go
         except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -271,6 +330,8 @@ class GraphView:
                 ey += [y0, y1, None]
         degree = [kg.degree(m) for m in members]
         top = max(degree) or 1
+        # names on the most connected members only: every label at once is unreadable
+        named = set(members[:LABELLED])
         fig = go.Figure(
             [
                 go.Scatter(x=ex, y=ey, mode="lines", line={"width": 0.5, "color": "#bbb"}, hoverinfo="skip"),
@@ -278,7 +339,7 @@ class GraphView:
                     x=[pos[m][0] for m in members],
                     y=[pos[m][1] for m in members],
                     mode="markers+text",
-                    text=[kg.entities[m].name for m in members],
+                    text=[kg.entities[m].name if m in named else "" for m in members],
                     textposition="top center",
                     hovertext=[f"{kg.entities[m].name} ({kg.entities[m].type}), degree {d}" for m, d in zip(members, degree)],
                     hoverinfo="text",
@@ -320,6 +381,14 @@ class GraphView:
 
     def __repr__(self) -> str:
         return f"GraphView({self.kg!r})"
+
+
+LABELLED = 20  # plot_community names this many members, the most connected
+
+
+def _short_title(text: str, width: int = 34) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _layout(kg: KnowledgeGraph, members: Sequence[str]) -> dict[str, tuple[float, float]]:

@@ -1,10 +1,12 @@
-"""Regenerate the README screenshots (docs/images/tree.png, docs/images/community.png).
+"""Regenerate the notebook figures shown in the docs (docs/images/tree.png, layout.png,
+community.png, overview.png).
 
     python notebooks/screenshots.py [--chromium PATH]
 
 Opens (or builds) the notebooks' index, writes the tree sunburst with a drill-down
-path highlighted and the subgraph of WAL's community as standalone HTML pages, and
-photographs them with headless Chromium (Debian: ``apt-get install -y chromium``).
+path highlighted, the tree's layout with its clusters named, the subgraph of WAL's
+community and the community overview as standalone HTML pages, and photographs them
+with headless Chromium (Debian: ``apt-get install -y chromium``).
 """
 
 from __future__ import annotations
@@ -88,10 +90,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         pages = Path(tmp)
         (pages / "tree.html").write_text(raptor.figure_html(sunburst), encoding="utf-8")
+        (pages / "layout.html").write_text(raptor.figure_html(tree.plot_layout()), encoding="utf-8")
+        (pages / "overview.html").write_text(raptor.figure_html(graph.plot_overview(level=0)), encoding="utf-8")
         graph.plot_community(community.id, pages / "community.html")
         screenshot(args.chromium, pages / "tree.html", OUT / "tree.png", (1000, 900))
+        screenshot(args.chromium, pages / "layout.html", OUT / "layout.png", (1200, 700))
         screenshot(args.chromium, pages / "community.html", OUT / "community.png", (1200, 850))
-    print("wrote", OUT / "tree.png", "and", OUT / "community.png")
+        screenshot(args.chromium, pages / "overview.html", OUT / "overview.png", (1200, 850))
+    print("wrote", ", ".join(str(OUT / n) for n in ("tree.png", "layout.png", "community.png", "overview.png")))
     return 0
 
 

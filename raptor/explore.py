@@ -8,6 +8,7 @@ HTML works offline.
 from __future__ import annotations
 
 import html
+import statistics
 from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -162,29 +163,56 @@ class TreeView:
 
     def plot_layout(self, highlight: Iterable[str] = (), *, show_leaves: bool = True) -> go.Figure:
         """2-D layout of the nodes (leaves by UMAP or PCA, as built; each summary at the
-        mean of its children): colour = cluster, symbol and size = level; ``highlight``
-        node ids (e.g. a drill-down path) are ringed."""
+        mean of its children): colour = the cluster a node lies in at the level of
+        :func:`naming_level` (its first parents up), named in the legend and written
+        where most of its chunks lie; symbol and size = level; ``highlight`` node ids (e.g. a
+        drill-down path) are ringed."""
         go = _plotly()
         marks = set(highlight)
-        fig = go.Figure()
-        for level, ids in self.levels.items():
+        tree = self.tree
+        named_level = naming_level({level: len(ids) for level, ids in self.levels.items()})
+        heads = list(self.levels.get(named_level, [tree.root_id]))
+        head_of: dict[str, str] = {h: h for h in heads}
+
+        def head(node_id: str) -> str | None:
+            path = []
+            while node_id not in head_of:
+                node = tree.node(node_id)
+                if node.level >= named_level or not node.parents:
+                    head_of[node_id] = ""  # above the named clusters (or an orphan)
+                    break
+                path.append(node_id)
+                node_id = node.parents[0]
+            for p in path:
+                head_of[p] = head_of[node_id]
+            return head_of[node_id] or None
+
+        groups: dict[str | None, list[Node]] = {h: [] for h in heads}
+        groups[None] = []
+        for level, ids in sorted(self.levels.items()):
             if level == 0 and not show_leaves:
                 continue
-            nodes = [self.tree.node(i) for i in ids]
+            for i in ids:
+                groups[head(i)].append(tree.node(i))
+        fig = go.Figure()
+        for k, (top_id, nodes) in enumerate(groups.items()):
+            if not nodes:
+                continue
+            name = "summaries above them" if top_id is None else _short(tree.node(top_id).title or top_id, 36)
+            colour = "#333333" if top_id is None else _PALETTE[k % len(_PALETTE)]
             fig.add_trace(
                 go.Scatter(
                     x=[n.umap_x for n in nodes],
                     y=[n.umap_y for n in nodes],
                     mode="markers",
-                    name=f"level {level}",
+                    name=name,
                     text=[f"{n.node_id}: {n.title}" for n in nodes],
                     hoverinfo="text",
                     marker={
-                        "size": 5 + 4 * level,
-                        "symbol": "circle" if level == 0 else "diamond",
-                        "color": [n.cluster for n in nodes],
-                        "colorscale": "Turbo",
-                        "opacity": 0.55 if level == 0 else 0.9,
+                        "size": [5 if n.level == 0 else 4 + 2 * n.level for n in nodes],
+                        "symbol": ["circle" if n.level == 0 else "diamond" for n in nodes],
+                        "color": colour,
+                        "opacity": [0.6 if n.level == 0 else 0.9 for n in nodes],
                         "line": {
                             "width": [3 if n.node_id in marks else 0 for n in nodes],
                             "color": "black",
@@ -192,7 +220,15 @@ class TreeView:
                     },
                 )
             )
-        fig.update_layout(title="RAPTOR tree layout", xaxis_title="x", yaxis_title="y", legend_title="level")
+            if top_id is not None:
+                # the name where most of the cluster's chunks lie (a summary sits at the mean
+                # of its children, which a few far ones pull towards the middle of the plot)
+                leaves = [n for n in nodes if n.level == 0] or nodes
+                x, y = statistics.median(n.umap_x for n in leaves), statistics.median(n.umap_y for n in leaves)
+                fig.add_annotation(x=x, y=y, text=f"<b>{html.escape(name)}</b>", showarrow=False,
+                                   font={"size": 12, "color": colour}, bgcolor="rgba(255,255,255,0.8)")
+        fig.update_layout(title=f"RAPTOR tree layout: the clusters of level {named_level}, named by their summaries",
+                          xaxis={"visible": False}, yaxis={"visible": False}, legend_title=f"level {named_level} cluster")
         return fig
 
     def plot_sunburst(self, highlight: Iterable[str] = (), *, max_depth: int | None = None) -> go.Figure:
@@ -223,6 +259,22 @@ class TreeView:
         )
         fig.update_layout(title="RAPTOR tree", margin={"t": 40, "l": 0, "r": 0, "b": 0})
         return fig
+
+
+def naming_level(sizes: dict[int, int], most: int = 16) -> int:
+    """The level whose clusters name a layout's colours (``sizes``: nodes per level): the
+    lowest summary level of 2 to ``most`` nodes (a longer legend is read by nobody), else
+    the highest summary level of several nodes, else the top level."""
+    several = sorted(level for level, n in sizes.items() if level > 0 and n > 1)
+    fitting = [level for level in several if sizes[level] <= most]
+    if fitting:
+        return fitting[0]
+    return several[-1] if several else max(sizes, default=0)
+
+
+# sixteen colours told apart on white (Tableau 10 and six of Tableau 20), one per named cluster
+_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+            "#2f4b7c", "#499894", "#d37295", "#b6992d", "#8cd17d", "#86bcb6", "#bab0ac")
 
 
 def _label(node: Node) -> str:

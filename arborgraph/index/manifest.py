@@ -121,6 +121,9 @@ class BuildRecord(_Stored):
     documents: dict[str, str]  # doc id -> content hash
     counts: dict[str, StrictInt]
     timings_s: dict[str, float] = Field(default_factory=dict)
+    # the timings of the last build that reused no document (this one's, or carried from
+    # the generation it updated): an update's timings alone say little about the index
+    full_build_timings_s: dict[str, float] = Field(default_factory=dict)
     # as BuildReport.stored() writes it; a manifest without one reads as an empty report
     report: BuildReport = Field(default_factory=lambda: BuildReport(index_dir=""))
     # LLM usage, present only for builds with an LLM (``LLMUsage.to_dict``)

@@ -180,9 +180,20 @@ def manifest_record(run: BuildRun) -> BuildRecord:
         documents={d.doc_id: d.content_hash for d in loaded.docs},
         counts={"documents": len(loaded.docs), "chunks": len(run.chunked.chunks), "skipped": len(loaded.skipped)},
         timings_s=report.timings_s,
+        full_build_timings_s=_full_build_timings(run),
         report=report.stored(),
         **(provider.usage.to_dict() if provider is not None else {}),
     )
+
+
+def _full_build_timings(run: BuildRun) -> dict[str, float]:
+    """This build's timings if it reused no document, else the previous generation's
+    record of its last full build (its own timings when it predates the record)."""
+    reused = run.report.stages.get("documents", {}).get("unchanged", 0)
+    if run.previous is None or not reused:
+        return dict(run.report.timings_s)
+    before = run.previous.manifest
+    return dict(before.full_build_timings_s or before.timings_s)
 
 
 def commit(run: BuildRun) -> None:

@@ -39,8 +39,25 @@ def _attr(value: str) -> str:
     return html.escape(value, quote=True)
 
 
-def answer_messages(question: str, contexts: Sequence[Context]) -> list[dict[str, str]]:
-    """The chat messages for an answer: system rules, then sources, then the question."""
+# earlier answers cite earlier sources: their [n] would point at this turn's
+_CITATION = re.compile(r"\s?\[\d{1,3}\]")
+
+
+def history_messages(history: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    """Earlier turns of a conversation (question, answer) as chat messages, the answers
+    without their citation marks."""
+    out: list[dict[str, str]] = []
+    for asked, answered in history:
+        out.append({"role": "user", "content": asked})
+        out.append({"role": "assistant", "content": _CITATION.sub("", answered)})
+    return out
+
+
+def answer_messages(
+    question: str, contexts: Sequence[Context], history: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, str]]:
+    """The chat messages for an answer: system rules, the conversation so far (if any),
+    then sources, then the question."""
     blocks = []
     for number, ctx in enumerate(contexts, start=1):
         where = " > ".join(ctx.heading_path) or ctx.source
@@ -54,11 +71,14 @@ def answer_messages(question: str, contexts: Sequence[Context]) -> list[dict[str
         + "\n\n".join(blocks)
         + f"\n\nQuestion: {question}\n\nAnswer from the sources above, citing them as [n]."
     )
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": SYSTEM_PROMPT}, *history_messages(history), {"role": "user", "content": user}]
 
 
-def generate_answer(model: ChatModel, question: str, contexts: Sequence[Context]) -> str:
-    """Ask ``model`` for a cited answer; raises ``LLMError`` if the call fails."""
+def generate_answer(
+    model: ChatModel, question: str, contexts: Sequence[Context], history: Sequence[tuple[str, str]] = ()
+) -> str:
+    """Ask ``model`` for a cited answer; raises ``LLMError`` if the call fails.
+    ``history``: the conversation's earlier (question, answer) turns, oldest first."""
     if not contexts:
         return "The index returned no passages for this question, so there is nothing to answer from."
-    return model.chat(answer_messages(question, contexts), stage="answer").strip()
+    return model.chat(answer_messages(question, contexts, history), stage="answer").strip()

@@ -148,6 +148,7 @@ class Explorer:
             "routes": index.routes,
             "counts": counts,
             "timings_s": manifest.timings_s,
+            "full_build_timings_s": manifest.full_build_timings_s or manifest.timings_s,
             "bytes_total": None if hidden else sum(f.bytes for f in files.values()),
             "tables": tables,
             **manifest.llm_usage(),
@@ -163,11 +164,13 @@ class Explorer:
         }
 
     def _document_info(self, readable_docs: set[str]) -> dict[str, dict[str, Any]]:
-        """doc id -> content hash, format and title (the hash from the manifest, the
-        rest from the documents table), for the ``readable_docs`` only."""
+        """doc id -> content hash, format, title and version (the hash from the manifest,
+        the rest from the documents table), for the ``readable_docs`` only."""
         hashes = self.index.manifest.documents
-        rows = self.index.on_disk.table(S.DOCUMENTS, columns=[S.DOC_ID, S.DOC_FORMAT, S.DOC_TITLE]).to_pylist()
-        described = {r[S.DOC_ID]: {"format": r[S.DOC_FORMAT], "title": r[S.DOC_TITLE]} for r in rows}
+        rows = self.index.on_disk.table(S.DOCUMENTS, columns=[S.DOC_ID, S.DOC_FORMAT, S.DOC_TITLE, S.DOC_VERSION]).to_pylist()
+        described = {
+            r[S.DOC_ID]: {"format": r[S.DOC_FORMAT], "title": r[S.DOC_TITLE], "version": r[S.DOC_VERSION]} for r in rows
+        }
         return {
             doc_id: {"content_hash": hashes.get(doc_id), **described.get(doc_id, {})}
             for doc_id in sorted((set(hashes) | set(described)) & readable_docs)

@@ -3,7 +3,7 @@
 :func:`create_app` makes one :class:`~arborgraph.service.context.Service` (the served
 index, limits, worker threads, authenticator, metrics) and mounts the routers of each
 area on it: :mod:`~arborgraph.service.routes.health`, :mod:`~arborgraph.service.routes.query`,
-:mod:`~arborgraph.service.routes.explore`, the web explorer (:mod:`arborgraph.web`) and
+:mod:`~arborgraph.service.routes.explore`, :mod:`~arborgraph.service.routes.documents`, the web explorer (:mod:`arborgraph.web`) and
 MCP at ``/mcp``. Every route derives the caller from the request's key in one place (the
 service's ``caller`` dependency, and the same authenticator in front of ``/mcp``) and
 hands the principal to the same :mod:`~arborgraph.service.views` function the MCP tools
@@ -32,10 +32,12 @@ from arborgraph.core.version import __version__
 from arborgraph.service import views
 from arborgraph.service.auth import AmbiguousCredentials, Authenticator, KeysUnavailable, Unauthorized
 from arborgraph.service.context import Service
+from arborgraph.service.documents import DocumentFolder
 from arborgraph.service.limits import BodyLimit, HostCheck, ServeSettings, WorkerThreads, accepted_hosts
 from arborgraph.service.metrics import Metrics
 from arborgraph.service.problems import PROBLEM_TYPE, problem, unexpected, validation_detail
-from arborgraph.service.routes import explore, health, query
+from arborgraph.service.rebuild import Rebuilds
+from arborgraph.service.routes import documents, explore, health, query
 from arborgraph.service.routes.query import ROUTE_LABEL, request_models  # noqa: F401 (re-exported)
 from arborgraph.service.swap import ServedIndex
 
@@ -107,9 +109,16 @@ class Timing:
 
 def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Authenticator) -> FastAPI:
     """The ASGI app serving ``served``; see the module docstring."""
+    folder = rebuilds = None
+    if settings.docs_dir is not None:
+        folder = DocumentFolder(settings.docs_dir)
+        rebuilds = Rebuilds(
+            folder.root, served.index_dir, config=lambda: served.kb.config, served_generation=lambda: served.generation,
+        )
     service = Service(
         served=served, settings=settings, authenticator=authenticator, metrics=Metrics(),
         threads=WorkerThreads(settings.concurrency, settings.request_timeout_s, narrow=served.preparing),
+        documents=folder, rebuilds=rebuilds,
     )
     mcp_app = None
     if settings.mcp:
@@ -154,12 +163,14 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
     ]
     errors: dict[int | str, dict[str, Any]] = {
         code: {"description": desc, "content": {PROBLEM_TYPE: {"schema": {"type": "object"}}}}
-        for code, desc in [(400, "bad input"), (401, "unknown or revoked key"), (404, "nothing readable by that name"),
+        for code, desc in [(400, "bad input"), (401, "unknown or revoked key"), (403, "needs a key with the write permission"),
+                           (404, "nothing readable by that name"), (409, "conflicts with the server's state"),
                            (413, "body too large"), (422, "invalid field"), (503, "time limit")]
     }
     _add_error_handlers(app, settings)
     app.include_router(health.router(service))
     app.include_router(query.router(service, documented_auth, errors))
+    app.include_router(documents.router(service, documented_auth, errors))
     app.include_router(explore.router(service, documented_auth, errors))
     if mcp_app is not None:
         app.router.add_route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]

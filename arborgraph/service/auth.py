@@ -26,6 +26,8 @@ class KeysUnavailable(Exception):
 class Caller:
     principal: str | None  # None: the anonymous caller (public documents only)
     key_id: str | None = None
+    # a key added with --write: may upload and delete documents and rebuild (never anonymous)
+    can_write: bool = False
 
 
 ANONYMOUS = Caller(principal=None)
@@ -100,4 +102,4 @@ class Authenticator:
         # one message for both: a caller learns nothing about which keys exist
         if record is None or record.revoked:
             raise Unauthorized("unknown or revoked key")
-        return Caller(principal=record.principal, key_id=record.id)
+        return Caller(principal=record.principal, key_id=record.id, can_write=record.write)

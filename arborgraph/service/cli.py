@@ -63,8 +63,9 @@ def _settings_from(values: dict[str, Any]) -> Any:
 
     values = dict(values)
     values["index_dir"] = Path(values["index_dir"])
-    if values.get("keys_file"):
-        values["keys_file"] = Path(values["keys_file"])
+    for name in ("keys_file", "docs_dir"):
+        if values.get(name):
+            values[name] = Path(values[name])
     values["allowed_hosts"] = tuple(values.get("allowed_hosts") or ())
     return ServeSettings(**values)
 
@@ -106,6 +107,7 @@ def serve(
     allowed_host: Annotated[Optional[list[str]], typer.Option("--allowed-host", help="a Host header name to answer besides loopback and the bound address (repeatable)")] = None,
     verify_seconds: Annotated[float, typer.Option(min=0, help="how often to check every checksum of the served generation (0: never)")] = 600.0,
     body_timeout: Annotated[float, typer.Option(min=0.1, help="seconds a request body may take to arrive")] = 10.0,
+    docs: Annotated[Optional[Path], typer.Option("--docs", help="the documents folder the index is built from: keys with --write may add, delete and rebuild")] = None,
 ) -> None:
     """Serve an index over HTTP (/v1/..., /metrics, MCP at /mcp) until interrupted."""
     from arborgraph.service.limits import is_loopback
@@ -123,13 +125,17 @@ def serve(
             f"--host {host} serves other machines, and without --keys every caller is anonymous: "
             "pass --keys FILE, or --allow-anonymous to serve the public documents to anyone"
         )
+    if docs is not None and not docs.is_dir():
+        raise _fail(f"--docs {docs}: no such folder (the documents the index is built from)")
+    if docs is not None and workers > 1:
+        raise _fail("--docs needs --workers 1: one process runs the rebuilds and reports their progress")
     _check_port_free(host, port)
     values = dict(
         index_dir=str(index), host=host, port=port, keys_file=str(keys) if keys else None,
         require_key=require_key, max_question_chars=max_question_chars, max_batch=max_batch,
         max_body_bytes=max_body_bytes, request_timeout_s=timeout, poll_seconds=poll_seconds, concurrency=concurrency,
         llm_model=llm_model, allowed_hosts=list(allowed_host or []), verify_seconds=verify_seconds,
-        body_timeout_s=body_timeout,
+        body_timeout_s=body_timeout, docs_dir=str(docs) if docs else None,
     )
     settings = _settings_from(values)
     _service_logging()
@@ -203,12 +209,14 @@ def mcp(
 def keys_add(
     keys: Annotated[Path, typer.Option("--keys", help="keys file (created if missing)")],
     principal: Annotated[str, typer.Option("--principal", help="who the key acts as (a name in documents' acl)")],
+    write: Annotated[bool, typer.Option("--write", help="the key may also upload and delete documents and rebuild (serve --docs)")] = False,
 ) -> None:
     """Create a random key for PRINCIPAL; prints the key alone on stdout (shown once)."""
     from arborgraph.service.keys import KeyStore
 
-    key, record = KeyStore(keys).add(principal)
-    print(f"added {record.id} for principal {record.principal!r} to {keys}", file=sys.stderr)
+    key, record = KeyStore(keys).add(principal, write=write)
+    rights = "read and write" if record.write else "read"
+    print(f"added {record.id} ({rights}) for principal {record.principal!r} to {keys}", file=sys.stderr)
     print(key)
 
 
@@ -217,7 +225,7 @@ def keys_list(
     keys: Annotated[Path, typer.Option("--keys", help="keys file")],
     json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
 ) -> None:
-    """The keys in the file: id, principal, creation date, revoked (never the keys)."""
+    """The keys in the file: id, principal, creation date, read or write, revoked (never the keys)."""
     from arborgraph.service.keys import KeyStore
 
     records = KeyStore(keys).records()
@@ -225,7 +233,7 @@ def keys_list(
         print(json.dumps([{k: v for k, v in asdict(r).items() if k != "sha256"} for r in records], indent=2))
         return
     for r in records:
-        print(f"{r.id}\t{r.principal}\t{r.created}\t{'revoked' if r.revoked else 'active'}")
+        print(f"{r.id}\t{r.principal}\t{r.created}\t{'write' if r.write else 'read'}\t{'revoked' if r.revoked else 'active'}")
 
 
 @keys_app.command("revoke")

@@ -15,8 +15,10 @@ from typing import Any
 from fastapi import Request
 
 from arborgraph.service.auth import Authenticator, Caller
+from arborgraph.service.documents import DocumentFolder
 from arborgraph.service.limits import ServeSettings, WorkerThreads
 from arborgraph.service.metrics import Metrics
+from arborgraph.service.rebuild import Rebuilds
 from arborgraph.service.swap import ServedIndex
 
 
@@ -29,6 +31,9 @@ class Service:
     threads: WorkerThreads
     authenticator: Authenticator
     metrics: Metrics
+    # serve --docs DIR: the folder the index is built from, and its rebuilds
+    documents: DocumentFolder | None = None
+    rebuilds: Rebuilds | None = None
 
     async def caller(self, request: Request) -> Caller:
         """The request's caller (a FastAPI dependency; async: no thread-pool hop)."""

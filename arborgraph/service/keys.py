@@ -1,8 +1,8 @@
 """API keys that carry principals, stored as hashes only.
 
 A key is 32 random bytes (``ag_`` + URL-safe base64). The keys file keeps, per key, an
-id, the SHA-256 of the key, the principal, the creation date and a revoked flag —
-never the key itself. SHA-256 without salt or stretching is enough here: the keys are
+id, the SHA-256 of the key, the principal, the creation date, a revoked flag and a
+write flag (the key may change the served documents) — never the key itself. SHA-256 without salt or stretching is enough here: the keys are
 random, so there is nothing to guess from a hash (passwords would need scrypt).
 Lookups compare digests with :func:`hmac.compare_digest` against every record, so the
 time taken does not depend on how much of a hash matched.
@@ -55,6 +55,9 @@ class KeyRecord:
     created: str  # ISO 8601, UTC
     sha256: str
     revoked: bool = False
+    # may change the served documents (upload, delete, rebuild); files written before
+    # this field existed read as read-only keys
+    write: bool = False
 
 
 def hash_key(key: str) -> str:
@@ -109,6 +112,8 @@ class KeyStore:
             records = [KeyRecord(**item) for item in data["keys"]]
             if not all(isinstance(getattr(r, f), str) for r in records for f in ("id", "principal", "created", "sha256")):
                 raise TypeError("a field is not text")
+            if not all(isinstance(r.write, bool) and isinstance(r.revoked, bool) for r in records):
+                raise TypeError("a flag is not true or false")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise KeyError_(f"{self.path}: not a keys file ({type(exc).__name__})") from None
         self._records, self._stamp = records, stamp
@@ -146,8 +151,9 @@ class KeyStore:
             finally:
                 os.close(fd)  # releases the flock
 
-    def add(self, principal: str) -> tuple[str, KeyRecord]:
-        """A new random key for ``principal``: (the key, to hand out once; its record)."""
+    def add(self, principal: str, *, write: bool = False) -> tuple[str, KeyRecord]:
+        """A new random key for ``principal``: (the key, to hand out once; its record).
+        ``write``: the key may also change the served documents and rebuild the index."""
         check_principal(principal)
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         with self._changing() as records:
@@ -160,6 +166,7 @@ class KeyStore:
                 principal=principal,
                 created=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
                 sha256=hash_key(key),
+                write=write,
             )
             self._write([*records, record])
         return key, record

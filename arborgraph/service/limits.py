@@ -39,6 +39,7 @@ class ServeSettings:
     body_timeout_s: float = 10.0  # a request body must arrive whole within this
     verify_seconds: float = 600.0  # how often every checksum of the served generation is checked (0: never)
     allowed_hosts: tuple[str, ...] = ()  # Host header names accepted besides the bound address and loopback
+    docs_dir: Path | None = None  # the documents folder writers may change and rebuild from
 
 
 T = TypeVar("T")

@@ -1,7 +1,9 @@
-"""The browser explorer: a single page (Ask, Tree, Communities, Index) over the HTTP API.
+"""The browser explorer: a single page (Ask, Tree, Graph, Communities, Documents, Index)
+over the HTTP API.
 
 :func:`router` gives its routes to the service's FastAPI app: the page at ``/``, its scripts and
-styles at ``/static/...`` (all shipped in the wheel: nothing is fetched from elsewhere),
+styles at ``/static/...`` (all shipped in the wheel, the vendored graph libraries
+included: nothing is fetched from elsewhere),
 and the few list endpoints of :mod:`arborgraph.web.api` under ``/v1/web/``. The page
 sends the caller's key with every request, so it shows what that key's principal may
 read and nothing more.
@@ -68,6 +70,23 @@ def router(service: Service) -> APIRouter:
     ) -> dict[str, Any]:
         """A community's most connected entities and the relations among them."""
         return await run(api.community_graph, who.principal, scope, community_id, max_nodes)  # type: ignore[no-any-return]
+
+    @routes.get("/v1/web/graph", tags=["web"])
+    async def web_graph(
+        who: CallerDep, scope: ScopeQ = None, level: Annotated[int, Query(ge=0, le=50)] = 0,
+        max_nodes: Annotated[int, Query(ge=1, le=20000)] = 2000,
+        label: Annotated[str | None, Query(max_length=200)] = None,
+        focus: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
+        depth: Annotated[int, Query(ge=1, le=4)] = 1,
+        min_degree: Annotated[int, Query(ge=0, le=1000)] = 0,
+    ) -> dict[str, Any]:
+        """The entity graph coloured by community at ``level``: the most connected
+        entities with at least ``min_degree`` relations (whole-graph overview), or those
+        around ``focus`` / matching ``label`` up to ``depth`` hops, at most ``max_nodes``."""
+        return await run(  # type: ignore[no-any-return]
+            api.graph_overview, who.principal, scope, level=level, max_nodes=max_nodes,
+            label=(label or "").strip() or None, focus=focus, depth=depth, min_degree=min_degree,
+        )
 
     @routes.get("/v1/web/entities", tags=["web"])
     async def web_entities(

@@ -104,3 +104,91 @@ def community_graph(kb: KnowledgeBase, principal: str | None, scope: str | None,
         "members": len(detail.community.members),
         "generation": generation_name(kb),
     }
+
+
+def graph_overview(
+    kb: KnowledgeBase, principal: str | None, scope: str | None, *, level: int, max_nodes: int,
+    label: str | None = None, focus: str | None = None, depth: int = 1, min_degree: int = 0,
+) -> dict[str, Any]:
+    """The readable entity graph for the Graph page, each entity with its community at
+    ``level``.
+
+    With neither ``focus`` nor ``label``: the ``max_nodes`` most connected entities of at
+    least ``min_degree`` relations (the whole graph when it is smaller). With ``focus``
+    (an entity id, name or alias) or ``label`` (text in a name or alias): those entities and their neighbours up to
+    ``depth`` hops, nearest and most connected first, at most ``max_nodes``. The
+    relations are those among the entities kept; ``entities`` counts the readable
+    graph's, so "N of M" is always true.
+    """
+    view = kb.graph_view(principal, scope=scope)
+    kg = view.kg
+    levels = list(kg.levels)
+    cut = kg.community_cut(level) if level in levels else []
+    home = {m: c.id for c in cut for m in c.members}
+    by_degree = lambda ids: sorted(ids, key=lambda e: (-kg.degree(e), kg.entities[e].name, e))  # noqa: E731
+    seeds: list[str] = []
+    if focus is not None:
+        try:
+            seeds = [view.entity(focus).id]
+        except KeyError:
+            raise NotFound(f"no entity {focus!r} in the graph readable by this caller") from None
+    elif label:
+        needle = label.casefold()
+        seeds = by_degree([
+            e.id for e in kg.entities.values() if any(needle in n.casefold() for n in (e.name, *e.aliases))
+        ])
+    if focus is None and not label:
+        kept = [e for e in by_degree(kg.entities) if kg.degree(e) >= min_degree][:max_nodes]
+        truncated = len(kg.entities) > len(kept)
+    else:
+        kept, truncated = _around(kg, seeds, depth, max_nodes, by_degree)
+    chosen = set(kept)
+    edges = []
+    for source in kept:
+        for rel in kg.adjacency.get(source, []):
+            if rel.source == source and rel.target in chosen:
+                edges.append({"source": rel.source, "target": rel.target, "relation": rel.type,
+                              "phrase": relation_words(rel.type), "weight": rel.weight})
+    shown = {home[e] for e in kept if e in home}
+    reports = kg.reports
+    return {
+        "level": level,
+        "levels": levels,
+        "nodes": [
+            {"id": e, "name": kg.entities[e].name, "type": kg.entities[e].type, "degree": kg.degree(e),
+             "community": home.get(e), "seed": e in seeds}
+            for e in kept
+        ],
+        "edges": edges,
+        "communities": [
+            {"id": c.id, "title": reports[c.id].title if c.id in reports else "", "size": len(c.members)}
+            for c in sorted(cut, key=lambda c: (-len(c.members), c.id)) if c.id in shown
+        ],
+        "entities": len(kg.entities),
+        "truncated": truncated,
+        "generation": generation_name(kb),
+    }
+
+
+def _around(kg: Any, seeds: list[str], depth: int, limit: int, by_degree: Any) -> tuple[list[str], bool]:
+    """``seeds`` and their neighbours breadth first up to ``depth`` hops, at most ``limit``
+    (each ring the most connected first); True when the limit cut something off."""
+    kept = list(dict.fromkeys(seeds))[:limit]
+    truncated = len(seeds) > len(kept)
+    seen = set(kept)
+    ring = list(kept)
+    for _ in range(depth):
+        nxt = by_degree({
+            (rel.target if rel.source == e else rel.source)
+            for e in ring for rel in kg.adjacency.get(e, [])
+        } - seen)
+        room = limit - len(kept)
+        if len(nxt) > room:
+            truncated = True
+            nxt = nxt[:room]
+        kept.extend(nxt)
+        seen.update(nxt)
+        ring = nxt
+        if not ring:
+            break
+    return kept, truncated

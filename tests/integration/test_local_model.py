@@ -106,10 +106,13 @@ def test_the_llm_router_and_an_answer_run_offline(index: Path) -> None:
 
 
 def test_a_streamed_answer_over_the_service(index: Path, tmp_path: Path) -> None:
-    with running_server(index, tmp_path / "logs") as server:
+    """With an earlier turn of the conversation, as the web explorer sends it: the local
+    model's chat template takes the user/assistant/user messages."""
+    earlier = {"question": "What is a busy handler?", "answer": "A callback SQLite invokes when a table is locked [1]."}
+    with running_server(index, tmp_path / "logs", "--timeout", "240") as server:
         status, headers, body = request(
             "POST", server.url + "/v1/query/stream",
-            {"question": "How is a busy handler cleared?", "top_k": 3}, timeout=240,
+            {"question": "How is it cleared?", "top_k": 3, "history": [earlier]}, timeout=240,
         )
     assert status == 200 and "ndjson" in headers["content-type"]
     events = [json.loads(line) for line in body.decode().splitlines() if line.strip()]

@@ -17,7 +17,7 @@ import pytest
 
 from arborgraph.index import layout
 from arborgraph.config import load_config
-from arborgraph.index.manifest import Manifest, ScopeRecord, manifest_text
+from arborgraph.index.manifest import Manifest, ScopeRecord, index_manifest, manifest_text
 from arborgraph.pipeline import build_index
 from arborgraph.index.store import open_generation
 
@@ -95,6 +95,8 @@ def test_a_fresh_build_writes_the_shape_main_wrote(tmp_path: Path) -> None:
     for data in (new, old):  # what differs by machine and by run
         for key in ("built_at", "timings_s", "files", "generation"):
             data.pop(key)
+        # times of the last full build (added since main wrote these): by machine and run too
+        data.pop("full_build_timings_s", None)
         data["report"].pop("index_dir")
         data["report"].pop("generation")
         data["report"]["skipped"] = [s["reason"] for s in data["report"]["skipped"]]
@@ -109,3 +111,28 @@ def test_a_fresh_build_writes_the_shape_main_wrote(tmp_path: Path) -> None:
     assert _shape(json.loads((gen.path / layout.MANIFEST).read_text())["files"]) == _shape(
         json.loads((OLD / "lookup-only.json").read_text())["files"]
     )
+
+
+def test_an_update_carries_the_last_full_builds_timings(tmp_path: Path) -> None:
+    """The Index page shows the build's timings: an update reusing documents keeps those
+    of the last full build beside its own."""
+    manual = Path(__file__).resolve().parents[2] / "examples" / "sqlite"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for page in ("wal.md", "autoinc.md"):
+        shutil.copy(manual / page, docs / page)
+    config = load_config(environ={}, overrides={"build_tree": False, "build_graph": False})
+    no_model = lambda c: (None, "no model here")  # noqa: E731
+    first = build_index([docs], tmp_path / "idx", config, embedder_factory=no_model)
+    shutil.copy(manual / "c3ref_busy_timeout.md", docs / "c3ref_busy_timeout.md")
+    update = build_index([docs], tmp_path / "idx", config, embedder_factory=no_model)
+    assert update.stages["documents"]["unchanged"] == 2
+    manifest = index_manifest(open_generation(tmp_path / "idx", shape=Manifest))
+    assert manifest.timings_s == update.timings_s != first.timings_s
+    assert manifest.full_build_timings_s == first.timings_s
+    (docs / "wal.md").unlink()
+    (docs / "autoinc.md").unlink()
+    (docs / "c3ref_busy_timeout.md").write_text("# Busy\n\nA new text reuses nothing.\n")
+    rebuilt = build_index([docs], tmp_path / "idx", config, embedder_factory=no_model)
+    assert rebuilt.stages["documents"]["unchanged"] == 0
+    assert index_manifest(open_generation(tmp_path / "idx", shape=Manifest)).full_build_timings_s == rebuilt.timings_s

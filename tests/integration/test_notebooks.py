@@ -239,8 +239,10 @@ def test_communities_notebook_outputs(executed: dict[str, Any]) -> None:
     assert f"<b>{title.group(2)}</b>" in report and "grounded in" in report  # type: ignore[union-attr]
     assert any("<span style='color:#777'>entity · " in p and "<b>journal_mode</b>" in p for p in pages)
     assert "grounded in" in text
-    (treemap,) = _check_offline_figures(nb, figures=1)
+    treemap, overview = _check_offline_figures(nb, figures=2)
     assert '"type":"treemap"' in treemap
+    # the community overview: one named disc per community, not every entity
+    assert '"mode":"markers+text"' in overview and "Communities at level 0" in overview
     frames = [p for p in pages if "<iframe srcdoc=" in p]
     assert len(frames) == 1
     page = html.unescape(re.search(r'srcdoc="([^"]*)"', frames[0]).group(1))  # type: ignore[union-attr]
@@ -309,27 +311,36 @@ def _drawn(paths: list[Any]) -> list[Any]:
     return [p for p in paths if len(p.get("d", "")) > 8]
 
 
-# JupyterLab's export template, without the scripts it loads from a CDN (require.js,
-# MathJax, mermaid): the notebooks need none of them, and an offline page loads nothing.
-OFFLINE_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
-{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
-{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
-{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
-"""
 REMOTE_CODE = re.compile(r"""(\bsrc=|\bimport\()\s*["']https?:""")
 
 
 def _export(nb: Any, out: Path) -> Path:
-    nbconvert = pytest.importorskip("nbconvert", reason="the HTML export needs nbconvert")
-    from jinja2 import DictLoader
-
-    exporter = nbconvert.HTMLExporter(
-        template_name="lab", template_file="offline.html.j2", extra_loaders=[DictLoader({"offline.html.j2": OFFLINE_TEMPLATE})]
-    )
-    body, _ = exporter.from_notebook_node(nb)
+    """The notebook as notebooks/export_html.py exports it (what users run)."""
+    pytest.importorskip("nbconvert", reason="the HTML export needs nbconvert")
+    sys.path.insert(0, str(NOTEBOOK_DIR))
+    try:
+        from export_html import offline_html
+    finally:
+        sys.path.remove(str(NOTEBOOK_DIR))
+    body = offline_html(nb)
     assert not REMOTE_CODE.search(body), "the export loads code from the network"
+    assert not re.search(r"<script[^>]*\ssrc=[^>]*(mathjax|require|mermaid)", body, re.IGNORECASE)
     out.write_text(body, encoding="utf-8")
     return out
+
+
+def test_the_export_script_writes_offline_pages(tmp_path: Path) -> None:
+    """The command users run, on a committed notebook (no outputs: no figure either)."""
+    run = subprocess.run(
+        [sys.executable, str(NOTEBOOK_DIR / "export_html.py"), str(NOTEBOOK_DIR / NOTEBOOKS[1]), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    page = (tmp_path / "02_tree.html").read_text(encoding="utf-8")
+    assert "The RAPTOR tree" in page and not REMOTE_CODE.search(page)
+    run = subprocess.run([sys.executable, str(NOTEBOOK_DIR / "export_html.py"), str(tmp_path / "none.ipynb")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1
 
 
 @pytest.mark.slow
@@ -355,6 +366,10 @@ def test_tree_html_export_draws_every_node_offline(executed: dict[str, Any], tmp
     assert len(plots) == 4
     layout, sunburst = plots[0], plots[1]
     assert len(_drawn(layout.select("path.point"))) == nodes
+    # the clusters under the root are named where their summaries sit, and in the legend
+    named = [t.get_text() for t in layout.select("g.annotation text")]
+    legend = [t.get_text() for t in layout.select("g.legend text.legendtext")]
+    assert len(named) >= 2 and all(named) and set(named) <= set(legend)
     assert len(_drawn(sunburst.select("g.slice path.surface"))) == nodes
 
 
@@ -368,5 +383,18 @@ def test_community_page_draws_offline(executed: dict[str, Any], tmp_path: Path) 
     dom = _render(page, tmp_path / "profile")
     (plot,) = dom.select("div.js-plotly-plot")
     assert len(_drawn(plot.select("path.point"))) >= 10
-    labels = {t.get_text() for t in plot.select("g.textpoint text")}
+    labels = [t.get_text() for t in plot.select("g.textpoint text") if t.get_text()]
     assert "WAL" in labels
+    assert len(labels) <= 20 < len(_drawn(plot.select("path.point"))) or len(labels) == len(_drawn(plot.select("path.point")))
+
+
+@pytest.mark.slow
+def test_communities_html_export_draws_the_overview_offline(executed: dict[str, Any], tmp_path: Path) -> None:
+    _chromium()
+    dom = _render(_export(executed["03_communities.ipynb"], tmp_path / "communities.html"), tmp_path / "profile")
+    plots = dom.select("div.js-plotly-plot")
+    assert len(plots) == 2
+    overview = plots[1]
+    discs = _drawn(overview.select("path.point"))
+    names = [t.get_text() for t in overview.select("g.textpoint text")]
+    assert len(discs) >= 3 and len(names) == len(discs) and all(names)  # every community named

@@ -114,7 +114,8 @@ def test_keys_file_holds_hashes_and_the_cli_prints_only_the_key(keys: dict[str, 
     records = json.loads(text)["keys"]
     assert [r["principal"] for r in records] == ["team-a", "team-b", "team-c", "team-a"]
     assert [r["revoked"] for r in records] == [False, False, False, True]
-    assert all(set(r) == {"id", "principal", "created", "sha256", "revoked"} for r in records)
+    assert all(set(r) == {"id", "principal", "created", "sha256", "revoked", "write"} for r in records)
+    assert [r["write"] for r in records] == [False] * 4  # keys read only unless added with --write
     assert all("sha256" not in r for r in keys["listed"])  # keys list shows no hash either
     bad = cli("keys", "add", "--keys", str(keys["path"]), "--principal", "a,b")
     assert bad.returncode == 2 and "contains ','" in bad.stderr and not bad.stdout.strip()

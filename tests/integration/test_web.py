@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import copy_pages
 from llm_server import FakeOpenAIServer
 from service_server import Server, request, running_server
 from tenants import SECRET_A, SECRET_B
@@ -79,14 +80,19 @@ def web_keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def web_server(web_index: Path, web_keys: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def web_llm() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as llm:
         llm.set_reply(lambda body: ANSWER)
-        with running_server(
-            web_index, tmp_path_factory.mktemp("web-logs"), "--keys", str(web_keys["path"]), "--llm-model", "stand-in",
-            env={"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "stand-in-key"},
-        ) as server:
-            yield server
+        yield llm
+
+
+@pytest.fixture(scope="module")
+def web_server(web_index: Path, web_keys: dict[str, Any], web_llm: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with running_server(
+        web_index, tmp_path_factory.mktemp("web-logs"), "--keys", str(web_keys["path"]), "--llm-model", "stand-in",
+        env={"OPENAI_BASE_URL": web_llm.base_url, "OPENAI_API_KEY": "stand-in-key"},
+    ) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +148,17 @@ def browser(chromium: Any) -> Iterator[Browser]:
     assert opened.console == [], opened.console
 
 
+def node_point(page: Page, entity: Any) -> tuple[float, float]:
+    """Where the graph canvas draws the entity of a ``#graph-nodes`` button, on the page."""
+    box = page.locator("#graph").bounding_box()
+    assert box is not None
+    return box["x"] + float(entity.get_attribute("data-x")), box["y"] + float(entity.get_attribute("data-y"))
+
+
+def drawn_nodes(page: Page) -> int:
+    return int(page.locator("#graph").get_attribute("data-nodes") or 0)
+
+
 def ask(page: Page, question: str, route: str = "auto", answer: bool = False) -> None:
     page.fill("#question", question)
     page.select_option("#route", route)
@@ -162,6 +179,18 @@ def test_page_and_assets_are_served_by_the_package(web_server: Server) -> None:
     for asset in assets:
         assert request("GET", web_server.url + asset.decode())[0] == 200
     assert b"http://" not in body and b"https://" not in body  # nothing fetched from elsewhere
+    # the graph libraries are the vendored files scripts/vendor-web recorded, licences beside them
+    vendor = Path(__file__).resolve().parents[2] / "arborgraph" / "web" / "static" / "vendor"
+    recorded = [line.split() for line in (vendor / "VERSIONS.txt").read_text().splitlines() if not line.startswith("#")]
+    files = {row[2]: row[3] for row in recorded if not row[2].startswith("bundled-in:")}
+    assert set(files) == {"sigma.min.js", "graphology.umd.min.js", "graphology-library.min.js"}
+    import hashlib
+
+    for name, digest in files.items():
+        assert f"/static/vendor/{name}".encode() in assets
+        status, _, served = request("GET", f"{web_server.url}/static/vendor/{name}")
+        assert status == 200 and hashlib.sha256(served).hexdigest() == digest
+    assert {f"{row[0]}-{row[1]}.txt" for row in recorded} == {p.name for p in (vendor / "licenses").iterdir()}
 
 
 def test_ask_on_each_route_shows_ranked_contexts_and_why(web_server: Server, browser: Browser, screens: Path) -> None:
@@ -178,7 +207,13 @@ def test_ask_on_each_route_shows_ranked_contexts_and_why(web_server: Server, bro
         assert re.search(r"score \d", first.inner_text())
         assert "route" in page.inner_text("#routing") and page.locator("#explain").count() == 1
         assert "contexts kept" in page.locator("#explain").text_content()
+        assert page.locator(".ctx-trace").count() == 0  # no raw ranker trace unless asked
         page.screenshot(path=str(screens / f"ask-{route}.png"))
+    page.check("#show-why")
+    page.locator(".ctx-trace").first.wait_for()
+    assert page.locator(".ctx-trace").count() == page.locator("#contexts > li").count()
+    page.uncheck("#show-why")
+    page.wait_for_selector(".ctx-trace", state="detached")
 
 
 def test_a_citation_opens_its_passage_highlighted_in_its_page(web_server: Server, browser: Browser, screens: Path) -> None:
@@ -201,6 +236,25 @@ def test_a_citation_opens_its_passage_highlighted_in_its_page(web_server: Server
     page.locator("#answer-text .cite").nth(1).click()
     page.locator("#doc-dialog .passage.cited").wait_for()
     page.screenshot(path=str(screens / "answer.png"))
+
+
+def test_answers_keep_the_conversation(web_server: Server, web_llm: FakeOpenAIServer, browser: Browser, screens: Path) -> None:
+    page = browser.page(web_server.url, None)
+    first, second = "How does a WAL checkpoint work?", "And what stops it from finishing?"
+    ask(page, first, "lookup", answer=True)
+    assert page.locator("#conversation").count() == 0
+    ask(page, second, "lookup", answer=True)
+    assert "1 earlier turn" in page.inner_text("#conversation h2")
+    assert first in page.inner_text("#conversation")
+    asked = [r.body["messages"] for r in web_llm.requests if r.path.endswith("/chat/completions")]
+    last = asked[-1]
+    # the earlier turn went with the question: its question, its answer without the [n] marks
+    assert [m["role"] for m in last] == ["system", "user", "assistant", "user"]
+    assert last[1]["content"] == first and "[1]" not in last[2]["content"] and "separate log" in last[2]["content"]
+    assert second in last[3]["content"]
+    page.screenshot(path=str(screens / "conversation.png"))
+    page.click("#new-conversation")
+    page.wait_for_selector("#conversation", state="detached")
 
 
 def test_tree_expands_three_levels_and_shows_the_tree_walk(web_server: Server, browser: Browser, screens: Path) -> None:
@@ -243,31 +297,93 @@ def test_a_community_opens_as_a_graph_and_an_entity_can_be_selected(web_server: 
     page.goto(web_server.url + "/#communities")
     page.locator("#community-list button").first.click()
     page.wait_for_selector("#report-title")
-    nodes = page.locator("#graph g.node")
-    nodes.first.wait_for()
-    assert nodes.count() >= 2 and page.locator("#graph line").count() >= 1
-    before = nodes.count()
-    nodes.nth(1).locator("circle").click()
+    page.wait_for_selector("#graph[data-rendered='1'] canvas")  # sigma.js drew it
+    nodes = page.locator("#graph-nodes button")
+    assert nodes.count() >= 2 and int(page.locator("#graph").get_attribute("data-edges")) >= 1
+    before = drawn_nodes(page)
+    picked = nodes.nth(1)
+    page.mouse.click(*node_point(page, picked))  # on the canvas, where sigma drew it
     page.wait_for_selector("#entity-name")
-    assert page.locator("#graph g.node.selected").count() == 1
+    assert page.locator("#graph").get_attribute("data-selected") == picked.get_attribute("data-id")
+    assert page.locator("#graph-nodes button.selected").count() == 1
     page.click("#expand-entity")
-    page.locator(f"#graph g.node >> nth={before}").wait_for()  # its neighbours joined the graph
+    page.wait_for_selector(f"#graph:not([data-nodes='{before}'])")  # its neighbours joined the graph
+    assert drawn_nodes(page) > before
+    counted = re.match(r"(\d+) of (\d+) members shown(?:, (\d+) neighbours outside it)?", page.inner_text("#graph-count"))
+    assert counted and int(counted.group(1)) + int(counted.group(3) or 0) == drawn_nodes(page)
     page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=str(screens / "communities.png"))
     page.locator("#mentions button").first.click()
     page.locator("#doc-dialog .passage.cited").wait_for()
     page.click("#doc-close")
 
-    # search an entity by name; keyboard: Tab to it and Enter selects it
+    # search an entity by name; keyboard: Tab to it in the list and Enter selects it
     page.fill("#entity-search", "checkpoint")
     page.locator("#entity-hits button").first.click()
     # (no wait_for_function: the page's CSP forbids the eval it needs)
     page.locator("#entity-name", has_text=re.compile("checkpoint", re.IGNORECASE)).wait_for()
-    picked = page.locator("#graph g.node.selected")
+    picked = page.locator("#graph-nodes button.selected")
     assert picked.count() == 1 and "checkpoint" in (picked.get_attribute("aria-label") or "").lower()
-    page.locator("#graph g.node").first.focus()
+    page.locator("#graph-box details summary").click()
+    page.locator("#graph-nodes button").first.focus()
     page.keyboard.press("Enter")
-    page.wait_for_selector("#graph g.node.selected:focus")
+    page.wait_for_selector("#graph-nodes button.selected:focus")
+
+
+def test_the_graph_page_draws_the_whole_graph_by_community(web_server: Server, browser: Browser, screens: Path) -> None:
+    page = browser.page(web_server.url, None)
+    page.goto(web_server.url + "/#graph")
+    page.wait_for_selector("#graph[data-rendered='1'] canvas")
+    shown, total = map(int, re.match(r"(\d+) of (\d+) entities", page.inner_text("#graph-count")).groups())  # type: ignore[union-attr]
+    assert shown == drawn_nodes(page) and 50 <= shown <= total
+    legend = page.locator("#graph-legend li")
+    assert legend.count() >= 3 and "(" in legend.first.inner_text()
+    # labels: sigma's grid thins them, and none that is drawn crosses another
+    import json
+
+    boxes = json.loads(page.locator("#graph").get_attribute("data-labels") or "[]")
+    assert len(boxes) >= 5
+    for i, (x, y, w, h, _) in enumerate(boxes):
+        for (x2, y2, w2, h2, _) in boxes[i + 1:]:
+            assert not (x < x2 + w2 - 1 and x2 < x + w - 1 and y < y2 + h2 - 1 and y2 < y + h - 1), (boxes[i], (x2, y2, w2, h2))
+    page.screenshot(path=str(screens / "graph.png"))
+
+    # a double click on a node grows the graph around it; the header stays true and no text is selected
+    page.locator("#graph-label").fill("checkpoint")
+    page.locator("#graph-filter button[type='submit']").click()
+    page.wait_for_selector("#graph[data-rendered='1'][data-layout='force'] canvas")
+    page.wait_for_selector("text=Entities matching")
+    before = drawn_nodes(page)
+    names = page.locator("#graph-nodes button")
+    grow = next(names.nth(i) for i in range(names.count()) if "checkpoint" in (names.nth(i).get_attribute("aria-label") or "").lower())
+    page.mouse.dblclick(*node_point(page, grow))
+    page.wait_for_selector("#graph[data-grown='1']")
+    assert drawn_nodes(page) >= before
+    assert page.inner_text("#graph-count").startswith(f"{drawn_nodes(page)} of ")
+    assert page.evaluate("() => String(window.getSelection())") == ""
+    # node detail: every field filled, never "null" or "undefined"
+    page.mouse.click(*node_point(page, grow))
+    page.wait_for_selector("#entity-name")
+    values = page.locator("#entity-details dd").all_inner_texts()
+    assert values and all(v.strip() and v.strip() not in ("null", "undefined") for v in values), values
+    # another layout, the depth and node limit
+    page.select_option("#graph-layout", "circle")
+    page.wait_for_selector("#graph[data-layout='circle']")
+    page.select_option("#graph-depth", "2")
+    page.wait_for_selector("#graph-depth option[value='2'][selected]", state="attached")  # the page drawn again
+    page.wait_for_selector("#graph[data-rendered='1'] canvas")
+    assert drawn_nodes(page) >= before
+    page.goto(web_server.url + "/#graph?limit=100")
+    page.wait_for_selector("#graph[data-rendered='1'] canvas")
+    assert drawn_nodes(page) == 100
+    # from an entity to its neighbourhood, two hops out, the entity selected
+    hub = page.locator("#graph-nodes button").first
+    hub_id = hub.get_attribute("data-id")
+    page.mouse.click(*node_point(page, hub))
+    page.wait_for_selector("#entity-name")
+    page.click("#entity-around")
+    page.wait_for_selector(f"#graph[data-selected='{hub_id}'][data-rendered='1']")
+    assert "Around" in page.inner_text("main h2")
 
 
 def test_index_page_shows_what_inspect_shows(web_server: Server, browser: Browser, screens: Path) -> None:
@@ -276,10 +392,17 @@ def test_index_page_shows_what_inspect_shows(web_server: Server, browser: Browse
     page.wait_for_selector("#documents")
     assert int(page.inner_text("#stat-docs b")) == page.locator("#documents tbody tr").count() == 20
     assert page.inner_text("#stat-generation b").startswith("gen-")
+    versions = page.locator("#documents tbody tr td:nth-child(4)").all_inner_texts()
+    assert versions.count("3.40.1") == 20  # the sample manual's pages say so in their metadata
+    # the index was an update of the session's index: the full build's times first, the update's beside them
+    head = page.locator("#timings thead").inner_text()
+    assert "full build" in head and "update to gen-" in head
+    embed = page.locator("#timings tbody tr", has_text="embed").locator("td").all_inner_texts()
+    assert float(embed[0]) > float(embed[1])  # the full build embedded every chunk, the update three pages
     text = page.inner_text("main")
     assert "without an LLM" in text and "skipped files" in text and "warnings" in text
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing wider than the screen
-    for tab in ("#ask", "#tree", "#communities", "#index"):
+    for tab in ("#ask", "#tree", "#graph", "#communities", "#documents", "#index"):
         page.goto(web_server.url + "/" + tab)
         page.wait_for_selector("main .panel")
         assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth + 1"), tab
@@ -314,6 +437,14 @@ def test_one_principals_key_never_shows_another_principals_document(
         page.fill("#entity-search", "Bluefin")
         page.wait_for_selector("#entity-hits li")
         seen.append(page.inner_text("#entity-hits"))
+        page.goto(web_server.url + "/#graph?label=bluefin&depth=2")
+        page.wait_for_selector("#graph-count")
+        seen.append(page.inner_text("main"))
+        if page.locator("#graph-nodes").count():
+            seen.append(" ".join(page.locator("#graph-nodes button").evaluate_all("(bs) => bs.map((b) => b.getAttribute('aria-label'))")))
+        page.goto(web_server.url + "/#documents")
+        page.wait_for_selector("#doc-counts")
+        seen.append(page.inner_text("main"))
         page.close()
         return "\n".join(seen)
 
@@ -332,7 +463,8 @@ def test_the_web_list_endpoints_show_only_what_the_key_may_read(web_server: Serv
         out = []
         for path, params in [
             ("/v1/web/tree", {"depth": 8, "max_nodes": 20000}), ("/v1/web/entities", {"q": "bluefin", "limit": 100}),
-            ("/v1/web/entities", {"q": "zebra", "limit": 100}), ("/v1/web/communities", {"level": 0}),
+            ("/v1/web/entities", {"q": "zebra", "limit": 100}), ("/v1/web/graph", {"max_nodes": 20000}),
+            ("/v1/web/graph", {"label": "bluefin", "depth": 4}), ("/v1/documents", {}), ("/v1/web/communities", {"level": 0}),
         ]:
             status, _, body = request("GET", f"{web_server.url}{path}?{urlencode(params)}", key=key)
             assert status == 200, (path, status, body[:300])
@@ -355,3 +487,56 @@ def test_the_web_list_endpoints_show_only_what_the_key_may_read(web_server: Serv
         assert "bluefin" not in shown and "zebra" not in shown
     assert request("GET", web_server.url + "/v1/web/tree", key="ag_not-a-key")[0] == 401
     assert request("GET", web_server.url + "/v1/web/communities/999999/graph")[0] == 404
+
+
+# -- the documents page, on a server of its own (its rebuilds change what it serves) ------
+
+@pytest.fixture(scope="module")
+def docs_server(tmp_path_factory: pytest.TempPathFactory, sample_slice: Path) -> Iterator[tuple[Server, dict[str, str], Path]]:
+    from arborgraph.service.keys import KeyStore
+
+    docs = copy_pages(sample_slice, tmp_path_factory.mktemp("web-folder") / "docs", ["wal.md", "autoinc.md", "foreignkeys.md"])
+    index = tmp_path_factory.mktemp("web-folder-index") / "idx"
+    build_index([docs], index)
+    keys_file = tmp_path_factory.mktemp("web-folder-keys") / "keys.json"
+    store = KeyStore(keys_file)
+    keys = {"writer": store.add("team-a", write=True)[0], "reader": store.add("team-a")[0]}
+    with running_server(index, tmp_path_factory.mktemp("web-folder-logs"), "--keys", str(keys_file), "--docs", str(docs), "--poll-seconds", "0.2") as server:
+        yield server, keys, docs
+
+
+def test_documents_page_adds_rebuilds_and_deletes_for_a_writer(docs_server: tuple[Server, dict[str, str], Path], browser: Browser, screens: Path, tmp_path: Path) -> None:
+    server, keys, docs = docs_server
+    page = browser.page(server.url, keys["writer"])
+    page.on("dialog", lambda dialog: dialog.accept())  # "Delete …?"
+    page.goto(server.url + "/#documents")
+    page.wait_for_selector("#doc-table")
+    assert page.locator("#doc-table tbody tr").count() == 3
+    upload = tmp_path / "osprey.md"
+    upload.write_text("---\nacl: [team-a]\n---\n# Osprey runbook\n\nThe Osprey queue checkpoints every OSPREY-8080 frames.\n")
+    page.set_input_files("#upload-file", str(upload))
+    page.click("#upload")
+    page.wait_for_selector("#doc-table tr[data-doc='osprey.md'][data-status='new']")
+    assert (docs / "osprey.md").is_file()
+
+    page.click("#rebuild")
+    page.wait_for_selector("#rebuild-state[data-state='running']")
+    page.screenshot(path=str(screens / "documents-rebuilding.png"))
+    page.wait_for_selector("#doc-table tr[data-doc='osprey.md'][data-status='indexed']", timeout=300_000)  # reloaded once served
+    page.wait_for_selector("#rebuild-state[data-state='done'][data-served='1']")
+    assert "is served" in page.inner_text("#rebuild-state")
+    page.screenshot(path=str(screens / "documents.png"))
+
+    page.locator("#doc-table tr[data-doc='osprey.md'] button.danger").click()
+    page.wait_for_selector("#doc-table tr[data-doc='osprey.md'][data-status='deleted']")
+    assert not (docs / "osprey.md").exists()
+
+    # a key that only reads sees the list, and no way to change it
+    reader = browser.page(server.url, keys["reader"])
+    reader.goto(server.url + "/#documents")
+    reader.wait_for_selector("#read-only-note")
+    assert reader.locator("#upload-form, #rebuild, #doc-table button.danger").count() == 0
+    anonymous = browser.page(server.url, None)
+    anonymous.goto(server.url + "/#documents")
+    anonymous.wait_for_selector("#read-only-note")
+    assert "osprey" not in anonymous.inner_text("main").lower()

@@ -9,6 +9,7 @@ import networkx as nx
 from raptor_corpus import built_tree
 
 from raptor import TreeView, figure_html
+from raptor.explore import naming_level
 
 
 def test_navigation() -> None:
@@ -59,7 +60,13 @@ def test_plots_highlight_a_path_and_write_offline_html() -> None:
     view = TreeView(tree)
     path = view.path_to_root(tree.leaves()[0].node_id)
     layout = view.plot_layout(highlight=path)
-    assert len(layout.data) == tree.height + 1  # one trace per level
+    # one trace per named cluster (and the summaries above them), every node in one
+    named = naming_level({level: len(ids) for level, ids in view.levels.items()})
+    assert [t.name for t in layout.data][-1] == "summaries above them"
+    assert len(layout.data) == len(view.levels[named]) + 1
+    drawn = [t.split(": ", 1)[0] for trace in layout.data for t in trace.text]
+    assert sorted(drawn) == sorted(n.node_id for n in tree.nodes)
+    assert len(layout.layout.annotations) == len(view.levels[named])  # each cluster named
     ringed = [t.split(": ", 1)[0] for trace in layout.data for t, w in zip(trace.text, trace.marker.line.width) if w > 0]
     assert sorted(ringed) == sorted(path)
     sunburst = view.plot_sunburst(highlight=path)
@@ -74,3 +81,11 @@ def test_plots_highlight_a_path_and_write_offline_html() -> None:
     tags = re.findall(r"<script[^>]*>", page)
     assert tags and all("src=" not in tag for tag in tags)
     assert len(page) > 1_000_000
+
+
+def test_the_layout_names_clusters_of_the_lowest_level_a_legend_can_hold() -> None:
+    assert naming_level({0: 362, 1: 47, 2: 8, 3: 1}) == 2  # the 20-page slice
+    assert naming_level({0: 4856, 1: 622, 2: 101, 3: 15, 4: 3, 5: 1}) == 3  # the whole manual
+    assert naming_level({0: 30, 1: 40, 2: 1}) == 1  # no level small enough: the highest of several nodes
+    assert naming_level({0: 5, 1: 1}) == 1  # a root alone over the chunks
+    assert naming_level({0: 3}) == 0

@@ -23,8 +23,11 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
 
     @routes.get("/v1/index")
     async def index(who: CallerDep) -> dict[str, Any]:
-        """What `arborgraph inspect --json` shows, minus what this caller may not know."""
-        return await service.run(views.index_info, who.principal)  # type: ignore[no-any-return]
+        """What `arborgraph inspect --json` shows, minus what this caller may not know;
+        `answers`: whether this server has an LLM to answer with."""
+        info = await service.run(views.index_info, who.principal)
+        info["answers"] = bool(service.settings.llm_model or (info["config"].get("llm") or {}).get("model"))
+        return info  # type: ignore[no-any-return]
 
     @routes.get("/v1/tree/outline")
     async def tree_outline(who: CallerDep, scope: ScopeQ = None, depth: Annotated[int, Query(ge=0, le=6)] = 2) -> dict[str, Any]:

@@ -24,6 +24,8 @@ from arborgraph.service.limits import ServeSettings
 from arborgraph.service.problems import one_line, problem_body
 
 ROUTE_LABEL = "arborgraph_route"
+MAX_TURNS = 8  # earlier turns an answer may be given: older ones add tokens more than sense
+MAX_ANSWER_CHARS = 8000
 _CITATION = re.compile(r"\[(\d{1,3})\]")
 
 
@@ -67,10 +69,18 @@ def request_models(settings: ServeSettings) -> tuple[type[BaseModel], type[BaseM
         def options(self) -> views.QueryOptions:
             return views.QueryOptions(**self.model_dump(include=set(Options.model_fields)))
 
+    class Turn(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        question: Question
+        answer: Annotated[StrictStr, BeforeValidator(_text), Field(max_length=MAX_ANSWER_CHARS)]
+
     class QueryBody(Options):
         """One question and how to answer it (every field but ``question`` optional)."""
 
         question: Question
+        history: Annotated[list[Turn], Field(max_length=MAX_TURNS, description="earlier turns of a conversation "
+                                             "(oldest first) for the streamed answer; retrieval uses the question alone")] = []
 
     class BatchItem(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -129,17 +139,21 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
 
     @routes.post("/v1/query/stream", response_class=StreamingResponse)
     async def query_stream(body: QueryBody, request: Request, who: CallerDep) -> StreamingResponse:  # type: ignore[valid-type]
-        """An answer from the configured LLM, streamed as NDJSON events: `contexts`
+        """An answer from the configured LLM (given the conversation's earlier turns in
+        `history`, if any), streamed as NDJSON events: `contexts`
         (the query result), then `token` (the answer's text), then `citations` (the
         contexts the answer cites by [n]), then `done`. 400 when no LLM is configured."""
         options = views.QueryOptions(**{**body.options().__dict__, "answer": False})  # type: ignore[attr-defined]
         question = body.question  # type: ignore[attr-defined]
+        history = [(turn.question, turn.answer) for turn in body.history]  # type: ignore[attr-defined]
         # QueryError (400) now, before the stream starts, if there is no LLM
         await service.run(lambda kb: kb.chat_model(settings.llm_model))
         setattr(request.state, ROUTE_LABEL, options.route)
-        return StreamingResponse(_answer_events(question, options, who.principal), media_type="application/x-ndjson")
+        return StreamingResponse(_answer_events(question, options, who.principal, history), media_type="application/x-ndjson")
 
-    async def _answer_events(question: str, options: views.QueryOptions, principal: str | None) -> AsyncIterator[str]:
+    async def _answer_events(
+        question: str, options: views.QueryOptions, principal: str | None, history: list[tuple[str, str]]
+    ) -> AsyncIterator[str]:
         with service.served.pin() as pinned:  # contexts and answer from one generation
             try:
                 result = await service.run_pinned(pinned, lambda kb: views.query(kb, principal, question, options))
@@ -147,7 +161,7 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
                 contexts = [Context.model_validate(c) for c in result["contexts"]]
                 # the LLM client returns whole completions: the answer is one token event
                 text = await service.run_pinned(
-                    pinned, lambda kb: generate_answer(kb.chat_model(settings.llm_model), question, contexts)
+                    pinned, lambda kb: generate_answer(kb.chat_model(settings.llm_model), question, contexts, history)
                 )
                 yield json.dumps({"event": "token", "text": text}, ensure_ascii=False) + "\n"
                 cited = sorted({int(n) for n in _CITATION.findall(text) if 1 <= int(n) <= len(contexts)})

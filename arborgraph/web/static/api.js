@@ -44,6 +44,15 @@ export async function post(path, body) {
   return resp.json();
 }
 
+// PUT a file as the raw body, or DELETE: the documents page's writes
+export async function send(method, path, file = null) {
+  const h = headers(false);
+  if (file) h["Content-Type"] = "application/octet-stream";
+  const resp = await fetch(path, { method, headers: h, body: file, cache: "no-store", credentials: "omit" });
+  if (!resp.ok) throw await failure(resp);
+  return resp.json();
+}
+
 // NDJSON events from /v1/query/stream, handed to onEvent one by one as they arrive.
 export async function stream(path, body, onEvent) {
   const resp = await fetch(path, { method: "POST", headers: headers(true), body: JSON.stringify(body), cache: "no-store", credentials: "omit" });

@@ -5,6 +5,11 @@ import { fmt, h, kv, showError } from "./dom.js";
 
 const ROUTES = ["auto", "lookup", "tree", "graph", "global"];
 let lastResult = null; // kept while the page lives, so coming back to Ask shows it again
+// the conversation with the server's LLM: earlier turns go with each new question (a new
+// key reloads the page, so no turn outlives the key it was asked with)
+const conversation = [];
+const MAX_TURNS = 8;
+let lastTurn = null; // the answer on screen: it joins the conversation when the next question is asked
 
 // the passage a context stands on: a chunk is its own, derived content cites its first provenance chunk
 function passageOf(ctx) {
@@ -20,7 +25,7 @@ export function treeWalk(ctx) {
   return step.slice(6).split(" -> ").map((id) => (id === "chunk" ? ctx.node_id : id));
 }
 
-function contextCard(ctx, rank, env) {
+function contextCard(ctx, rank, env, why) {
   const [doc, chunk] = passageOf(ctx);
   const text = h("div", { class: "ctx-text", id: `ctx-text-${rank}` }, ctx.text);
   const walk = treeWalk(ctx);
@@ -40,7 +45,7 @@ function contextCard(ctx, rank, env) {
         const open = text.classList.toggle("open"); e.target.textContent = open ? "Less" : "More"; } }, "More"),
       walk.length ? h("button", { type: "button", class: "small secondary", onclick: () => {
         env.shared.treePath = walk; location.hash = "#tree"; } }, "Show tree walk") : null),
-    (ctx.trace || []).length ? h("div", { class: "muted small mono" }, ctx.trace.join(" · ")) : null);
+    why && (ctx.trace || []).length ? h("div", { class: "muted small mono ctx-trace" }, ctx.trace.join(" · ")) : null);
 }
 
 function routingPanel(res) {
@@ -82,10 +87,23 @@ function linkCitations(target, answer, contexts, env) {
   target.append(answer.slice(last));
 }
 
+function conversationPanel(env) {
+  if (!conversation.length) return null;
+  return h("section", { class: "panel", id: "conversation" }, h("h2", {}, `Conversation (${conversation.length} earlier ${conversation.length === 1 ? "turn" : "turns"})`),
+    h("ol", { class: "turns" }, conversation.map((t) => {
+      const text = h("div", { class: "answer small" });
+      linkCitations(text, t.answer, t.contexts, env);
+      return h("li", { class: "turn" }, h("p", { class: "turn-q" }, t.question), text);
+    })));
+}
+
 function showResult(out, res, env, answerText) {
   const contexts = res.contexts || [];
-  const list = h("ol", { class: "contexts", id: "contexts", "aria-label": "Contexts in rank order" }, contexts.map((c, i) => contextCard(c, i + 1, env)));
+  const why = Boolean(document.getElementById("show-why")?.checked);
+  const list = h("ol", { class: "contexts", id: "contexts", "aria-label": "Contexts in rank order" }, contexts.map((c, i) => contextCard(c, i + 1, env, why)));
   const left = h("div", { class: "stack" });
+  const earlier = answerText !== undefined ? conversationPanel(env) : null;
+  if (earlier) left.append(earlier);
   if (answerText !== undefined) {
     const a = answerPanel();
     linkCitations(a.text, answerText.text, contexts, env);
@@ -109,9 +127,22 @@ export function renderAsk(params, env) {
   get("/v1/index").then((info) => {
     for (const option of route.options) option.disabled = option.value !== "auto" && !info.routes.includes(option.value);
     if (route.selectedOptions[0] && route.selectedOptions[0].disabled) route.value = "auto";
+    wantAnswer.disabled = !info.answers;
+    answerLabel.title = info.answers ? "" : "This server has no LLM (serve --llm-model NAME, or 'local' for the shipped model)";
+    if (!info.answers) wantAnswer.checked = false;
   }, (err) => { if (err instanceof ApiError && err.status === 401) window.dispatchEvent(new CustomEvent("arborgraph:unauthorized")); });
   const topK = h("input", { type: "text", inputmode: "numeric", id: "top-k", value: "10", size: 3, "aria-label": "top k" });
   const wantAnswer = h("input", { type: "checkbox", id: "want-answer" });
+  const answerLabel = h("label", { class: "check" }, wantAnswer, "Answer with the LLM (as a conversation)");
+  // ranker traces on each context only when asked: they explain, they are not the answer
+  const why = h("input", { type: "checkbox", id: "show-why" });
+  why.addEventListener("change", () => { if (lastResult) showResult(out, lastResult.res, env, lastResult.answer); });
+  const newChat = h("button", { type: "button", class: "small secondary", id: "new-conversation", onclick: () => {
+    conversation.length = 0; lastTurn = null;
+    if (lastResult) showResult(out, lastResult.res, env, lastResult.answer);
+  } }, "New conversation");
+  newChat.hidden = true;
+  wantAnswer.addEventListener("change", () => { newChat.hidden = !wantAnswer.checked; });
   const out = h("div", { id: "ask-result", "aria-live": "polite" });
   const submit = h("button", { type: "submit", id: "ask-submit" }, "Ask");
 
@@ -125,6 +156,10 @@ export function renderAsk(params, env) {
     out.replaceChildren(h("p", { class: "muted" }, "Searching…"));
     try {
       if (wantAnswer.checked) {
+        if (lastTurn) conversation.push(lastTurn);
+        lastTurn = null;
+        while (conversation.length > MAX_TURNS) conversation.shift();
+        body.history = conversation.map((t) => ({ question: t.question, answer: t.answer }));
         let res = null;
         const answer = { text: "", citations: [] };
         await stream("/v1/query/stream", body, (ev) => {
@@ -134,6 +169,7 @@ export function renderAsk(params, env) {
           else if (ev.event === "error") showError(`The answer failed: ${ev.detail}`);
         });
         lastResult = { res, answer };
+        if (res && answer.text) lastTurn = { question: q, answer: answer.text, contexts: res.contexts || [] };
       } else {
         const res = await post("/v1/query", body);
         lastResult = { res };
@@ -152,8 +188,9 @@ export function renderAsk(params, env) {
     h("div", { class: "row" },
       h("label", { for: "route" }, "Route"), route,
       h("label", { for: "top-k" }, "Top k"), topK,
-      h("label", { class: "check" }, wantAnswer, "Answer with the LLM (if the server has one)"),
-      submit));
+      answerLabel,
+      h("label", { class: "check" }, why, "Why: ranker traces"),
+      submit, newChat));
   question.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
   if (lastResult) showResult(out, lastResult.res, env, lastResult.answer);
   const page = h("div", { class: "stack" }, form, out);

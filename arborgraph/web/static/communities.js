@@ -1,9 +1,10 @@
 // Communities: the graph's communities by level with their reports, one community's
-// entities and relations as an interactive graph, an entity's mentions linking to their
+// entities and relations as an interactive graph (sigma.js), an entity's mentions linking to their
 // passages, and a search for an entity by name.
 import { docOf, get } from "./api.js";
 import { fmt, h, kv, showError } from "./dom.js";
-import { GraphView } from "./graph.js";
+import { EntityGraph } from "./entitygraph.js";
+import { entityDetails } from "./entitypanel.js";
 
 export async function renderCommunities(params, env) {
   const level = Math.max(0, parseInt(params.get("level") || "0", 10) || 0);
@@ -16,27 +17,29 @@ export async function renderCommunities(params, env) {
 
   async function expandNeighbours(id) {
     try {
-      const res = await get("/v1/graph/neighbours", { name: id, limit: 12 });
-      graph.add(res.neighbours.map((n) => ({ id: n.id, name: n.name, type: "neighbour", degree: 1 })),
-        res.neighbours.map((n) => (n.direction === "out" ? { source: id, target: n.id, relation: n.relation, phrase: n.phrase, sentence: n.sentence, weight: n.weight } : { source: n.id, target: id, relation: n.relation, phrase: n.phrase, sentence: n.sentence, weight: n.weight })), id);
+      const res = await get("/v1/web/graph", { focus: id, depth: 1, max_nodes: 40, level });
+      graph.setCommunities(res.communities);
+      graph.add(res.nodes.map((n) => ({ ...n, member: n.community === current })), res.edges, id);
+      graph.layout();
+      count();
     } catch (err) { showError(err); }
   }
 
   async function showEntity(id) {
-    try {
-      const [ent, nb] = await Promise.all([get("/v1/graph/entity", { name: id }), get("/v1/graph/neighbours", { name: id, limit: 10 })]);
-      entityPanel.replaceChildren(
-        h("h2", { id: "entity-name" }, ent.name),
-        kv([["type", ent.type], ["aliases", ent.aliases.join(", ")], ["degree", ent.degree], ["communities", ent.communities.join(", ")], ["description", ent.description]]),
-        h("div", { class: "row" }, h("button", { type: "button", class: "small", id: "expand-entity", onclick: () => expandNeighbours(ent.id) }, "Add its neighbours to the graph")),
-        h("h3", {}, `Mentions (${ent.chunk_ids.length})`),
-        h("ul", { class: "small", id: "mentions" }, ent.chunk_ids.slice(0, 30).map((c) => h("li", {}, h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(docOf(c), c) }, c)))),
-        h("h3", {}, "Strongest relations"),
-        h("ul", { class: "small" }, nb.neighbours.map((n) => h("li", {}, n.direction === "out" ? [h("b", {}, n.phrase || n.relation), ` ${n.name} `] : [`${n.name} `, h("b", {}, n.phrase || n.relation), " this "],
-          n.chunk_ids.length ? h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(docOf(n.chunk_ids[0]), n.chunk_ids[0]) }, "stated here") : null,
-          n.sentence ? h("div", { class: "muted" }, n.sentence) : null))));
-    } catch (err) { showError(err); }
+    try { entityPanel.replaceChildren(await entityDetails(id, env, { onExpand: expandNeighbours })); }
+    catch (err) { showError(err); }
   }
+
+  let counter = null;
+  let members = 0;
+  // members of the open community, and the neighbours grown from them, counted apart
+  const count = () => {
+    if (!counter) return;
+    let inside = 0;
+    graph.graph.forEachNode((_, a) => { if (a.member) inside += 1; });
+    const outside = graph.graph.order - inside;
+    counter.textContent = `${inside} of ${members} members shown${outside ? `, ${outside} neighbours outside it` : ""}, ${graph.graph.size} relations`;
+  };
 
   async function openCommunity(id, selectEntity = null) {
     current = id;
@@ -52,18 +55,26 @@ export async function renderCommunities(params, env) {
         r && r.findings.length ? h("ol", { class: "small" }, r.findings.map((f) => h("li", {}, f.text, " ",
           f.chunk_ids.slice(0, 3).map((c) => h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(docOf(c), c) }, c))))) : null,
         com.children.length ? h("div", { class: "row small" }, "Sub-communities:", com.children.slice(0, 20).map((c) => h("button", { type: "button", class: "small secondary", onclick: () => openCommunity(c) }, String(c)))) : null);
-      graph = new GraphView({ onSelect: showEntity, onExpand: expandNeighbours });
+      if (graph) graph.kill();
+      graph = new EntityGraph({ onSelect: showEntity, onExpand: expandNeighbours });
+      members = net.members;
+      graph.setCommunities([{ id, title: r ? r.title : "", size: net.members }]);
+      counter = h("span", { class: "muted", id: "graph-count" });
       graphBox.replaceChildren(
-        h("div", { class: "row small" }, h("span", { class: "muted" }, `${net.nodes.length} of ${net.members} entities, ${net.edges.length} relations`),
-          h("button", { type: "button", class: "small secondary", "aria-label": "zoom in", onclick: () => graph.zoom(1.25) }, "+"),
-          h("button", { type: "button", class: "small secondary", "aria-label": "zoom out", onclick: () => graph.zoom(0.8) }, "−"),
+        h("div", { class: "row small" }, counter,
+          h("button", { type: "button", class: "small secondary", "aria-label": "zoom in", onclick: () => graph.zoom(1.5) }, "+"),
+          h("button", { type: "button", class: "small secondary", "aria-label": "zoom out", onclick: () => graph.zoom(1 / 1.5) }, "−"),
           h("button", { type: "button", class: "small secondary", onclick: () => graph.fit() }, "Fit")),
-        graph.svg);
-      graph.add(net.nodes, net.edges);
+        graph.container,
+        h("details", { class: "small" }, h("summary", {}, "Entities drawn (select with Tab and Enter; + adds neighbours)"), graph.nodeList));
+      graph.add(net.nodes.map((n) => ({ ...n, community: id, member: true })), net.edges);
+      graph.mount();
+      graph.layout("force");
+      count();
       if (selectEntity) {
-        if (!graph.nodes.has(selectEntity)) { // not among the most connected: add it with its neighbours
+        if (!graph.graph.hasNode(selectEntity)) { // not among the most connected: add it with its neighbours
           const ent = await get("/v1/graph/entity", { name: selectEntity });
-          graph.add([{ id: ent.id, name: ent.name, type: ent.type, degree: ent.degree }], []);
+          graph.add([{ id: ent.id, name: ent.name, type: ent.type, degree: ent.degree, community: id, member: true }], []);
           await expandNeighbours(ent.id);
         }
         graph.select(selectEntity);

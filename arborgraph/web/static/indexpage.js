@@ -25,5 +25,18 @@ export async function renderIndex(params, env) {
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "document"), h("th", { scope: "col" }, "title"), h("th", { scope: "col" }, "format"), h("th", { scope: "col" }, "version"))),
         h("tbody", {}, docs.map(([id, d]) => h("tr", {}, h("td", {}, h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(id, null) }, id)), h("td", {}, d.title || ""), h("td", {}, d.format || ""), h("td", {}, d.version || "")))))),
     ),
-    h("section", { class: "panel" }, h("h2", {}, "Build timings (s)"), kv(Object.entries(info.timings_s || {}).map(([k, v]) => [k, String(v)]))));
+    timingsPanel(info));
+}
+
+// the last full build's stage times; an update's own (it reused documents) beside them
+function timingsPanel(info) {
+  const full = info.full_build_timings_s || info.timings_s || {};
+  const own = info.timings_s || {};
+  const same = JSON.stringify(full) === JSON.stringify(own);
+  const rows = Object.keys(full).filter((k) => k !== "total").concat("total")
+    .filter((k) => k in full || k in own)
+    .map((k) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, k in full ? full[k].toFixed(1) : ""), same ? null : h("td", {}, k in own ? own[k].toFixed(1) : "")));
+  return h("section", { class: "panel" }, h("h2", {}, "Build timings (s)"),
+    h("table", { id: "timings" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "stage"), h("th", { scope: "col" }, "full build"), same ? null : h("th", { scope: "col" }, `update to ${info.generation}`))), h("tbody", {}, rows)),
+    same ? null : h("p", { class: "muted small" }, "This generation was an update that reused unchanged documents: its own times are in the last column."));
 }

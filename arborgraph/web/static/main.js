@@ -1,13 +1,15 @@
-// The single page: tabs in the URL hash (#ask, #tree, #communities, #index), the key
+// The single page: tabs in the URL hash (#ask, #tree, #graph, #communities, #documents, #index), the key
 // asked once per tab, and the passage viewer every page shares.
 import { ApiError, get, key } from "./api.js";
 import { h, showError, visible } from "./dom.js";
 import { renderAsk } from "./ask.js";
 import { renderTree } from "./tree.js";
 import { renderCommunities } from "./communities.js";
+import { renderGraph } from "./graphpage.js";
+import { renderDocuments } from "./documents.js";
 import { renderIndex } from "./indexpage.js";
 
-const PAGES = { ask: renderAsk, tree: renderTree, communities: renderCommunities, index: renderIndex };
+const PAGES = { ask: renderAsk, tree: renderTree, graph: renderGraph, communities: renderCommunities, documents: renderDocuments, index: renderIndex };
 // what one page hands another within this tab (e.g. the tree walk of an Ask result);
 // it lives in memory only and is dropped with the page when the key changes
 export const shared = { treePath: [], lastQuestion: "" };
