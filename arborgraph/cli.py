@@ -630,14 +630,18 @@ def export_neo4j(
     workers: Annotated[int, typer.Option("--workers", min=1, max=16, help="parallel sessions (Neo4j; FalkorDB gets one)")] = DEFAULT_WORKERS,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="seconds to wait for a connection")] = CONNECT_TIMEOUT,
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    gds_leiden: Annotated[bool, typer.Option("--gds-leiden", help="then run GDS's hierarchical Leiden on the exported entity graph, write the community ids on the entities, and compare its modularity with the index's")] = False,
 ) -> None:
     """Export the index to Neo4j over Bolt (incremental), or as CSV files for neo4j-admin import."""
-    from arborgraph.neo4j import CsvReport, ExportReport, connect, export_records, index_records, write_csv
+    from arborgraph.neo4j import CsvReport, ExportReport, GdsLeidenReport, connect, export_records, gds_leiden_index, index_records, write_csv
     from arborgraph.index.store import open_generation
 
     if (uri is None) == (csv is None):
         raise fail("give exactly one of --uri (export over Bolt) or --csv DIR (files for neo4j-admin)", EXIT_USER_ERROR)
+    if gds_leiden and uri is None:
+        raise fail("--gds-leiden runs on the server: give --uri", EXIT_USER_ERROR)
     records = index_records(open_generation(index))
+    communities: list[GdsLeidenReport] = []
     if csv is not None:
         report: CsvReport | ExportReport = write_csv(records, csv)
     else:
@@ -645,11 +649,17 @@ def export_neo4j(
         driver = connect(uri, user, password, timeout=timeout)
         try:
             report = export_records(records, driver, database=database, batch_size=batch_size, workers=workers)
+            if gds_leiden:
+                communities = gds_leiden_index(index, driver, database=database)
         finally:
             driver.close()
     if json_out:
-        print(json.dumps(report.as_dict(), indent=2))
-    elif isinstance(report, CsvReport):
+        payload = report.as_dict()
+        if gds_leiden:
+            payload["gds_leiden"] = [c.as_dict() for c in communities]
+        print(json.dumps(payload, indent=2))
+        return
+    if isinstance(report, CsvReport):
         say(out, f"wrote {report.nodes} nodes and {report.relationships} relationships to {report.directory} (run import.sh)")
     else:
         n, r = report.nodes, report.relationships
@@ -658,6 +668,13 @@ def export_neo4j(
             f"{report.server}: nodes {n.created} created, {n.updated} updated, {n.deleted} deleted, "
             f"{n.unchanged} unchanged; relationships {r.created} created, {r.updated} updated, "
             f"{r.deleted} deleted, {r.unchanged} unchanged ({report.seconds:.1f} s)",
+        )
+    for c in communities:
+        say(
+            out,
+            f"GDS Leiden, scope {c.scope}: {c.gds_communities} communities in {c.gds_levels} levels, modularity "
+            f"{c.gds_modularity:.4f} (the index's {c.index_communities} top-level communities: {c.index_modularity:.4f}), "
+            f"{c.gds_seconds:.1f} s",
         )
 
 

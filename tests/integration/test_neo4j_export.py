@@ -898,3 +898,65 @@ def test_a_hub_with_more_relations_than_one_bolt_message_comes_back_whole(any_se
     assert [r.id for r in found["leaf007"]] == ["r007"]
     if isinstance(server, FalkorServer):
         assert server.alive()
+
+
+# -- communities in the database (GDS) ------------------------------------------------------------
+
+
+def test_partition_modularity() -> None:
+    triangles = [("a", "b", 1.0), ("b", "c", 1.0), ("a", "c", 1.0), ("d", "e", 1.0), ("e", "f", 1.0), ("d", "f", 1.0)]
+    by_triangle = {"a": 0, "b": 0, "c": 0, "d": 1, "e": 1, "f": 1}
+    assert X.partition_modularity(triangles, by_triangle) == pytest.approx(0.5)
+    assert X.partition_modularity(triangles, {v: 0 for v in by_triangle}) == pytest.approx(0.0)
+    # a vertex without a community is one of its own: here, worse than in its triangle
+    without_f = {k: v for k, v in by_triangle.items() if k != "f"}
+    assert X.partition_modularity(triangles, without_f) < 0.5
+    # resolution weighs the null model: at 0, modularity is the share of internal weight
+    assert X.partition_modularity(triangles, by_triangle, resolution=0.0) == pytest.approx(1.0)
+
+
+def test_gds_leiden_writes_communities_and_matches_the_index_modularity(
+    server: Neo4jServer, index_v1: Path, tmp_path: Path
+) -> None:
+    from arborgraph.index.scoped import load_scopes
+
+    driver = server.driver()
+    X.export_index(index_v1, driver)
+    (report,) = X.gds_leiden_index(index_v1, driver)
+    assert report.scope == X.PUBLIC and report.gds_communities > 1 and report.gds_levels >= 1
+    assert report.index_modularity > 0.3 and report.gds_modularity >= 0.95 * report.index_modularity  # the target
+    assert report.gds_reported_modularity == pytest.approx(report.gds_modularity, abs=0.02)
+    # GDS saw exactly the edges the index's Leiden partitioned (pairs summed, light ones left out)
+    gen = open_generation(index_v1)
+    kg = load_scopes(gen)[0].graph
+    settings = X.LeidenSettings.of_index(gen.manifest["config"]["graph"])
+    run = X.run_gds_leiden(driver, settings=settings)
+    from graphrag.build import leiden_edges
+    from graphrag.config import GraphConfig
+
+    want = leiden_edges(kg.relations, GraphConfig.model_validate(gen.manifest["config"]["graph"]))
+    assert [(a, b) for a, b, _ in sorted(run.edges)] == [(a, b) for a, b, _ in want]
+    assert [w for _, _, w in sorted(run.edges)] == pytest.approx([w for _, _, w in want])
+    # the same graph and seed: the same communities
+    assert X.compare_with_index(run, kg, settings).gds_modularity == pytest.approx(report.gds_modularity)
+    # written back on the entities: every level, and the last on its own
+    with driver.session() as s:
+        rows = s.run("MATCH (n:Entity) RETURN n.id AS id, n.gds_communities AS levels, n.gds_community AS final").data()
+    on_server = {r["id"]: (r["levels"], r["final"]) for r in rows}
+    projected = {v for a, b, _ in want for v in (a, b)}
+    assert {e for e, (levels, _) in on_server.items() if levels is not None} == projected == set(run.membership)
+    for entity in projected:
+        levels, final = on_server[entity]
+        assert levels == run.membership[entity] and final == levels[-1] and len(levels) == report.gds_levels
+    assert len({on_server[e][1] for e in projected}) == report.gds_communities
+    # the command line: the figures in --json
+    result = CliRunner().invoke(_app(), [
+        "export-neo4j", "-i", str(index_v1), "--uri", server.uri, "--password", server.password, "--gds-leiden", "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    (cli,) = json.loads(result.output)["gds_leiden"]
+    assert cli["gds_modularity"] == pytest.approx(report.gds_modularity, abs=1e-6)
+    assert cli["index_modularity"] == pytest.approx(report.index_modularity, abs=1e-6)
+    assert cli["modularity_ratio"] >= 0.95
+    result = CliRunner().invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--csv", str(tmp_path / "c"), "--gds-leiden"])
+    assert result.exit_code == 2 and result.output.startswith("error: --gds-leiden runs on the server")
