@@ -30,6 +30,7 @@ The modules, in the order data flows through them:
 - :mod:`.csv_export`: files for ``neo4j-admin database import full``.
 - :mod:`.backend`: the graph route's neighbour lookups on the server.
 - :mod:`.gds`: communities in the database (GDS's hierarchical Leiden), beside the index's.
+- :mod:`.store`: the lookup route on the database's vector and full-text indexes.
 
 Servers: Neo4j (4.4+, 5.x, 2025.x) and FalkorDB's experimental Bolt layer, told apart
 by a probe (:func:`detect_dialect`). The command line is ``arborgraph export-neo4j``
@@ -79,6 +80,7 @@ from arborgraph.neo4j.gds import (
     run_gds_leiden,
     top_level_partition,
 )
+from arborgraph.neo4j.store import Neo4jStore, SearchExport, export_search, lucene_query
 from arborgraph.neo4j.export import DEFAULT_WORKERS, ExportReport, export_index, export_records, read_state, run_stage
 from arborgraph.neo4j.plan import (
     STAGE_DELETIONS,
@@ -162,6 +164,8 @@ __all__ = [
     # communities in the database (GDS)
     "LeidenSettings", "GdsLeidenRun", "GdsLeidenReport", "run_gds_leiden", "gds_leiden_index", "compare_with_index",
     "partition_modularity", "top_level_partition", "COMMUNITIES_PROPERTY", "COMMUNITY_PROPERTY",
+    # the store (lookup on the database's search indexes)
+    "Neo4jStore", "SearchExport", "export_search", "lucene_query",
     # graph backend
     "Neo4jGraphBackend", "GraphServer", "graph_server", "ExpandedEdge", "walk", "cypher_expand",
     "memory_expand", "relations_among",

@@ -959,4 +959,4 @@ def test_gds_leiden_writes_communities_and_matches_the_index_modularity(
     assert cli["index_modularity"] == pytest.approx(report.index_modularity, abs=1e-6)
     assert cli["modularity_ratio"] >= 0.95
     result = CliRunner().invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--csv", str(tmp_path / "c"), "--gds-leiden"])
-    assert result.exit_code == 2 and result.output.startswith("error: --gds-leiden runs on the server")
+    assert result.exit_code == 2 and result.output.startswith("error: --gds-leiden and --search run on the server")

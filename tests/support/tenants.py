@@ -71,3 +71,12 @@ def write_tenant_docs(docs: Path, sample_slice: Path) -> Path:
     (docs / "private").mkdir()
     (docs / "private" / "tarpon.md").write_text(SECRET_C)
     return docs
+
+
+def build_tenant_index(docs: Path, index: Path, sample_slice: Path) -> Path:
+    """An index of the tenant documents (:func:`write_tenant_docs` into ``docs``), the
+    third project's access list given through the build API."""
+    from arborgraph.pipeline import build_index
+
+    build_index([write_tenant_docs(docs, sample_slice)], index, metadata=API_METADATA)
+    return index
