@@ -15,7 +15,9 @@ constraints and indexes: a fresh one), exports the whole index, exports it again
 on the exported entity graph (``arborgraph.neo4j.gds``). Then, once: the index's own
 Leiden (leidenalg, hierarchical as the build runs it, and its top level alone) on the
 same edges; and every question of ``--questions`` on the graph route, in memory and
-with the walk on Neo4j (``graph_backend``), comparing the top-5 contexts and timing both.
+with the walk on Neo4j (``graph_backend``), comparing the top-5 contexts and timing both;
+and the lookup route on the store (``query --store``, after ``export_search``) against
+the in-process lookup route, the same way.
 
 ``nodes_per_s`` is nodes / seconds from the export's start until its last node is
 written (connecting, schema, reading the server's state, the diff and sending
@@ -178,6 +180,41 @@ def graph_route(server: Any, index: Path, questions: list[str]) -> dict[str, Any
     }
 
 
+def store_lookup(server: Any, index: Path, questions: list[str]) -> dict[str, Any]:
+    """The lookup route on the store (``query --store``) against the in-process lookup
+    route: the search indexes' export time, top-5 agreement, latency."""
+    import arborgraph
+
+    t0 = time.perf_counter()
+    written = X.export_search(index, server.driver())
+    export_s = time.perf_counter() - t0
+    store = X.Neo4jStore(server.driver())
+    kb = arborgraph.open(index)
+    kb.query(questions[0], route="lookup")
+    kb.query_store(questions[0], store)  # warm-ups
+    shared, local_ms, store_ms = [], [], []
+    for q in questions:
+        t0 = time.perf_counter()
+        local = kb.query(q, route="lookup", top_k=5)
+        t1 = time.perf_counter()
+        remote = kb.query_store(q, store, top_k=5)
+        t2 = time.perf_counter()
+        local_ms.append((t1 - t0) * 1000)
+        store_ms.append((t2 - t1) * 1000)
+        ids = {c.node_id for c in local.contexts}
+        if ids:
+            shared.append(len(ids & {c.node_id for c in remote.contexts}) / len(ids))
+    kb.close()
+    return {
+        "embeddings_written": written.embeddings,
+        "search_export_s": round(export_s, 3),
+        "top5_shared_with_in_process_lookup": round(sum(shared) / len(shared), 4) if shared else None,
+        "in_process_lookup_ms": {"p50": percentile(local_ms, 0.5), "p95": percentile(local_ms, 0.95)},
+        "store_lookup_ms": {"p50": percentile(store_ms, 0.5), "p95": percentile(store_ms, 0.95)},
+        "note": "the in-process lookup route includes the ranking stage, the store's does not",
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", type=Path, help="an index directory (default: build the 20-page slice)")
@@ -214,6 +251,7 @@ def main() -> None:
                 exports.append(export_round(server, records, args.batch_size, args.workers))
                 gds.append(gds_round(server, index))
             route = graph_route(server, index, questions)
+            store = store_lookup(server, index, questions)
         finally:
             server.stop()
     leiden = leidenalg_times(index, args.rounds)
@@ -243,6 +281,7 @@ def main() -> None:
             "meets_target": ratio >= TARGET_MODULARITY_RATIO,
             "leidenalg": leiden,
         },
+        "store_lookup": store,
         "graph_route": {**route, "questions_file": str(args.questions.relative_to(ROOT)), "target_top5_shared": TARGET_TOP5_SHARED},
         "settings": {
             "rounds": args.rounds,

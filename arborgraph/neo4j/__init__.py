@@ -33,7 +33,8 @@ The modules, in the order data flows through them:
 - :mod:`.store`: the lookup route on the database's vector and full-text indexes.
 
 Servers: Neo4j (4.4+, 5.x, 2025.x) and FalkorDB's experimental Bolt layer, told apart
-by a probe (:func:`detect_dialect`). The command line is ``arborgraph export-neo4j``
+by a probe (:func:`detect_dialect`); the tests run Neo4j 5.26 with GDS 2.13
+(``scripts/neo4j-server``) and FalkorDB for its dialect. The command line is ``arborgraph export-neo4j``
 (:mod:`arborgraph.cli`); nothing here imports typer or, until a connection is made,
 the ``neo4j`` driver.
 """
