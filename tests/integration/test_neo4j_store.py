@@ -22,7 +22,13 @@ PRINCIPALS = (None, "team-a", "team-b", "team-c")
 
 @pytest.fixture(scope="module")
 def tenant_index(tmp_path_factory: pytest.TempPathFactory, sample_slice: Path) -> Path:
-    return build_tenant_index(tmp_path_factory.mktemp("tenants"), tmp_path_factory.mktemp("store") / "idx", sample_slice)
+    """The tenants' index, without tree and graph: the store answers the lookup route."""
+    from arborgraph.config import load_config
+
+    lookup_only = load_config(overrides={"build_tree": False, "build_graph": False})
+    return build_tenant_index(
+        tmp_path_factory.mktemp("tenants"), tmp_path_factory.mktemp("store") / "idx", sample_slice, lookup_only
+    )
 
 
 @pytest.fixture(scope="module")
