@@ -17,7 +17,8 @@ Leiden (leidenalg, hierarchical as the build runs it, and its top level alone) o
 same edges; and every question of ``--questions`` on the graph route, in memory and
 with the walk on Neo4j (``graph_backend``), comparing the top-5 contexts and timing both;
 and the lookup route on the store (``query --store``, after ``export_search``) against
-the in-process lookup route, the same way.
+the in-process lookup route, the same way, with the share of each question's evidence
+sentences found in the first 5 and 20 contexts of each.
 
 ``nodes_per_s`` is nodes / seconds from the export's start until its last node is
 written (connecting, schema, reading the server's state, the diff and sending
@@ -180,11 +181,23 @@ def graph_route(server: Any, index: Path, questions: list[str]) -> dict[str, Any
     }
 
 
-def store_lookup(server: Any, index: Path, questions: list[str]) -> dict[str, Any]:
+def _evidence_found(contexts: list[Any], evidence: list[dict[str, str]]) -> float:
+    """Share of the question's evidence sentences found in ``contexts`` (whitespace and
+    case aside)."""
+    if not evidence:
+        return float("nan")
+    texts = [" ".join(c.text.split()).lower() for c in contexts]
+    wanted = [" ".join(e["text"].split()).lower() for e in evidence]
+    return sum(any(w in t for t in texts) for w in wanted) / len(wanted)
+
+
+def store_lookup(server: Any, index: Path, records: list[dict[str, Any]]) -> dict[str, Any]:
     """The lookup route on the store (``query --store``) against the in-process lookup
-    route: the search indexes' export time, top-5 agreement, latency."""
+    route: the search indexes' export time, top-5 agreement, evidence recall at 5 and 20
+    contexts, latency."""
     import arborgraph
 
+    questions = [r["question"] for r in records]
     t0 = time.perf_counter()
     written = X.export_search(index, server.driver())
     export_s = time.perf_counter() - t0
@@ -193,25 +206,34 @@ def store_lookup(server: Any, index: Path, questions: list[str]) -> dict[str, An
     kb.query(questions[0], route="lookup")
     kb.query_store(questions[0], store)  # warm-ups
     shared, local_ms, store_ms = [], [], []
-    for q in questions:
+    recall: dict[str, list[float]] = {"in_process@5": [], "store@5": [], "in_process@20": [], "store@20": []}
+    for record in records:
+        q = record["question"]
         t0 = time.perf_counter()
-        local = kb.query(q, route="lookup", top_k=5)
+        local = kb.query(q, route="lookup", top_k=20)
         t1 = time.perf_counter()
-        remote = kb.query_store(q, store, top_k=5)
+        remote = kb.query_store(q, store, top_k=20)
         t2 = time.perf_counter()
         local_ms.append((t1 - t0) * 1000)
         store_ms.append((t2 - t1) * 1000)
-        ids = {c.node_id for c in local.contexts}
+        ids = {c.node_id for c in local.contexts[:5]}
         if ids:
-            shared.append(len(ids & {c.node_id for c in remote.contexts}) / len(ids))
+            shared.append(len(ids & {c.node_id for c in remote.contexts[:5]}) / len(ids))
+        evidence = record.get("evidence") or []
+        if evidence:
+            for k in (5, 20):
+                recall[f"in_process@{k}"].append(_evidence_found(local.contexts[:k], evidence))
+                recall[f"store@{k}"].append(_evidence_found(remote.contexts[:k], evidence))
     kb.close()
     return {
         "embeddings_written": written.embeddings,
         "search_export_s": round(export_s, 3),
         "top5_shared_with_in_process_lookup": round(sum(shared) / len(shared), 4) if shared else None,
+        "evidence_recall": {k: round(sum(v) / len(v), 4) for k, v in recall.items() if v},
+        "questions_with_evidence": len(recall["store@5"]),
         "in_process_lookup_ms": {"p50": percentile(local_ms, 0.5), "p95": percentile(local_ms, 0.95)},
         "store_lookup_ms": {"p50": percentile(store_ms, 0.5), "p95": percentile(store_ms, 0.95)},
-        "note": "the in-process lookup route includes the ranking stage, the store's does not",
+        "note": "the in-process lookup route includes the ranking stage, the store's does not; 20 contexts asked of each",
     }
 
 
@@ -228,7 +250,8 @@ def main() -> None:
 
     from neo4j_server import start_neo4j
 
-    questions = [json.loads(line)["question"] for line in args.questions.read_text().splitlines() if line.strip()]
+    asked = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
+    questions = [r["question"] for r in asked]
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -251,7 +274,7 @@ def main() -> None:
                 exports.append(export_round(server, records, args.batch_size, args.workers))
                 gds.append(gds_round(server, index))
             route = graph_route(server, index, questions)
-            store = store_lookup(server, index, questions)
+            store = store_lookup(server, index, asked)
         finally:
             server.stop()
     leiden = leidenalg_times(index, args.rounds)
