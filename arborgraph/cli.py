@@ -21,6 +21,7 @@ import math
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -365,6 +366,7 @@ def query(
     graph_user: Annotated[Optional[str], typer.Option("--graph-user", help="user on the graph server")] = None,
     graph_password: Annotated[Optional[str], typer.Option("--graph-password", envvar="NEO4J_PASSWORD", help="password on the graph server")] = None,
     graph_database: Annotated[Optional[str], typer.Option("--graph-database", help="database on the graph server")] = None,
+    store: Annotated[Optional[str], typer.Option("--store", help="answer the lookup route from the bolt:// Neo4j the index was exported to with --search (credentials: --graph-user/--graph-password/--graph-database)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
 ) -> None:
     """Ask a question (or a batch of them) against an index.
@@ -382,9 +384,12 @@ def query(
         when = dt.date.fromisoformat(as_of) if as_of else "today"
     except ValueError:
         raise fail(f"--as-of must be a date like 2026-01-31, not '{as_of}'", EXIT_USER_ERROR) from None
+    if store is not None and (route not in ("auto", "lookup") or answer or llm_router or as_of or include_stale):
+        raise fail("--store answers the lookup route only (not with --answer, --llm-router, --as-of or --include-stale)", EXIT_USER_ERROR)
     kwargs = dict(route=route, top_k=top_k, budget_tokens=budget_tokens, principal=as_principal,
                   as_of=when, include_stale=include_stale, answer=answer, candidates=candidates)
     kb = None
+    driver = None
     try:
         # the batch file is checked whole before the index is even opened
         items = _read_questions(batch) if batch is not None else []
@@ -395,15 +400,24 @@ def query(
             kwargs["llm"] = kb.chat_model(llm_model)
         if llm_router:
             kwargs["llm_router"] = True
+        ask = partial(kb.query, **kwargs)
+        if store is not None:
+            from arborgraph.neo4j import Neo4jStore, connect
+
+            driver = connect(store, graph_user, graph_password)
+            on_store = Neo4jStore(driver, database=graph_database)
+            ask = partial(kb.query_store, store=on_store, principal=as_principal, top_k=top_k)
         if batch is not None:
             for qid, text in items:
-                res = kb.query(text, **kwargs)
+                res = ask(text)
                 sys.stdout.write(_json_line(_result_json(res, qid, explain)) + "\n")
                 sys.stdout.flush()
             return
         assert question is not None
-        res = kb.query(question, **kwargs)
+        res = ask(question)
     finally:
+        if driver is not None:
+            driver.close()
         if kb is not None:
             kb.close()
     if json_out:
@@ -630,14 +644,23 @@ def export_neo4j(
     workers: Annotated[int, typer.Option("--workers", min=1, max=16, help="parallel sessions (Neo4j; FalkorDB gets one)")] = DEFAULT_WORKERS,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="seconds to wait for a connection")] = CONNECT_TIMEOUT,
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    search: Annotated[bool, typer.Option("--search", help="then give the chunks their embeddings and create the vector and full-text indexes that query --store searches")] = False,
+    gds_leiden: Annotated[bool, typer.Option("--gds-leiden", help="then run GDS's hierarchical Leiden on the exported entity graph, write the community ids on the entities, and compare its modularity with the index's")] = False,
 ) -> None:
     """Export the index to Neo4j over Bolt (incremental), or as CSV files for neo4j-admin import."""
-    from arborgraph.neo4j import CsvReport, ExportReport, connect, export_records, index_records, write_csv
+    from arborgraph.neo4j import (
+        CsvReport, ExportReport, GdsLeidenReport, SearchExport, connect, export_records, export_search, gds_leiden_index,
+        index_records, write_csv,
+    )
     from arborgraph.index.store import open_generation
 
     if (uri is None) == (csv is None):
         raise fail("give exactly one of --uri (export over Bolt) or --csv DIR (files for neo4j-admin)", EXIT_USER_ERROR)
+    if (gds_leiden or search) and uri is None:
+        raise fail("--gds-leiden and --search run on the server: give --uri", EXIT_USER_ERROR)
     records = index_records(open_generation(index))
+    communities: list[GdsLeidenReport] = []
+    searchable: SearchExport | None = None
     if csv is not None:
         report: CsvReport | ExportReport = write_csv(records, csv)
     else:
@@ -645,11 +668,21 @@ def export_neo4j(
         driver = connect(uri, user, password, timeout=timeout)
         try:
             report = export_records(records, driver, database=database, batch_size=batch_size, workers=workers)
+            if search:
+                searchable = export_search(index, driver, database=database)
+            if gds_leiden:
+                communities = gds_leiden_index(index, driver, database=database)
         finally:
             driver.close()
     if json_out:
-        print(json.dumps(report.as_dict(), indent=2))
-    elif isinstance(report, CsvReport):
+        payload = report.as_dict()
+        if searchable is not None:
+            payload["search"] = searchable.as_dict()
+        if gds_leiden:
+            payload["gds_leiden"] = [c.as_dict() for c in communities]
+        print(json.dumps(payload, indent=2))
+        return
+    if isinstance(report, CsvReport):
         say(out, f"wrote {report.nodes} nodes and {report.relationships} relationships to {report.directory} (run import.sh)")
     else:
         n, r = report.nodes, report.relationships
@@ -658,6 +691,15 @@ def export_neo4j(
             f"{report.server}: nodes {n.created} created, {n.updated} updated, {n.deleted} deleted, "
             f"{n.unchanged} unchanged; relationships {r.created} created, {r.updated} updated, "
             f"{r.deleted} deleted, {r.unchanged} unchanged ({report.seconds:.1f} s)",
+        )
+    if searchable is not None:
+        say(out, f"search indexes: {searchable.embeddings} chunk embeddings written ({searchable.dimensions} dimensions)")
+    for c in communities:
+        say(
+            out,
+            f"GDS Leiden, scope {c.scope}: {c.gds_communities} communities in {c.gds_levels} levels, modularity "
+            f"{c.gds_modularity:.4f} (the index's {c.index_communities} top-level communities: {c.index_modularity:.4f}), "
+            f"{c.gds_seconds:.1f} s",
         )
 
 

@@ -34,6 +34,7 @@ from arborgraph.query.settings import QuerySettings
 if TYPE_CHECKING:
     from arborgraph.config import GraphBackendConfig
     from arborgraph.core.protocols import ChatModel
+    from arborgraph.neo4j.store import Neo4jStore
     from arborgraph.index.structure_check import StructureReport
     from arborgraph.query.ranking import AnyRanker
     from arborgraph.query.retrievers import GraphServers
@@ -256,6 +257,35 @@ class KnowledgeBase:
         return self.engine.query(
             question, route, principal=principal, as_of=as_of, include_stale=include_stale,
             answer=answer, llm=llm, llm_router=llm_router, settings=s,
+        )
+
+    def query_store(
+        self, question: str, store: "Neo4jStore", *, principal: str | None = None, top_k: int | None = None
+    ) -> QueryResult:
+        """The lookup route answered by ``store``, the Neo4j database this index was
+        exported to with its search indexes (``arborgraph export-neo4j --search``): its
+        full-text index (BM25) and vector index rank the chunks ``principal`` may read
+        (the check runs inside the database: nothing else leaves it), fused by
+        reciprocal rank with this index's retrieval weights. The question is embedded
+        here, with the index's model. Document validity dates, the ranking stage and the
+        other routes do not run on the store."""
+        from arborgraph.query.fusion import reciprocal_rank_fusion
+
+        k = top_k if top_k is not None else self.settings.top_k
+        retrieval = self.settings.retrieval
+        rankings = store.search(
+            question, self.engine.embed_query(question), principal=principal, depth=max(k, retrieval.candidates)
+        )
+        weights = {"bm25": retrieval.weight_bm25, "dense": retrieval.weight_dense}
+        fused = reciprocal_rank_fusion(rankings, weights, k=retrieval.rrf_k)[:k] if rankings else []
+        return QueryResult(
+            question=question,
+            route="lookup",
+            routing=RoutingDecision(route="lookup", forced=True, reason="answered by the Neo4j store"),
+            contexts=store.contexts(fused, rankings, principal=principal),
+            mode=self.index.mode,
+            notes=[] if "dense" in rankings else ["no query embedding: full-text search only"],
+            retrieved=rankings,
         )
 
     def lookup(

@@ -103,7 +103,8 @@ class StageClock:
         if stage not in self.start:
             self.start[stage] = now
             self.cpu[stage] = self._cpu()
-        if done == total:
+        # once: a stage with nothing to write reports 0 of 0 at its start and its end
+        if done == total and stage not in self.end:
             self.end[stage] = now
             self.rows[stage] = done
             end = self._cpu()

@@ -108,7 +108,7 @@ def sample_kb(sample_index: Path):  # type: ignore[no-untyped-def]
 SLOWEST_FILES = [
     "test_raptor_warmup.py", "test_raptor_build.py", "test_raptor_cluster.py", "test_notebooks.py",
     "test_local_model.py",
-    "test_web.py", "test_foundation_e2e.py", "test_llm_build.py", "test_graph_update.py",
+    "test_web.py", "test_neo4j_export.py", "test_foundation_e2e.py", "test_llm_build.py", "test_graph_update.py",
     "test_executors.py", "test_cli_output.py", "test_readme_snippets.py", "test_incremental.py",
     "test_incremental_reuse.py", "test_service.py", "test_results_contract.py",
     "test_hostile_inputs.py", "test_loader_fuzz.py", "test_index_hardening.py",
@@ -120,7 +120,11 @@ SLOWEST_FILES = [
 # first each would compile them itself (a minute of CPU each). The other worker starts on
 # files that need no UMAP.
 UMAP_FILES = ("test_raptor_warmup.py", "test_raptor_build.py", "test_raptor_cluster.py", "test_notebooks.py")
-SHARED_WORKER = {name: "umap-kernels" for name in UMAP_FILES}
+# ... and every file that uses the real Neo4j server (tests/support/neo4j_server.py): its
+# community edition has one user database, which two files side by side would each empty
+# under the other; and one worker starts one server.
+NEO4J_FILES = ("test_neo4j_export.py", "test_neo4j_store.py")
+SHARED_WORKER = {name: "umap-kernels" for name in UMAP_FILES} | {name: "neo4j-server" for name in NEO4J_FILES}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

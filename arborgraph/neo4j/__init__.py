@@ -29,9 +29,12 @@ The modules, in the order data flows through them:
 - :mod:`.export`: the Bolt export itself (:func:`export_index`).
 - :mod:`.csv_export`: files for ``neo4j-admin database import full``.
 - :mod:`.backend`: the graph route's neighbour lookups on the server.
+- :mod:`.gds`: communities in the database (GDS's hierarchical Leiden), beside the index's.
+- :mod:`.store`: the lookup route on the database's vector and full-text indexes.
 
 Servers: Neo4j (4.4+, 5.x, 2025.x) and FalkorDB's experimental Bolt layer, told apart
-by a probe (:func:`detect_dialect`). The command line is ``arborgraph export-neo4j``
+by a probe (:func:`detect_dialect`); the tests run Neo4j 5.26 with GDS 2.13
+(``scripts/neo4j-server``) and FalkorDB for its dialect. The command line is ``arborgraph export-neo4j``
 (:mod:`arborgraph.cli`); nothing here imports typer or, until a connection is made,
 the ``neo4j`` driver.
 """
@@ -66,6 +69,19 @@ from arborgraph.neo4j.cypher import (
     rel_state_cypher,
     rel_upsert_cypher,
 )
+from arborgraph.neo4j.gds import (
+    COMMUNITIES_PROPERTY,
+    COMMUNITY_PROPERTY,
+    GdsLeidenReport,
+    GdsLeidenRun,
+    LeidenSettings,
+    compare_with_index,
+    gds_leiden_index,
+    partition_modularity,
+    run_gds_leiden,
+    top_level_partition,
+)
+from arborgraph.neo4j.store import Neo4jStore, SearchExport, export_search, lucene_query
 from arborgraph.neo4j.export import DEFAULT_WORKERS, ExportReport, export_index, export_records, read_state, run_stage
 from arborgraph.neo4j.plan import (
     STAGE_DELETIONS,
@@ -146,6 +162,11 @@ __all__ = [
     "run_stage", "export_records", "export_index",
     # CSV
     "CsvReport", "write_csv",
+    # communities in the database (GDS)
+    "LeidenSettings", "GdsLeidenRun", "GdsLeidenReport", "run_gds_leiden", "gds_leiden_index", "compare_with_index",
+    "partition_modularity", "top_level_partition", "COMMUNITIES_PROPERTY", "COMMUNITY_PROPERTY",
+    # the store (lookup on the database's search indexes)
+    "Neo4jStore", "SearchExport", "export_search", "lucene_query",
     # graph backend
     "Neo4jGraphBackend", "GraphServer", "graph_server", "ExpandedEdge", "walk", "cypher_expand",
     "memory_expand", "relations_among",

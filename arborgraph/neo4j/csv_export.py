@@ -132,16 +132,18 @@ def write_csv(records: GraphRecords, out_dir: str | Path) -> CsvReport:
                 cells.append(_csv_field(rel.props[HASH], delim))
                 fh.write(",".join(cells) + "\n")
         files.append(name)
-    args = ["neo4j-admin", "database", "import", "full", "--multiline-fields=true", f"--array-delimiter={delim}"]
-    args += [f"--nodes={_csv_name(k, True)}" for k in NODE_LABELS]
-    args += [f"--relationships={_csv_name(t, False)}" for t in REL_TYPES]
+    # the database name goes first: after the last --relationships it would be read as one more file
+    args = ["neo4j-admin", "database", "import", "full"]
+    options = ["--multiline-fields=true", f"--array-delimiter={delim}"]
+    options += [f"--nodes={_csv_name(k, True)}" for k in NODE_LABELS]
+    options += [f"--relationships={_csv_name(t, False)}" for t in REL_TYPES]
     script = (
         "#!/bin/sh\n"
         "# Bulk-load these files into an empty Neo4j database (default name: neo4j), then run\n"
         "# schema.cypher (e.g. cypher-shell -d DATABASE -f schema.cypher) for the constraint and indexes.\n"
         "set -e\n"
         'cd "$(dirname "$0")"\n'
-        f'exec {" ".join(shlex.quote(a) for a in args)} "${{1:-neo4j}}"\n'
+        f'exec {" ".join(shlex.quote(a) for a in args)} "${{1:-neo4j}}" {" ".join(shlex.quote(a) for a in options)}\n'
     )
     (out / "import.sh").write_text(script, encoding="utf-8")
     (out / "schema.cypher").write_text("".join(cypher + ";\n" for cypher in neo4j_schema_cypher()), encoding="utf-8")

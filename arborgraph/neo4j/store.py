@@ -1,0 +1,191 @@
+"""Neo4j as the store of the lookup route: chunk search by the database's own vector
+index and full-text index (Lucene's BM25), the caller's access checked inside the
+Cypher, so a chunk the caller may not read never leaves the database.
+
+:func:`export_search` gives the exported ``Chunk`` nodes their embeddings (only those
+without one: an export that rewrote a chunk dropped its embedding with its old
+content) and creates the two indexes. :class:`Neo4jStore` answers a lookup: each index
+ranks the chunks the caller may read, and the two rankings are fused by reciprocal
+rank (by :meth:`arborgraph.kb.KnowledgeBase.query_store`), as the in-process lookup fuses
+BM25 and dense (:func:`arborgraph.query.lookup.lookup_search`).
+
+What a caller may read: a chunk's ``scope`` is ``public`` or ``acl:`` followed by the
+principals of its document's access list (see :func:`arborgraph.index.scoped.scope_of`);
+a chunk without a scope, an empty list, or an anonymous caller on a restricted chunk
+reads as not allowed. The tree, graph and global routes, document validity dates and
+the ranking stage do not run on the store yet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from arborgraph.core.errors import ExportError
+from arborgraph.neo4j.connection import export_errors, verify
+from arborgraph.neo4j.records import CHUNK, MARK, UID, chunk_uid
+
+if TYPE_CHECKING:
+    from neo4j import Driver
+
+    from arborgraph.core.results import Context
+
+VECTOR_INDEX = "arborgraph_chunk_embedding"
+TEXT_INDEX = "arborgraph_chunk_text"
+EMBEDDING = "embedding"
+EMBEDDING_BATCH = 500
+
+# the access check, inside every search: only what ``$principal`` may read is returned
+READABLE = (
+    "(node.scope = 'public' OR ($principal IS NOT NULL AND $principal <> '' AND node.scope STARTS WITH 'acl:' "
+    "AND $principal IN split(substring(node.scope, 4), ',')))"
+)
+
+
+def vector_index_cypher(dimensions: int) -> str:
+    return (
+        f"CREATE VECTOR INDEX {VECTOR_INDEX} IF NOT EXISTS FOR (n:{CHUNK}) ON (n.{EMBEDDING}) "
+        f"OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dimensions)}, `vector.similarity_function`: 'cosine'}}}}"
+    )
+
+
+def text_index_cypher() -> str:
+    return f"CREATE FULLTEXT INDEX {TEXT_INDEX} IF NOT EXISTS FOR (n:{CHUNK}) ON EACH [n.text]"
+
+
+def dense_search_cypher() -> str:
+    """The ``$k`` nearest readable chunks of ``$depth`` the vector index returns."""
+    return (
+        f"CALL db.index.vector.queryNodes('{VECTOR_INDEX}', $depth, $vector) YIELD node, score "
+        f"WHERE node:{MARK} AND {READABLE} "
+        "RETURN node.id AS id, score ORDER BY score DESC LIMIT $k"
+    )
+
+
+def text_search_cypher() -> str:
+    """The ``$k`` best readable chunks by the full-text index's score (BM25)."""
+    return (
+        f"CALL db.index.fulltext.queryNodes('{TEXT_INDEX}', $query) YIELD node, score "
+        f"WHERE node:{MARK} AND {READABLE} "
+        "RETURN node.id AS id, score ORDER BY score DESC LIMIT $k"
+    )
+
+
+def chunks_cypher() -> str:
+    return (
+        f"UNWIND $ids AS id MATCH (node:{MARK}:{CHUNK} {{id: id}}) WHERE {READABLE} "
+        "RETURN node.id AS id, node.doc_id AS doc_id, node.text AS text, node.heading_path AS heading_path, "
+        "node.start AS start, node.end AS end"
+    )
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def lucene_query(question: str) -> str:
+    """The question's words as a Lucene query (any word may match, BM25 weighs them):
+    words only, lower-cased, so that no operator or special character reaches Lucene."""
+    return " ".join(dict.fromkeys(w.lower() for w in _WORD.findall(question)))
+
+
+@dataclass
+class SearchExport:
+    """What :func:`export_search` wrote."""
+
+    embeddings: int
+    dimensions: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"embeddings": self.embeddings, "dimensions": self.dimensions}
+
+
+def export_search(index_dir: str | Path, driver: "Driver", *, database: str | None = None) -> SearchExport:
+    """Embeddings on the exported chunks that lack one, and the vector and full-text
+    indexes (run after :func:`~arborgraph.neo4j.export.export_index` of the same index)."""
+    from arborgraph.index import schema as S
+    from arborgraph.index.store import open_generation
+
+    generation = open_generation(Path(index_dir))
+    if not generation.has_vectors(S.CHUNK_VECTORS):
+        raise ExportError(f"{index_dir} has no chunk vectors (built without an embedding model)")
+    vectors = generation.vectors(S.CHUNK_VECTORS)
+    chunk_ids = generation.table(S.CHUNKS).column(S.CHUNK_ID).to_pylist()
+    row_of = {uid: row for row, uid in enumerate(chunk_uid(c) for c in chunk_ids)}
+    verify(driver)
+    written = 0
+    with export_errors(), driver.session(database=database) as session:
+        missing = [
+            r["uid"] for r in session.run(f"MATCH (n:{MARK}:{CHUNK}) WHERE n.{EMBEDDING} IS NULL RETURN n.{UID} AS uid")
+        ]
+        wanted = [uid for uid in missing if uid in row_of]
+        for start in range(0, len(wanted), EMBEDDING_BATCH):
+            rows = [{"uid": uid, "v": vectors[row_of[uid]].astype(float).tolist()} for uid in wanted[start : start + EMBEDDING_BATCH]]
+            session.execute_write(
+                lambda tx, rows=rows: tx.run(
+                    f"UNWIND $rows AS row MATCH (n:{MARK}:{CHUNK} {{{UID}: row.uid}}) "
+                    f"CALL db.create.setNodeVectorProperty(n, '{EMBEDDING}', row.v)",
+                    rows=rows,
+                ).consume()
+            )
+            written += len(rows)
+        session.run(vector_index_cypher(vectors.shape[1])).consume()
+        session.run(text_index_cypher()).consume()
+        session.run("CALL db.awaitIndexes(300)").consume()
+    return SearchExport(written, int(vectors.shape[1]))
+
+
+class Neo4jStore:
+    """The lookup route's searches on the database an index was exported to (with
+    :func:`export_search`); :meth:`arborgraph.kb.KnowledgeBase.query_store` fuses them.
+    ``driver`` stays the caller's."""
+
+    def __init__(self, driver: "Driver", *, database: str | None = None) -> None:
+        self.driver = driver
+        self.database = database
+
+    def search(
+        self, question: str, vector: Sequence[float] | None, *, principal: str | None = None, depth: int = 100
+    ) -> dict[str, list[str]]:
+        """Chunk ids, best first, that ``principal`` may read: ``bm25`` from the
+        full-text index (``question``'s words), ``dense`` from the vector index (its
+        embedding ``vector``, if any); ``depth`` of each at most."""
+        rankings: dict[str, list[str]] = {}
+        params = {"principal": principal, "k": depth}
+        with export_errors(), self.driver.session(database=self.database) as session:
+            query = lucene_query(question)
+            if query:
+                rankings["bm25"] = [r["id"] for r in session.run(text_search_cypher(), {**params, "query": query})]
+            if vector is not None:
+                # the vector index returns its nearest before the access check: ask it
+                # for more, so that a caller who may read little still gets enough
+                found = session.run(
+                    dense_search_cypher(), {**params, "depth": depth * 4, "vector": [float(x) for x in vector]}
+                )
+                rankings["dense"] = [r["id"] for r in found]
+        return rankings
+
+    def contexts(
+        self, ranked: Sequence[tuple[str, float]], rankings: dict[str, list[str]], *, principal: str | None = None
+    ) -> list["Context"]:
+        """The chunks of ``ranked`` (id, score), in that order, read from the database
+        with the same access check (a chunk gone or not readable is left out); each
+        context's trace gives its rank in ``rankings``."""
+        from arborgraph.core.results import Context
+
+        with export_errors(), self.driver.session(database=self.database) as session:
+            rows = {r["id"]: r for r in session.run(chunks_cypher(), ids=[cid for cid, _ in ranked], principal=principal)}
+        out = []
+        for chunk_id, score in ranked:
+            row = rows.get(chunk_id)
+            if row is None:
+                continue
+            trace = [f"{name} rank {ids.index(chunk_id) + 1}" for name, ids in rankings.items() if chunk_id in ids]
+            out.append(Context(
+                text=row["text"] or "", source=row["doc_id"], heading_path=list(row["heading_path"] or []),
+                kind="chunk", score=float(score), node_id=chunk_id, start=row["start"], end=row["end"],
+                provenance=[chunk_id], trace=["store/neo4j: " + ", ".join(trace)],
+            ))
+        return out
