@@ -38,6 +38,9 @@ _CODE_LIKE_RE = re.compile(r"^(?:[A-Za-z]{1,4}[0-9]+[A-Za-z]?[0-9]*|[A-Z][0-9]{3
 # how well an entity's name reads as a community's name, by its type
 _TYPE_PRIOR = {"term": 1.0, "acronym": 0.6, "keyword": 0.5, "component": 0.8, "identifier": 0.4, "constant": 0.4}
 _STRONG_PRIOR = 0.7
+# a section heading is its authors' name for what the community's chunks discuss (a
+# page's title names more than the community, and keeps the plain prior)
+_HEADING_PRIOR = 1.3
 
 
 def is_code_like(name: str) -> bool:
@@ -63,7 +66,7 @@ class _Phrase:
     prior: float
 
 
-def _heading_phrase(heading: str, structural: frozenset[str]) -> tuple[str, _Phrase] | None:
+def _heading_phrase(heading: str, structural: frozenset[str], *, page: bool = False) -> tuple[str, _Phrase] | None:
     text = _NUMBERING_RE.sub("", heading).strip().rstrip(":.").strip()
     words = text.split()
     if not words or len(words) > MAX_NAME_WORDS or text.endswith("?"):
@@ -71,7 +74,7 @@ def _heading_phrase(heading: str, structural: frozenset[str]) -> tuple[str, _Phr
     key = heading_key(text)
     if not key or key in structural or _plain_filler(key):
         return None
-    return key, _Phrase(text, 1.0)
+    return key, _Phrase(text, 1.0 if page else _HEADING_PRIOR)
 
 
 def _plain_filler(key: str) -> bool:
@@ -144,8 +147,8 @@ def _name_level(
         counts: Counter[str] = Counter()
         for chunk in chunks_of[com.id]:
             found: set[str] = set()
-            for h in headings.get(chunk, ()):
-                if (got := _heading_phrase(h, structural)) is not None:
+            for depth, h in enumerate(headings.get(chunk, ())):
+                if (got := _heading_phrase(h, structural, page=depth == 0)) is not None:
                     found.add(got[0])
                     phrases.setdefault(*got)  # a heading's wording wins over an entity's
             for eid in kg.chunk_entities.get(chunk, ()):

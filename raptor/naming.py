@@ -38,8 +38,25 @@ MAX_WORDS = 6
 MAX_PHRASE_WORDS = 3
 # A heading on this share of the pages (or more) names page structure, not a topic.
 RECURRING_HEADING_SHARE = 0.10
+RECURRING_HEADING_PARENTS = 3
+# Coverage weighs this many times precision (F-beta): a table-of-contents entry names
+# what the whole node holds, and a phrase fitting a part of it misleads ("Git reset"
+# for a node on branches, switching and rebasing).
+_BETA = 2.0
+# A phrase on less of the node than this names a part of it: it keeps a fraction of
+# its score, so that it names the node only when nothing covers more.
+_MIN_COVERAGE = 0.35
+_NARROW = 0.35
 # Authored headings read better than word runs of equal score.
 _HEADING_BONUS = 1.6
+# A heading over most of the node is its authors' name for it.
+_HEADING_MOST = 0.6
+_HEADING_MOST_BONUS = 1.3
+# Headings over what a page points to, not over a topic: they name no node.
+_NO_TOPIC = frozenset(
+    "see also references reference bugs reporting bugs author authors copyright license notes"
+    " resources availability colophon footnotes".split(" ")
+) | {"see also", "reporting bugs"}
 # Each word beyond the first makes a phrase more readable (and more specific).
 _LENGTH_BONUS = 0.3
 # Below this coverage, the best phrase is joined by a second one.
@@ -53,16 +70,25 @@ _CODE_PENALTY = 0.5
 # Two words sharing their first letters are one word to a pair ("reopening and reopened").
 _STEM = 5
 # A lone word names a group of chunks less clearly than a phrase or a heading.
-_SINGLE_WORD = 0.7
+_SINGLE_WORD = 0.5
 # Phrases joined into one name are short: two of three words each read as a list.
-_PAIR_MAX_WORDS = 2
+_PAIR_MAX_WORDS = 3
+# The second phrase of a pair adds at least this share of the node to the first's.
+_PAIR_GAIN = 0.2
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:[-'][A-Za-z0-9_]+)*")
 _BREAK = STOPWORDS | SUMMARY_STOPWORDS | frozenset(
     "also e.g i.e etc called contains contain following follows includes include provides provide"
     " different various existing specific particular certain similar previous entire whole current"
     " actual appropriate necessary possible related respective already still again instead simply"
-    " currently automatically really newly".split()
+    " currently automatically really newly"
+    # function words that break a run but are not in the stopword lists
+    " another unless whether whereas otherwise almost alone along among amongst anyone anything anyway"
+    " besides beyond due enough everyone everything except hence indeed instead latter former meanwhile"
+    " moreover mostly namely neither nevertheless nobody none nothing perhaps please rather somehow"
+    " someone something sometime sometimes somewhere therefore thereby together toward towards whatever"
+    " whoever yet usually often always never typically generally normally otherwise least less more most"
+    " much many several few".split()
 )
 # Words as a reader counts them in a name (punctuation and separators dropped).
 _READ_WORD = re.compile(r"[A-Za-z0-9][\w'+#.-]*[\w+#]|[A-Za-z0-9]")
@@ -70,6 +96,7 @@ _BEFORE_OBJECT = frozenset("a an the that this these those its their each any".s
 _BEFORE_VERB = frozenset("to will can must should may might cannot would could does do not".split())
 # An identifier from code (snake_case, digits inside a word, camelCase) reads badly as a name.
 _CODE_LIKE = re.compile(r"_|[a-z][0-9]|[0-9][a-z]|[a-z][A-Z]")
+_IDENT = re.compile(r"[a-z][-.][a-z]|[0-9]|\(")
 
 
 @dataclass(frozen=True)
@@ -82,6 +109,8 @@ class _Vocabulary:
     phrase_text: list[str]  # how the manual writes each phrase most often
     phrase_is_heading: np.ndarray
     phrase_is_code: np.ndarray  # holds an identifier
+    phrase_is_page: np.ndarray  # a page's title
+    phrase_is_ident: np.ndarray  # one word with a hyphen, dot or digit: a command or file name
     phrase_lengths: np.ndarray  # words in each phrase
     word_column: dict[str, int]
 
@@ -185,6 +214,8 @@ class _Coverage:
             shape=(len(summaries), vocab.phrases.shape[0]),
         )
         self.sizes = np.asarray(incidence.sum(axis=1)).ravel()
+        self.leaf_rows = [incidence[k].indices for k in range(len(summaries))]
+        self.leaf_phrases = vocab.phrases.tocsr()
         self.phrases = (incidence @ vocab.phrases).tocsr()
         self.words = (incidence @ vocab.words).tocsr()
 
@@ -202,6 +233,12 @@ class _Coverage:
         counts = dict(zip(row.indices.tolist(), row.data.tolist()))
         return np.array([counts.get(j, 0.0) for j in columns.tolist()]) / max(self.sizes[k], 1)
 
+    def union_share(self, node: Node, a: int, b: int) -> float:
+        """The share of ``node``'s chunks holding phrase ``a`` or phrase ``b``."""
+        rows = self.leaf_rows[self.row_of[node.node_id]]
+        both = self.leaf_phrases[rows][:, [a, b]]
+        return float((np.asarray(both.sum(axis=1)).ravel() > 0).sum()) / max(len(rows), 1)
+
     def word_columns(self, node: Node) -> set[int]:
         return set(self.words[self.row_of[node.node_id]].indices.tolist())
 
@@ -215,15 +252,21 @@ def _candidates(
         return []
     coverage = in_node / size
     precision = in_node / np.maximum(phrase_df[present], 1)
-    score = 2 * coverage * precision / np.maximum(coverage + precision, 1e-12)
+    beta2 = _BETA**2
+    score = (1 + beta2) * coverage * precision / np.maximum(beta2 * precision + coverage, 1e-12)
+    score *= np.where(coverage >= _MIN_COVERAGE, 1.0, _NARROW)
     score *= 1 + _LENGTH_BONUS * (vocab.phrase_lengths[present] - 1)
     # a phrase on much of what the parent covers ("SQLite" in SQLite's manual) tells
     # none of its children apart; the root (and a tree of one node) has no parent
     if node.parents:
         score *= 1 - covers.share_in(node.parents[0], present)
     score *= np.where(vocab.phrase_is_heading[present], _HEADING_BONUS, 1.0)
+    score *= np.where(vocab.phrase_is_heading[present] & (coverage >= _HEADING_MOST), _HEADING_MOST_BONUS, 1.0)
     score *= np.where(vocab.phrase_is_code[present], _CODE_PENALTY, 1.0)
-    score *= np.where((vocab.phrase_lengths[present] == 1) & ~vocab.phrase_is_heading[present], _SINGLE_WORD, 1.0)
+    # a lone word, heading or not ("Blocks", "Zone"), names a group of chunks vaguely;
+    # a lone identifier ("named-checkconf") is specific
+    lone = (vocab.phrase_lengths[present] == 1) & ~vocab.phrase_is_ident[present]
+    score *= np.where(lone, _SINGLE_WORD, 1.0)
     if size > 2:
         # a phrase of one chunk says little about a group of them
         score *= np.where(in_node >= 2, 1.0, 0.2)
@@ -234,30 +277,54 @@ def _candidates(
 
     out: list[tuple[str, float]] = []
     singles: list[tuple[int, float]] = []
+    # headings whose words the chunks do not use ("Description"): the names of last resort
+    ungrounded: list[tuple[int, float]] = []
     for j in order.tolist():
         text = _display(vocab, j)
-        if _length(text) > max_words or grounded(vocab.phrase_text[j]) < 0.8:
+        if _length(text) > max_words:
+            continue
+        if grounded(vocab.phrase_text[j]) < 0.8:
+            if vocab.phrase_is_heading[j]:
+                ungrounded.append((j, score_of[j]))
             continue
         singles.append((j, score_of[j]))
         if len(singles) >= _CANDIDATES:
             break
     if not singles:
-        return out
+        return [(_display(vocab, j), s) for j, s in ungrounded[:_CANDIDATES]]
     best, best_score = singles[0]
-    if cover_of[best] < _PAIR_BELOW and not vocab.phrase_is_heading[best]:
-        words = {w[:_STEM] for w in vocab.phrase_keys[best].split()}
-        for j, s in singles[1:]:
-            other = {w[:_STEM] for w in vocab.phrase_keys[j].split()}
-            if s < _PAIR_SCORE_SHARE * best_score or other & words or vocab.phrase_is_heading[j]:
-                continue
-            if max(len(words), len(other)) > _PAIR_MAX_WORDS or vocab.phrase_is_code[j] or vocab.phrase_is_code[best]:
-                break
-            pair = f"{_display(vocab, best)} and {_lower_first(_display(vocab, j))}"
-            if _length(pair) <= max_words:
-                out.append((pair, best_score + s))
-            break
+    if cover_of[best] < _PAIR_BELOW:
+        pair = _pair(node, best, best_score, singles[1:], vocab, covers, cover_of, max_words)
+        if pair is not None:
+            out.append(pair)
     out.extend((_display(vocab, j), s) for j, s in singles)
     return out
+
+
+def _pair(
+    node: Node, best: int, best_score: float, others: list[tuple[int, float]], vocab: _Vocabulary,
+    covers: _Coverage, cover_of: Mapping[int, float], max_words: int,
+) -> tuple[str, float] | None:
+    """"A and B" when ``best`` covers little of ``node`` and a second candidate, sharing
+    no word with it and scoring at least :data:`_PAIR_SCORE_SHARE` of it, covers much
+    of the rest; never two page titles (that is a chain of titles, not a name)."""
+    words = {w[:_STEM] for w in vocab.phrase_keys[best].split()}
+    for j, s in others:
+        if s < _PAIR_SCORE_SHARE * best_score:
+            break
+        other = {w[:_STEM] for w in vocab.phrase_keys[j].split()}
+        if other & words or vocab.phrase_is_code[j] or vocab.phrase_is_code[best]:
+            continue
+        if vocab.phrase_is_page[j] and vocab.phrase_is_page[best]:
+            continue
+        if max(vocab.phrase_lengths[j], vocab.phrase_lengths[best]) > _PAIR_MAX_WORDS:
+            continue
+        if covers.union_share(node, best, j) < cover_of[best] + _PAIR_GAIN:
+            continue
+        pair = f"{_display(vocab, best)} and {_lower_first(_display(vocab, j))}"
+        if _length(pair) <= max_words:
+            return pair, best_score + s
+    return None
 
 
 def _grounding(present: set[int], vocab: _Vocabulary):  # type: ignore[no-untyped-def]
@@ -330,6 +397,7 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
         return j
 
     generic = _recurring_headings(leaves)
+    page_keys = {_key(clean_label(leaf.heading_path[0]).rstrip(".:;,")) for leaf in leaves if leaf.heading_path}
     for i, leaf in enumerate(leaves):
         seen: set[int] = set()
         path = [clean_label(h).rstrip(".:;,") for h in leaf.heading_path]
@@ -337,8 +405,10 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
             if depth > 0 and _key(label) in generic:
                 # "Examples" alone names nothing: "UPSERT: Examples" does
                 context = next((h for h in reversed(path[:depth]) if _key(h) not in generic), path[0])
-                label = f"{context}: {label}"
+                label = f"{_short_heading(context)}: {label}"
             if not label or len(label.split()) > MAX_WORDS or not _WORD.search(label):
+                continue
+            if _key(path[depth]) in _NO_TOPIC:
                 continue
             seen.add(column(_key(label), label, True))
         for run in _prose_runs(leaf.text):
@@ -381,6 +451,8 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
         phrase_text=[min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for c in surface],
         phrase_is_heading=np.array(is_heading, dtype=bool),
         phrase_is_code=np.array([bool(_CODE_LIKE.search(c.most_common(1)[0][0])) for c in surface], dtype=bool),
+        phrase_is_page=np.array([k in page_keys for k in phrase_keys], dtype=bool),
+        phrase_is_ident=np.array([bool(_IDENT.search(k)) and " " not in k for k in phrase_keys], dtype=bool),
         phrase_lengths=np.array([k.count(" ") + 1 for k in phrase_keys]),
         word_column=word_column,
     )
@@ -388,14 +460,31 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
 
 def _recurring_headings(leaves: Sequence[Node]) -> set[str]:
     """Section headings (keys) found on at least :data:`RECURRING_HEADING_SHARE` of the
-    pages, and on two at least."""
+    pages, and on two at least; or under :data:`RECURRING_HEADING_PARENTS` different
+    headings (a page holding many manual pages repeats "Options" under each)."""
     pages: dict[str, set[str]] = defaultdict(set)
+    parents: dict[str, set[tuple[str, ...]]] = defaultdict(set)
     for leaf in leaves:
         doc = leaf.doc_ids[0] if leaf.doc_ids else leaf.node_id
-        pages[doc].update(_key(clean_label(h)) for h in leaf.heading_path[1:])
+        path = [_key(clean_label(h)) for h in leaf.heading_path]
+        pages[doc].update(path[1:])
+        for depth in range(1, len(path)):
+            parents[path[depth]].add((doc, *path[:depth]))
     counts = Counter(k for keys in pages.values() for k in keys)
     need = max(2.0, RECURRING_HEADING_SHARE * len(pages))
-    return {k for k, n in counts.items() if n >= need}
+    return {k for k, n in counts.items() if n >= need} | {
+        k for k, under in parents.items() if len(under) >= RECURRING_HEADING_PARENTS
+    }
+
+
+def _short_heading(label: str) -> str:
+    """A heading as the context of another: a manual page's name without its tagline
+    ("mdig - DNS pipelined lookup utility" -> "mdig")."""
+    for sep in (" - ", " — ", " – ", ": "):
+        head, found, _ = label.partition(sep)
+        if found and 1 <= len(head.split()) <= 3:
+            return head.strip()
+    return label
 
 
 def _prose_runs(text: str) -> list[list[str]]:

@@ -14,7 +14,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from arborgraph.core.text import SUMMARY_SENTENCES, SUMMARY_STOPWORDS, sentence_spans
+from arborgraph.core.text import SUMMARY_SENTENCES, SUMMARY_STOPWORDS, leans_on_context, reads_alone, sentence_spans
+
+__all__ = ["leans_on_context", "reads_alone"]
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
@@ -127,18 +129,9 @@ def is_summary_sentence(unit: Unit, min_words: int = 4) -> bool:
     return words >= min_words and bool(_TERMINAL.search(unit.text))
 
 
-_LEANING_START = re.compile(
-    r"^(?:this|these|that|those|it|they|such|see|here|there|then|also|however|but|so|thus|hence|"
-    r"otherwise|instead|likewise|similarly|for example|for instance|in this case|as such)\b",
-    re.IGNORECASE,
-)
-_LEANING_WORD = re.compile(r"\b(?:below|above|following|previous|preceding|aforementioned)\b", re.IGNORECASE)
-
-
-def leans_on_context(sentence: str) -> bool:
-    """Whether a sentence points at text around it ("This ...", "See ...", "the table
-    below", a closing colon) and so reads badly on its own."""
-    return bool(_LEANING_START.match(sentence) or _LEANING_WORD.search(sentence) or sentence.rstrip().endswith(":"))
+def stands_alone(unit: Unit, *, opens_chunk: bool = False) -> bool:
+    """Whether a unit reads as a whole statement in a digest (:func:`reads_alone`)."""
+    return reads_alone(unit.text, opens_chunk=opens_chunk)
 
 
 def terms(text: str) -> list[str]:
