@@ -11,6 +11,7 @@ the same stored tree and graph with the code checked out (:mod:`benchmarks.restr
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 from pathlib import Path
@@ -20,6 +21,29 @@ sys.path.insert(0, str(ROOT))
 
 import arborgraph  # noqa: E402
 from benchmarks.restructure import leaf_headings, resummarised_tree, rewritten_reports  # noqa: E402
+
+
+def _metrics(kb: object, tree: object) -> dict[str, object]:
+    """The structure check's tree and community metrics of the stored names and of the
+    recomputed ones (:mod:`arborgraph.index.structure_check`)."""
+    from arborgraph.index.structure_check import community_shape, tree_shape
+    from graphrag.tables import graph_to_tables
+    from raptor.tables import tree_to_tables
+
+    leaves = tree.leaves()  # type: ignore[attr-defined]
+    chunk_text = {leaf.node_id: leaf.text for leaf in leaves}
+    titles = sorted({info.title for info in kb.store.docs.values() if info.title})  # type: ignore[attr-defined]
+    fresh = resummarised_tree(tree, kb.count_tokens)  # type: ignore[attr-defined]
+    out: dict[str, object] = {}
+    kg = kb.graph_view().kg  # type: ignore[attr-defined]
+    for label, t in (("stored", tree), ("recomputed", fresh)):
+        shape = tree_shape(next(iter(tree_to_tables(t).values())), chunk_text, titles)
+        if label == "recomputed":
+            rewritten_reports(kg, leaf_headings(tree))
+        tables = graph_to_tables(kg)
+        comm = community_shape(tables["communities"], tables["community_reports"], tables["entities"])
+        out[label] = {"tree": shape.model_dump(), "communities": comm.model_dump()}
+    return out
 
 
 def _heading_shares(tree: object, node: object, top: int = 4) -> str:
@@ -45,10 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--headings", action="store_true", help="print the headings most of each node is under")
     parser.add_argument("--min-level", type=int, default=1, help="only summaries of this level or higher")
     parser.add_argument("--communities", action="store_true", help="communities instead of tree nodes")
+    parser.add_argument("--metrics", action="store_true", help="the structure check's tree-name and community-title"
+                        " metrics, stored against recomputed, instead of a sample")
     args = parser.parse_args(argv)
     with arborgraph.open(args.index) as kb:
         tree = kb.tree_view().tree
         rng = random.Random(args.seed)
+        if args.metrics:
+            print(json.dumps(_metrics(kb, tree), indent=1))
+            return 0
         if args.communities:
             kg = kb.graph_view().kg
             old = {c: (r.title, r.summary) for c, r in kg.reports.items()}

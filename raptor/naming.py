@@ -47,6 +47,9 @@ _BETA = 2.0
 # its score, so that it names the node only when nothing covers more.
 _MIN_COVERAGE = 0.35
 _NARROW = 0.35
+# How much a phrase spread over the parent's chunks loses: it tells siblings apart less
+# well, but a heading over the whole node still names it ("rndc: Commands").
+_PARENT_WEIGHT = 0.5
 # Authored headings read better than word runs of equal score.
 _HEADING_BONUS = 1.6
 # A heading over most of the node is its authors' name for it.
@@ -71,6 +74,9 @@ _CODE_PENALTY = 0.5
 _STEM = 5
 # A lone word names a group of chunks less clearly than a phrase or a heading.
 _SINGLE_WORD = 0.5
+_LOWER_WORD = 0.4
+# A lone-word heading takes its parent heading as context when that is this short.
+_CONTEXT_WORDS = 2
 # Phrases joined into one name are short: two of three words each read as a list.
 _PAIR_MAX_WORDS = 3
 # The second phrase of a pair adds at least this share of the node to the first's.
@@ -110,6 +116,7 @@ class _Vocabulary:
     phrase_is_heading: np.ndarray
     phrase_is_code: np.ndarray  # holds an identifier
     phrase_is_page: np.ndarray  # a page's title
+    phrase_is_lower: np.ndarray  # a plain word, not an acronym ("Fix", "large"; not "CSK", "IPv6")
     phrase_is_ident: np.ndarray  # one word with a hyphen, dot or digit: a command or file name
     phrase_lengths: np.ndarray  # words in each phrase
     word_column: dict[str, int]
@@ -259,7 +266,7 @@ def _candidates(
     # a phrase on much of what the parent covers ("SQLite" in SQLite's manual) tells
     # none of its children apart; the root (and a tree of one node) has no parent
     if node.parents:
-        score *= 1 - covers.share_in(node.parents[0], present)
+        score *= 1 - _PARENT_WEIGHT * covers.share_in(node.parents[0], present)
     score *= np.where(vocab.phrase_is_heading[present], _HEADING_BONUS, 1.0)
     score *= np.where(vocab.phrase_is_heading[present] & (coverage >= _HEADING_MOST), _HEADING_MOST_BONUS, 1.0)
     score *= np.where(vocab.phrase_is_code[present], _CODE_PENALTY, 1.0)
@@ -267,6 +274,8 @@ def _candidates(
     # a lone identifier ("named-checkconf") is specific
     lone = (vocab.phrase_lengths[present] == 1) & ~vocab.phrase_is_ident[present]
     score *= np.where(lone, _SINGLE_WORD, 1.0)
+    # a lone common word ("large", "failure") is no name at all; an acronym may be
+    score *= np.where(lone & vocab.phrase_is_lower[present] & ~vocab.phrase_is_heading[present], _LOWER_WORD, 1.0)
     if size > 2:
         # a phrase of one chunk says little about a group of them
         score *= np.where(in_node >= 2, 1.0, 0.2)
@@ -283,7 +292,9 @@ def _candidates(
         text = _display(vocab, j)
         if _length(text) > max_words:
             continue
-        if grounded(vocab.phrase_text[j]) < 0.8:
+        # a heading given its context ("rndc: Commands") is grounded by its own words
+        own = vocab.phrase_text[j].rpartition(": ")[2] if vocab.phrase_is_heading[j] else vocab.phrase_text[j]
+        if grounded(own) < 0.8:
             if vocab.phrase_is_heading[j]:
                 ungrounded.append((j, score_of[j]))
             continue
@@ -293,7 +304,9 @@ def _candidates(
     if not singles:
         return [(_display(vocab, j), s) for j, s in ungrounded[:_CANDIDATES]]
     best, best_score = singles[0]
-    if cover_of[best] < _PAIR_BELOW:
+    # a heading over most of the node names it alone
+    whole = any(vocab.phrase_is_heading[j] and cover_of[j] >= _HEADING_MOST for j, _ in singles)
+    if cover_of[best] < _PAIR_BELOW and not whole:
         pair = _pair(node, best, best_score, singles[1:], vocab, covers, cover_of, max_words)
         if pair is not None:
             out.append(pair)
@@ -365,7 +378,7 @@ def _fallback(node: Node, choices: list[tuple[str, float]], taken: set[str]) -> 
     if len(choices) >= 2:
         for extra, _ in choices[1:]:
             name = f"{choices[0][0]}: {_lower_first(extra)}"
-            if _key(name) not in taken:
+            if _key(name) not in taken and _length(name) <= MAX_WORDS:
                 return name
     base = choices[0][0] if choices else "Summary"
     return f"{base} ({node.node_id})"
@@ -402,10 +415,13 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
         seen: set[int] = set()
         path = [clean_label(h).rstrip(".:;,") for h in leaf.heading_path]
         for depth, label in enumerate(path):
-            if depth > 0 and _key(label) in generic:
-                # "Examples" alone names nothing: "UPSERT: Examples" does
-                context = next((h for h in reversed(path[:depth]) if _key(h) not in generic), path[0])
-                label = f"{_short_heading(context)}: {label}"
+            lone = " " not in label and not _IDENT.search(label)
+            if depth > 0 and (_key(label) in generic or lone):
+                # "Examples" alone names nothing: "UPSERT: Examples" does; a lone word
+                # ("Commands") reads better with a short context ("rndc: Commands")
+                context = _short_heading(next((h for h in reversed(path[:depth]) if _key(h) not in generic), path[0]))
+                if _key(label) in generic or len(context.split()) <= _CONTEXT_WORDS:
+                    label = f"{context}: {label}"
             if not label or len(label.split()) > MAX_WORDS or not _WORD.search(label):
                 continue
             if _key(path[depth]) in _NO_TOPIC:
@@ -444,13 +460,15 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
             wrows.append(i)
             wcols.append(word_column.setdefault(w, len(word_column)))
     words = sp.csr_matrix((np.ones(len(wrows)), (wrows, wcols)), shape=(len(leaves), len(word_column)))
+    phrase_text = [min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for c in surface]
     return _Vocabulary(
         phrases=phrases,
         words=words,
         phrase_keys=phrase_keys,
-        phrase_text=[min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for c in surface],
+        phrase_text=phrase_text,
         phrase_is_heading=np.array(is_heading, dtype=bool),
         phrase_is_code=np.array([bool(_CODE_LIKE.search(c.most_common(1)[0][0])) for c in surface], dtype=bool),
+        phrase_is_lower=np.array([t[:1].isalpha() and t[1:].islower() for t in phrase_text], dtype=bool),
         phrase_is_page=np.array([k in page_keys for k in phrase_keys], dtype=bool),
         phrase_is_ident=np.array([bool(_IDENT.search(k)) and " " not in k for k in phrase_keys], dtype=bool),
         phrase_lengths=np.array([k.count(" ") + 1 for k in phrase_keys]),
