@@ -31,7 +31,10 @@ MAX_NAME_WORDS = 6
 # a heading used by more pages than this is page structure ("Overview", "OPTIONS")
 MAX_HEADING_DOCS = 3
 
-_NUMBERING_RE = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Za-z]\.|[ivxIVX]+\.)\s+")
+_NUMBERING_RE = re.compile(
+    r"^\s*(?:(?:chapter|section|part|appendix)\s+[\dIVXivx]+[.:]?\s*(?:[-—–:]\s*)?|\d+(?:\.\d+)*\.?\s+|[A-Za-z]\.\s+|[ivxIVX]+\.\s+)",
+    re.IGNORECASE,
+)
 # identifiers made up for examples (t1, tbl1, pub3b) and standard feature codes (T332)
 _CODE_LIKE_RE = re.compile(r"^(?:[A-Za-z]{1,4}[0-9]+[A-Za-z]?[0-9]*|[A-Z][0-9]{3,}(?:-[0-9]+)?)$")
 
@@ -40,7 +43,7 @@ _TYPE_PRIOR = {"term": 1.0, "acronym": 0.6, "keyword": 0.5, "component": 0.8, "i
 _STRONG_PRIOR = 0.7
 # a section heading is its authors' name for what the community's chunks discuss (a
 # page's title names more than the community, and keeps the plain prior)
-_HEADING_PRIOR = 1.3
+_HEADING_PRIOR = 1.15
 
 
 def is_code_like(name: str) -> bool:

@@ -39,6 +39,7 @@ MAX_PHRASE_WORDS = 3
 # A heading on this share of the pages (or more) names page structure, not a topic.
 RECURRING_HEADING_SHARE = 0.10
 RECURRING_HEADING_PARENTS = 3
+BOILERPLATE_HEADING_SHARE = 0.5
 # Coverage weighs this many times precision (F-beta): a table-of-contents entry names
 # what the whole node holds, and a phrase fitting a part of it misleads ("Git reset"
 # for a node on branches, switching and rebasing).
@@ -102,6 +103,8 @@ _BEFORE_OBJECT = frozenset("a an the that this these those its their each any".s
 _BEFORE_VERB = frozenset("to will can must should may might cannot would could does do not".split())
 # An identifier from code (snake_case, digits inside a word, camelCase) reads badly as a name.
 _CODE_LIKE = re.compile(r"_|[a-z][0-9]|[0-9][a-z]|[a-z][A-Z]")
+# "Chapter 30 - The smtp transport": the numbering says nothing a name needs
+_CHAPTER = re.compile(r"^(?:chapter|section|part|appendix)\s+[\dIVXivx]+[.:]?\s*(?:[-—–:]\s*)?", re.IGNORECASE)
 _IDENT = re.compile(r"[a-z][-.][a-z]|[0-9]|\(")
 
 
@@ -160,18 +163,18 @@ def name_tree(tree: Tree, *, only: Collection[str] | None = None, max_words: int
     for parent, group in _sibling_groups(summaries, targets):
         # a node under two parents, named in its first parent's group, counts here too;
         # and the parent (named first: groups go top down) keeps its name to itself
-        taken = {_key(fixed.get(n.node_id) or names[n.node_id]) for n in group if n.node_id in fixed or n.node_id in names}
+        taken = {_same(fixed.get(n.node_id) or names[n.node_id]) for n in group if n.node_id in fixed or n.node_id in names}
         if parent:
-            taken.add(_key(names.get(parent, title_of[parent])))
+            taken.add(_same(names.get(parent, title_of[parent])))
         wanted = [n for n in group if n.node_id not in fixed and n.node_id not in names]
         choices = {n.node_id: _candidates(n, vocab, covers, phrase_df, max_words) for n in wanted}
         # the node with the strongest first choice claims it first
         order = sorted(wanted, key=lambda n: (-(choices[n.node_id][0][1] if choices[n.node_id] else 0.0), n.node_id))
         for node in order:
-            name = next((c for c, _ in choices[node.node_id] if _key(c) not in taken), None)
+            name = next((c for c, _ in choices[node.node_id] if _same(c) not in taken), None)
             if name is None:
                 name = _fallback(node, choices[node.node_id], taken)
-            taken.add(_key(name))
+            taken.add(_same(name))
             names[node.node_id] = name
     return names
 
@@ -196,6 +199,12 @@ def _sibling_groups(summaries: Sequence[Node], targets: Sequence[Node]) -> list[
 
 def _key(name: str) -> str:
     return " ".join(name.lower().split())
+
+
+def _same(name: str) -> str:
+    """A name as siblings and parent compare it: "Expansion item" is "Expansion items"."""
+    words = _key(name).split()
+    return " ".join([*words[:-1], _singular(words[-1])]) if words else ""
 
 
 def _length(name: str) -> int:
@@ -378,7 +387,7 @@ def _fallback(node: Node, choices: list[tuple[str, float]], taken: set[str]) -> 
     if len(choices) >= 2:
         for extra, _ in choices[1:]:
             name = f"{choices[0][0]}: {_lower_first(extra)}"
-            if _key(name) not in taken and _length(name) <= MAX_WORDS:
+            if _same(name) not in taken and _length(name) <= MAX_WORDS:
                 return name
     base = choices[0][0] if choices else "Summary"
     return f"{base} ({node.node_id})"
@@ -410,21 +419,24 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
         return j
 
     generic = _recurring_headings(leaves)
+    boilerplate = _boilerplate_headings(leaves)
     page_keys = {_key(clean_label(leaf.heading_path[0]).rstrip(".:;,")) for leaf in leaves if leaf.heading_path}
     for i, leaf in enumerate(leaves):
         seen: set[int] = set()
-        path = [clean_label(h).rstrip(".:;,") for h in leaf.heading_path]
+        path = [_CHAPTER.sub("", clean_label(h)).rstrip(".:;,") for h in leaf.heading_path]
         for depth, label in enumerate(path):
             lone = " " not in label and not _IDENT.search(label)
             if depth > 0 and (_key(label) in generic or lone):
                 # "Examples" alone names nothing: "UPSERT: Examples" does; a lone word
                 # ("Commands") reads better with a short context ("rndc: Commands")
-                context = _short_heading(next((h for h in reversed(path[:depth]) if _key(h) not in generic), path[0]))
+                context = _short_heading(
+                    next((h for h in reversed(path[:depth]) if _key(h) not in generic | boilerplate), path[0])
+                )
                 if _key(label) in generic or len(context.split()) <= _CONTEXT_WORDS:
                     label = f"{context}: {label}"
             if not label or len(label.split()) > MAX_WORDS or not _WORD.search(label):
                 continue
-            if _key(path[depth]) in _NO_TOPIC:
+            if _key(path[depth]) in _NO_TOPIC or _key(path[depth]) in boilerplate:
                 continue
             seen.add(column(_key(label), label, True))
         for run in _prose_runs(leaf.text):
@@ -493,6 +505,17 @@ def _recurring_headings(leaves: Sequence[Node]) -> set[str]:
     return {k for k, n in counts.items() if n >= need} | {
         k for k, under in parents.items() if len(under) >= RECURRING_HEADING_PARENTS
     }
+
+
+def _boilerplate_headings(leaves: Sequence[Node]) -> set[str]:
+    """Headings (keys) on half the pages or more, of three pages at least: the site's
+    banner ("Exim Internet Mailer"), which names nothing even with a context."""
+    pages: dict[str, set[str]] = defaultdict(set)
+    for leaf in leaves:
+        doc = leaf.doc_ids[0] if leaf.doc_ids else leaf.node_id
+        pages[doc].update(_key(clean_label(h)) for h in leaf.heading_path[1:])
+    counts = Counter(k for keys in pages.values() for k in keys)
+    return {k for k, n in counts.items() if n >= 3 and n >= BOILERPLATE_HEADING_SHARE * len(pages)}
 
 
 def _short_heading(label: str) -> str:
