@@ -337,6 +337,8 @@ def _pair(
         other = {w[:_STEM] for w in vocab.phrase_keys[j].split()}
         if other & words or vocab.phrase_is_code[j] or vocab.phrase_is_code[best]:
             continue
+        if any(vocab.phrase_lengths[k] == 1 and vocab.phrase_is_lower[k] for k in (best, j)):
+            continue  # "Alternative Completion and node": a lone plain word adds nothing
         if vocab.phrase_is_page[j] and vocab.phrase_is_page[best]:
             continue
         if max(vocab.phrase_lengths[j], vocab.phrase_lengths[best]) > _PAIR_MAX_WORDS:
@@ -375,7 +377,10 @@ def _upper_first(text: str) -> str:
 
 
 def _lower_first(text: str) -> str:
-    first = text.split(" ", 1)[0]
+    words = text.split(" ")
+    first = words[0]
+    if len(words) > 1 and all(w[:1].isupper() for w in words if w[:1].isalpha() and len(w) > 3):
+        return text  # a title-cased heading keeps its case ("Matching Control")
     if first[:1].isupper() and first[1:].islower():
         return text[:1].lower() + text[1:]
     return text
@@ -383,14 +388,18 @@ def _lower_first(text: str) -> str:
 
 def _fallback(node: Node, choices: list[tuple[str, float]], taken: set[str]) -> str:
     """A name when every candidate is a sibling's: the best one with the next best
-    added, else the node's id."""
+    added, else the best one numbered."""
     if len(choices) >= 2:
         for extra, _ in choices[1:]:
             name = f"{choices[0][0]}: {_lower_first(extra)}"
             if _same(name) not in taken and _length(name) <= MAX_WORDS:
                 return name
     base = choices[0][0] if choices else "Summary"
-    return f"{base} ({node.node_id})"
+    # numbered as a table of contents numbers its parts ("Options (2)"), not by node id
+    k = 2
+    while _same(f"{base} ({k})") in taken:
+        k += 1
+    return f"{base} ({k})"
 
 
 # -- the vocabulary ---------------------------------------------------------------------
