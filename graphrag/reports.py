@@ -160,7 +160,7 @@ class ExtractiveReportWriter:
             sentences.append(f"The most connected of its {n_members} entities {verb} {listed}.")
         elif central:
             sentences.append(f"Its {n_members} entities are {listed}.")
-        told = _told_relations(context, self.n_relations)
+        told = _told_relations(context, self.n_relations, {e.id for e in central})
         if told:
             sentences.append(_sentence_case(_join(told)) + ".")
         if context.pages:
@@ -192,7 +192,7 @@ class ExtractiveReportWriter:
         return findings
 
 
-_MAX_LEAD_WORDS = 45
+_MAX_LEAD_WORDS = 35
 _LEADS = 2
 
 
@@ -250,12 +250,15 @@ def _with_type(e: Entity) -> str:
     return f"{e.name} ({kind})" if kind else e.name
 
 
-def _told_relations(context: CommunityContext, n: int) -> list[str]:
-    """Up to ``n`` typed relations, strongest first, no two between the same names."""
+def _told_relations(context: CommunityContext, n: int, listed: set[str]) -> list[str]:
+    """Up to ``n`` typed relations between entities of ``listed`` (those the paragraph
+    names), strongest first, no two between the same names."""
     out: list[str] = []
     seen: set[frozenset[str]] = set()
     for rel in context.relations:
         if rel.type in _NOT_TOLD or frozenset((rel.source, rel.target)) in seen:
+            continue
+        if rel.source not in listed or rel.target not in listed:
             continue
         if rel.type in PREPOSITIONS or rel.type == "is_a":
             # "A for B", "A in B" read as fragments; "A is a B" is too often a wrong reading
