@@ -28,6 +28,7 @@ from raptor.text import (
     is_summary_sentence,
     key_terms,
     leans_on_context,
+    SECTION_MARK,
     page_line,
     paged_units,
     split_units,
@@ -143,9 +144,23 @@ class ExtractiveSummariser:
         lines: list[str] = []
         for page, group in groups.items():
             if page:
-                lines.append(page_line(page))
+                lines.append(page_line(self._section(cluster, page, group)))
             lines.extend(c.unit.text for c in group)
         return "\n".join(lines)
+
+    @staticmethod
+    def _section(cluster: Cluster, page: str, group: list[_Candidate]) -> str:
+        """A group's line: its page, and the section all its sentences come from when
+        there is one below the page ("Configuration Reference › Response Rate
+        Limiting"), so that a long page's group says what part of it it is from. A
+        summary's groups already carry theirs."""
+        members = [cluster.members[c.member] for c in group]
+        if any(m.level > 0 or not m.heading_path for m in members):
+            return page
+        shared = [h for h, *rest in zip(*(m.heading_path for m in members)) if all(r == h for r in rest)]
+        if len(shared) < 2 or clean_label(shared[0]) != page:
+            return page
+        return f"{page} {SECTION_MARK} {clean_label(shared[-1])}"
 
     def _candidates(self, cluster: Cluster, weights: dict[str, float]) -> list[_Candidate]:
         per_member: list[list[_Candidate]] = []

@@ -86,8 +86,10 @@ def split_units(text: str) -> list[Unit]:
     return units
 
 
-# How an extractive summary marks the page its next sentences come from.
+# How an extractive summary marks the page its next sentences come from, and the
+# section of that page when they share one.
 PAGE_MARK = "## "
+SECTION_MARK = "›"
 
 
 def page_line(title: str) -> str:

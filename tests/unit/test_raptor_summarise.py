@@ -243,3 +243,21 @@ def test_a_page_group_holds_a_few_sentences() -> None:
     summariser = ExtractiveSummariser(embed=c.embed, count_tokens=c.count_tokens, max_tokens=400, max_per_page=2)
     text = summariser.summarise(_cluster("lang_vacuum.md")).text
     assert 1 <= len(_sentences(text)) <= 2, text
+
+
+def test_a_group_from_one_section_of_a_long_page_names_the_section() -> None:
+    c = corpus()
+    texts = [
+        "Zone transfers running longer than this many minutes are terminated by the server.",
+        "Outbound zone transfers making no progress in this many minutes are terminated.",
+    ]
+    members = tuple(
+        ClusterMember(f"c{i}", t, ("8. Configuration Reference", "8.2 Blocks", "8.2.14.12 Zone Transfers"))
+        for i, t in enumerate(texts)
+    )
+    cluster = Cluster(node_id="L1:0", level=1, members=members, vectors=c.vectors[:2])
+    summariser = ExtractiveSummariser(embed=c.embed, count_tokens=c.count_tokens, sentence_vectors=False)
+    text = summariser.summarise(cluster).text
+    assert _pages(text) == ["Configuration Reference › Zone Transfers"], text
+    # read back at the level above, the section stays with the page
+    assert {page for page, _ in paged_units(text)} == {"Configuration Reference › Zone Transfers"}
