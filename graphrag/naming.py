@@ -70,7 +70,7 @@ class _Phrase:
 
 
 def _heading_phrase(heading: str, structural: frozenset[str], *, page: bool = False) -> tuple[str, _Phrase] | None:
-    text = _NUMBERING_RE.sub("", heading).strip().rstrip(":.").strip()
+    text = _NUMBERING_RE.sub("", heading.strip().rstrip("¶").strip()).strip().rstrip(":.").strip()
     words = text.split()
     if not words or len(words) > MAX_NAME_WORDS or text.endswith("?"):
         return None

@@ -165,9 +165,11 @@ def key_terms(texts: Sequence[str], n: int = 10) -> list[tuple[str, float]]:
 
 
 def clean_label(label: str) -> str:
-    """A heading without its section number ("2.1. Foo" -> "Foo")."""
-    cleaned = _NUMBERING.sub("", label).strip()
-    return cleaned or label.strip()
+    """A heading without its section number ("2.1. Foo" -> "Foo") or the pilcrow a
+    web page puts after it as its link ("Binary operators ¶")."""
+    bare = label.strip().rstrip("¶").strip()
+    cleaned = _NUMBERING.sub("", bare).strip()
+    return cleaned or bare or label.strip()
 
 
 def dominant_path(paths: Sequence[Sequence[str]], share: float = 0.5) -> tuple[str, ...]:
