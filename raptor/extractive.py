@@ -163,6 +163,11 @@ class ExtractiveSummariser:
         return f"{page} {SECTION_MARK} {clean_label(shared[-1])}"
 
     def _candidates(self, cluster: Cluster, weights: dict[str, float]) -> list[_Candidate]:
+        # sentences that read on their own; only when a cluster has none (code and
+        # reference tables), any complete sentence rather than a raw opening
+        return self._sentences(cluster, weights, strict=True) or self._sentences(cluster, weights, strict=False)
+
+    def _sentences(self, cluster: Cluster, weights: dict[str, float], *, strict: bool) -> list[_Candidate]:
         per_member: list[list[_Candidate]] = []
         seen: set[str] = set()
         for j, member in enumerate(cluster.members):
@@ -173,7 +178,7 @@ class ExtractiveSummariser:
             for page, unit in units:
                 if unit.text in seen or not is_summary_sentence(unit):
                     continue
-                if not stands_alone(unit, opens_chunk=member.level == 0 and unit.position == 0):
+                if strict and not stands_alone(unit, opens_chunk=member.level == 0 and unit.position == 0):
                     continue
                 seen.add(unit.text)
                 ts = terms(unit.text)
