@@ -76,6 +76,8 @@ _STEM = 5
 # A lone word names a group of chunks less clearly than a phrase or a heading.
 _SINGLE_WORD = 0.5
 _LOWER_WORD = 0.4
+_UBIQUITOUS = 0.1
+_UBIQUITOUS_MIN = 50
 # A lone-word heading takes its parent heading as context when that is this short.
 _CONTEXT_WORDS = 2
 # Phrases joined into one name are short: two of three words each read as a list.
@@ -99,6 +101,8 @@ _BREAK = STOPWORDS | SUMMARY_STOPWORDS | frozenset(
 )
 # Words as a reader counts them in a name (punctuation and separators dropped).
 _READ_WORD = re.compile(r"[A-Za-z0-9][\w'+#.-]*[\w+#]|[A-Za-z0-9]")
+# "doesn't", "won't" (and "doesn" before a typographic apostrophe): no part of a name
+_CONTRACTION = re.compile(r"n't$|^(?:doesn|don|isn|aren|wasn|weren|won|can|couldn|shouldn|wouldn|didn|hasn|haven)$", re.I)
 _BEFORE_OBJECT = frozenset("a an the that this these those its their each any".split())
 _BEFORE_VERB = frozenset("to will can must should may might cannot would could does do not".split())
 # An identifier from code (snake_case, digits inside a word, camelCase) reads badly as a name.
@@ -285,6 +289,9 @@ def _candidates(
     score *= np.where(lone, _SINGLE_WORD, 1.0)
     # a lone common word ("large", "failure") is no name at all; an acronym may be
     score *= np.where(lone & vocab.phrase_is_lower[present] & ~vocab.phrase_is_heading[present], _LOWER_WORD, 1.0)
+    # a word of a tenth of the manual ("module", "CMake" in CMake's) names no part of it
+    ubiquitous = phrase_df[present] > _ubiquity(vocab)
+    score *= np.where(lone & ubiquitous, _LOWER_WORD, 1.0)
     if size > 2:
         # a phrase of one chunk says little about a group of them
         score *= np.where(in_node >= 2, 1.0, 0.2)
@@ -316,7 +323,7 @@ def _candidates(
     # a heading over most of the node names it alone
     whole = any(vocab.phrase_is_heading[j] and cover_of[j] >= _HEADING_MOST for j, _ in singles)
     if cover_of[best] < _PAIR_BELOW and not whole:
-        pair = _pair(node, best, best_score, singles[1:], vocab, covers, cover_of, max_words)
+        pair = _pair(node, best, best_score, singles[1:], vocab, covers, cover_of, max_words, phrase_df)
         if pair is not None:
             out.append(pair)
     out.extend((_display(vocab, j), s) for j, s in singles)
@@ -325,7 +332,7 @@ def _candidates(
 
 def _pair(
     node: Node, best: int, best_score: float, others: list[tuple[int, float]], vocab: _Vocabulary,
-    covers: _Coverage, cover_of: Mapping[int, float], max_words: int,
+    covers: _Coverage, cover_of: Mapping[int, float], max_words: int, phrase_df: np.ndarray,
 ) -> tuple[str, float] | None:
     """"A and B" when ``best`` covers little of ``node`` and a second candidate, sharing
     no word with it and scoring at least :data:`_PAIR_SCORE_SHARE` of it, covers much
@@ -339,6 +346,8 @@ def _pair(
             continue
         if any(vocab.phrase_lengths[k] == 1 and vocab.phrase_is_lower[k] for k in (best, j)):
             continue  # "Alternative Completion and node": a lone plain word adds nothing
+        if phrase_df[j] > _ubiquity(vocab):
+            continue  # "Deferred call and CMake": the manual's own subject adds nothing
         if vocab.phrase_is_page[j] and vocab.phrase_is_page[best]:
             continue
         if max(vocab.phrase_lengths[j], vocab.phrase_lengths[best]) > _PAIR_MAX_WORDS:
@@ -349,6 +358,12 @@ def _pair(
         if _length(pair) <= max_words:
             return pair, best_score + s
     return None
+
+
+def _ubiquity(vocab: _Vocabulary) -> float:
+    """How many chunks make a phrase the manual's own subject: a tenth of them, in a
+    manual of some size (in a slice of a few pages every topic is a tenth)."""
+    return max(_UBIQUITOUS * vocab.phrases.shape[0], _UBIQUITOUS_MIN)
 
 
 def _grounding(present: set[int], vocab: _Vocabulary):  # type: ignore[no-untyped-def]
@@ -409,22 +424,22 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
     lowered_words = [[w.lower() for w in _WORD.findall(leaf.text)] for leaf in leaves]
     verbs = _verb_like(lowered_words)
     keys: dict[str, int] = {}
+    plain_keys: list[str] = []
     surface: list[Counter[str]] = []
     is_heading: list[bool] = []
     rows: list[int] = []
     cols: list[int] = []
 
     def column(key: str, text: str, heading: bool) -> int:
-        j = keys.get(key)
+        # a heading's column counts the chunks under it, a phrase's those whose prose
+        # says it: the "file" command's page is no heading over every chunk saying "file"
+        j = keys.get(("h:" if heading else "p:") + key)
         if j is None:
-            j = keys[key] = len(surface)
+            j = keys[("h:" if heading else "p:") + key] = len(surface)
+            plain_keys.append(key)
             surface.append(Counter())
             is_heading.append(heading)
-        elif heading and not is_heading[j]:
-            is_heading[j] = True
-            surface[j].clear()  # the heading's spelling wins
-        if heading or not is_heading[j]:
-            surface[j][text] += 1
+        surface[j][text] += 1
         return j
 
     generic = _recurring_headings(leaves)
@@ -469,7 +484,7 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
         for j in seen:
             rows.append(i)
             cols.append(j)
-    phrase_keys = sorted(keys, key=keys.__getitem__)
+    phrase_keys = plain_keys
     phrases = sp.csr_matrix(
         (np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=(len(leaves), len(phrase_keys))
     )
@@ -550,11 +565,11 @@ def _prose_runs(text: str) -> list[list[str]]:
         for m in _WORD.finditer(sentence):
             word = m.group()
             adjacent = last_end >= 0 and sentence[last_end : m.start()].isspace()
-            if not adjacent or word.lower() in _BREAK:
+            if not adjacent or word.lower() in _BREAK or _CONTRACTION.search(word):
                 if run:
                     runs.append(run)
                 run = []
-            if word.lower() not in _BREAK:
+            if word.lower() not in _BREAK and not _CONTRACTION.search(word):
                 run.append(word)
             last_end = m.end()
         if run:
