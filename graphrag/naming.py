@@ -148,6 +148,8 @@ def _name_level(
     tf: dict[int, Counter[str]] = {}
     for com in communities:
         counts: Counter[str] = Counter()
+        # a name tells what the members are about: of the entities, only members name it
+        members = set(com.members)
         for chunk in chunks_of[com.id]:
             found: set[str] = set()
             for depth, h in enumerate(headings.get(chunk, ())):
@@ -155,6 +157,8 @@ def _name_level(
                     found.add(got[0])
                     phrases.setdefault(*got)  # a heading's wording wins over an entity's
             for eid in kg.chunk_entities.get(chunk, ()):
+                if eid not in members:
+                    continue
                 if (got := _entity_phrase(kg.entities[eid], structural)) is not None:
                     found.add(got[0])
                     phrases.setdefault(*got)
