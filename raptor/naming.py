@@ -103,6 +103,11 @@ _BREAK = STOPWORDS | SUMMARY_STOPWORDS | frozenset(
 _READ_WORD = re.compile(r"[A-Za-z0-9][\w'+#.-]*[\w+#]|[A-Za-z0-9]")
 # "doesn't", "won't" (and "doesn" before a typographic apostrophe): no part of a name
 _CONTRACTION = re.compile(r"n't$|^(?:doesn|don|isn|aren|wasn|weren|won|can|couldn|shouldn|wouldn|didn|hasn|haven)$", re.I)
+# participles that point back at the text ("specified variable", "given flag") open no name
+_POINTING = frozenset(
+    "specified given used described mentioned listed corresponding respective resulting desired above below"
+    " said".split()
+)
 _BEFORE_OBJECT = frozenset("a an the that this these those its their each any".split())
 _BEFORE_VERB = frozenset("to will can must should may might cannot would could does do not".split())
 # An identifier from code (snake_case, digits inside a word, camelCase) reads badly as a name.
@@ -470,7 +475,10 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
             usable = [w not in verbs for w in low]
             # an adverb opens no name ("Successfully read"), a participle ends none
             # ("Directories specified"), nor does a lone letter ("-D" leaves one)
-            can_open = [u and len(w) > 1 and not (len(w) >= 6 and w.endswith("ly")) for u, w in zip(usable, low)]
+            can_open = [
+                u and len(w) > 1 and not (len(w) >= 6 and w.endswith("ly")) and w not in _POINTING
+                for u, w in zip(usable, low)
+            ]
             can_close = [u and len(w) > 1 and not (len(w) >= 5 and w.endswith("ed")) for u, w in zip(usable, low)]
             for n in range(1, MAX_PHRASE_WORDS + 1):
                 for start in range(len(run) - n + 1):
