@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--summaries", action="store_true", help="print the new summaries too")
     parser.add_argument("--headings", action="store_true", help="print the headings most of each node is under")
+    parser.add_argument("--out", type=Path, default=None, help="with --metrics: the results file (default: stdout)")
     parser.add_argument("--min-level", type=int, default=1, help="only summaries of this level or higher")
     parser.add_argument("--communities", action="store_true", help="communities instead of tree nodes")
     parser.add_argument("--metrics", action="store_true", help="the structure check's tree-name and community-title"
@@ -76,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         tree = kb.tree_view().tree
         rng = random.Random(args.seed)
         if args.metrics:
-            print(json.dumps(_metrics(kb, tree), indent=1))
+            text = json.dumps({"index": str(args.index), **_metrics(kb, tree)}, indent=1) + "\n"
+            if args.out is None:
+                sys.stdout.write(text)
+            else:
+                args.out.write_text(text, encoding="utf-8")
             return 0
         if args.communities:
             kg = kb.graph_view().kg
