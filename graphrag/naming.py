@@ -80,6 +80,13 @@ def _heading_phrase(heading: str, structural: frozenset[str], *, page: bool = Fa
     return key, _Phrase(text, 1.0 if page else _HEADING_PRIOR)
 
 
+def page_title(heading: str) -> str:
+    """A page's title as a reader is pointed to it: without its number, chapter prefix
+    or pilcrow ("8. Configuration Reference" -> "Configuration Reference")."""
+    text = _NUMBERING_RE.sub("", heading.strip().rstrip("¶").strip()).strip()
+    return text or heading.strip()
+
+
 def _plain_filler(key: str) -> bool:
     """A phrase of only generic words ("details", "the following")."""
     return all(w in GENERIC_WORDS or w in ENTITY_STOPWORDS for w in key.split())

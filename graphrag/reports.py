@@ -24,7 +24,7 @@ from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
 from graphrag.lexicon import PREPOSITIONS, relation_words
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
-from graphrag.naming import is_code_like, name_communities
+from graphrag.naming import is_code_like, name_communities, page_title
 
 ProgressFn = Callable[[str, int, int | None], None]
 
@@ -193,6 +193,7 @@ class ExtractiveReportWriter:
 
 
 _MAX_LEAD_WORDS = 35
+_BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
 _LEADS = 2
 
 
@@ -209,7 +210,8 @@ def _lead_sentences(context: CommunityContext, central: list[Entity], max_chars:
     for rel in context.relations:
         candidates.setdefault(" ".join(rel.description.split()), 0.0)
     scored: list[tuple[float, str, frozenset[str]]] = []
-    for text, bonus in candidates.items():
+    for quoted, bonus in candidates.items():
+        text = _BULLET.sub("", quoted)  # a list item is quoted without its bullet
         words = text.split()
         if not (6 <= len(words) <= _MAX_LEAD_WORDS) or text[-1:] not in ".!" or not reads_alone(text):
             continue
@@ -313,7 +315,7 @@ def write_reports(
         titles: dict[str, str] = {}
         for chunk_id, path in headings.items():
             if path:
-                titles.setdefault(doc_of(chunk_id), path[0])
+                titles.setdefault(doc_of(chunk_id), page_title(path[0]))
         for cid, ctx in contexts.items():
             ctx.name = names.get(cid, "")
             ctx.pages = pages_to_read(kg, ctx.community, titles)
