@@ -119,7 +119,7 @@ class ExtractiveReportWriter:
     pages to read. Findings quote the definitions and the sentences stating the
     strongest relations verbatim, with their chunk ids."""
 
-    name = "extractive-v2"
+    name = "extractive-v3"
     # the rank of a report is its community's weight relative to the level's heaviest:
     # an update that reuses the report's text sets the rank anew (graphrag.update)
     rank_from_weight = True
