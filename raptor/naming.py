@@ -7,16 +7,20 @@ leaves so that it is grounded in what the node covers:
 - noun-like word runs of one to three words from the chunks' prose (code, tables and
   headings left out), with words that behave like verbs in this manual dropped.
 
-Each candidate is scored for the node as the harmonic mean of its *coverage* (the
-share of the node's chunks it occurs in) and its *precision* (the share of the
-manual's chunks holding it that the node covers): a phrase that is both common in the
-node and rare elsewhere names it, as class-based TF-IDF names topics, and a phrase
-spread over the whole manual ("data", "file") does not. Siblings (the children of one
-parent) get distinct names: the best-scored claim their first choice, the others fall
-back to their next. A section heading that recurs on many pages ("Overview",
-"Examples") names a node only with its parent heading before it, so a reader knows
-which feature it belongs to. When the best phrase covers little of the node, a second
-one that does not repeat its words joins it ("Write transaction and read locks").
+Each candidate is scored for the node as the F-beta of its *coverage* (the share of
+the node's chunks it occurs in; a heading's: the chunks under it) and its *precision*
+(the share of the manual's chunks holding it that the node covers), with coverage
+weighing four times precision: a table-of-contents entry names what the whole node
+holds, so a phrase precise for a third of it ("Git reset" over pages on branching,
+switching and rebasing) loses to one common in all of it and rare elsewhere, as
+class-based TF-IDF names topics; a phrase spread over the whole manual ("data",
+"file") names nothing. Siblings (the children of one parent) get distinct names: the
+best-scored claim their first choice, the others fall back to their next. A section
+heading that recurs on many pages ("Overview", "Examples") or under many parents, and a
+one-word heading, name a node only with their parent heading before them, so a reader
+knows which feature they belong to ("rndc: Commands"). When the best phrase covers
+little of the node and no heading covers most of it, a second one that covers much of
+the rest joins it ("Write transaction and read locks").
 """
 
 from __future__ import annotations
@@ -513,7 +517,7 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
         phrase_is_heading=np.array(is_heading, dtype=bool),
         phrase_is_code=np.array([bool(_CODE_LIKE.search(c.most_common(1)[0][0])) for c in surface], dtype=bool),
         phrase_is_lower=np.array([t[:1].isalpha() and t[1:].islower() for t in phrase_text], dtype=bool),
-        phrase_is_page=np.array([k in page_keys for k in phrase_keys], dtype=bool),
+        phrase_is_page=np.array([h and k in page_keys for k, h in zip(phrase_keys, is_heading)], dtype=bool),
         phrase_is_ident=np.array([bool(_IDENT.search(k)) and " " not in k for k in phrase_keys], dtype=bool),
         phrase_lengths=np.array([k.count(" ") + 1 for k in phrase_keys]),
         word_column=word_column,
