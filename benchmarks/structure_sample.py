@@ -10,6 +10,11 @@ item came from) goes to a separate file for whoever tallies the ratings.
     python benchmarks/structure_sample.py --index OLD --index NEW --seed 0 \
         --out sheet.md --key key.json [--kinds tree] [--per-index 20]
 
+``--recompute DIR`` (repeatable) adds an index whose digests and names are recomputed
+with the code checked out, from its stored tree (:mod:`benchmarks.restructure`): the
+same nodes, drawn with the same seed, as the landed code and as this checkout names
+them, without a rebuild. Its key says "DIR (recomputed)".
+
 Samplers are registered in :data:`SAMPLERS` by kind: a function from an opened
 knowledge base, a seeded ``random.Random`` and a count to a list of items (plain dicts
 whose keys are the fields the rater reads, in order).
@@ -60,20 +65,51 @@ def tree_items(kb: Any, rng: random.Random, count: int) -> list[Item]:
 SAMPLERS: dict[str, Sampler] = {"tree": tree_items}
 
 
-def sample(indexes: list[Path], kinds: list[str], per_index: int, seed: int) -> tuple[list[Item], dict[str, str]]:
+class _Recomputed:
+    """An opened index seen with its tree's digests and names recomputed by this
+    checkout's code (:func:`benchmarks.restructure.resummarised_tree`): the stored
+    tree's shape, today's text."""
+
+    def __init__(self, kb: Any) -> None:
+        self._kb = kb
+        self._view: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kb, name)
+
+    def tree_view(self) -> Any:
+        if self._view is None:
+            from types import SimpleNamespace
+
+            from benchmarks.restructure import resummarised_tree
+
+            self._view = SimpleNamespace(tree=resummarised_tree(self._kb.tree_view().tree, self._kb.count_tokens))
+        return self._view
+
+
+RECOMPUTED = " (recomputed)"
+
+
+def sample(
+    indexes: list[Path], kinds: list[str], per_index: int, seed: int, recompute: list[Path] | None = None
+) -> tuple[list[Item], dict[str, str]]:
     """Items of every index and kind, shuffled together under neutral ids, and the key
-    (item id -> index path)."""
+    (item id -> index path; "PATH (recomputed)" for an index of ``recompute``, whose
+    structures are recomputed with this checkout's code)."""
     import arborgraph
 
     drawn: list[tuple[Item, str]] = []
-    for index in indexes:
+    sources = [(index, False) for index in indexes] + [(index, True) for index in recompute or []]
+    for index, fresh in sources:
         kb = arborgraph.open(index)
         try:
+            view = _Recomputed(kb) if fresh else kb
             for kind in kinds:
                 # one generator per (kind, index position): the same nodes are drawn
                 # from an index whatever else is sampled beside it
                 rng = random.Random(f"{seed}:{kind}")
-                drawn += [(item, str(index)) for item in SAMPLERS[kind](kb, rng, per_index)]
+                label = str(index) + (RECOMPUTED if fresh else "")
+                drawn += [(item, label) for item in SAMPLERS[kind](view, rng, per_index)]
         finally:
             kb.close()
     random.Random(seed).shuffle(drawn)
@@ -111,7 +147,9 @@ def markdown(items: list[Item]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--index", type=Path, action="append", required=True, help="an index (repeat to mix several)")
+    parser.add_argument("--index", type=Path, action="append", default=[], help="an index (repeat to mix several)")
+    parser.add_argument("--recompute", type=Path, action="append", default=[],
+                        help="an index whose digests and names are recomputed with this checkout's code (repeatable)")
     parser.add_argument("--kinds", nargs="+", default=list(SAMPLERS), choices=list(SAMPLERS))
     parser.add_argument("--per-index", type=int, default=20, help="items of each kind drawn from each index")
     parser.add_argument("--seed", type=int, default=0)
@@ -119,9 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="the sheet (default: stdout)")
     parser.add_argument("--key", type=Path, default=None, help="where the key goes (item id -> index)")
     args = parser.parse_args(argv)
-    if len(args.index) > 1 and args.key is None:
+    if not args.index and not args.recompute:
+        parser.error("give at least one --index or --recompute")
+    if len(args.index) + len(args.recompute) > 1 and args.key is None:
         parser.error("--key is needed with several indexes: the sheet itself does not say which is which")
-    items, key = sample(args.index, args.kinds, args.per_index, args.seed)
+    items, key = sample(args.index, args.kinds, args.per_index, args.seed, args.recompute)
     text = markdown(items) if args.format == "md" else json.dumps(items, indent=1, ensure_ascii=False) + "\n"
     if args.out is None:
         sys.stdout.write(text)

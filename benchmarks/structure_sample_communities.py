@@ -10,6 +10,9 @@ what the rater sees: per item its title and its summary, with a place for two ma
 good overview paragraph, for the summary), and nothing that says which index it came
 from. ``key.json`` maps each item to its index label and community, for scoring after
 the rating. The rater should be someone who did not write either version.
+``--index new=DIR+recompute`` draws from DIR with its community names and extractive
+reports written again by the code checked out (the stored graph kept; the same
+communities as ``--index today=DIR``).
 """
 
 from __future__ import annotations
@@ -27,10 +30,19 @@ sys.path.insert(0, str(ROOT))
 import arborgraph  # noqa: E402
 
 
-def draw(index: Path, n: int, seed: int) -> list[dict[str, Any]]:
-    """``n`` reports of ``index``'s public graph, as rater-facing items."""
+RECOMPUTE = "+recompute"
+
+
+def draw(index: Path, n: int, seed: int, recompute: bool = False) -> list[dict[str, Any]]:
+    """``n`` reports of ``index``'s public graph, as rater-facing items; with
+    ``recompute``, its names and extractive reports are written again with this
+    checkout's code first (:mod:`benchmarks.restructure`)."""
     with arborgraph.open(index) as kb:
         kg = kb.graph_view().kg
+        if recompute:
+            from benchmarks.restructure import leaf_headings, rewritten_reports
+
+            rewritten_reports(kg, leaf_headings(kb.tree_view().tree))
         reports = [kg.reports[c] for c in sorted(kg.reports)]
         picked = random.Random(seed).sample(reports, min(n, len(reports)))
         return [
@@ -79,7 +91,8 @@ def main() -> int:
         label, _, path = spec.partition("=")
         if not path:
             parser.error(f"--index takes LABEL=DIR, not {spec!r}")
-        for item in draw(Path(path), args.n, args.seed):
+        fresh = path.endswith(RECOMPUTE)
+        for item in draw(Path(path.removesuffix(RECOMPUTE)), args.n, args.seed, fresh):
             items.append({"label": label, **item})
     random.Random(args.seed).shuffle(items)
     for i, item in enumerate(items, 1):

@@ -31,13 +31,19 @@ MAX_NAME_WORDS = 6
 # a heading used by more pages than this is page structure ("Overview", "OPTIONS")
 MAX_HEADING_DOCS = 3
 
-_NUMBERING_RE = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Za-z]\.|[ivxIVX]+\.)\s+")
+_NUMBERING_RE = re.compile(
+    r"^\s*(?:(?:chapter|section|part|appendix)\s+[\dIVXivx]+[.:]?\s*(?:[-—–:]\s*)?|\d+(?:\.\d+)*\.?\s+|[A-Za-z]\.\s+|[ivxIVX]+\.\s+)",
+    re.IGNORECASE,
+)
 # identifiers made up for examples (t1, tbl1, pub3b) and standard feature codes (T332)
 _CODE_LIKE_RE = re.compile(r"^(?:[A-Za-z]{1,4}[0-9]+[A-Za-z]?[0-9]*|[A-Z][0-9]{3,}(?:-[0-9]+)?)$")
 
 # how well an entity's name reads as a community's name, by its type
 _TYPE_PRIOR = {"term": 1.0, "acronym": 0.6, "keyword": 0.5, "component": 0.8, "identifier": 0.4, "constant": 0.4}
 _STRONG_PRIOR = 0.7
+# a section heading is its authors' name for what the community's chunks discuss (a
+# page's title names more than the community, and keeps the plain prior)
+_HEADING_PRIOR = 1.15
 
 
 def is_code_like(name: str) -> bool:
@@ -63,15 +69,22 @@ class _Phrase:
     prior: float
 
 
-def _heading_phrase(heading: str, structural: frozenset[str]) -> tuple[str, _Phrase] | None:
-    text = _NUMBERING_RE.sub("", heading).strip().rstrip(":.").strip()
+def _heading_phrase(heading: str, structural: frozenset[str], *, page: bool = False) -> tuple[str, _Phrase] | None:
+    text = _NUMBERING_RE.sub("", heading.strip().rstrip("¶").strip()).strip().rstrip(":.").strip()
     words = text.split()
     if not words or len(words) > MAX_NAME_WORDS or text.endswith("?"):
         return None
     key = heading_key(text)
     if not key or key in structural or _plain_filler(key):
         return None
-    return key, _Phrase(text, 1.0)
+    return key, _Phrase(text, 1.0 if page else _HEADING_PRIOR)
+
+
+def page_title(heading: str) -> str:
+    """A page's title as a reader is pointed to it: without its number, chapter prefix
+    or pilcrow ("8. Configuration Reference" -> "Configuration Reference")."""
+    text = _NUMBERING_RE.sub("", heading.strip().rstrip("¶").strip()).strip()
+    return text or heading.strip()
 
 
 def _plain_filler(key: str) -> bool:
@@ -142,13 +155,17 @@ def _name_level(
     tf: dict[int, Counter[str]] = {}
     for com in communities:
         counts: Counter[str] = Counter()
+        # a name tells what the members are about: of the entities, only members name it
+        members = set(com.members)
         for chunk in chunks_of[com.id]:
             found: set[str] = set()
-            for h in headings.get(chunk, ()):
-                if (got := _heading_phrase(h, structural)) is not None:
+            for depth, h in enumerate(headings.get(chunk, ())):
+                if (got := _heading_phrase(h, structural, page=depth == 0)) is not None:
                     found.add(got[0])
                     phrases.setdefault(*got)  # a heading's wording wins over an entity's
             for eid in kg.chunk_entities.get(chunk, ()):
+                if eid not in members:
+                    continue
                 if (got := _entity_phrase(kg.entities[eid], structural)) is not None:
                     found.add(got[0])
                     phrases.setdefault(*got)

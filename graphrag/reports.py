@@ -12,17 +12,19 @@ the manual.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from arborgraph.core.concurrency import run_ordered, workers_for
+from arborgraph.core.text import reads_alone
 from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
-from graphrag.lexicon import relation_words
+from graphrag.lexicon import PREPOSITIONS, relation_words
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
-from graphrag.naming import is_code_like, name_communities
+from graphrag.naming import is_code_like, name_communities, page_title
 
 ProgressFn = Callable[[str, int, int | None], None]
 
@@ -117,7 +119,7 @@ class ExtractiveReportWriter:
     pages to read. Findings quote the definitions and the sentences stating the
     strongest relations verbatim, with their chunk ids."""
 
-    name = "extractive-v2"
+    name = "extractive-v3"
     # the rank of a report is its community's weight relative to the level's heaviest:
     # an update that reuses the report's text sets the rank anew (graphrag.update)
     rank_from_weight = True
@@ -125,7 +127,7 @@ class ExtractiveReportWriter:
     reads_names = True
 
     def __init__(
-        self, *, n_entities: int = 6, n_findings: int = 5, max_quote_chars: int = 400, n_relations: int = 3
+        self, *, n_entities: int = 6, n_findings: int = 5, max_quote_chars: int = 400, n_relations: int = 2
     ) -> None:
         self.n_entities = n_entities
         self.n_findings = n_findings
@@ -134,8 +136,9 @@ class ExtractiveReportWriter:
 
     def write(self, context: CommunityContext) -> CommunityReport:
         com = context.community
-        # identifiers made up for examples (tbl1) and bare codes (T332) lead nothing
-        central = [e for e, _ in context.entities if not is_code_like(e.name)][: self.n_entities]
+        # identifiers made up for examples (tbl1), bare codes (T332), placeholders and
+        # addresses lead nothing
+        central = [e for e, _ in context.entities if _listable(e.name)][: self.n_entities]
         title = context.name or " and ".join(e.name for e in central[:2]) or f"Community {com.id}"
         return CommunityReport(
             community_id=com.id,
@@ -149,10 +152,7 @@ class ExtractiveReportWriter:
         )
 
     def _summary(self, context: CommunityContext, central: list[Entity]) -> str:
-        sentences = []
-        lead = _lead_sentence(central[:3], self.max_quote_chars)
-        if lead:
-            sentences.append(lead)
+        sentences = _lead_sentences(context, central, self.max_quote_chars)
         n_members = len(context.community.members)
         listed = _join([_with_type(e) for e in central])
         if central and n_members > len(central):
@@ -160,7 +160,7 @@ class ExtractiveReportWriter:
             sentences.append(f"The most connected of its {n_members} entities {verb} {listed}.")
         elif central:
             sentences.append(f"Its {n_members} entities are {listed}.")
-        told = _told_relations(context, self.n_relations)
+        told = _told_relations(context, self.n_relations, {e.id for e in central})
         if told:
             sentences.append(_sentence_case(_join(told)) + ".")
         if context.pages:
@@ -192,15 +192,59 @@ class ExtractiveReportWriter:
         return findings
 
 
-def _lead_sentence(central: list[Entity], max_chars: int) -> str:
-    """The first central entity's definition when the manual gives one as a plain
-    sentence (an "X is ..." or its section's opening sentence), quoted."""
-    for e in central:
-        text = " ".join(e.description.split())
+_MAX_LEAD_WORDS = 35
+_BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
+_LEADS = 2
+
+
+def _lead_sentences(context: CommunityContext, central: list[Entity], max_chars: int) -> list[str]:
+    """Up to two of the manual's sentences saying what the community is about: among
+    the central entities' definitions and the sentences stating its relations, those
+    that read on their own and name the most central entities (a definition of the
+    most central one first at equal count); the second must name one the first does
+    not. Quoted verbatim."""
+    names = [(e.id, _name_pattern(e.name)) for e in central]
+    candidates: dict[str, float] = {}
+    for rank, e in enumerate(central):
+        candidates.setdefault(" ".join(e.description.split()), 0.5 if rank == 0 else 0.2)
+    for rel in context.relations:
+        candidates.setdefault(" ".join(rel.description.split()), 0.0)
+    scored: list[tuple[float, str, frozenset[str]]] = []
+    for quoted, bonus in candidates.items():
+        text = _BULLET.sub("", quoted)  # a list item is quoted without its bullet
         words = text.split()
-        if 6 <= len(words) <= 60 and text[-1:] in ".!" and text[:1].isupper() and "|" not in text:
-            return text[:max_chars]
-    return ""
+        if not (6 <= len(words) <= _MAX_LEAD_WORDS) or text[-1:] not in ".!" or not reads_alone(text):
+            continue
+        named = frozenset(eid for eid, pattern in names if pattern.search(text))
+        if named:
+            scored.append((len(named) + bonus, text, named))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    chosen: list[str] = []
+    seen: frozenset[str] = frozenset()
+    for _, text, named in scored:
+        if chosen and not named - seen:
+            continue
+        chosen.append(text[:max_chars])
+        seen |= named
+        if len(chosen) >= _LEADS:
+            break
+    return chosen
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.IGNORECASE)
+
+
+_PLACEHOLDER = re.compile(r"^<.*>$|@|^\w+\.(?:com|org|net|example)$|^(?:param|arg|foo|bar|baz)\d*$", re.IGNORECASE)
+
+
+def _listable(name: str) -> bool:
+    """Whether an entity's name reads well in a report: not an example's made-up
+    identifier or a bare code, a placeholder, an address, or two letters in mixed case."""
+    stripped = name.strip()
+    if is_code_like(stripped) or _PLACEHOLDER.search(stripped):
+        return False
+    return len(stripped) >= 3 or stripped.isupper()
 
 
 def _with_type(e: Entity) -> str:
@@ -208,12 +252,18 @@ def _with_type(e: Entity) -> str:
     return f"{e.name} ({kind})" if kind else e.name
 
 
-def _told_relations(context: CommunityContext, n: int) -> list[str]:
-    """Up to ``n`` typed relations, strongest first, no two between the same names."""
+def _told_relations(context: CommunityContext, n: int, listed: set[str]) -> list[str]:
+    """Up to ``n`` typed relations between entities of ``listed`` (those the paragraph
+    names), strongest first, no two between the same names."""
     out: list[str] = []
     seen: set[frozenset[str]] = set()
     for rel in context.relations:
         if rel.type in _NOT_TOLD or frozenset((rel.source, rel.target)) in seen:
+            continue
+        if rel.source not in listed or rel.target not in listed:
+            continue
+        if rel.type in PREPOSITIONS or rel.type == "is_a":
+            # "A for B", "A in B" read as fragments; "A is a B" is too often a wrong reading
             continue
         phrase = context.phrases.get(rel.id)
         if not phrase:
@@ -265,7 +315,7 @@ def write_reports(
         titles: dict[str, str] = {}
         for chunk_id, path in headings.items():
             if path:
-                titles.setdefault(doc_of(chunk_id), path[0])
+                titles.setdefault(doc_of(chunk_id), page_title(path[0]))
         for cid, ctx in contexts.items():
             ctx.name = names.get(cid, "")
             ctx.pages = pages_to_read(kg, ctx.community, titles)

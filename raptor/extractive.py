@@ -28,9 +28,11 @@ from raptor.text import (
     is_summary_sentence,
     key_terms,
     leans_on_context,
+    SECTION_MARK,
     page_line,
     paged_units,
     split_units,
+    stands_alone,
     terms,
 )
 
@@ -72,6 +74,8 @@ class ExtractiveSummariser:
     term_bonus : weight of newly covered key terms in the MMR score.
     max_pages : sentences come from at most this many pages (each group's page line
         counts against the budget too).
+    max_per_page : at most this many sentences under one page line: a digest, not
+        the page again.
     """
 
     name = "extractive"
@@ -88,7 +92,8 @@ class ExtractiveSummariser:
         n_key_terms: int = 12,
         n_title_terms: int = 3,
         sentence_vectors: bool = True,
-        max_pages: int = 4,
+        max_pages: int = 3,
+        max_per_page: int = 4,
     ) -> None:
         if max_tokens < 1 or max_sentences_embedded < 1 or max_pages < 1:
             raise ValueError("max_tokens, max_sentences_embedded and max_pages must be positive")
@@ -102,6 +107,7 @@ class ExtractiveSummariser:
         self.n_title_terms = n_title_terms
         self.sentence_vectors = sentence_vectors
         self.max_pages = max_pages
+        self.max_per_page = max_per_page
         self._vectors: dict[str, np.ndarray] = {}
         self._tokens: dict[str, int] = {}  # sentences recur in the summaries above
         self.sentences_embedded = 0  # for cost accounting in benchmarks
@@ -138,11 +144,30 @@ class ExtractiveSummariser:
         lines: list[str] = []
         for page, group in groups.items():
             if page:
-                lines.append(page_line(page))
+                lines.append(page_line(self._section(cluster, page, group)))
             lines.extend(c.unit.text for c in group)
         return "\n".join(lines)
 
+    @staticmethod
+    def _section(cluster: Cluster, page: str, group: list[_Candidate]) -> str:
+        """A group's line: its page, and the section all its sentences come from when
+        there is one below the page ("Configuration Reference › Response Rate
+        Limiting"), so that a long page's group says what part of it it is from. A
+        summary's groups already carry theirs."""
+        members = [cluster.members[c.member] for c in group]
+        if any(m.level > 0 or not m.heading_path for m in members):
+            return page
+        shared = [h for h, *rest in zip(*(m.heading_path for m in members)) if all(r == h for r in rest)]
+        if len(shared) < 2 or clean_label(shared[0]) != page:
+            return page
+        return f"{page} {SECTION_MARK} {clean_label(shared[-1])}"
+
     def _candidates(self, cluster: Cluster, weights: dict[str, float]) -> list[_Candidate]:
+        # sentences that read on their own; only when a cluster has none (code and
+        # reference tables), any complete sentence rather than a raw opening
+        return self._sentences(cluster, weights, strict=True) or self._sentences(cluster, weights, strict=False)
+
+    def _sentences(self, cluster: Cluster, weights: dict[str, float], *, strict: bool) -> list[_Candidate]:
         per_member: list[list[_Candidate]] = []
         seen: set[str] = set()
         for j, member in enumerate(cluster.members):
@@ -152,6 +177,8 @@ class ExtractiveSummariser:
             units = paged_units(member.text, page) if member.level > 0 else [(page, u) for u in split_units(member.text)]
             for page, unit in units:
                 if unit.text in seen or not is_summary_sentence(unit):
+                    continue
+                if strict and not stands_alone(unit, opens_chunk=member.level == 0 and unit.position == 0):
                     continue
                 seen.add(unit.text)
                 ts = terms(unit.text)
@@ -216,12 +243,15 @@ class ExtractiveSummariser:
         chosen: list[int] = []
         covered: set[str] = set()
         pages: set[str] = set()
+        per_page: dict[str, int] = {}
         used = 0
         remaining = set(range(len(candidates)))
         while remaining:
             best, best_score = -1, -np.inf
             for i in sorted(remaining):
                 if len(pages) >= self.max_pages and candidates[i].page not in pages:
+                    continue
+                if per_page.get(candidates[i].page, 0) >= self.max_per_page:
                     continue
                 redundancy = float(similarity[i, chosen].max()) if chosen else 0.0
                 if redundancy > duplicate:
@@ -241,6 +271,7 @@ class ExtractiveSummariser:
                 used += cost
                 covered |= cand_terms[best]
                 pages.add(page)
+                per_page[page] = per_page.get(page, 0) + 1
         if not chosen:  # every candidate fits alone (filtered above); take the best one
             chosen = [int(np.argmax(relevance))]
         return [candidates[i] for i in chosen]

@@ -14,7 +14,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from arborgraph.core.text import SUMMARY_SENTENCES, SUMMARY_STOPWORDS, sentence_spans
+from arborgraph.core.text import SUMMARY_SENTENCES, SUMMARY_STOPWORDS, leans_on_context, reads_alone, sentence_spans
+
+__all__ = ["leans_on_context", "reads_alone"]
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
@@ -84,8 +86,10 @@ def split_units(text: str) -> list[Unit]:
     return units
 
 
-# How an extractive summary marks the page its next sentences come from.
+# How an extractive summary marks the page its next sentences come from, and the
+# section of that page when they share one.
 PAGE_MARK = "## "
+SECTION_MARK = "›"
 
 
 def page_line(title: str) -> str:
@@ -127,18 +131,9 @@ def is_summary_sentence(unit: Unit, min_words: int = 4) -> bool:
     return words >= min_words and bool(_TERMINAL.search(unit.text))
 
 
-_LEANING_START = re.compile(
-    r"^(?:this|these|that|those|it|they|such|see|here|there|then|also|however|but|so|thus|hence|"
-    r"otherwise|instead|likewise|similarly|for example|for instance|in this case|as such)\b",
-    re.IGNORECASE,
-)
-_LEANING_WORD = re.compile(r"\b(?:below|above|following|previous|preceding|aforementioned)\b", re.IGNORECASE)
-
-
-def leans_on_context(sentence: str) -> bool:
-    """Whether a sentence points at text around it ("This ...", "See ...", "the table
-    below", a closing colon) and so reads badly on its own."""
-    return bool(_LEANING_START.match(sentence) or _LEANING_WORD.search(sentence) or sentence.rstrip().endswith(":"))
+def stands_alone(unit: Unit, *, opens_chunk: bool = False) -> bool:
+    """Whether a unit reads as a whole statement in a digest (:func:`reads_alone`)."""
+    return reads_alone(unit.text, opens_chunk=opens_chunk)
 
 
 def terms(text: str) -> list[str]:
@@ -170,9 +165,11 @@ def key_terms(texts: Sequence[str], n: int = 10) -> list[tuple[str, float]]:
 
 
 def clean_label(label: str) -> str:
-    """A heading without its section number ("2.1. Foo" -> "Foo")."""
-    cleaned = _NUMBERING.sub("", label).strip()
-    return cleaned or label.strip()
+    """A heading without its section number ("2.1. Foo" -> "Foo") or the pilcrow a
+    web page puts after it as its link ("Binary operators ¶")."""
+    bare = label.strip().rstrip("¶").strip()
+    cleaned = _NUMBERING.sub("", bare).strip()
+    return cleaned or bare or label.strip()
 
 
 def dominant_path(paths: Sequence[Sequence[str]], share: float = 0.5) -> tuple[str, ...]:

@@ -229,3 +229,57 @@ def _relation_abbreviation(text: str, piece_start: int, match: re.Match[str]) ->
 
 
 RELATION_SENTENCES = SentenceRules(_RELATION_END, _relation_abbreviation, trim=False)
+
+
+# -- sentences that read on their own ---------------------------------------------------
+
+_LEANING_START = re.compile(
+    r"^(?:this|these|that|those|it|they|such|see|here|there|then|also|however|but|so|thus|hence|"
+    r"otherwise|instead|likewise|similarly|again|in particular|for example|for instance|in this case|as such)\b",
+    re.IGNORECASE,
+)
+_LEANING_WORD = re.compile(r"\b(?:below|above|following|previous|preceding|aforementioned)\b", re.IGNORECASE)
+
+
+def leans_on_context(sentence: str) -> bool:
+    """Whether a sentence points at text around it ("This ...", "See ...", "the table
+    below", a closing colon) and so reads badly on its own."""
+    return bool(_LEANING_START.match(sentence) or _LEANING_WORD.search(sentence) or sentence.rstrip().endswith(":"))
+
+
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_CODE_MARKS = re.compile(r"[{};<>|=\\$]|\[[^\]]*\]|--?[A-Za-z]")
+_PLAIN_WORD = re.compile(r"^[A-Za-z][a-z'’]*[,.;:!?]?$")
+
+
+# How a definition list's entry opens without its headword ("Sets the maximum size ...").
+_SUBJECTLESS = frozenset(
+    "specifies sets defines controls enables disables determines indicates allows causes assigns returns shows"
+    " prints displays lists creates adds removes limits selects turns tells gives overrides forces configures"
+    " instructs writes reads makes uses takes accepts prevents permits suppresses ignores outputs"
+    " generates stores changes limit specify set define control enable disable show print list"
+    " use display create add remove contains provides sends receives loads runs starts stops checks converts"
+    " maintains requires".split()
+)
+
+
+def reads_alone(sentence: str, *, opens_chunk: bool = False) -> bool:
+    """Whether a sentence (or list item) reads as a whole statement on its own, in a
+    digest or a report: not the tail of a sentence cut at a chunk's start
+    (``opens_chunk``, starting in lower case), not a line of code, options or a table
+    (a raw "--abbrev=<n>" or "name | value"), not pointing at text around it
+    (:func:`leans_on_context`), of five words or more, and mostly plain words."""
+    body = _BULLET.sub("", sentence).strip()
+    words = body.split()
+    if len(words) < 5 or body.rstrip().endswith(":") or " | " in body or leans_on_context(body):
+        return False
+    first = words[0]
+    if opens_chunk and first[:1].islower():
+        return False
+    if not first[:1].isalpha():  # "--abbrev", "<name>", "`code`", "(aside", "14; ..."
+        return False
+    if first.lower() in _SUBJECTLESS:
+        return False  # "Specifies the kind of zone.": the headword it defines is elsewhere
+    marks = len(_CODE_MARKS.findall(body))
+    plain = sum(bool(_PLAIN_WORD.match(w)) for w in words)
+    return marks <= max(1, len(words) // 8) and plain >= 0.6 * len(words)

@@ -115,3 +115,54 @@ def test_leaves_keep_their_heading_path_titles() -> None:
     for leaf in tree.leaves():
         assert leaf.title == " > ".join(leaf.heading_path)
     assert isinstance(tree.leaves()[0], Node) and not isinstance(tree.leaves()[0], Leaf)
+
+
+def _one_node_tree(leaves: list[Leaf], other: list[Leaf] | None = None) -> Tree:
+    """A summary ``L1:0`` over ``leaves``, beside one over ``other`` (default: a page of
+    the sample manual), under a root: what the first one's name sees."""
+    other = other or [leaf for leaf in corpus().leaves if leaf.doc_id == "lang_vacuum.md"][:8]
+    groups = {"L1:0": leaves, "L1:1": other}
+    nodes = [Node(leaf.chunk_id, 0, "", leaf.text, parents=(parent,), chunk_ids=(leaf.chunk_id,),
+                  doc_ids=(leaf.doc_id,), heading_path=leaf.heading_path)
+             for parent, group in groups.items() for leaf in group]
+    summaries = [
+        Node(parent, 1, "draft", "text", children=tuple(leaf.chunk_id for leaf in group), parents=("L2:0",),
+             chunk_ids=tuple(leaf.chunk_id for leaf in group), doc_ids=tuple(dict.fromkeys(leaf.doc_id for leaf in group)))
+        for parent, group in groups.items()
+    ]
+    root = Node("L2:0", 2, "draft", "text", children=("L1:0", "L1:1"), chunk_ids=tuple(n.node_id for n in nodes))
+    return Tree(nodes=(*nodes, *summaries, root), root_id="L2:0")
+
+
+def test_a_name_covers_the_node_not_a_part_of_it() -> None:
+    # a node over the pages on branching, switching and rebasing, and two chunks on
+    # "git reset": a name precise for a third of it ("Git reset") misleads; a
+    # table-of-contents entry names its bulk
+    pages = {
+        "git-branch": ["A branch is a movable pointer to a commit; creating a branch is cheap.",
+                       "Deleting a merged branch removes its name, and its commits stay reachable."],
+        "git-switch": ["Switching to another branch updates the working tree to match that branch.",
+                       "With --create, a new branch is made at the start point and switched to."],
+        "git-rebase": ["Rebasing a branch replays its commits on another base, one commit at a time.",
+                       "An interactive rebase lets you edit, reorder or squash the commits of a branch."],
+        "git-reset": ["The git reset command moves the current head; git reset --hard also resets the index.",
+                      "With git reset --soft, the index and working tree are left alone by git reset."],
+    }
+    leaves = [Leaf(f"{page}#{i}", page, text, (page, "Description")) for page, texts in pages.items()
+              for i, text in enumerate(texts)]
+    name = name_tree(_one_node_tree(leaves))["L1:0"]
+    assert "reset" not in name.lower(), name
+    assert "branch" in name.lower(), name
+
+
+def test_a_lone_word_heading_takes_its_manual_pages_name() -> None:
+    # "Commands" under "rndc - name server control utility": "rndc: Commands"
+    texts = [
+        "The reload command reloads the configuration file and zones of the rndc server.",
+        "The stop command stops the server, making sure any recent changes are saved by rndc.",
+        "The status command displays the status of the server as rndc sees it.",
+        "These commands need the rndc key that the server was given.",
+    ]
+    path = ("Manual Pages", "rndc - name server control utility", "Commands")
+    leaves = [Leaf(f"c{i}", "manpages.html", t, path) for i, t in enumerate(texts)]
+    assert name_tree(_one_node_tree(leaves))["L1:0"] == "rndc: Commands"

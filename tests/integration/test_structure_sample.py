@@ -52,3 +52,18 @@ def test_markdown_sheet_and_one_index(sample_index: Path, tmp_path: Path, capsys
     out = capsys.readouterr().out
     assert out.count("## item-") == 3 and out.count("rating — name") == 3
     assert "**parent's name:**" in out and "**pages:**" in out
+
+
+def test_an_index_recomputed_with_this_code_is_drawn_on_the_same_nodes(sample_index: Path, tmp_path: Path) -> None:
+    script = _script()
+    sheet, key = tmp_path / "sheet.json", tmp_path / "key.json"
+    assert script.main(["--index", str(sample_index), "--recompute", str(sample_index), "--per-index", "3",
+                        "--format", "json", "--out", str(sheet), "--key", str(key)]) == 0
+    items = {i["id"]: i for i in json.loads(sheet.read_text())}
+    mapping = json.loads(key.read_text())
+    assert sorted(mapping.values()) == sorted([str(sample_index)] * 3 + [str(sample_index) + " (recomputed)"] * 3)
+    assert "recomputed" not in sheet.read_text()
+    # the same nodes (same pages) from both, each with a name and a digest
+    pages = lambda label: sorted(str(items[i]["pages"]) for i, v in mapping.items() if v == label)  # noqa: E731
+    assert pages(str(sample_index)) == pages(str(sample_index) + " (recomputed)")
+    assert all(item["name"] and item["summary"] for item in items.values())

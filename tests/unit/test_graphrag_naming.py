@@ -90,3 +90,31 @@ def test_a_report_never_lists_no_entity_and_agrees_in_number() -> None:
     one = [(Entity(id="w", name="write-ahead log", type="term"), 2.0), *codes[:2]]
     mixed = CommunityContext(community=Community(id=2, level=0, members=["w", "e0", "e1"]), entities=one, relations=[])
     assert "The most connected of its 3 entities is write-ahead log" in ExtractiveReportWriter().write(mixed).summary
+
+
+def test_a_report_leads_with_the_manuals_sentence_naming_its_central_entities() -> None:
+    from graphrag.model import Community, Entity
+    from graphrag.reports import CommunityContext, ExtractiveReportWriter
+
+    wal = Entity(id="wal", name="WAL", type="acronym", description="See the section below.")
+    checkpoint = Entity(id="cp", name="checkpoint", type="term")
+    placeholder = Entity(id="ph", name="<database-name>", type="identifier")
+    address = Entity(id="em", name="drh@hwaci.com", type="identifier")
+    relations = [
+        Relation("cp|in|wal", "cp", "wal", "in", 4.0, "checkpoint in the WAL file, then", ["wal#1"]),
+        Relation("wal|require|cp", "wal", "cp", "require", 3.0,
+                 "A database in WAL mode requires a checkpoint to move pages back into the database file.", ["wal#0"]),
+    ]
+    ctx = CommunityContext(
+        community=Community(id=3, level=0, members=["wal", "cp", "ph", "em"]),
+        entities=[(placeholder, 9.0), (address, 8.0), (wal, 5.0), (checkpoint, 4.0)],
+        relations=relations,
+        phrases={"cp|in|wal": "checkpoint in WAL", "wal|require|cp": "WAL requires checkpoint"},
+    )
+    summary = ExtractiveReportWriter().write(ctx).summary
+    # the sentence naming both central entities leads; the one pointing elsewhere does not
+    assert summary.startswith("A database in WAL mode requires a checkpoint"), summary
+    assert "See the section below" not in summary
+    # placeholders and addresses are not listed; a bare preposition is not told
+    assert "<database-name>" not in summary and "drh@" not in summary
+    assert "checkpoint in WAL" not in summary and "WAL requires checkpoint." in summary

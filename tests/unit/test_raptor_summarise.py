@@ -216,3 +216,48 @@ def test_paged_units_read_back_the_pages_of_a_summary() -> None:
     assert [(p, u.position) for p, u in paged_units("A first sentence here.\nA second one here.", "Page")] == [
         ("Page", 0), ("Page", 1)
     ]
+
+
+def test_a_digest_keeps_only_sentences_that_read_alone() -> None:
+    from raptor.text import Unit, stands_alone
+
+    def unit(text: str, item: bool = False) -> Unit:
+        return Unit(text, 0, item)
+
+    assert stands_alone(unit("A database in SQLite is a single disk file on the host."))
+    assert stands_alone(unit("- The journal is deleted when the transaction commits.", item=True))
+    # the tail of a sentence cut where its chunk starts
+    assert not stands_alone(unit("the commit is present in both branches."), opens_chunk=True)
+    assert stands_alone(unit("named keeps track of the serial number of the zone."))
+    # options, code, table rows, a dangling colon, a definition without its headword
+    assert not stands_alone(unit("- --abbrev=<n> shows the shortest unique prefix.", item=True))
+    assert not stands_alone(unit("zone | Specifies the zone in a BIND 9 configuration."))
+    assert not stands_alone(unit("allow-update { <address_match_element>; ... }; also-notify [ port <integer> ];"))
+    assert not stands_alone(unit("The following options are supported by the command:"))
+    assert not stands_alone(unit("Sets the maximum number of simultaneous queries allowed."))
+    assert not stands_alone(unit("This has been fixed in the release."))
+
+
+def test_a_page_group_holds_a_few_sentences() -> None:
+    c = corpus()
+    summariser = ExtractiveSummariser(embed=c.embed, count_tokens=c.count_tokens, max_tokens=400, max_per_page=2)
+    text = summariser.summarise(_cluster("lang_vacuum.md")).text
+    assert 1 <= len(_sentences(text)) <= 2, text
+
+
+def test_a_group_from_one_section_of_a_long_page_names_the_section() -> None:
+    c = corpus()
+    texts = [
+        "Zone transfers running longer than this many minutes are terminated by the server.",
+        "Outbound zone transfers making no progress in this many minutes are terminated.",
+    ]
+    members = tuple(
+        ClusterMember(f"c{i}", t, ("8. Configuration Reference", "8.2 Blocks", "8.2.14.12 Zone Transfers"))
+        for i, t in enumerate(texts)
+    )
+    cluster = Cluster(node_id="L1:0", level=1, members=members, vectors=c.vectors[:2])
+    summariser = ExtractiveSummariser(embed=c.embed, count_tokens=c.count_tokens, sentence_vectors=False)
+    text = summariser.summarise(cluster).text
+    assert _pages(text) == ["Configuration Reference › Zone Transfers"], text
+    # read back at the level above, the section stays with the page
+    assert {page for page, _ in paged_units(text)} == {"Configuration Reference › Zone Transfers"}
