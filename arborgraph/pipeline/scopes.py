@@ -53,9 +53,11 @@ def scope_records(
         ScopeRecord(
             tag=p.tag, scope=p.scope, chunks=len(p.chunks),
             tree_fingerprint=fingerprint(p.chunks, tree_settings, p.scope) if config.build_tree else None,
-            tree_settings=fingerprint([], tree_settings, p.scope),
+            # None when not built: a later build must not take this generation's missing
+            # tree (or graph) for one made with the same settings
+            tree_settings=fingerprint([], tree_settings, p.scope) if config.build_tree else None,
             graph_fingerprint=fingerprint(p.chunks, graph_settings, p.scope) if config.build_graph else None,
-            graph_settings=fingerprint([], graph_settings, p.scope),
+            graph_settings=fingerprint([], graph_settings, p.scope) if config.build_graph else None,
         )
         for p in parts
     ]

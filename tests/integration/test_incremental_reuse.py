@@ -160,3 +160,20 @@ def test_an_update_keeps_reports_and_extraction_rows_exactly_as_a_full_compariso
     assert new.stored_rows is not None and len(new.stored_rows[1]) == update.chunks_reused
     encoded = extractions_to_table(new.extractions, new.hashes, new.extractor)
     assert tables[EXTRACTIONS].equals(encoded, check_metadata=True)
+
+
+def test_a_build_after_one_without_structures_builds_them_again(sample_slice: Path, tmp_path: Path) -> None:
+    from arborgraph.config import load_config
+
+    docs = copy_pages(sample_slice, tmp_path / "docs", PAGES)
+    index = tmp_path / "idx"
+    build_index([docs], index, Config())
+    flat = load_config(environ={}, overrides={"build_tree": False, "build_graph": False})
+    assert build_index([docs], index, flat, force=True).stages.get("tree") is None
+    # the live generation has neither structure: this build must make them, not take
+    # the missing ones for unchanged
+    again = build_index([docs], index, Config())
+    assert not again.unchanged
+    gen = open_generation(index)
+    assert any(name.startswith("tables/raptor_nodes.") for name in gen.record.files)
+    assert any(name.startswith("tables/entities.") for name in gen.record.files)

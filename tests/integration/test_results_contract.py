@@ -80,8 +80,11 @@ def test_candidates_is_its_own_setting(sample_kb) -> None:  # type: ignore[no-un
 def test_scores_are_the_final_orderings(sample_kb, route: str) -> None:  # type: ignore[no-untyped-def]
     res = sample_kb.query(QUESTION, route=route, top_k=10, budget_tokens=100_000)
     scores = [c.score for c in res.contexts]
-    assert scores[0] == 1.0 and all(0 < s <= 1 for s in scores)
-    assert all(later < earlier for earlier, later in zip(scores, scores[1:])), scores
+    # the shipped ranker's calibrated relevance: in (0, 1], never rising down the list,
+    # and not the reciprocal rank shown when nothing was calibrated
+    assert all(0 < s <= 1 for s in scores)
+    assert all(later <= earlier for earlier, later in zip(scores, scores[1:])), scores
+    assert scores != [1 / r for r in range(1, len(scores) + 1)]
     # the retriever's own score is kept, and explain shows it
     assert all(isinstance(c.extra["retriever_score"], float) for c in res.contexts)
     assert f"(retriever {res.contexts[0].extra['retriever_score']:.4f})" in res.explain()
