@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -120,6 +121,25 @@ def test_no_page_loads_scripts_from_elsewhere(keyed_server: Any) -> None:
     assert status == 200 and b"/v1/query" in spec
 
 
+def _read_response(sock: socket.socket) -> bytes:
+    """The whole HTTP response: headers and body can arrive in separate packets."""
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        piece = sock.recv(4096)
+        if not piece:
+            return answer
+        answer += piece
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    wanted = int(length.group(1)) if length else 0
+    while len(body) < wanted:
+        piece = sock.recv(4096)
+        if not piece:
+            break
+        body += piece
+    return head + b"\r\n\r\n" + body
+
+
 def test_a_slow_body_is_cut_off(keyed_server: Any) -> None:
     server, _, _ = keyed_server
     parts = urlsplit(server.url)
@@ -127,7 +147,7 @@ def test_a_slow_body_is_cut_off(keyed_server: Any) -> None:
         sock.sendall(b"POST /v1/query HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 200\r\n\r\n{\"question\": ")
         began = time.monotonic()
-        answer = sock.recv(4096)
+        answer = _read_response(sock)
         waited = time.monotonic() - began
     assert answer.startswith(b"HTTP/1.1 408") and b"did not arrive within 1 s" in answer
     assert waited < 10
