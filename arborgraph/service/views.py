@@ -244,6 +244,29 @@ def community(kb: KnowledgeBase, principal: str | None, community_id: int, scope
 
 # -- documents ------------------------------------------------------------------------
 
+def documents(
+    kb: KnowledgeBase, principal: str | None, contains: str | None = None, offset: int = 0, limit: int = 100,
+) -> dict[str, Any]:
+    """The documents the caller may read (any date), by doc id, optionally only those
+    whose id or title contains ``contains`` (any case), ``limit`` from ``offset``; with
+    the access scopes the caller may browse, most specific first."""
+    store = kb.store
+    needle = (contains or "").casefold()
+    rows = []
+    for doc_id in sorted(store.allowed_docs(principal, None, include_stale=True)):
+        info = store.docs[doc_id]
+        if needle in doc_id.casefold() or needle in (info.title or "").casefold():
+            rows.append({"doc_id": doc_id, "title": info.title, "version": info.version})
+    page = rows[offset : offset + limit]
+    return {
+        "documents": page,
+        "total": len(rows),
+        "next_offset": offset + len(page) if offset + len(page) < len(rows) else None,
+        "scopes": kb.readable_scopes(principal),
+        "generation": generation_name(kb),
+    }
+
+
 def document(
     kb: KnowledgeBase,
     principal: str | None,

@@ -411,6 +411,7 @@ def _mcp_calls(targets: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]
     calls += [("entity_neighbours", {"name": n, "limit": 100}) for n in targets["entities"]]
     calls += [("community_report", {"community_id": c}) for c in sorted(set(targets["communities"]))]
     calls += [("read_document", {"doc_id": d}) for d in targets["docs"]]
+    calls += [("list_documents", {"limit": 500})] + [("list_documents", {"contains": d}) for d in targets["docs"]]
     return calls
 
 
@@ -487,7 +488,10 @@ async def _agent_walk(session: ClientSession) -> dict[str, Any]:
     context = next(c for c in found["contexts"] if c["kind"] == "chunk")
     seen["search"], seen["cited"] = found, context["id"]
     _, seen["document"] = await call("read_document", doc_id=context["source"], chunk_id=context["id"])
-    _, outline = await call("tree_outline", depth=1)
+    _, seen["documents"] = await call("list_documents")
+    listed_doc = seen["documents"]["documents"][0]["doc_id"]
+    _, seen["listed_document"] = await call("read_document", doc_id=listed_doc)
+    _, outline = await call("tree_outline", depth=1, scope=seen["documents"]["scopes"][0])
     _, seen["node"] = await call("tree_node", node_id=outline["root"])
     _, listed = await call("list_communities")
     _, seen["community"] = await call("community_report", community_id=listed["communities"][0]["id"])
@@ -514,9 +518,12 @@ def test_an_agent_finds_every_id_it_needs_in_compact_results(tenant_index: Path)
     scores = [c["score"] for c in found["contexts"]]
     assert scores == sorted(scores, reverse=True)
     assert seen["document"]["passages"][0]["chunk_id"] == seen["cited"]
+    assert seen["documents"]["total"] >= len(seen["documents"]["documents"]) >= 2
+    assert seen["listed_document"]["doc_id"] == seen["documents"]["documents"][0]["doc_id"]
+    assert seen["listed_document"]["passages"]
     assert seen["node"]["children"] and seen["community"]["members"] and seen["neighbours"]["neighbours"]
     for tool in ("tree_node", "community_report", "entity_neighbours", "read_document"):
-        assert any(source in seen["tools"][tool] for source in ("tree_outline", "list_communities", "find_entities", "search")), tool
+        assert any(source in seen["tools"][tool] for source in ("tree_outline", "list_communities", "find_entities", "list_documents")), tool
 
 
 def test_isolation_over_mcp_stdio(tenant_index: Path) -> None:
