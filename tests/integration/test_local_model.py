@@ -1,5 +1,5 @@
 """LLM mode against the real in-process model (SmolLM2-135M-Instruct through
-xllamacpp) on a 4-page slice: the build (tree summaries and their titles, extraction,
+xllamacpp) on a 3-page slice: the build (tree summaries and their titles, extraction,
 community reports), the LLM router, ``--answer`` and a streamed answer over the
 service, all with no endpoint and no network. The protocol paths keep their tests
 against the stand-in (test_llm_*.py); these check that a real model's replies go
@@ -23,7 +23,8 @@ import arborgraph
 from conftest import copy_pages
 from service_server import cli, request, running_server
 
-PAGES = ("c3ref_busy_timeout.md", "c3ref_busy_handler.md", "c3ref_wal_autocheckpoint.md", "c3ref_wal_checkpoint_v2.md")
+# three short pages: the build makes about a dozen model calls
+PAGES = ("c3ref_busy_timeout.md", "c3ref_busy_handler.md", "c3ref_wal_autocheckpoint.md")
 LABEL = "LLM mode (local: SmolLM2-135M-Instruct Q4_1)"
 STRUCTURED = ("raptor.summary", "graphrag.extract", "graphrag.report", "router")
 
@@ -121,7 +122,7 @@ def test_a_streamed_answer_over_the_service(index: Path, tmp_path: Path) -> None
 
 
 def test_a_community_report_by_the_local_model(sample_index: Path, tmp_path: Path) -> None:
-    """The 4-page slice's local graph is too sparse for communities: the report stage
+    """The 3-page slice's local graph is too sparse for communities: the report stage
     runs here on a community of the slice's no-LLM graph, through the build's writer."""
     from arborgraph.llm.config import LLMConfig
     from arborgraph.llm.factory import open_provider
