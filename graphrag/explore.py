@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from arborgraph.core.errors import install_hint
 from graphrag.chunks import ChunkFetcher, ChunkSource
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import Community, CommunityReport, Entity, Finding
@@ -251,7 +252,7 @@ class GraphView:
         try:
             import plotly.graph_objects as go
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("plotting needs the 'viz' extra: pip install 'arborgraph[viz]'") from exc
+            raise ImportError(f"plotting needs the 'viz' extra: {install_hint('viz')}") from exc
         import igraph as ig
 
         kg = self.kg
@@ -309,7 +310,7 @@ class GraphView:
         try:
             import plotly.graph_objects as go
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("plotting needs the 'viz' extra: pip install 'arborgraph[viz]'") from exc
+            raise ImportError(f"plotting needs the 'viz' extra: {install_hint('viz')}") from exc
         kg = self.kg
         com = self._community(community_id)
         members = sorted(com.members, key=lambda m: (-kg.degree(m), m))[:max_nodes]

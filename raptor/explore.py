@@ -13,13 +13,14 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from arborgraph.core.errors import install_hint
 from raptor.tree import Node, Tree
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
     import plotly.graph_objects as go
 
-_VIZ_HINT = "plots need the optional 'viz' extra: pip install 'arborgraph[viz]'"
+_VIZ_HINT = f"plots need the optional 'viz' extra: {install_hint('viz')}"
 
 
 def _plotly() -> Any:

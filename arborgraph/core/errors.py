@@ -124,3 +124,9 @@ class Cancelled(ArborgraphError, TimeoutError):
 class StorageError(ExternalError, OSError):
     """The disk refused a write (full, read-only, an I/O error): nothing half-written is
     left live; the message says which path and why, in one line."""
+
+
+def install_hint(extra: str) -> str:
+    """How to install an optional extra. Arborgraph is installed from its checkout (it is
+    not on a package index), so ``pip install 'arborgraph[x]'`` would fail."""
+    return f"scripts/setup {extra} in the Arborgraph checkout (or there: pip install -e '.[{extra}]')"

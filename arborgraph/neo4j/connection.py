@@ -1,6 +1,6 @@
 """The Bolt connection: the driver (imported on first use), connecting and verifying.
 
-The ``neo4j`` driver is an optional dependency (``arborgraph[neo4j]``): nothing here
+The ``neo4j`` driver is an optional dependency (the ``neo4j`` extra): nothing here
 imports it until a connection is asked for.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from arborgraph.core.errors import ExportError
+from arborgraph.core.errors import ExportError, install_hint
 
 if TYPE_CHECKING:
     from neo4j import Driver
@@ -25,7 +25,7 @@ def neo4j_driver() -> Any:
     try:
         import neo4j
     except ImportError:
-        raise ExportError("the Neo4j export needs the neo4j driver: pip install 'arborgraph[neo4j]'") from None
+        raise ExportError(f"the Neo4j export needs the neo4j driver: {install_hint('neo4j')}") from None
     return neo4j
 
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from arborgraph.index.chunk_rows import ChunkRow, decode_chunks, encode_chunks  # noqa: F401 (decode_chunks re-exported)
-from arborgraph.core.errors import ExecutorError  # noqa: F401 (re-exported)
+from arborgraph.core.errors import ExecutorError, install_hint  # noqa: F401 (ExecutorError re-exported)
 from arborgraph.core.processes import available_cores, worker_context
 from arborgraph.core.protocols import Executor
 
@@ -91,7 +91,7 @@ class DaskExecutor:
         try:
             from distributed import Client, LocalCluster
         except ImportError:
-            raise ExecutorError("the dask executor needs the extra: pip install 'arborgraph[dask]'") from None
+            raise ExecutorError(f"the dask executor needs the 'dask' extra: {install_hint('dask')}") from None
         self._cluster = None
         try:
             if address is None:

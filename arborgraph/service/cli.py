@@ -20,10 +20,11 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from arborgraph.core.errors import install_hint
 from arborgraph.core.questions import MAX_QUESTION_CHARS
 
 SETTINGS_ENV = "ARBORGRAPH_SERVE_SETTINGS"  # hands the settings to --workers processes
-SERVE_EXTRA_HINT = "the server needs the 'serve' extra: pip install 'arborgraph[serve]'"
+SERVE_EXTRA_HINT = f"the server needs the 'serve' extra: {install_hint('serve')}"
 
 keys_app = typer.Typer(help="API keys that carry principals (the file keeps only their hashes).", no_args_is_help=True)
 

@@ -262,7 +262,7 @@ def test_shipped_files_match_their_manifest() -> None:
 
 def test_sentence_transformers_backend_without_torch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     hide_packages(monkeypatch, TORCH_PACKAGES)
-    with pytest.raises(EmbedderUnavailable, match=r"needs the \[torch\] extra \(pip install 'arborgraph\[torch\]'\)"):
+    with pytest.raises(EmbedderUnavailable, match=r"needs the \[torch\] extra \(scripts/setup torch"):
         load_embedder(EmbeddingConfig(backend="sentence-transformers"))
 
 
@@ -423,4 +423,4 @@ def test_build_without_torch_names_the_extra_in_one_line(tmp_path: Path) -> None
     )
     assert run.returncode == 0, run.stderr
     (line,) = [line for line in run.stdout.splitlines() if line.startswith("lexical fallback:")]
-    assert "needs the [torch] extra (pip install 'arborgraph[torch]')" in line
+    assert "needs the [torch] extra (scripts/setup torch" in line

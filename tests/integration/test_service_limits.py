@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import psutil
 import pytest
-from service_server import Server, cli, request, running_server
+from service_server import Server, cli, cli_env, request, running_server
 
 from arborgraph.service.keys import KeyStore
 
@@ -187,3 +187,18 @@ def test_a_busy_port_fails_in_one_line_before_anything_starts(sample_index: Path
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1 and f"port {port}" in lines[0] and "in use" in lines[0]
     assert "serving" not in run.stderr and "startup" not in run.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+def test_without_the_serve_extra_the_hint_is_a_command_that_works(sample_index: Path, tmp_path: Path, command: str) -> None:
+    # an install without the extra: fastapi and uvicorn fail to import
+    for name in ("fastapi", "uvicorn"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise ImportError('no module named {name}')\n")
+    env = cli_env({"PYTHONPATH": os.pathsep.join([str(tmp_path), cli_env()["PYTHONPATH"]])})
+    run = cli(command, "--index", str(sample_index), env=env)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1 and "'serve' extra" in lines[0], run.stderr[-600:]
+    # the package installs from its checkout: "pip install 'arborgraph[serve]'" finds nothing
+    assert "scripts/setup serve" in lines[0] and "pip install -e '.[serve]'" in lines[0]
+    assert "arborgraph[" not in lines[0]
