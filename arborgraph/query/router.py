@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from arborgraph.core.results import Route, RoutingDecision
+from arborgraph.core.text import STOPWORDS
 
 # The one map from a question type (how the question sets label questions, and the
 # classes the router model is trained on) to the route that answers it best; the
@@ -231,33 +232,38 @@ def default_model() -> RouterModel:
     return RouterModel.from_json(json.loads(text))
 
 
-def _describe(feature: str) -> str | None:
-    """A human reading of a feature, or None for ones that explain nothing (length...)."""
+def _describe(feature: str) -> tuple[str, frozenset[str]] | None:
+    """A human reading of a feature and the words it is about, or None for ones that
+    explain nothing (length...)."""
     if feature == WHOLE_MANUAL_CUE:
-        return "asks about the manual as a whole"
+        return "asks about the manual as a whole", frozenset({"manual", "whole"})
     if feature.startswith("cue_"):
-        return feature[4:].replace("_", " ") + " cue"
+        name = feature[4:].replace("_", " ")
+        return f"{name} cue", frozenset(name.split()) - STOPWORDS
     kind, _, value = feature.partition(":")
     words = value.replace("_", " ")
+    content = frozenset(words.split()) - STOPWORDS
     if kind in ("first", "first2"):
-        return f"starts with '{words}'"
-    if kind in ("w", "b") and len(words) > 2:
-        return f"'{words}'"
+        # the question's form: "starts with 'which'" tells even with no content word
+        return f"starts with '{words}'", content or frozenset(words.split())
+    if kind in ("w", "b") and len(words) > 2 and content:  # 'the', 'does' tell a reader nothing
+        return f"'{words}'", content
     if kind == "ids" and value != "0":
-        return "names an identifier"
+        return "names an identifier", frozenset()
     return None
 
 
 def _reasons(features: Sequence[str], most: int = 3) -> list[str]:
     """Readings of ``features`` (strongest first), each saying something the ones before
-    it did not: after "starts with 'which'", "'which'" says nothing new."""
+    it did not: after "explain cue", neither "starts with 'explain'" nor "'explain the'"
+    says anything new."""
     out: list[str] = []
     said: set[str] = set()
     for feature in features:
-        reading = _describe(feature)
-        if reading is None:
+        described = _describe(feature)
+        if described is None:
             continue
-        words = {w for quoted in re.findall(r"'([^']*)'", reading) for w in quoted.split()}
+        reading, words = described
         if reading in out or (words and words <= said):
             continue
         out.append(reading)

@@ -75,13 +75,20 @@ def test_naming_the_manual_does_not_make_a_fact_question_global() -> None:
 
 @pytest.mark.parametrize(
     "question",
-    ["Which pragma sets which journal mode?", "What are the main themes of the manual?", "How does WAL work?"],
+    ["Which pragma sets which journal mode?", "What are the main themes of the manual?", "How does WAL work?",
+     "Explain the WAL mode in detail", "How does the busy timeout relate to locking?"],
 )
 def test_a_reason_names_each_cue_once(question: str) -> None:
     reason = route_question(question, available=ALL_ROUTES).reason
+    readings = reason[reason.index("(") + 1 : reason.rindex(")")].split(", ")
     quoted = [w for phrase in re.findall(r"'([^']*)'", reason) for w in phrase.split()]
+    cues = [r.removesuffix(" cue") for r in readings if r.endswith(" cue")]
 
     assert len(quoted) == len(set(quoted)), reason
+    # no cue said again as a quoted word ("explain cue, starts with 'explain'")
+    assert not {w for c in cues for w in c.split()} & set(quoted), reason
+    # a reading is never a bare function word ('the', 'does', 'this')
+    assert not [r for r in readings if r in ("'the'", "'does'", "'this'", "'which'", "'a'")], reason
 
 
 def test_routes_the_index_lacks_are_never_chosen() -> None:
