@@ -57,7 +57,8 @@ def validation_detail(errors: list[dict[str, Any]]) -> tuple[int, str]:
     loc = [str(p) for p in first.get("loc", ()) if p != "body"]
     where = ".".join(loc) or "body"
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return 422, f"{where}: {first.get('msg', 'invalid')}{more}"
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")  # our validators' own words
+    return 422, f"{where}: {message}{more}"
 
 
 async def unexpected(request: Request, exc: Exception) -> Response:

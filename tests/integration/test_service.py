@@ -184,9 +184,10 @@ BAD_REQUESTS = [
     ({"question": "wal", "top_k": 0}, 422, "top_k"),
     ({"question": "wal", "unknown": 1}, 422, "unknown"),
     ({"question": "wal", "principal": "team-a"}, 422, "principal"),  # never from the body
-    ({"question": "x" * (MAX_QUESTION + 1)}, 422, "question"),
-    ({"question": ""}, 422, "question"),
-    ({"question": "   "}, 400, "empty"),
+    # in the words the CLI, the library and MCP use
+    ({"question": "x" * (MAX_QUESTION + 1)}, 422, f"question: the question is {MAX_QUESTION + 1} characters long; the limit is {MAX_QUESTION}"),
+    ({"question": ""}, 422, "question: the question is empty"),
+    ({"question": "   "}, 422, "question: the question is empty"),
     ({"question": "wal", "route": "sideways"}, 422, "route"),
     ({"question": "wal", "as_of": "2026-02-30"}, 422, "as_of"),
     ({"question": "wal", "as_of": 1700000000}, 422, "as_of"),

@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from arborgraph.core.errors import QueryError
+from arborgraph.core.questions import question_problem
 from arborgraph.core.results import Context
 from arborgraph.query.answer import generate_answer
 from arborgraph.service import views
@@ -53,7 +54,16 @@ RouteField = Literal["auto", "lookup", "tree", "graph", "global"]
 
 def request_models(settings: ServeSettings) -> tuple[type[BaseModel], type[BaseModel], type[BaseModel]]:
     """The request bodies, with this server's limits in their schemas."""
-    Question = Annotated[StrictStr, BeforeValidator(_text), Field(min_length=1, max_length=settings.max_question_chars)]
+    def _askable(value: str) -> str:
+        # the words every other surface uses for a question that cannot be asked
+        if (problem := question_problem(value, settings.max_question_chars)) is not None:
+            raise ValueError(problem)
+        return value
+
+    Question = Annotated[
+        StrictStr, BeforeValidator(_text), AfterValidator(_askable),
+        Field(json_schema_extra={"minLength": 1, "maxLength": settings.max_question_chars}),
+    ]
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
