@@ -27,6 +27,7 @@ _EXPORTS = {
     "SkippedFile": "ingest.models",
     "TokenCounter": "ingest.tokens",
     "chunk_document": "ingest.chunking",
+    "count_files": "ingest.collection",
     "estimate_wordpiece_tokens": "ingest.tokens",
     "iter_collection": "ingest.collection",
     "load_token_counter": "ingest.tokens",
@@ -36,7 +37,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from ingest.chunking import ChunkingConfig, chunk_document
-    from ingest.collection import iter_collection
+    from ingest.collection import count_files, iter_collection
     from ingest.models import Block, Chunk, Document, DocumentMetadata, SkippedFile
     from ingest.tokens import TokenCounter, estimate_wordpiece_tokens, load_token_counter
 

@@ -176,6 +176,13 @@ def _take(entry: SkippedFile | Future[tuple[Document | SkippedFile, str]], seen_
     return result, dedup_key
 
 
+def count_files(inputs: Sequence[str | Path]) -> int:
+    """How many results :func:`iter_collection` will yield for ``inputs`` (each file
+    named, found or matched, and each input that names nothing), without reading any:
+    a walk of the folders, for progress totals."""
+    return sum(1 for item in inputs for _ in _expand(item))
+
+
 def _expand(item: str | Path) -> Iterator[_Candidate | SkippedFile]:
     text = os.fspath(item)
     if any(c in _WILDCARDS for c in text) and not os.path.lexists(text):

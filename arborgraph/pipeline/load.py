@@ -15,7 +15,7 @@ from arborgraph.core.protocols import Executor
 from arborgraph.pipeline.executor import chunk_batch, map_as_produced
 from arborgraph.pipeline.incremental import PreviousIndex
 from arborgraph.core.protocols import ProgressCallback, no_progress
-from ingest import chunk_document, iter_collection
+from ingest import chunk_document, count_files, iter_collection
 from ingest.collection import input_kilobytes as collection_kilobytes
 from ingest.metadata import GivenMetadata
 from ingest.models import Chunk, Document, SkippedFile
@@ -72,6 +72,8 @@ def load_documents(
     busy_cores = min(executor.workers, os.cpu_count() or 1) if parallel and executor is not None else 1
     loaders = max(1, busy_cores // 2)
 
+    total = count_files(inputs)  # a walk of the folders only: progress shows "n of total"
+
     def to_chunk() -> Iterator[Document]:
         for item in iter_collection(
             inputs, max_file_bytes=max_bytes, loaders=loaders, parsed=parsed, metadata=metadata,
@@ -86,7 +88,7 @@ def load_documents(
                     yield item
                 else:
                     chunks[item.doc_id] = kept
-            progress("load", len(docs) + len(skipped), None)
+            progress("load", len(docs) + len(skipped), total)
 
     reused = 0
     if parallel and executor is not None:

@@ -537,3 +537,26 @@ def test_permission_denied(tmp_path: Path) -> None:
         assert isinstance(by_name(results)["open.txt"], Document)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_builds_load_progress_counts_to_a_known_total(tmp_path: Path) -> None:
+    """The load stage reports "n of total" (a walk of the folders before any file is
+    read), and its last report is the total: every file, bad file and missing input."""
+    from arborgraph.config import load_config
+    from arborgraph.pipeline.load import load_documents
+    from ingest import count_files
+
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.md").write_text("# Alpha\n\nThe alpha page says how the checkpoint works.\n")
+    (docs / "sub" / "b.md").write_text("# Beta\n\nThe beta page says how the journal works.\n")
+    (docs / "sub" / "copy.md").write_text("# Alpha\n\nThe alpha page says how the checkpoint works.\n")
+    (docs / "blob.bin").write_bytes(b"\x00\x01\x02\x03")
+    (docs / ".hidden.md").write_text("# Hidden\n\nNever loaded.\n")
+    inputs = [docs, tmp_path / "missing.md", str(docs / "sub" / "*.md")]
+    reports: list[tuple[int, int | None]] = []
+    loaded = load_documents(inputs, load_config(), lambda stage, done, total: reports.append((done, total)) if stage == "load" else None)
+    # 4 files under docs (the hidden one is not walked), the missing input, 2 matched by the glob
+    assert count_files(inputs) == 7
+    assert reports and all(total == 7 for _, total in reports) and reports[-1][0] == 7
+    assert len(loaded.docs) + len(loaded.skipped) == 7
