@@ -442,9 +442,8 @@ def load_model(path: str | None = None) -> AnyRanker | None:
     return model_from_json(json.loads(target.read_text(encoding="utf-8")))
 
 
-def rank(rows: Sequence[int], matrix: np.ndarray, model: AnyRanker) -> list[tuple[int, float]]:
-    """Candidate rows best first with their model scores; ties keep the given order."""
-    scores = model.score(matrix)
+def rank(rows: Sequence[int], scores: np.ndarray) -> list[tuple[int, float]]:
+    """Candidate rows best first with their model ``scores``; ties keep the given order."""
     order = sorted(range(len(rows)), key=lambda i: (-scores[i], i))
     return [(rows[i], float(scores[i])) for i in order]
 

@@ -251,9 +251,10 @@ def rerank(
     # only these can be returned (a route hands at most its pool on): the others' traces
     # say their score without working out why
     explained = max(q.pool, q.top_k)
-    ranked = rank(rows, matrix, model)
+    scores = model.score(matrix)
+    ranked = rank(rows, scores)
     relevance = (
-        dict(zip(rows, model.calibration.probabilities(model.score(matrix), matrix).tolist()))
+        dict(zip(rows, model.calibration.probabilities(scores, matrix).tolist()))
         if model.calibration is not None and rows else {}
     )
     out = []

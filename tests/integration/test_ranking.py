@@ -128,7 +128,7 @@ def test_rank_orders_by_score_and_keeps_ties_stable() -> None:
     model = _model({"first_in_page": 1.0})
     rows = [0, 3, 1, 2]
     m = feature_matrix(rows, _signals(rank_lists={"rrf": rows}), _layout())
-    order = [r for r, _ in rank(rows, m, model)]
+    order = [r for r, _ in rank(rows, model.score(m))]
     assert order == [3, 1, 0, 2]  # the two first chunks, then the rest in given order
     assert explain_features(model, m[1]) == ["first_in_page +1.00"]
 
