@@ -93,6 +93,7 @@ _CODE_START_RE = re.compile(
     r"^(?:sqlite>|\$ |>>> |#include|#define|(?:CREATE|SELECT|INSERT|UPDATE|DELETE|PRAGMA|BEGIN|COMMIT|"
     r"WITH|DROP|ALTER|EXPLAIN|ATTACH|REPLACE|VALUES)\b[^.!?]*(?:;|\(|,)$)"
 )
+_SQL_OPENING_RE = re.compile(r"^(?:CREATE|SELECT|INSERT|UPDATE|DELETE|PRAGMA|WITH|DROP|ALTER|EXPLAIN|REPLACE)\s+\S")
 _CODE_LINE_END = (";", "{", "}", "(", ",", "*/", ");", "\\")
 
 
@@ -118,6 +119,8 @@ def _looks_like_code(lines: list[str]) -> bool:
     first = lines[0].strip()
     if _CODE_START_RE.match(first):
         return True
+    if len(lines) >= 2 and _SQL_OPENING_RE.match(first) and lines[-1].rstrip().endswith(";"):
+        return True  # a statement over several lines: "SELECT * FROM t" ... "LIMIT 7;"
     if first.startswith(("- ", "* ", "|")) or _LIST_ITEM_RE.match(lines[0]):
         return False
     if len(lines) >= 2:

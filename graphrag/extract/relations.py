@@ -134,6 +134,14 @@ _NOUNISH = _words(
 )
 
 
+# verbs that take no object: with no preposition of their own, the name after them is
+# not what they act on
+_INTRANSITIVE = _words(
+    "occur happen exist appear arise emerge remain reside live stay come go fail succeed "
+    "wait sleep die proceed persist matter"
+)
+
+
 def _is_adverb(word: str) -> bool:
     return word in _ADVERBS or (word.endswith("ly") and "ADV" in word_classes(word))
 
@@ -259,6 +267,8 @@ def _object(lemma: str, rest: list[str]) -> tuple[str, bool] | None:
         content += 1
         if content > 3:
             return None
+    if not prep and not particle and lemma in _INTRANSITIVE:
+        return None  # "LIMIT may occur at the end of the compound SELECT": no "LIMIT occurs SELECT"
     verb = f"{lemma}_{particle}" if particle else lemma
     return (f"{verb}_{prep}" if prep else verb), False
 
@@ -330,6 +340,14 @@ _PP_END_RE = re.compile(
     r"(?:(?:the|a|an|this|its|their|each|every)\s+)?$",
     re.IGNORECASE,
 )
+# "A causes B to run", "A makes B run", "A means that B can...": B is the subject of
+# another verb, not what A acts on ("compile-time option causes SQLite" misreads it)
+_CAUSATIVE = frozenset({"cause", "enable", "allow", "let", "make", "help", "force", "permit", "require", "tell", "instruct"})
+_INFINITIVE_RE = re.compile(r"^\s+to\s+[a-z]", re.IGNORECASE)
+# "A prevents B from being tested": what A prevents is B's being tested
+_KEEP_FROM = frozenset({"prevent", "stop", "keep", "prohibit", "forbid", "block", "exclude"})
+_FROM_GERUND_RE = re.compile(r"^\s+from\s+[a-z]+ing\b", re.IGNORECASE)
+_CLAUSE_OPENER_RE = re.compile(r"\b(?:that|whether|if|how|when|why)\s*$", re.IGNORECASE)
 _COORDINATION_RE = re.compile(r"^\s*(?:,|,?\s*(?:and|or|as\s+well\s+as))\s*(?:(?:the|a|an)\s+)?$", re.IGNORECASE)
 _ARGUMENT_RE = re.compile(
     r"^\s*(in|into|to|from|on|onto|with|for|at|as|over|through|via)\s+(?:(?:the|a|an|its|their|each|every|this)\s+)?$",
@@ -381,11 +399,32 @@ def compound_relation(first: tuple[str, str], second: tuple[str, str]) -> tuple[
     return None
 
 
+def _complement_subject(rel_type: str, before: str, after: str) -> bool:
+    """Whether the name after a verb is the subject of a clause, infinitive or gerund the
+    verb takes ("means that B can", "causes B to run", "makes B run", "prevents B from
+    being"), not its object."""
+    if verb_lemma(rel_type) != rel_type:
+        return False
+    if _CLAUSE_OPENER_RE.search(before):
+        return True
+    if rel_type in _KEEP_FROM:
+        return bool(_FROM_GERUND_RE.match(after))
+    if rel_type not in _CAUSATIVE:
+        return False
+    if _INFINITIVE_RE.match(after):
+        return True
+    following = after.split(maxsplit=1)[:1]
+    # "makes B run": a verb's base form right after the name
+    word = following[0].lower() if following else ""
+    return rel_type in {"make", "let", "help"} and word.isalpha() and verb_lemma(word) == word
+
+
 def sentence_relations(
-    names: list[str], gaps: list[str], types: list[str] | None = None
+    names: list[str], gaps: list[str], types: list[str] | None = None, tail: str = ""
 ) -> list[tuple[str, str, str]]:
     """(source, type, target) for the mentions of one sentence: ``names`` in order and
-    ``gaps``, the text between each name and the next.
+    ``gaps``, the text between each name and the next; ``tail``, the text after the
+    last name.
 
     Besides each neighbouring pair :func:`relation_between` types, a verb reaches the
     names coordinated with its subject or object ("A and B require C and D": four
@@ -407,6 +446,8 @@ def sentence_relations(
         rel_type, reverse = read
         if rel_type not in PREPOSITIONS and i and _PP_END_RE.search(gaps[i - 1]):
             continue  # "the model implemented by A is shown in B": A is no subject
+        if not reverse and _complement_subject(rel_type, gaps[i], gaps[i + 1] if i + 1 < len(gaps) else tail):
+            continue
         subjects = [names[i]]
         k = i - 1
         # a name joined to the subject by "and" is a subject too, unless a verb of its

@@ -442,7 +442,8 @@ class RuleExtractor:
                     types.insert(0, entities[topic].type)
                     gaps.insert(0, text[us + opening : unit_m[0].start])
                 # a name met twice in the sentence may state one relation twice
-                for src, rtype, dst in dict.fromkeys(sentence_relations(names, gaps, types)):
+                tail = text[unit_m[-1].end : ue]
+                for src, rtype, dst in dict.fromkeys(sentence_relations(names, gaps, types, tail)):
                     typed.add(frozenset((src, dst)))
                     rels.append(ExtractedRelation(src, dst, rtype, 1.0, unit, (us, ue)))
             for a_i, a in enumerate(unit_m):

@@ -119,6 +119,8 @@ def test_typed_relations_from_real_sentences(chunks: list[Chunk], extractor: Rul
         (" files ", None),  # "WAL files": a plural noun, not a verb
         (" interfaces from ", None),  # "VXLAN interfaces from B": a plural noun too
         (" is a daemon that handles the ", None),  # B is what the daemon handles
+        (" clauses may only occur at the end of the entire compound ", None),  # "occur" takes no object
+        (" occurs in ", ("occur_in", False)),  # ...but its own preposition's
     ],
 )
 def test_relation_patterns(between: str, expected: tuple[str, bool] | None) -> None:
@@ -174,6 +176,37 @@ def test_code_is_kept_out_of_prose_relations(chunks: list[Chunk]) -> None:
     assert any("PRAGMA journal_mode=WAL;" in c.text[s:e] for s, e in regions)
     units = [c.text[s:e] for s, e in split_units(c.text, regions)]
     assert "PRAGMA journal_mode=WAL;" in units
+
+
+def test_a_statement_over_several_lines_without_fences_is_code() -> None:
+    # loaders drop fences: the chunk holds the bare statement
+    text = ("Initialize the window to the first 7 entries is easy:\n\nSELECT * FROM contacts\n"
+            " ORDER BY lastname, firstname\n LIMIT 7;\n\nWhen the user scrolls down, it needs the next 7.")
+    (region,) = code_regions(text)
+    assert text[slice(*region)].startswith("SELECT * FROM contacts") and text[slice(*region)].rstrip().endswith("LIMIT 7;")
+    # a sentence that starts with an SQL keyword is no statement
+    assert code_regions("SELECT statements read rows.\nThey never write them.") == []
+    chunk = Chunk(chunk_id="d#0", doc_id="d", ordinal=0, text=text, heading_path=["Row Values"], start=0, end=len(text), n_tokens=40)
+    found = RuleExtractor().extract(chunk)
+    assert not [r for r in found.relations if r.type == "contact"]  # "FROM contacts ORDER" is no relation
+
+
+def test_the_subject_of_a_clause_or_infinitive_is_no_object() -> None:
+    option, sqlite = ["compile-time option", "SQLite"], ["compile-time option", "SQLite"]
+    assert sentence_relations(option, [" causes "], tail=" to run about 2% faster.") == []
+    assert sentence_relations(option, [" enables "], tail=" to use batch atomic writes.") == []
+    assert sentence_relations(option, [" makes "], tail=" run more efficiently.") == []
+    assert sentence_relations(sqlite, [" means that "], tail=" can never be used by two threads.") == []
+    assert sentence_relations(option, [" prevents "], tail=" from being fully testable.") == []
+    assert sentence_relations(["lock", "writer"], [" prevents another "], tail=" from the file.") == [("lock", "prevent", "writer")]
+    # objects stay objects
+    assert sentence_relations(option, [" makes "], tail=" faster.") == [("compile-time option", "make", "SQLite")]
+    assert sentence_relations(["option", "busy handler"], [" enables the "], tail=" for the connection.") == [
+        ("option", "enable", "busy handler")
+    ]
+    assert sentence_relations(["VACUUM", "database file"], [" rebuilds the "], tail=" to reclaim space.") == [
+        ("VACUUM", "rebuild", "database file")
+    ]
 
 
 def test_extraction_is_deterministic(chunks: list[Chunk]) -> None:
