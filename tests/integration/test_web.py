@@ -421,6 +421,49 @@ def test_bidi_controls_in_names_are_shown_escaped(web_server: Server, web_keys: 
     page.close()
 
 
+def test_a_key_with_a_scope_of_its_own_browses_the_largest_and_can_switch(
+    web_server: Server, web_keys: dict[str, Any], browser: Browser, screens: Path
+) -> None:
+    """team-a reads the public pages and two documents of its own: each scope has its own
+    tree and graph, and the pages must not fall back to the two-document one."""
+    def totals() -> tuple[int, int]:
+        page.wait_for_selector("#graph[data-rendered='1'] canvas")
+        return tuple(map(int, re.match(r"(\d+) of (\d+) entities", page.inner_text("#graph-count")).groups()))  # type: ignore[return-value, union-attr]
+
+    public = request("GET", web_server.url + "/v1/web/graph?max_nodes=1")
+    public_entities = __import__("json").loads(public[2])["entities"]
+    page = browser.page(web_server.url, web_keys["team-a"])
+    page.goto(web_server.url + "/#graph")
+    assert page.locator("#scope-pick").is_visible()
+    assert sorted(o.split(" (")[0] for o in page.locator("#scope option").all_inner_texts()) == ["acl:team-a", "public"]
+    assert page.locator("#scope").input_value() == "public"  # the largest, not the most specific
+    assert totals()[1] == public_entities
+    page.screenshot(path=str(screens / "scope-public.png"))
+    page.select_option("#scope", "acl:team-a")
+    page.wait_for_selector(f"#graph-count:not(:has-text('of {public_entities} entities'))")
+    assert totals()[1] < public_entities
+    page.select_option("#scope", "public")
+
+    # a summary's details and a community's report never print "null" for what they lack
+    page.goto(web_server.url + "/#tree")
+    page.locator("#outline > li > .node-row .title").click()
+    page.wait_for_selector("#node-details #node-text")
+    assert "null" not in page.inner_text("#node-details")
+    page.goto(web_server.url + "/#communities")
+    buttons = page.locator("#community-list button")
+    for i in range(min(4, buttons.count())):
+        buttons.nth(i).click()
+        page.wait_for_selector(f"#community-list button[data-id='{buttons.nth(i).get_attribute('data-id')}'][aria-current='true']")
+        page.wait_for_selector("#report-title")
+        assert "null" not in page.inner_text("#community-report")
+    # leaving the page stops its graph: a resize elsewhere makes no renderer measure a detached box
+    page.goto(web_server.url + "/#index")
+    page.wait_for_selector("#documents")
+    page.set_viewport_size({"width": 1000, "height": 700})
+    page.wait_for_timeout(300)
+    page.close()
+
+
 def test_one_principals_key_never_shows_another_principals_document(
     web_server: Server, web_keys: dict[str, Any], browser: Browser
 ) -> None:

@@ -7,14 +7,25 @@ export class ApiError extends Error {
   constructor(status, detail) { super(detail); this.status = status; }
 }
 
+const SCOPE = "arborgraph.scope";
+
 export const key = {
   get: () => sessionStorage.getItem(KEY) || "",
   asked: () => sessionStorage.getItem(ASKED) === "1",
   set(value) {
     if (value) sessionStorage.setItem(KEY, value); else sessionStorage.removeItem(KEY);
     sessionStorage.setItem(ASKED, "1");
+    sessionStorage.removeItem(SCOPE);  // another key reads other scopes
   },
 };
+
+// The access scope the Tree, Graph and Communities pages browse (each scope has its own
+// tree and graph); chosen in the header, sent with every exploring request.
+export const scope = {
+  get: () => sessionStorage.getItem(SCOPE) || "",
+  set(value) { if (value) sessionStorage.setItem(SCOPE, value); else sessionStorage.removeItem(SCOPE); },
+};
+const SCOPED = /^\/v1\/(web|tree|graph)\//;
 
 function headers(json) {
   const h = { Accept: "application/json, application/x-ndjson" };
@@ -31,6 +42,7 @@ async function failure(resp) {
 }
 
 export async function get(path, params = {}) {
+  if (SCOPED.test(path) && scope.get() && !("scope" in params)) params = { ...params, scope: scope.get() };
   const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== ""));
   const url = query.toString() ? `${path}?${query}` : path;
   const resp = await fetch(url, { headers: headers(false), cache: "no-store", credentials: "omit" });

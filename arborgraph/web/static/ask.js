@@ -68,7 +68,10 @@ function routingPanel(res) {
 function answerPanel() {
   const text = h("div", { class: "answer", id: "answer-text", "aria-live": "polite" });
   const cites = h("ol", { class: "small", id: "answer-citations" });
-  return { el: h("section", { class: "panel", id: "answer" }, h("h2", {}, "Answer"), text, h("h3", {}, "Citations"), cites), text, cites };
+  // the heading shows once a citation is listed: an answer that cites nothing has none
+  const heading = h("h3", { hidden: true }, "Citations");
+  new MutationObserver(() => { heading.hidden = !cites.children.length; }).observe(cites, { childList: true });
+  return { el: h("section", { class: "panel", id: "answer" }, h("h2", {}, "Answer"), text, heading, cites), text, cites };
 }
 
 // "[n]" in the answer becomes a button opening context n's passage

@@ -2,7 +2,7 @@
 // entities and relations as an interactive graph (sigma.js), an entity's mentions linking to their
 // passages, and a search for an entity by name.
 import { docOf, get } from "./api.js";
-import { fmt, h, kv, showError } from "./dom.js";
+import { fill, fmt, h, kv, showError } from "./dom.js";
 import { EntityGraph } from "./entitygraph.js";
 import { entityDetails } from "./entitypanel.js";
 
@@ -48,7 +48,7 @@ export async function renderCommunities(params, env) {
       const [com, net] = await Promise.all([get(`/v1/graph/communities/${id}`), get(`/v1/web/communities/${id}/graph`, { max_nodes: 40 })]);
       if (current !== id) return;
       const r = com.report;
-      report.replaceChildren(
+      fill(report,
         h("h2", { id: "report-title" }, r ? r.title : `Community ${id}`),
         kv([["community", id], ["level", com.level], ["members", com.members.length], ["rank", r ? fmt(r.rank, 2) : ""], ["parent", com.parent], ["sub-communities", com.children.length]]),
         r ? h("p", {}, r.summary) : h("p", { class: "muted" }, "No report for this community."),
@@ -60,7 +60,7 @@ export async function renderCommunities(params, env) {
       members = net.members;
       graph.setCommunities([{ id, title: r ? r.title : "", size: net.members }]);
       counter = h("span", { class: "muted", id: "graph-count" });
-      graphBox.replaceChildren(
+      fill(graphBox,
         h("div", { class: "row small" }, counter,
           h("button", { type: "button", class: "small secondary", "aria-label": "zoom in", onclick: () => graph.zoom(1.5) }, "+"),
           h("button", { type: "button", class: "small secondary", "aria-label": "zoom out", onclick: () => graph.zoom(1 / 1.5) }, "−"),
@@ -114,6 +114,8 @@ export async function renderCommunities(params, env) {
     } catch (err) { showError(err); }
   }
 
+  // leaving the page stops its renderer (a live one would still measure its detached box)
+  window.addEventListener("hashchange", () => { if (graph) graph.kill(); }, { once: true });
   return h("div", { class: "grid-side" },
     h("div", { class: "stack" },
       h("section", { class: "panel stack" }, search, hits),

@@ -2,7 +2,7 @@
 // deleted until the next rebuild); for a key with the write permission, on a server
 // started with --docs: add (upload), delete, and rebuild with its progress.
 import { get, post, send } from "./api.js";
-import { h, showError } from "./dom.js";
+import { h, showError, visible } from "./dom.js";
 
 const STATES = { indexed: "indexed", new: "new: indexed at the next rebuild", deleted: "deleted: leaves the index at the next rebuild" };
 
@@ -49,7 +49,7 @@ export async function renderDocuments(params, env) {
       const done = [];
       for (const f of file.files) {
         try { await send("PUT", `/v1/documents/${encodeURIComponent(f.name)}`, f); done.push(f.name); }
-        catch (err) { note.textContent = `${f.name}: ${err.message}`; note.className = "small error"; return; }
+        catch (err) { note.textContent = visible(`${f.name}: ${err.message}`); note.className = "small error"; return; }
       }
       location.reload();
     };

@@ -23,6 +23,13 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+// el.replaceChildren(...) would print a null child as the text "null": this skips the
+// children a condition left out, and escapes text as h() does
+export function fill(el, ...children) {
+  el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false)
+    .map((c) => (c instanceof Node ? c : document.createTextNode(visible(c)))));
+}
+
 const SVG = "http://www.w3.org/2000/svg";
 export function s(tag, attrs = {}, ...children) {
   const el = document.createElementNS(SVG, tag);

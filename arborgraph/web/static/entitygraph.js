@@ -15,6 +15,7 @@ const drawLabel = SigmaClass && window.Sigma.rendering.drawDiscNodeLabel;
 // 12 colours told apart on white and by most colour-blind readers (Tableau 10 + 2)
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#2f4b7c", "#bab0ac", "#8cd17d"];
 const OTHER = "#c8ccc9";
+const TOP_LABELLED = 12;
 export const LAYOUTS = { force: "Force (ForceAtlas2)", communities: "Grouped by community", circle: "Circle" };
 
 // the page's CSP allows no style attribute: the colour is set through the CSSOM
@@ -93,6 +94,9 @@ export class EntityGraph {
   _nodeStyle(node, data) {
     const focus = this._focus();
     const out = { ...data };
+    // what a label filter or focus matched is marked and named; so are the hubs
+    if (data.seed) { out.highlighted = true; out.forceLabel = true; out.zIndex = 1; }
+    else if (this.topNodes && this.topNodes.has(node)) out.forceLabel = true;
     if (node === this.selected) { out.highlighted = true; out.forceLabel = true; out.zIndex = 2; }
     if (focus && node !== focus && !this.graph.areNeighbors(node, focus)) { out.color = "#e4e7e5"; out.label = ""; out.zIndex = 0; }
     else if (focus) out.zIndex = 1;
@@ -138,7 +142,7 @@ export class EntityGraph {
       if (this.graph.hasNode(n.id)) continue;
       const angle = rand() * 2 * Math.PI, r = centre ? 2 + rand() * 4 : 10 + rand() * 100;
       this.graph.addNode(n.id, {
-        label: n.name, name: n.name, type_: n.type, degree: n.degree || 1, community: n.community ?? null, member: Boolean(n.member),
+        label: n.name, name: n.name, type_: n.type, degree: n.degree || 1, community: n.community ?? null, member: Boolean(n.member), seed: Boolean(n.seed),
         x: (centre ? centre.x : 0) + r * Math.cos(angle), y: (centre ? centre.y : 0) + r * Math.sin(angle),
         size: 3 + Math.min(12, 2 * Math.sqrt(n.degree || 1)), color: this.colour(n.community),
       });
@@ -149,6 +153,11 @@ export class EntityGraph {
       if (this.graph.hasEdge(e.source, e.target)) continue;
       this.graph.addEdge(e.source, e.target, { relation: e.relation, phrase: e.phrase, size: Math.min(4, 0.6 + Math.log1p(e.weight || 1)), color: "#b5c0bb" });
     }
+    // the most connected entities are labelled whatever the label grid picks
+    const ranked = [];
+    this.graph.forEachNode((id, a) => ranked.push([id, a.degree]));
+    ranked.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    this.topNodes = new Set(ranked.slice(0, TOP_LABELLED).map(([id]) => id));
     return fresh;
   }
 

@@ -28,12 +28,16 @@ export async function renderIndex(params, env) {
     timingsPanel(info));
 }
 
+// the build's stages in the order they run (others after them)
+const STAGES = ["load", "chunk", "contradictions", "contextualise", "embed", "lexical", "dense_index", "tree", "graph", "write"];
+
 // the last full build's stage times; an update's own (it reused documents) beside them
 function timingsPanel(info) {
   const full = info.full_build_timings_s || info.timings_s || {};
   const own = info.timings_s || {};
   const same = JSON.stringify(full) === JSON.stringify(own);
-  const rows = Object.keys(full).filter((k) => k !== "total").concat("total")
+  const order = (k) => { const i = STAGES.indexOf(k); return i < 0 ? STAGES.length : i; };
+  const rows = Object.keys(full).filter((k) => k !== "total").sort((a, b) => order(a) - order(b) || a.localeCompare(b)).concat("total")
     .filter((k) => k in full || k in own)
     .map((k) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, k in full ? full[k].toFixed(1) : ""), same ? null : h("td", {}, k in own ? own[k].toFixed(1) : "")));
   return h("section", { class: "panel" }, h("h2", {}, "Build timings (s)"),

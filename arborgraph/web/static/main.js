@@ -1,6 +1,6 @@
 // The single page: tabs in the URL hash (#ask, #tree, #graph, #communities, #documents, #index), the key
 // asked once per tab, and the passage viewer every page shares.
-import { ApiError, get, key } from "./api.js";
+import { ApiError, get, key, scope } from "./api.js";
 import { h, showError, visible } from "./dom.js";
 import { renderAsk } from "./ask.js";
 import { renderTree } from "./tree.js";
@@ -94,8 +94,24 @@ function setupDialogs() {
   dialog.addEventListener("click", (event) => { if (event.target === dialog) dialog.close(); });
 }
 
+// Which of the caller's scopes the exploring pages show: with more than one (a key that
+// reads a restricted document as well as the public ones), a choice in the header,
+// the largest by default (the most specific one may hold a single document).
+async function setupScope() {
+  const pick = document.getElementById("scope-pick");
+  const select = document.getElementById("scope");
+  let scopes = [];
+  try { scopes = (await get("/v1/index")).scopes || []; } catch { /* the page shows the error */ }
+  if (scopes.length < 2) { scope.set(""); pick.hidden = true; return; }
+  const names = scopes.map((s) => s.scope);
+  if (!names.includes(scope.get())) scope.set([...scopes].sort((a, b) => b.chunks - a.chunks)[0].scope);
+  select.replaceChildren(...scopes.map((s) => h("option", { value: s.scope, selected: s.scope === scope.get() }, `${s.scope} (${s.chunks} chunks)`)));
+  select.addEventListener("change", () => { scope.set(select.value); route(); });
+  pick.hidden = false;
+}
+
 setupKey();
 setupDialogs();
 window.addEventListener("hashchange", route);
 if (!key.asked()) askKey();
-else route();
+else setupScope().then(route);

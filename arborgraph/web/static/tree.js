@@ -1,7 +1,7 @@
 // Tree: the summary tree of the caller's scope as an outline that opens level by level,
 // an icicle of the top levels, a node's details, and the path an Ask result's tree walk took.
 import { docOf, get } from "./api.js";
-import { h, kv, s, showError } from "./dom.js";
+import { fill, h, kv, s, showError } from "./dom.js";
 
 const PALETTE = ["#1f5f4a", "#2b6cb0", "#6b46c1", "#b7791f", "#c05621", "#2f855a", "#9b2c2c", "#4a5568"];
 
@@ -57,7 +57,7 @@ export async function renderTree(params, env) {
       if (selected !== id) return;
       const docs = [...new Set(node.doc_ids)];
       const isLeaf = node.level === 0;
-      details.replaceChildren(
+      fill(details,
         h("h2", {}, node.title || node.node_id),
         kv([["node", h("code", {}, node.node_id)], ["level", node.level], ["children", node.children.length], ["chunks covered", node.chunk_ids.length],
           ["documents", docs.length], ["summariser", node.summariser], ["heading", (node.heading_path || []).join(" › ")], ["generation", node.generation]]),
