@@ -33,6 +33,10 @@ from arborgraph.index.index_dir import check_build_target, check_index_target  #
 from arborgraph.index.store import BuildLock
 from ingest.metadata import GivenMetadata
 
+# stages that report no counts of their own say that they began, so a status (the CLI's
+# bars, the service's rebuild) never sits on a finished stage; the others report as they
+# go (and a build with nothing to load shows no progress line before its error)
+ANNOUNCED = frozenset({"contradictions", "lexical", "dense_index", "tree", "graph"})
 # the progress stage reported once when a build waits for another build's lock
 LOCK_WAIT_STAGE = "waiting for another build"
 
@@ -136,6 +140,8 @@ def run_stages(run: BuildRun, stages: Sequence[Stage], *, started: float) -> Bui
         for stage in stages:
             if not stage.when(run.config):
                 continue
+            if stage.name in ANNOUNCED:
+                run.progress(stage.name, 0, None)
             begun = time.perf_counter()
             stage.run(run)
             if stage.timed:

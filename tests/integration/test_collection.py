@@ -560,3 +560,20 @@ def test_a_builds_load_progress_counts_to_a_known_total(tmp_path: Path) -> None:
     assert count_files(inputs) == 7
     assert reports and all(total == 7 for _, total in reports) and reports[-1][0] == 7
     assert len(loaded.docs) + len(loaded.skipped) == 7
+
+
+def test_a_build_announces_each_stage_in_order(sample_slice: Path, tmp_path: Path) -> None:
+    """Progress names every stage as it begins, those that count nothing of their own
+    too, so a status (the CLI's bars, the service's rebuild) never sits on a finished one."""
+    from arborgraph.pipeline import build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("wal.md", "autoinc.md", "lang_vacuum.md"):
+        shutil.copy(sample_slice / name, docs / name)
+    began: list[str] = []
+    build_index([docs], tmp_path / "idx", progress=lambda stage, done, total: began.append(stage) if stage not in began else None)
+    # the stages themselves (the structures' steps report as "raptor.cluster", "graphrag.extract"...)
+    stages = [name for name in began if "." not in name]
+    assert stages == ["load", "chunk", "contradictions", "embed", "lexical", "dense_index", "tree", "graph"], began
+    assert began.index("tree") < began.index("raptor.cluster") < began.index("graph") < began.index("graphrag.extract")
