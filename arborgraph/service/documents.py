@@ -46,6 +46,7 @@ class PendingFile:
     title: str
     format: str
     acl: list[str] | None
+    version: str = ""
 
 
 class DocumentFolder:
@@ -98,7 +99,9 @@ class DocumentFolder:
             doc_id = Path(loaded.path).resolve().relative_to(self.root).as_posix()
             acl = loaded.metadata.acl
             if scope_readable(scope_of(acl), principal):
-                out.append(PendingFile(doc_id=doc_id, title=loaded.title, format=loaded.format, acl=acl))
+                out.append(PendingFile(
+                    doc_id=doc_id, title=loaded.title, format=loaded.format, acl=acl, version=loaded.metadata.version or "",
+                ))
         return out
 
     def add(self, doc_id: str, data: bytes) -> Document:
@@ -157,7 +160,7 @@ def listing(
     ]
     if folder is not None and can_write:
         rows += [
-            {"doc_id": p.doc_id, "title": p.title, "format": p.format, "version": "", "status": "new"}
+            {"doc_id": p.doc_id, "title": p.title, "format": p.format, "version": p.version, "status": "new"}
             for p in folder.pending(indexed, principal)
         ]
     return rows

@@ -130,6 +130,8 @@ def test_upload_rebuild_delete_rebuild(server: Server, setup: dict[str, Any]) ->
     assert status == 201 and body["title"] == "Kestrel operations", body
     # a new restricted file is listed to the writers its acl names, and to no one else
     assert _listed(server, editor)["kestrel.md"] == "new"
+    rows = {row["doc_id"]: row for row in _json(server, "GET", "/v1/documents", editor)[1]["documents"]}
+    assert rows["kestrel.md"]["version"] == "2.1"  # from its frontmatter, before it is indexed
     for key in (other, reader, None):  # (readers see no files that are not indexed yet)
         assert "kestrel.md" not in _listed(server, key)
     assert _json(server, "DELETE", "/v1/documents/kestrel.md", other)[0] == 404  # as for an unknown name
