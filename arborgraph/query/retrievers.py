@@ -147,7 +147,12 @@ class TreeRetriever:
             else:
                 found = collapsed_search(scope.tree, lexical, WALK_BUDGET_TOKENS, self.count_tokens)
             # stale (or otherwise hidden) sources: derived nodes drawing on them go too
-            lists.append([c for c in found if all(visible(cid) for cid in c.provenance)])
+            kept = [c for c in found if all(visible(cid) for cid in c.provenance)]
+            if len(query.scopes) > 1:
+                # each scope has a tree of its own, with its own node ids: say whose walk it was
+                for c in kept:
+                    c.trace = [f"tree ({scope.scope}): {t[6:]}" if t.startswith("tree: ") else t for t in c.trace]
+            lists.append(kept)
         return _merged(self.route, lists, "the walk reached no readable node")
 
 

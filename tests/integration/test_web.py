@@ -444,6 +444,16 @@ def test_a_key_with_a_scope_of_its_own_browses_the_largest_and_can_switch(
     assert totals()[1] < public_entities
     page.select_option("#scope", "public")
 
+    # a tree walk through team-a's own tree opens in that tree, whatever scope was chosen
+    page.goto(web_server.url + "/#ask")
+    ask(page, "What is the launch code for Project Bluefin?", "tree")
+    own = page.locator("li.ctx[data-source='bluefin.md']").first
+    own.get_by_role("button", name="Show tree walk").click()
+    page.wait_for_selector("#walk-note")
+    assert page.locator("#scope").input_value() == "acl:team-a"
+    assert page.locator("#outline .node-row.on-path").count() >= 1
+    page.select_option("#scope", "public")
+
     # a summary's details and a community's report never print "null" for what they lack
     page.goto(web_server.url + "/#tree")
     page.locator("#outline > li > .node-row .title").click()

@@ -18,11 +18,13 @@ function passageOf(ctx) {
   return chunk ? [docOf(chunk), chunk] : [ctx.source, null];
 }
 
-// "tree: L5:0 -> L4:1 -> L2:7 -> chunk" -> ["L5:0", "L4:1", "L2:7", <the context's node>]
+// "tree: L5:0 -> L4:1 -> L2:7 -> chunk" -> ["L5:0", "L4:1", "L2:7", <the context's node>];
+// for a key that reads several scopes the trace names the tree's: "tree (acl:team-a): ..."
+const WALK = /^tree(?: \(([^)]*)\))?: (.*->.*)$/;
 export function treeWalk(ctx) {
-  const step = (ctx.trace || []).find((t) => t.startsWith("tree: ") && t.includes("->"));
-  if (!step) return [];
-  return step.slice(6).split(" -> ").map((id) => (id === "chunk" ? ctx.node_id : id));
+  const step = (ctx.trace || []).map((t) => WALK.exec(t)).find(Boolean);
+  if (!step) return { path: [], scope: "" };
+  return { path: step[2].split(" -> ").map((id) => (id === "chunk" ? ctx.node_id : id)), scope: step[1] || "" };
 }
 
 function contextCard(ctx, rank, env, why) {
@@ -43,8 +45,8 @@ function contextCard(ctx, rank, env, why) {
       h("button", { type: "button", class: "small", "data-open": rank, onclick: () => env.openPassage(doc, chunk) }, "Open passage"),
       h("button", { type: "button", class: "small secondary", "aria-controls": text.id, onclick: (e) => {
         const open = text.classList.toggle("open"); e.target.textContent = open ? "Less" : "More"; } }, "More"),
-      walk.length ? h("button", { type: "button", class: "small secondary", onclick: () => {
-        env.shared.treePath = walk; location.hash = "#tree"; } }, "Show tree walk") : null),
+      walk.path.length ? h("button", { type: "button", class: "small secondary", onclick: () => {
+        env.shared.treePath = walk.path; if (walk.scope) env.chooseScope(walk.scope); location.hash = "#tree"; } }, "Show tree walk") : null),
     why && (ctx.trace || []).length ? h("div", { class: "muted small mono ctx-trace" }, ctx.trace.join(" · ")) : null);
 }
 

@@ -29,7 +29,7 @@ async function route() {
   const mine = ++rendering;
   main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
   try {
-    const view = await PAGES[name](params, { openPassage, shared });
+    const view = await PAGES[name](params, { openPassage, shared, chooseScope });
     if (mine === rendering) main.replaceChildren(view);
   } catch (err) {
     if (mine !== rendering) return;
@@ -106,8 +106,17 @@ async function setupScope() {
   const names = scopes.map((s) => s.scope);
   if (!names.includes(scope.get())) scope.set([...scopes].sort((a, b) => b.chunks - a.chunks)[0].scope);
   select.replaceChildren(...scopes.map((s) => h("option", { value: s.scope, selected: s.scope === scope.get() }, `${s.scope} (${s.chunks} chunks)`)));
-  select.addEventListener("change", () => { scope.set(select.value); route(); });
+  // a walk highlighted in one scope's tree names nodes of that tree only
+  select.addEventListener("change", () => { scope.set(select.value); shared.treePath = []; route(); });
   pick.hidden = false;
+}
+
+// another page picks the scope (the tree walk of an Ask result is in its own scope's tree)
+function chooseScope(value) {
+  const select = document.getElementById("scope");
+  if (![...select.options].some((o) => o.value === value)) return;
+  scope.set(value);
+  select.value = value;
 }
 
 setupKey();
