@@ -25,6 +25,7 @@ from graphrag.graph import KnowledgeGraph
 from graphrag.lexicon import PREPOSITIONS, relation_words
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
 from graphrag.naming import is_code_like, name_communities, page_title
+from graphrag.text import singular
 
 ProgressFn = Callable[[str, int, int | None], None]
 
@@ -43,10 +44,30 @@ def relation_phrase(kg: KnowledgeGraph, rel: Relation) -> str:
     source, target = kg.entities[rel.source].name, kg.entities[rel.target].name
     if rel.type == CO_OCCURS:
         return f"{source} and {target}"
-    words = relation_words(rel.type)
+    words = _agreeing(relation_words(rel.type), rel.type, source)
     if words.endswith(" a") and target[:1].lower() in "aeiou":
         words += "n"  # "is an environment variable"
     return f"{source} {words} {target}"
+
+
+_PLURAL_OF = {"is": "are", "has": "have", "does": "do", "was": "were"}
+
+
+def _agreeing(words: str, rel_type: str, subject: str) -> str:
+    """The relation's words in agreement with a plural subject: "Database engines
+    compile SQL", "WAL files are kept in", not "compiles", "is kept in"."""
+    last = subject.rsplit(" ", 1)[-1]
+    if not (last.isalpha() and last.islower() and singular(last) != last):
+        return words  # a name, an identifier or a singular noun
+    first, _, rest = words.partition(" ")
+    lemma = rel_type.split("_", 1)[0]
+    if first in _PLURAL_OF:
+        first = _PLURAL_OF[first]
+    elif first != lemma and first.startswith(lemma[:-1] if lemma.endswith("e") else lemma):
+        first = lemma  # "compiles" -> "compile", "writes to" -> "write to"
+    else:
+        return words
+    return f"{first} {rest}" if rest else first
 
 
 @dataclass(slots=True)
@@ -255,7 +276,7 @@ def _with_type(e: Entity) -> str:
 def _told_relations(context: CommunityContext, n: int, listed: set[str]) -> list[str]:
     """Up to ``n`` typed relations between entities of ``listed`` (those the paragraph
     names), strongest first, no two between the same names."""
-    out: list[str] = []
+    told: list[Relation] = []
     seen: set[frozenset[str]] = set()
     for rel in context.relations:
         if rel.type in _NOT_TOLD or frozenset((rel.source, rel.target)) in seen:
@@ -265,13 +286,26 @@ def _told_relations(context: CommunityContext, n: int, listed: set[str]) -> list
         if rel.type in PREPOSITIONS or rel.type == "is_a":
             # "A for B", "A in B" read as fragments; "A is a B" is too often a wrong reading
             continue
-        phrase = context.phrases.get(rel.id)
-        if not phrase:
+        if not context.phrases.get(rel.id):
             continue
         seen.add(frozenset((rel.source, rel.target)))
-        out.append(phrase)
-        if len(out) >= n:
+        told.append(rel)
+        if len(told) >= n:
             break
+    # "A uses B and A uses C" is said "A uses B and C"
+    names = {e.id: e.name for e, _ in context.entities}
+    out: list[str] = []
+    heads: dict[tuple[str, str], int] = {}
+    for rel in told:
+        phrase, target = context.phrases[rel.id], names.get(rel.target, "")
+        head = phrase[: len(phrase) - len(target)] if target and phrase.endswith(" " + target) else None
+        at = heads.get((rel.source, rel.type))
+        if head is not None and at is not None and out[at].startswith(head):
+            out[at] = f"{out[at]} and {target}"
+            continue
+        if head is not None:
+            heads[(rel.source, rel.type)] = len(out)
+        out.append(phrase)
     return out
 
 

@@ -119,8 +119,8 @@ def _looks_like_code(lines: list[str]) -> bool:
     first = lines[0].strip()
     if _CODE_START_RE.match(first):
         return True
-    if len(lines) >= 2 and _SQL_OPENING_RE.match(first) and lines[-1].rstrip().endswith(";"):
-        return True  # a statement over several lines: "SELECT * FROM t" ... "LIMIT 7;"
+    if len(lines) >= 2 and (_SQL_OPENING_RE.match(first) or first.startswith("-- ")) and lines[-1].rstrip().endswith(";"):
+        return True  # a statement over several lines ("SELECT * FROM t" ... "LIMIT 7;"), or after its comment
     if first.startswith(("- ", "* ", "|")) or _LIST_ITEM_RE.match(lines[0]):
         return False
     if len(lines) >= 2:

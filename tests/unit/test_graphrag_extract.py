@@ -184,6 +184,9 @@ def test_a_statement_over_several_lines_without_fences_is_code() -> None:
             " ORDER BY lastname, firstname\n LIMIT 7;\n\nWhen the user scrolls down, it needs the next 7.")
     (region,) = code_regions(text)
     assert text[slice(*region)].startswith("SELECT * FROM contacts") and text[slice(*region)].rstrip().endswith("LIMIT 7;")
+    commented = 'Intro sentence here.\n\n-- Create an FTS table named "papers"\nCREATE VIRTUAL TABLE papers USING fts3(author, document);\n\nMore prose.'
+    (region,) = code_regions(commented)
+    assert commented[slice(*region)].startswith("-- Create") and commented[slice(*region)].endswith("(author, document);")
     # a sentence that starts with an SQL keyword is no statement
     assert code_regions("SELECT statements read rows.\nThey never write them.") == []
     chunk = Chunk(chunk_id="d#0", doc_id="d", ordinal=0, text=text, heading_path=["Row Values"], start=0, end=len(text), n_tokens=40)

@@ -118,3 +118,39 @@ def test_a_report_leads_with_the_manuals_sentence_naming_its_central_entities() 
     # placeholders and addresses are not listed; a bare preposition is not told
     assert "<database-name>" not in summary and "drh@" not in summary
     assert "checkpoint in WAL" not in summary and "WAL requires checkpoint." in summary
+
+
+def test_a_relation_phrase_agrees_with_a_plural_subject() -> None:
+    from graphrag.reports import relation_phrase
+
+    entities = {
+        "engines": _entity("engines", "database engines", "term", ["a#0"]),
+        "sql": _entity("sql", "SQL", "acronym", ["a#0"]),
+        "files": _entity("files", "WAL files", "term", ["a#0"]),
+        "dir": _entity("dir", "directory", "term", ["a#0"]),
+        "sqlite": _entity("sqlite", "SQLite", "component", ["a#0"]),
+    }
+    kg = KnowledgeGraph(entities=entities, relations={})
+    phrase = lambda s, t, o: relation_phrase(kg, Relation(f"{s}|{t}|{o}", s, o, t, 1.0, "", ["a#0"]))  # noqa: E731
+    assert phrase("engines", "compile", "sql") == "database engines compile SQL"
+    assert phrase("files", "is_kept_in", "dir") == "WAL files are kept in directory"
+    assert phrase("files", "write_to", "dir") == "WAL files write to directory"
+    assert phrase("sqlite", "compile", "sql") == "SQLite compiles SQL"  # a name keeps the singular
+
+
+def test_a_report_says_two_relations_of_one_subject_and_verb_once() -> None:
+    from graphrag.reports import CommunityContext, _told_relations, relation_phrase
+
+    entities = {
+        "stmt": _entity("stmt", "prepared statement", "term", ["a#0"]),
+        "prep": _entity("prep", "sqlite3_prepare()", "function", ["a#0"]),
+        "step": _entity("step", "sqlite3_step()", "function", ["a#0"]),
+    }
+    rels = [Relation("stmt|use|prep", "stmt", "prep", "use", 2.0, "", ["a#0"]),
+            Relation("stmt|use|step", "stmt", "step", "use", 1.0, "", ["a#0"])]
+    kg = KnowledgeGraph(entities=entities, relations={r.id: r for r in rels})
+    context = CommunityContext(
+        community=Community(id=0, level=0, members=list(entities)), entities=[(e, 1.0) for e in entities.values()],
+        relations=rels, phrases={r.id: relation_phrase(kg, r) for r in rels},
+    )
+    assert _told_relations(context, 2, set(entities)) == ["prepared statement uses sqlite3_prepare() and sqlite3_step()"]
