@@ -82,8 +82,11 @@ export class EntityGraph {
     context.font = `${settings.labelWeight} ${size}px ${settings.labelFont}`;
     const box = { x: data.x + data.size + 3, y: data.y - size / 2 - 1, w: context.measureText(data.label).width, h: size + 2 };
     const crosses = (b) => box.x < b.x + b.w && b.x < box.x + box.w && box.y < b.y + b.h && b.y < box.y + box.h;
-    if (!data.forceLabel && this.labelBoxes.some(crosses)) return;
-    this.labelBoxes.push({ ...box, forced: Boolean(data.forceLabel) });
+    // a hub's label is offered whatever sigma's grid picked, but never drawn across another;
+    // the selected entity's and a filter's matches are always drawn
+    const forced = Boolean(data.forceLabel) && !data.hub;
+    if (!forced && this.labelBoxes.some(crosses)) return;
+    this.labelBoxes.push({ ...box, forced });
     drawLabel(context, data, settings);
   }
 
@@ -96,7 +99,7 @@ export class EntityGraph {
     const out = { ...data };
     // what a label filter or focus matched is marked and named; so are the hubs
     if (data.seed) { out.highlighted = true; out.forceLabel = true; out.zIndex = 1; }
-    else if (this.topNodes && this.topNodes.has(node)) out.forceLabel = true;
+    else if (this.topNodes && this.topNodes.has(node)) { out.forceLabel = true; out.hub = true; }
     if (node === this.selected) { out.highlighted = true; out.forceLabel = true; out.zIndex = 2; }
     if (focus && node !== focus && !this.graph.areNeighbors(node, focus)) { out.color = "#e4e7e5"; out.label = ""; out.zIndex = 0; }
     else if (focus) out.zIndex = 1;
