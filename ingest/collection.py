@@ -11,6 +11,7 @@ import fnmatch
 import functools
 import hashlib
 import json
+import contextlib
 import os
 import queue
 import stat
@@ -21,13 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.errors import SkipFile
+from ingest.loaders._common import Format, decode_text, fallback_title
 from ingest.metadata import (
     MAX_METADATA_CHARS,
     SIDECAR_SUFFIX,
     GivenMetadata,
+    markdown_metadata,
     merge_metadata,
     names_metadata_key,
     parse_metadata_yaml,
+    refuse_unread_acl,
     split_frontmatter,
 )
 from ingest.models import Document, DocumentMetadata, SkippedFile
@@ -48,6 +52,10 @@ DEFAULT_PART_BYTES = 8 * 2**20
 DEFAULT_LOAD_TIMEOUT_S = 60.0
 MAX_SIDECAR_BYTES = 1 * 2**20
 _READ_BLOCK = 1 * 2**20
+# Folders nested deeper than this below an input folder are not walked, but reported:
+# no collection needs more, and one nested 1,400 deep (a hostile upload) made every walk
+# cost more than a recursion limit allows and ends in paths the system refuses anyway.
+MAX_FOLDER_DEPTH = 64
 _HEAD_BYTES = max(SNIFF_BYTES, MAX_METADATA_CHARS + 8)  # what a big file's checks read
 _WILDCARDS = frozenset("*?[")
 
@@ -57,6 +65,13 @@ class _Candidate:
     path: Path  # as found (not resolved: a symlink keeps its own name)
     doc_id: str
     root: Path  # the collection root the file must stay inside
+    # where the bytes are read from, when not at ``path`` yet (an upload is loaded, and
+    # its metadata checked, as the file it will be before it is stored under that name)
+    source: Path | None = None
+
+    @property
+    def data(self) -> Path:
+        return self.source if self.source is not None else self.path
 
 
 def iter_collection(
@@ -183,6 +198,12 @@ def count_files(inputs: Sequence[str | Path]) -> int:
     return sum(1 for item in inputs for _ in _expand(item))
 
 
+def list_files(folder: Path) -> list[str]:
+    """The doc ids of the files a walk of ``folder`` would load or report, in its order,
+    without reading any (hidden entries, sidecars, linked and too deep folders left out)."""
+    return [c.doc_id for c in _walk_dir(folder, folder) if isinstance(c, _Candidate)]
+
+
 def _expand(item: str | Path) -> Iterator[_Candidate | SkippedFile]:
     text = os.fspath(item)
     if any(c in _WILDCARDS for c in text) and not os.path.lexists(text):
@@ -232,8 +253,9 @@ def _expand_glob(pattern: str) -> Iterator[_Candidate | SkippedFile]:
             if is_folder:
                 if not (hit or _may_match_below(sub, wanted)):
                     continue
-                if entry.is_symlink():
-                    found.append((sub, SkippedFile(path=str(path.absolute()), reason=_LINKED_FOLDER)))
+                refused = _unwalked(entry, path, sub)
+                if refused is not None:
+                    found.append((sub, refused))
                 else:
                     folders.append((sub, hit))
             elif hit and not _is_sidecar(entry.name):
@@ -247,6 +269,16 @@ def _expand_glob(pattern: str) -> Iterator[_Candidate | SkippedFile]:
 
 
 _LINKED_FOLDER = "symbolic link to a folder (not followed)"
+_TOO_DEEP = f"folder nested more than {MAX_FOLDER_DEPTH} levels deep (not walked)"
+
+
+def _unwalked(entry: os.DirEntry[str], path: Path, sub: tuple[str, ...]) -> SkippedFile | None:
+    """Why a walk does not enter the folder ``entry`` (``sub`` below the root), if it does not."""
+    if entry.is_symlink():
+        return SkippedFile(path=str(path.absolute()), reason=_LINKED_FOLDER)
+    if len(sub) > MAX_FOLDER_DEPTH:
+        return SkippedFile(path=str(path.absolute()), reason=_TOO_DEEP)
+    return None
 
 
 def _is_folder(entry: os.DirEntry[str]) -> bool:
@@ -289,26 +321,35 @@ def _name_matches(name: str, pattern: str) -> bool:
 
 
 def _walk_dir(directory: Path, root: Path) -> Iterator[_Candidate | SkippedFile]:
-    """Every file below ``directory``, in the order of their '/'-separated relative paths."""
+    """Every file below ``directory``, in the order of their '/'-separated relative paths.
+
+    A loop over a stack of folders, not ``os.walk`` (which recurses, one frame a level, in
+    Python 3.11): how deep a folder is costs no stack. A folder deeper than
+    :data:`MAX_FOLDER_DEPTH`, or one that cannot be listed, is reported with its reason."""
     root_abs = root.absolute()
     found: list[tuple[tuple[str, ...], _Candidate | SkippedFile]] = []
-    for current, dirnames, filenames in os.walk(directory, followlinks=False):
-        here = Path(current)
-        kept = []
-        for name in dirnames:
+    folders: list[tuple[Path, tuple[str, ...]]] = [(directory, _key(directory, root) if directory != root else ())]
+    while folders:
+        here, rel = folders.pop()
+        try:
+            with os.scandir(here) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            found.append((rel, SkippedFile(path=str(here.absolute()), reason=f"unreadable folder: {exc.strerror or exc}")))
+            continue
+        for entry in entries:
+            name = entry.name
             if name.startswith("."):
                 continue
-            if (here / name).is_symlink():
-                path = here / name
-                found.append((_key(path, root), SkippedFile(path=str(path.absolute()), reason=_LINKED_FOLDER)))
-                continue
-            kept.append(name)
-        dirnames[:] = kept
-        for name in filenames:
-            if name.startswith(".") or _is_sidecar(name):
-                continue
-            path = here / name
-            found.append((_key(path, root), _Candidate(path=path.absolute(), doc_id=_rel(path, root), root=root_abs)))
+            path, sub = here / name, (*rel, name)
+            if _is_folder(entry):
+                refused = _unwalked(entry, path, sub)
+                if refused is not None:
+                    found.append((sub, refused))
+                else:
+                    folders.append((path, sub))
+            elif not _is_sidecar(name):
+                found.append((sub, _Candidate(path=path.absolute(), doc_id="/".join(sub), root=root_abs)))
     found.sort(key=lambda item: item[0])
     for _, candidate in found:
         yield candidate
@@ -338,8 +379,8 @@ def _check_file(candidate: _Candidate) -> os.stat_result | str:
     """The file's status if it may be read, else why not: before anything opens it
     (opening a FIFO blocks; a device never ends), a file must be a regular file, and a
     symbolic link must stay inside the collection."""
-    path = candidate.path
-    if _is_sidecar(path.name):
+    path = candidate.data
+    if _is_sidecar(candidate.path.name):
         return "metadata sidecar, not a document"
     if path.is_symlink() and not _inside(path, candidate.root):
         return "symbolic link to a file outside the collection"
@@ -392,6 +433,68 @@ def input_kilobytes(
     return total // 1000
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """A file that passed every check made before a parse, and what lies beside it."""
+
+    raw: bytes  # the whole file; for a big one, its head
+    big: bool
+    fmt: Format
+    sidecar: tuple[str | None, DocumentMetadata, list[str]] | None
+    given: tuple[str | None, DocumentMetadata, list[str]] | None
+    raw_sha256: str
+    dedup_key: str  # equal for two files a walk takes for duplicates
+
+
+def _check_candidate(
+    candidate: _Candidate, max_file_bytes: int, metadata: GivenMetadata | None, part_bytes: int
+) -> _Checked | str:
+    """Check, read and sniff one file and read its sidecar; the reason to skip it, if any."""
+    info = _check_file(candidate)
+    if isinstance(info, str):
+        return info
+    if info.st_size == 0:
+        return "empty file"
+    if info.st_size > max_file_bytes:
+        return (
+            f"file too large ({_size(info.st_size)}; limit {_size(max_file_bytes)}; "
+            "raise ingest.max_file_mb to index it)"
+        )
+    big = info.st_size > part_bytes
+    try:
+        # a big file is only sniffed here: it is hashed and parsed without being held whole
+        raw = read_bytes(candidate.data, _HEAD_BYTES if big else max_file_bytes + 1)
+    except PermissionError:
+        return "unreadable: permission denied"
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    if len(raw) > max_file_bytes:  # it grew after stat()
+        return f"file too large (more than the {_size(max_file_bytes)} limit)"
+    if not big and not raw.strip():
+        return "empty file (only whitespace)"
+    head = raw[:SNIFF_BYTES]
+    fmt = detect_format(candidate.path.name, head)
+    kind = binary_kind(head) if fmt != "pdf" else None
+    if kind is not None:
+        return f"binary file ({kind})"
+    if fmt is None:
+        return f"unsupported file type {candidate.path.suffix.lower() or '(no extension)'!r}"
+    try:
+        sidecar = _read_sidecar(candidate.path, candidate.root)
+        given = metadata.for_doc(candidate.doc_id) if metadata else None
+    except SkipFile as exc:
+        return exc.reason
+    # Identical bytes under other metadata (another tenant's ACL, say) are not a duplicate.
+    meta_json = json.dumps(
+        [m[1].model_dump(mode="json") if m else None for m in (sidecar, given)], sort_keys=True
+    )
+    try:
+        raw_sha256 = _file_sha256(candidate.data, max_file_bytes) if big else hashlib.sha256(raw).hexdigest()
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    return _Checked(raw, big, fmt, sidecar, given, raw_sha256, f"{raw_sha256}:{meta_json}")
+
+
 def _load_candidate(
     candidate: _Candidate,
     max_file_bytes: int,
@@ -402,57 +505,17 @@ def _load_candidate(
     part_bytes: int = DEFAULT_PART_BYTES,
 ) -> tuple[Document | SkippedFile, str]:
     """Check, read, sniff and load one file; also return the key that detects its duplicates."""
-    path = candidate.path
-    where = str(path)
+    where = str(candidate.path)
 
     def skip(reason: str) -> tuple[SkippedFile, str]:
         return SkippedFile(path=where, reason=reason), ""
 
-    info = _check_file(candidate)
-    if isinstance(info, str):
-        return skip(info)
-    if info.st_size == 0:
-        return skip("empty file")
-    if info.st_size > max_file_bytes:
-        return skip(
-            f"file too large ({_size(info.st_size)}; limit {_size(max_file_bytes)}; "
-            "raise ingest.max_file_mb to index it)"
-        )
-    big = info.st_size > part_bytes
-    try:
-        # a big file is only sniffed here: it is hashed and parsed without being held whole
-        raw = read_bytes(path, _HEAD_BYTES if big else max_file_bytes + 1)
-    except PermissionError:
-        return skip("unreadable: permission denied")
-    except OSError as exc:
-        return skip(f"unreadable: {exc.strerror or exc}")
-    if len(raw) > max_file_bytes:  # it grew after stat()
-        return skip(f"file too large (more than the {_size(max_file_bytes)} limit)")
-    if not big and not raw.strip():
-        return skip("empty file (only whitespace)")
-    head = raw[:SNIFF_BYTES]
-    fmt = detect_format(path.name, head)
-    kind = binary_kind(head) if fmt != "pdf" else None
-    if kind is not None:
-        return skip(f"binary file ({kind})")
-    if fmt is None:
-        return skip(f"unsupported file type {path.suffix.lower() or '(no extension)'!r}")
-    try:
-        sidecar = _read_sidecar(path, candidate.root)
-        given = metadata.for_doc(candidate.doc_id) if metadata else None
-    except SkipFile as exc:
-        return skip(exc.reason)
-    # Identical bytes under other metadata (another tenant's ACL, say) are not a duplicate.
-    meta_json = json.dumps(
-        [m[1].model_dump(mode="json") if m else None for m in (sidecar, given)], sort_keys=True
-    )
-    try:
-        raw_sha256 = _file_sha256(path, max_file_bytes) if big else hashlib.sha256(raw).hexdigest()
-    except OSError as exc:
-        return skip(f"unreadable: {exc.strerror or exc}")
-    dedup_key = f"{raw_sha256}:{meta_json}"
-    if dedup_key in seen_hashes:
-        return skip(f"duplicate of {seen_hashes[dedup_key]}")
+    checked = _check_candidate(candidate, max_file_bytes, metadata, part_bytes)
+    if isinstance(checked, str):
+        return skip(checked)
+    raw, fmt, raw_sha256 = checked.raw, checked.fmt, checked.raw_sha256
+    if checked.dedup_key in seen_hashes:
+        return skip(f"duplicate of {seen_hashes[checked.dedup_key]}")
 
     def load(data: bytes, part: str = "", timeout_s: float | None = None) -> Document | SkippedFile:
         digest = raw_sha256 if not part else hashlib.sha256(data).hexdigest()
@@ -467,31 +530,109 @@ def _load_candidate(
                 parsed.put(key, loaded)
         return loaded
 
-    if big and can_cut(fmt, head):
+    if checked.big and can_cut(fmt, raw[:SNIFF_BYTES]):
         try:
             result = load_in_parts(
-                iter_parts(path, fmt, part_bytes), lambda data, i: load(data, f"#part{i}"),
+                iter_parts(candidate.data, fmt, part_bytes), lambda data, i: load(data, f"#part{i}"),
                 path=where, content_hash=raw_sha256,
             )
         except OSError as exc:
             return skip(f"unreadable: {exc.strerror or exc}")
     else:
-        if big:
+        if checked.big:
             try:
-                raw = read_bytes(path, max_file_bytes + 1)
+                raw = read_bytes(candidate.data, max_file_bytes + 1)
             except OSError as exc:
                 return skip(f"unreadable: {exc.strerror or exc}")
             if not raw.strip():
                 return skip("empty file (only whitespace)")
         scale = max(1.0, len(raw) / part_bytes)
         result = load(raw, timeout_s=sandbox.timeout_s * scale if sandbox is not None else None)
-    if isinstance(result, Document) and sidecar is not None:
-        result = _apply_metadata(result, *sidecar, origin="sidecar", over="the frontmatter")
-    if isinstance(result, Document) and given is not None:
-        result = _apply_metadata(result, *given, origin="build metadata", over="the file's own metadata")
+    if isinstance(result, Document) and checked.sidecar is not None:
+        result = _apply_metadata(result, *checked.sidecar, origin="sidecar", over="the frontmatter")
+    if isinstance(result, Document) and checked.given is not None:
+        result = _apply_metadata(result, *checked.given, origin="build metadata", over="the file's own metadata")
     if isinstance(result, Document) and fmt != "markdown" and _frontmatter_like(raw):
         result = result.model_copy(update={"warnings": [*result.warnings, _UNREAD_FRONTMATTER]})
-    return result, dedup_key
+    return result, checked.dedup_key
+
+
+def load_file(
+    path: Path,
+    root: Path,
+    *,
+    source: Path | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
+    parsed: ParseCache | None = None,
+    part_bytes: int = DEFAULT_PART_BYTES,
+) -> Document | SkippedFile:
+    """Load the file ``path`` exactly as a walk of the folder ``root`` would (its doc id
+    the path below ``root``, its sidecar beside it, the same checks and parse cache key),
+    with its bytes read from ``source`` when given: a file can so be checked before it is
+    stored under its name. Parsed in a sandbox killed after ``load_timeout_s``."""
+    root = root.absolute()
+    candidate = _Candidate(path=path.absolute(), doc_id=_rel(path, root), root=root, source=source)
+    with LoaderSandbox(load_timeout_s) as sandbox:
+        return _load_candidate(candidate, max_file_bytes, sandbox, {}, parsed, None, part_bytes)[0]
+
+
+_FORMAT_NAMES = {"text": "text files", "rst": "reStructuredText", "html": "HTML"}  # as their loaders say
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a file says about itself, read without parsing the document: its format,
+    the title and metadata of its frontmatter (Markdown) and sidecar, and its hashes."""
+
+    doc_id: str
+    format: Format
+    title: str | None
+    metadata: DocumentMetadata
+    content_hash: str  # the sha256 of its bytes, as a loaded Document's
+    dedup_key: str  # equal for two files a walk would take for duplicates
+
+    @property
+    def name_title(self) -> str:
+        """The title a loaded document takes from its file name when it names none."""
+        return fallback_title(self.doc_id)
+
+
+def declared(
+    path: Path, root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, part_bytes: int = DEFAULT_PART_BYTES
+) -> Declared | SkippedFile:
+    """What the file ``path`` (below the folder ``root``) declares, by the checks and
+    the metadata rules of a walk, without its parse: a file skipped for its name, kind,
+    size, sidecar or metadata is a ``SkippedFile``. The work is bounded: the file is
+    read once (a big one's first part), its frontmatter and sidecar parsed as YAML."""
+    root = root.absolute()
+    candidate = _Candidate(path=path.absolute(), doc_id=_rel(path, root), root=root)
+    where = str(candidate.path)
+    checked = _check_candidate(candidate, max_file_bytes, None, part_bytes)
+    if isinstance(checked, str):
+        return SkippedFile(path=where, reason=checked)
+    raw = checked.raw
+    try:
+        if checked.big and can_cut(checked.fmt, raw[:SNIFF_BYTES]):
+            with contextlib.closing(iter_parts(candidate.path, checked.fmt, part_bytes)) as parts:
+                raw = next(parts, b"")  # (the first part carries the frontmatter)
+        elif checked.big:
+            raw = read_bytes(candidate.path, max_file_bytes + 1)
+    except OSError as exc:
+        return SkippedFile(path=where, reason=f"unreadable: {exc.strerror or exc}")
+    title, own = None, None
+    try:
+        if checked.fmt == "markdown":
+            title, own, _, _ = markdown_metadata(decode_text(raw)[0])
+        elif checked.fmt != "pdf":
+            refuse_unread_acl(decode_text(raw)[0], _FORMAT_NAMES[checked.fmt])
+    except SkipFile as exc:
+        return SkippedFile(path=where, reason=exc.reason)
+    metadata = own or DocumentMetadata()
+    if checked.sidecar is not None:
+        metadata = merge_metadata(metadata, checked.sidecar[1], origin="sidecar", over="the frontmatter")[0]
+        title = checked.sidecar[0] or title
+    return Declared(candidate.doc_id, checked.fmt, title, metadata, checked.raw_sha256, checked.dedup_key)
 
 
 _UNREAD_FRONTMATTER = (
@@ -572,9 +713,11 @@ def _read_sidecar(path: Path, root: Path) -> tuple[str | None, DocumentMetadata,
 
 def _near_miss_sidecars(path: Path) -> Iterator[str]:
     """Names beside ``path`` that were likely meant as its sidecar (a misspelt one would
-    leave the file public); a name that is the sidecar of another file is not one."""
+    leave the file public); a name that is the sidecar of another file is not one. (Only a
+    file has a sidecar: a folder named as the stem, one a writer can make, leaves the check.)"""
     names = [f"{path.name}{suffix}" for suffix in (".meta.yml", ".META.YAML", ".Meta.yaml", ".yaml", ".yml")]
-    if path.suffix and not os.path.lexists(path.with_name(path.stem)):
+    stem = path.with_name(path.stem)
+    if path.suffix and (not os.path.lexists(stem) or os.path.isdir(stem)):
         names += [f"{path.stem}.meta.yaml", f"{path.stem}.meta.yml"]
     for name in names:
         if os.path.lexists(path.with_name(name)):

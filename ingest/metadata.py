@@ -166,6 +166,22 @@ def read_frontmatter(text: str) -> tuple[str | None, str]:
     raise SkipFile(_malformed(_near_miss(text, rest)))
 
 
+def markdown_metadata(text: str) -> tuple[str | None, DocumentMetadata | None, list[str], str]:
+    """A Markdown text's frontmatter as its loader reads it: ``(title, metadata,
+    warnings, body)``. Metadata that cannot be read raises ``SkipFile`` (it fails
+    closed); a ``---`` block naming no metadata key is two thematic breaks around
+    ordinary text, and stays in the body."""
+    yaml_text, body = read_frontmatter(text)
+    if yaml_text is None:
+        return None, None, [], body
+    try:
+        return (*parse_metadata_yaml(yaml_text, origin="frontmatter"), body)
+    except SkipFile:
+        if names_metadata_key(yaml_text):
+            raise
+        return None, None, ["leading '---' block is not YAML frontmatter; kept as text"], text
+
+
 def refuse_unread_acl(text: str, format_name: str) -> None:
     """Raise ``SkipFile`` when a file that frontmatter is not read from (anything but
     Markdown) starts with metadata naming ``acl``: it would be indexed as public text."""

@@ -5,10 +5,9 @@ from __future__ import annotations
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from ingest.errors import SkipFile
 from ingest.loaders._common import BlockSpec, build_document, clean_code, clean_inline, decode_text
 from ingest.loaders.html import html_fragment_text
-from ingest.metadata import names_metadata_key, parse_metadata_yaml, read_frontmatter
+from ingest.metadata import markdown_metadata
 from ingest.models import Document
 
 # markdown-it-py's block and inline parsers are linear in the input except for
@@ -23,20 +22,8 @@ def _parser() -> MarkdownIt:
 def load_markdown(raw: bytes, *, doc_id: str, path: str) -> Document:
     """Load a Markdown file: frontmatter metadata, headings, paragraphs, lists, tables, code."""
     text, warnings = decode_text(raw)
-    yaml_text, body = read_frontmatter(text)
-    title = None
-    metadata = None
-    if yaml_text is not None:
-        try:
-            title, metadata, meta_warnings = parse_metadata_yaml(yaml_text, origin="frontmatter")
-            warnings += meta_warnings
-        except SkipFile:
-            # Metadata that cannot be read fails closed; a "---" block naming no
-            # metadata key is two thematic breaks around ordinary text.
-            if names_metadata_key(yaml_text):
-                raise
-            warnings.append("leading '---' block is not YAML frontmatter; kept as text")
-            body = text
+    title, metadata, meta_warnings, body = markdown_metadata(text)
+    warnings += meta_warnings
     specs = markdown_blocks(body)
     return build_document(
         specs, raw=raw, doc_id=doc_id, path=path, fmt="markdown", title=title,

@@ -12,6 +12,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from deep_folders import make_deep, remove_deep
 
 import ingest.collection as collection
 from ingest import Document, SkippedFile, iter_collection
@@ -214,6 +215,18 @@ def test_a_misspelt_sidecar_skips_its_file(tmp_path: Path) -> None:
     assert "b.meta.yaml looks like its metadata sidecar" in results["b.md"].reason
     assert "c.txt.yaml looks like its metadata sidecar" in results["c.txt"].reason
     assert results["d"].metadata.acl == ["team-d"] and results["d.txt"].metadata.acl is None
+
+
+def test_a_folder_named_as_a_files_stem_does_not_take_its_misspelt_sidecar(tmp_path: Path) -> None:
+    """Only a file has a sidecar: a folder a writer makes beside ``notes.txt`` (``notes/``)
+    must not turn the misspelt ``notes.meta.yaml`` into its own and so make the file public."""
+    (tmp_path / "notes.txt").write_text("Restricted text.\n")
+    (tmp_path / "notes.meta.yaml").write_text("acl: [team-a]\n")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "x.md").write_text("# X\n\nText.\n")
+    results = walk(tmp_path)
+    assert "notes.meta.yaml looks like its metadata sidecar" in skip_reason(results, "notes.txt")
+    assert isinstance(by_name(results)["x.md"], Document)
 
 
 def test_sidecar_outside_the_collection_is_refused(tmp_path: Path) -> None:
@@ -537,6 +550,55 @@ def test_permission_denied(tmp_path: Path) -> None:
         assert isinstance(by_name(results)["open.txt"], Document)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_folder_too_deep_is_reported_not_walked(tmp_path: Path) -> None:
+    """A walk is a loop, not a recursion (os.walk recurses in Python 3.11): 1,200 nested
+    folders cost no stack, and below MAX_FOLDER_DEPTH nothing is walked but one report."""
+    root = tmp_path / "docs"
+    try:
+        (make_deep(root, 1200) / "bottom.md").write_text("# Bottom\n\nDeep text.\n")
+        (make_deep(root / "ok", collection.MAX_FOLDER_DEPTH - 1) / "fine.md").write_text("# Fine\n\nText.\n")
+        (root / "top.md").write_text("# Top\n\nText.\n")
+        fine = "ok/" + "d/" * (collection.MAX_FOLDER_DEPTH - 1) + "fine.md"
+        too_deep = f"folder nested more than {collection.MAX_FOLDER_DEPTH} levels deep (not walked)"
+        for given in (root, f"{root}/**/*.md", f"{root}/**"):
+            results = walk(given)
+            skipped = [r for r in results if isinstance(r, SkippedFile)]
+            assert [r.reason for r in skipped] == [too_deep], given
+            assert Path(skipped[0].path).relative_to(root).parts == ("d",) * (collection.MAX_FOLDER_DEPTH + 1)
+            assert {r.doc_id for r in results if isinstance(r, Document)} == {"top.md", fine}
+        assert collection.list_files(root) == [fine, "top.md"]
+    finally:
+        remove_deep(root)
+
+
+def test_what_a_file_declares_is_what_its_load_gives(tmp_path: Path) -> None:
+    """``declared`` (the service's listing: metadata read, the document not parsed)
+    gives the access list a load gives, and skips what a load skips for its metadata."""
+    files = {
+        "front.md": "---\nacl: [team-a]\nversion: '2'\ntitle: Front\n---\n# Heading\n\ntext\n",
+        "side.txt": "Plain text.\n", "side.txt.meta.yaml": "acl: [team-b]\ntitle: Side\n",
+        "both.md": "---\nacl: [team-a]\n---\n# Both\n\ntext\n", "both.md.meta.yaml": "acl: [team-c]\n",
+        "open.md": "# Open\n\ntext\n", "breaks.md": "---\n# not metadata\n---\n\ntext\n",
+        "unclosed.md": "---\nacl: [team-a]\n# Title\n\ntext\n", "leading.txt": "acl: [team-a]\n\nText.\n",
+        "bad.md": "---\nacl: [team-a\n---\ntext\n", "miss.txt": "Text.\n", "miss.txt.yaml": "acl: [x]\n",
+        "empty.md": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    for loaded in walk(tmp_path):
+        found = collection.declared(Path(loaded.path), tmp_path)
+        name = Path(loaded.path).name
+        if isinstance(loaded, SkippedFile):
+            assert isinstance(found, SkippedFile) and found.reason == loaded.reason, name
+        else:
+            assert isinstance(found, collection.Declared), name
+            assert (found.doc_id, found.format, found.content_hash) == (loaded.doc_id, loaded.format, loaded.content_hash)
+            assert found.metadata == loaded.metadata, name
+            assert found.title in (None, loaded.title), name
+    assert collection.declared(tmp_path / "front.md", tmp_path).title == "Front"
+    assert collection.declared(tmp_path / "side.txt", tmp_path).title == "Side"
 
 
 def test_a_builds_load_progress_counts_to_a_known_total(tmp_path: Path) -> None:
