@@ -7,6 +7,7 @@ Layout of an index directory::
       build.lock         the lock a build holds for its whole run (holds its pid)
       last-generation    the last generation number handed out (never reused)
       build-status.json  per-document status of the build in progress (or the last)
+      rebuild-status.json  the state of the service's last rebuild (serve --docs)
       cache/             parse, embedding and LLM caches, shared by every generation
         parsed.sqlite  embeddings.sqlite  llm.sqlite
       gen-000003/
@@ -30,6 +31,7 @@ CURRENT = "CURRENT"
 LOCK = "build.lock"
 COUNTER = "last-generation"
 STATUS = "build-status.json"
+REBUILD_STATUS = "rebuild-status.json"
 CACHE = "cache"
 
 GENERATION_PATTERN = r"^gen-\d{6}$"
@@ -76,6 +78,10 @@ def llm_cache_file(index_dir: Path | str) -> Path:
 
 def status_file(index_dir: Path | str) -> Path:
     return Path(index_dir) / STATUS
+
+
+def rebuild_status_file(index_dir: Path | str) -> Path:
+    return Path(index_dir) / REBUILD_STATUS
 
 
 def scoped(name: str, tag: str) -> str:
