@@ -9,17 +9,15 @@ names, whatever their write permission."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
-from conftest import copy_pages
+from documents_api import call, rebuild, served_folder
 from service_server import Server, cli, request, running_server
 
-from arborgraph.pipeline import build_index
 from arborgraph.service.keys import KeyStore
 
 PAGES = ["wal.md", "autoinc.md", "foreignkeys.md", "c3ref_busy_timeout.md"]
@@ -35,13 +33,9 @@ The Kestrel queue keeps its pages in WAL mode; its checkpoint runs every KESTREL
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory, sample_slice: Path) -> dict[str, Any]:
-    docs = copy_pages(sample_slice, tmp_path_factory.mktemp("served") / "docs", PAGES)
-    index = tmp_path_factory.mktemp("served-index") / "idx"
-    build_index([docs], index)
-    keys = tmp_path_factory.mktemp("served-keys") / "keys.json"
-    store = KeyStore(keys)
+    docs, index, store = served_folder(tmp_path_factory, sample_slice, "served", PAGES)
     return {
-        "docs": docs, "index": index, "keys": keys,
+        "docs": docs, "index": index, "keys": store.path,
         "editor": store.add("editor", write=True)[0],  # writes, and may read Kestrel
         "other-writer": store.add("ops", write=True)[0],  # writes, may not read Kestrel
         "editor-reader": store.add("editor")[0],  # reads Kestrel, may not write
@@ -57,35 +51,14 @@ def server(setup: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> I
         yield running
 
 
-def _json(server: Server, method: str, path: str, key: str | None = None, raw: bytes | None = None) -> tuple[int, Any]:
-    status, _, body = request(method, server.url + path, key=key, raw=raw,
-                              headers={"Content-Type": "application/octet-stream"} if raw is not None else None)
-    return status, json.loads(body) if body else None
+_json = call
+_rebuild = rebuild
 
 
 def _listed(server: Server, key: str | None) -> dict[str, str]:
     status, body = _json(server, "GET", "/v1/documents", key)
     assert status == 200
     return {row["doc_id"]: row["status"] for row in body["documents"]}
-
-
-def _rebuild(server: Server, key: str) -> dict[str, Any]:
-    status, body = _json(server, "POST", "/v1/rebuild", key)
-    assert status == 202 and body["state"] == "running", body
-    deadline = time.monotonic() + 300
-    seen_stages = set()
-    while time.monotonic() < deadline:
-        status, body = _json(server, "GET", "/v1/rebuild", key)
-        assert status == 200
-        if body["stage"]:
-            seen_stages.add(body["stage"])
-        if body["state"] == "failed":
-            pytest.fail(f"the rebuild failed: {body['error']}")
-        if body["state"] == "done" and body["served"]:
-            body["seen_stages"] = seen_stages
-            return body
-        time.sleep(0.2)
-    pytest.fail("the rebuild was not served within 300 s")
 
 
 def _query_text(server: Server, question: str, key: str | None) -> str:

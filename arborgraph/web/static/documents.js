@@ -4,13 +4,16 @@
 import { get, post, send } from "./api.js";
 import { h, showError, visible } from "./dom.js";
 
-const STATES = { indexed: "indexed", new: "new: indexed at the next rebuild", deleted: "deleted: leaves the index at the next rebuild" };
+const STATES = { indexed: "indexed", new: "new: indexed at the next rebuild", deleted: "deleted: leaves the index at the next rebuild", duplicate: "duplicate: not indexed (the same file and metadata as another)" };
+// rows with no page of their own in the index yet
+const UNINDEXED = new Set(["new", "duplicate"]);
 
 function progressView(st) {
   const share = st.stages_total ? Math.round((100 * st.stages_done) / st.stages_total) : 0;
   const line = st.state === "running" ? `Rebuilding: ${st.stage ? st.stage.replace(/_/g, " ") : "starting"} (stage ${Math.min(st.stages_done + 1, st.stages_total)} of ${st.stages_total})`
     : st.state === "done" ? (st.unchanged ? `Nothing had changed: ${st.generation} stays (${st.seconds} s).` : st.served ? `Rebuilt in ${st.seconds} s: ${st.generation} is served.` : `Rebuilt in ${st.seconds} s: ${st.generation} is being checked before it is served…`)
-    : st.state === "failed" ? `The rebuild failed: ${st.error}` : "No rebuild since the server started.";
+    : st.state === "failed" ? `The rebuild failed: ${st.error}`
+    : st.state === "interrupted" ? `The last rebuild was interrupted: ${st.error}` : "No rebuild yet.";
   return h("div", { class: "stack" },
     h("progress", { id: "rebuild-progress", max: 100, value: st.state === "done" ? 100 : share, "aria-label": "rebuild progress" }),
     h("p", { id: "rebuild-state", "data-state": st.state, "data-served": st.served ? "1" : "0", class: st.state === "failed" ? "error" : "" }, line),
@@ -24,7 +27,7 @@ export async function renderDocuments(params, env) {
   const table = h("table", { id: "doc-table" },
     h("thead", {}, h("tr", {}, ["document", "title", "format", "version", "state", data.writable ? "" : null].filter((c) => c !== null).map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, rows.map((r) => h("tr", { "data-doc": r.doc_id, "data-status": r.status },
-      h("td", {}, r.status === "new" ? r.doc_id : h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(r.doc_id, null) }, r.doc_id)),
+      h("td", {}, UNINDEXED.has(r.status) ? r.doc_id : h("button", { type: "button", class: "small secondary", onclick: () => env.openPassage(r.doc_id, null) }, r.doc_id)),
       h("td", {}, r.title), h("td", {}, r.format), h("td", {}, r.version),
       h("td", {}, h("span", { class: `state state-${r.status}` }, STATES[r.status] || r.status)),
       data.writable ? h("td", {}, r.status === "deleted" ? null : h("button", { type: "button", class: "small secondary danger", "aria-label": `delete ${r.doc_id}`, onclick: () => remove(r.doc_id) }, "Delete")) : null))));
