@@ -3,7 +3,10 @@ and the JSON validation with one repair round.
 
 A provider (the OpenAI-compatible endpoint in ``provider``, the in-process model in
 ``local``) implements only :meth:`CachedChatModel._complete`: one completion of a list
-of messages. Importing this module needs neither ``openai`` nor a model runtime.
+of messages. Every message it is given has had its chat-template markers neutralised
+(:mod:`arborgraph.llm.control_tokens`): text from documents, questions and earlier
+answers never reaches a tokenizer as a control token. Importing this module needs
+neither ``openai`` nor a model runtime.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from arborgraph.core.concurrency import run_ordered
 from arborgraph.core.errors import LLMError, UnusableReply
 from arborgraph.llm.cache import LLMCache, request_key
 from arborgraph.llm.config import LLMConfig
+from arborgraph.llm.control_tokens import neutralise_messages
 from arborgraph.llm.structured import MalformedReply, check_json_reply, repair_messages
 from arborgraph.llm.usage import LLMUsage
 
@@ -73,6 +77,15 @@ class CachedChatModel:
         """What else decides a reply, for the cache key (nothing by default)."""
         return {}
 
+    def control_tokens(self) -> frozenset[str]:
+        """The model's own control tokens, broken in every message besides the template
+        families' (none known by default: an endpoint does not say)."""
+        return frozenset()
+
+    def plain(self, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        """``messages`` as they are sent: no content can be read as a control token."""
+        return neutralise_messages(messages, self.control_tokens())
+
     def _complete(self, call: ChatCall, messages: list[dict[str, str]]) -> str:
         """One completion of ``messages`` for ``call``; records its usage."""
         raise NotImplementedError
@@ -85,12 +98,13 @@ class CachedChatModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> str:
-        """The cache key of a chat request (as ``chat`` would compute it)."""
+        """The cache key of a chat request (as ``chat`` would compute it): that of the
+        messages as they are sent."""
         return request_key(
             {
                 "kind": "chat",
                 "model": self.model,
-                "messages": messages,
+                "messages": self.plain(messages),
                 "temperature": self._temperature(temperature),
                 "max_tokens": max_tokens,
                 "json_schema": json_schema,
@@ -113,6 +127,7 @@ class CachedChatModel:
         ``temperature=None`` means ``config.temperature``. ``item`` (e.g. a chunk id)
         names the request in an ``LLMError``.
         """
+        messages = self.plain(messages)
         key = self.request_key(
             messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens
         )
@@ -190,7 +205,8 @@ class CachedChatModel:
             return check_json_reply(content, call.json_schema)
         except MalformedReply as problem:
             self.usage.record_repair(call.stage)
-            repaired = self._complete(call, repair_messages(call.messages, content, str(problem)))
+            # the reply is quoted back: a marker the model wrote is text too
+            repaired = self._complete(call, self.plain(repair_messages(call.messages, content, str(problem))))
             try:
                 return check_json_reply(repaired, call.json_schema)
             except MalformedReply as exc:

@@ -23,6 +23,7 @@ from arborgraph.core.errors import LLMError, UnusableReply, install_hint
 from arborgraph.llm.cache import LLMCache
 from arborgraph.llm.chat import CachedChatModel, ChatCall
 from arborgraph.llm.config import LLMConfig, LocalModelConfig
+from arborgraph.llm.gguf_vocab import special_tokens
 from arborgraph.llm.local_models import LocalModelMissing, LocalModelSpec, local_model_file, local_model_spec
 from arborgraph.llm.schema_bounds import SchemaBounds, bound_schema, clamp_numbers
 from arborgraph.llm.usage import LLMUsage
@@ -123,6 +124,11 @@ class LocalChatModel(CachedChatModel):
                 "max_string_chars": s.max_string_chars, "max_items": s.max_items, "seed": s.seed,
             }
         }
+
+    def control_tokens(self) -> frozenset[str]:
+        # the template families' markers are not all: this vocabulary's own special
+        # tokens (SmolLM2's <filename>, <gh_stars>...) are read as such wherever they appear
+        return special_tokens(self.path)
 
     def request_body(self, call: ChatCall, messages: list[dict[str, str]]) -> dict[str, Any]:
         """What the engine is asked for one completion of ``messages``."""
