@@ -6,19 +6,26 @@ first call, once per process and settings, however many knowledge bases and buil
 use it. Every structured call is decoded under its JSON schema, bounded
 (:mod:`arborgraph.llm.schema_bounds`), with a repetition penalty; cache, accounting and
 the repair round are those of every :class:`~arborgraph.llm.chat.CachedChatModel`.
+
+A call stops when its caller gives up (:mod:`arborgraph.core.cancel`: a service request
+past its time limit): the reply is streamed from the engine, and the first piece after
+that, a token or the progress report of a batch of prompt tokens, ends the engine's
+work on it. A call waiting for its turn at the engine gives up there too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arborgraph.core.cancel import cancelled, checkpoint
 from arborgraph.core.errors import LLMError, UnusableReply, install_hint
 from arborgraph.llm.cache import LLMCache
 from arborgraph.llm.chat import CachedChatModel, ChatCall
@@ -33,6 +40,12 @@ __all__ = ["LocalChatModel", "local_engine"]
 # What the runtime was checked with: its sampling, grammar and chat-template code
 # decide the replies, so a new release is a new measurement (and new cache keys).
 RUNTIME = "xllamacpp==2026.10.11549"
+# Prompt tokens the engine evaluates between two looks at its requests: a request that
+# is stopped ends after the batch under way. 128 is about a second of prompt on one
+# thread of a 2-core machine (2048, the engine's default, was half a minute), and no
+# slower overall. The batch size changes the arithmetic, so it is in the cache key.
+BATCH_TOKENS = 128
+_TURN_WAIT_S = 0.05  # how often a call waiting for the engine looks whether it was given up
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,9 @@ class _EngineKey:
 
 _engines: dict[_EngineKey, Any] = {}
 _engines_lock = threading.Lock()
+# One sequence at a time in the process: a call waits its turn here, where it can give
+# up, rather than in the engine's queue, where it would be evaluated for nobody.
+_turn = threading.Lock()
 
 
 def local_engine(path: Path, settings: LocalModelConfig) -> Any:
@@ -73,6 +89,7 @@ def _start(key: _EngineKey) -> Any:
     params.n_parallel = 1
     params.cpuparams.n_threads = key.threads
     params.cpuparams_batch.n_threads = key.threads
+    params.n_batch = params.n_ubatch = BATCH_TOKENS
     params.verbosity = 0  # llama.cpp logs to stderr; library code prints nothing
     # The engine always serves HTTP too, on a loopback port of its choosing. Only this
     # process should use it: a random key closes it to other local users.
@@ -122,6 +139,7 @@ class LocalChatModel(CachedChatModel):
                 "sha256": self.spec.sha256, "runtime": RUNTIME, "max_tokens": s.max_tokens,
                 "repeat_penalty": s.repeat_penalty, "repeat_last_n": s.repeat_last_n,
                 "max_string_chars": s.max_string_chars, "max_items": s.max_items, "seed": s.seed,
+                "batch_tokens": BATCH_TOKENS,
             }
         }
 
@@ -150,9 +168,10 @@ class LocalChatModel(CachedChatModel):
 
     def _complete(self, call: ChatCall, messages: list[dict[str, str]]) -> str:
         engine = self._engine_of(self.path, self.settings)
-        began = time.perf_counter()
-        reply = engine.handle_chat_completions(self.request_body(call, messages))
-        seconds = time.perf_counter() - began
+        with _engine_turn():
+            began = time.perf_counter()
+            reply = _streamed(engine, self.request_body(call, messages))
+            seconds = time.perf_counter() - began
         problem = _engine_problem(reply)
         if problem is not None:
             if "context" in problem.lower():
@@ -169,6 +188,48 @@ class LocalChatModel(CachedChatModel):
         if call.json_schema is not None:
             return _in_range(content, call.json_schema)
         return content
+
+
+@contextlib.contextmanager
+def _engine_turn() -> Iterator[None]:
+    while not _turn.acquire(timeout=_TURN_WAIT_S):
+        checkpoint()
+    try:
+        checkpoint()
+        yield
+    finally:
+        _turn.release()
+
+
+def _streamed(engine: Any, body: dict[str, Any]) -> Any:
+    """The engine's reply to ``body`` as its non-streamed form (or its error), streamed
+    so that it can stop: raises ``Cancelled`` once the caller gave up."""
+    text: list[str] = []
+    finish: list[str] = []
+    usage: dict[str, Any] = {}
+    error: list[Any] = []
+
+    def piece(chunk: Any) -> bool:
+        # called by the engine for each piece; True ends the request (an exception here
+        # would be swallowed by the binding and end it too, unexplained)
+        if not isinstance(chunk, dict) or "error" in chunk:
+            error.append(chunk)
+            return True
+        for choice in chunk.get("choices") or []:
+            text.append((choice.get("delta") or {}).get("content") or "")
+            if choice.get("finish_reason"):
+                finish.append(choice["finish_reason"])
+        usage.update(chunk.get("usage") or {})
+        return cancelled()
+
+    streamed = {**body, "stream": True, "return_progress": True, "stream_options": {"include_usage": True}}
+    engine.handle_chat_completions(streamed, piece)
+    checkpoint()
+    if error:
+        return error[0]
+    if not finish:  # a piece the binding could not read ends the stream early
+        return {"error": {"message": "the reply ended before it was finished"}}
+    return {"choices": [{"message": {"content": "".join(text)}, "finish_reason": finish[-1]}], "usage": usage}
 
 
 def _in_range(content: str, schema: dict[str, Any]) -> str:

@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from arborgraph.core.errors import LLMError, install_hint
+from arborgraph.core.cancel import checkpoint, time_left
+from arborgraph.core.errors import Cancelled, LLMError, install_hint
 
 try:
     import openai
@@ -72,37 +73,54 @@ class _Transport:
             max_retries=0,
         )
 
-    def call(self, request: Callable[[], T], *, stage: str, label: str) -> T:
-        """Run ``request`` under the concurrency limit, retrying transient failures.
+    def call(self, request: Callable[..., T], *, stage: str, label: str) -> T:
+        """Run ``request(timeout=seconds)`` under the concurrency limit, retrying
+        transient failures.
 
         Raises ``LLMError`` (caused by the last openai exception) when the request
-        fails for good. The limit is not held while waiting to retry.
+        fails for good. The limit is not held while waiting to retry. Work with a time
+        limit (:func:`~arborgraph.core.cancel.time_left`: a service request) waits for
+        no reply, and no retry, past it: it raises ``Cancelled`` there, and the endpoint
+        sees the connection close.
         """
         attempt = 0
         while True:
             retry_after: float | None = None
+            checkpoint()
+            left = time_left()
+            if left is not None and left <= 0:
+                raise Cancelled(f"{label}: stage {stage!r}: no time left within the time limit")
+            timeout = self.config.timeout_s if left is None else min(left, self.config.timeout_s)
+            cut = timeout < self.config.timeout_s
             try:
                 with self._slots:
-                    return request()
+                    return request(timeout=timeout)
             except openai.APIStatusError as exc:
                 if not is_retryable_status(exc.status_code) or attempt >= self.config.max_retries:
                     raise self._error(exc, stage, label, attempt) from exc
                 retry_after = parse_retry_after(exc.response.headers, time.time())
-            except openai.APIConnectionError as exc:  # includes timeouts
+            except openai.APITimeoutError as exc:
+                if cut:  # the time limit's timeout, not the endpoint's slowness
+                    raise Cancelled(f"{label}: stage {stage!r}: no reply within the time limit") from exc
+                if attempt >= self.config.max_retries:
+                    raise self._error(exc, stage, label, attempt) from exc
+            except openai.APIConnectionError as exc:
                 if attempt >= self.config.max_retries:
                     raise self._error(exc, stage, label, attempt) from exc
             except openai.OpenAIError as exc:
                 raise self._error(exc, stage, label, attempt) from exc
             self.usage.record_retry(stage)
-            self._sleep(
-                backoff_delay(
-                    attempt,
-                    retry_after,
-                    initial_s=self.config.backoff_initial_s,
-                    max_s=self.config.backoff_max_s,
-                    max_retry_after_s=self.config.max_retry_after_s,
-                )
+            delay = backoff_delay(
+                attempt,
+                retry_after,
+                initial_s=self.config.backoff_initial_s,
+                max_s=self.config.backoff_max_s,
+                max_retry_after_s=self.config.max_retry_after_s,
             )
+            left = time_left()
+            if left is not None and left <= delay:
+                raise Cancelled(f"{label}: stage {stage!r}: no time left to retry within the time limit")
+            self._sleep(delay)
             attempt += 1
 
     def _error(self, exc: Exception, stage: str, label: str, attempt: int) -> LLMError:
@@ -282,9 +300,7 @@ class OpenAIEmbedder:
         label = f"embedding batch of {len(batch)} texts from {batch[0][:40]!r}"
         try:
             response = self._transport.call(
-                lambda: self._transport.client.embeddings.create(
-                    model=self.model, input=batch, encoding_format="float"
-                ),
+                partial(self._transport.client.embeddings.create, model=self.model, input=batch, encoding_format="float"),
                 stage=self.stage,
                 label=label,
             )

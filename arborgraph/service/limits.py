@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,12 +54,20 @@ class WorkerThreads:
     A thread is a slot: a call that timed out keeps its thread until its work has really
     stopped, so no more than ``concurrency`` calls ever run at once (queries are
     CPU-bound: more threads would only share the same cores). Its work is told to stop
-    (:func:`arborgraph.core.cancel.checkpoint` raises inside it at its next step), and a
-    call still waiting for a thread when its time is up never starts. While ``narrow`` is
-    set (a new generation is being opened and checked), calls run one at a time, so the
-    swap gets a fair share of the process and lands in seconds."""
+    (:func:`arborgraph.core.cancel.checkpoint` raises inside it at its next step, and
+    :func:`~arborgraph.core.cancel.time_left` tells blocking calls when that will be), and
+    a call still waiting for a thread when its time is up never starts. While ``narrow``
+    is set (a new generation is being opened and checked), calls run one at a time, so
+    the swap gets a fair share of the process and lands in seconds.
 
-    def __init__(self, concurrency: int, timeout_s: float, narrow: threading.Event | None = None) -> None:
+    Work that asks a chat model (answers, the LLM router) runs on ``answers``: threads of
+    its own, ``answer_slots`` of them (default: as many as ``concurrency``; 0: these
+    same threads), under the same limits. A model slow to answer, or one still stopping
+    after its time limit, then holds no thread a lookup or a view needs."""
+
+    def __init__(
+        self, concurrency: int, timeout_s: float, narrow: threading.Event | None = None, answer_slots: int | None = None
+    ) -> None:
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.narrow = narrow
@@ -67,10 +76,16 @@ class WorkerThreads:
         self._count = threading.Lock()
         self.busy = 0  # calls running now
         self.busy_max = 0  # the most that ever ran at once
+        # answers never narrow: a model call holds its thread for seconds, and a lookup
+        # waiting behind it for the one-at-a-time lock would be starved again
+        self.answers: WorkerThreads = (
+            self if answer_slots == 0 else WorkerThreads(answer_slots or concurrency, timeout_s, answer_slots=0)
+        )
 
     async def run(self, work: Callable[[], T]) -> T:
         flag = threading.Event()
-        future = self._pool.submit(self._call, work, flag)
+        deadline = time.monotonic() + self.timeout_s
+        future = self._pool.submit(self._call, work, flag, deadline)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout_s)
         except (TimeoutError, asyncio.CancelledError):
@@ -78,14 +93,14 @@ class WorkerThreads:
             future.cancel()
             raise
 
-    def _call(self, work: Callable[[], T], flag: threading.Event) -> T:
+    def _call(self, work: Callable[[], T], flag: threading.Event, deadline: float) -> T:
         if flag.is_set():
             raise Cancelled("given up while waiting for a worker thread")
         with self._count:
             self.busy += 1
             self.busy_max = max(self.busy_max, self.busy)
         try:
-            with cancellable(flag):
+            with cancellable(flag, deadline):
                 if self.narrow is not None and self.narrow.is_set():
                     with self._one:
                         return work()
@@ -97,6 +112,8 @@ class WorkerThreads:
     def close(self) -> None:
         """Stop taking calls; queued ones are dropped, running ones told to stop."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self.answers is not self:
+            self.answers.close()
 
 
 class BodyLimit:

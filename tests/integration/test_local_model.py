@@ -13,10 +13,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import sqlite3
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 import arborgraph
@@ -188,3 +192,51 @@ def test_markers_in_the_text_are_tokenised_as_text(tmp_path: Path) -> None:
     # what was sent is the escaped text: asking with it is a cache hit
     model.chat(turns(ESCAPED), stage="escaped", max_tokens=1)
     assert usage.by_stage["escaped"].calls == 0 and usage.by_stage["escaped"].cache_hits == 1
+
+
+def _cpu_seconds(process: Any) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def test_answers_past_the_time_limit_stop_and_leave_lookups_their_workers(sample_index: Path, tmp_path: Path) -> None:
+    """The issue's case: two streamed answers whose earlier turns make a prompt of a few
+    thousand tokens (a minute of the engine's time on one thread) on a server with a 4 s
+    limit and two workers. Both say so at the limit; lookups right after get a worker;
+    and the engine stops within a batch of prompt tokens, so the server goes idle."""
+    index = tmp_path / "idx"
+    shutil.copytree(sample_index, index)  # answers open the LLM cache inside the index
+    answer = "The write-ahead log keeps each change apart until a checkpoint copies it back [1]. " * 40
+
+    def body(n: int) -> dict[str, Any]:
+        # histories that differ from their first word: no shared prompt cache between the two
+        history = [{"question": f"Stream {n}: what is WAL mode? ({turn})", "answer": answer} for turn in range(4)]
+        return {"question": "How is it checkpointed?", "top_k": 3, "budget_tokens": 300, "history": history}
+
+    with running_server(index, tmp_path / "logs", "--llm-model", "local", "--timeout", "4", "--concurrency", "2") as server:
+        events: dict[int, list[dict[str, Any]]] = {}
+
+        def stream(n: int) -> None:
+            status, _, data = request("POST", server.url + "/v1/query/stream", body(n), timeout=120)
+            assert status == 200
+            events[n] = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+
+        streams = [threading.Thread(target=stream, args=(n,)) for n in range(2)]
+        for s in streams:
+            s.start()
+        for s in streams:
+            s.join()
+        for n in range(2):
+            assert [e["event"] for e in events[n]] == ["contexts", "error", "done"], events[n]
+            assert events[n][1]["detail"] == "no answer within 4 s"
+        lookups = [request("POST", server.url + "/v1/query", {"question": "page size", "route": "lookup"})[0] for _ in range(4)]
+        assert lookups == [200] * 4
+        process = psutil.Process(server.process.pid)
+        busy = []
+        for _ in range(12):  # the engine finishes the batch under way (about a second), then nothing
+            before = _cpu_seconds(process)
+            time.sleep(1)
+            busy.append(_cpu_seconds(process) - before)
+            if busy[-1] < 0.3:
+                break
+        assert busy[-1] < 0.3, f"the server kept working after its answers timed out: {busy} CPU seconds per second"

@@ -1,5 +1,5 @@
-"""The server holds its own limits: worker slots held until timed-out work stops, one set
-of credentials per request, the Host header, slow bodies, the keys file and the bind
+"""The server holds its own limits: worker slots held until timed-out work stops, answers
+on threads of their own that stop at the time limit, one set of credentials per request, the Host header, slow bodies, the keys file and the bind
 address. The real ``arborgraph serve`` on loopback, over the session's slice index."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import socket
 import threading
 import time
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 
 import psutil
 import pytest
+from llm_server import FakeOpenAIServer
 from service_server import Server, cli, cli_env, request, running_server
 
 from arborgraph.service.keys import KeyStore
@@ -88,6 +90,48 @@ def test_timed_out_work_holds_its_slot_until_it_stops(keyed_server: Any) -> None
     while _metric(server, "arborgraph_workers_busy") > 0 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _metric(server, "arborgraph_workers_busy") == 0  # timed-out work stopped
+
+
+def _streams(server: Server, bodies: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The NDJSON events of /v1/query/stream for each body, all sent at once."""
+    events: list[list[dict[str, Any]]] = [[] for _ in bodies]
+
+    def stream(n: int) -> None:
+        status, _, data = request("POST", server.url + "/v1/query/stream", bodies[n], timeout=120)
+        assert status == 200
+        events[n] = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+
+    threads = [threading.Thread(target=stream, args=(n,)) for n in range(len(bodies))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return events
+
+
+def test_answers_never_starve_lookups_and_stop_at_the_time_limit(sample_index: Path, tmp_path: Path) -> None:
+    """Two answers from a model slower than the time limit (the stand-in endpoint waits a
+    minute): both streams say so at the limit, lookups right after get a worker at once
+    (answers have threads of their own), and the answers' model calls stopped at the
+    limit (a third answer, from a model that is quick again, gets its turn)."""
+    index = tmp_path / "idx"
+    shutil.copytree(sample_index, index)  # answers open the LLM cache inside the index
+    earlier = [{"question": "What is WAL mode?", "answer": "A write-ahead log [1]. " * 300}] * 4
+    with FakeOpenAIServer() as llm, running_server(
+        index, tmp_path / "logs", "--llm-model", "stand-in", "--timeout", "3", "--concurrency", "2",
+        env={"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "stand-in-key"},
+    ) as server:
+        llm.set_delay(60)
+        slow = _streams(server, [{"question": f"How do checkpoints work? ({n})", "top_k": 3, "history": earlier} for n in range(2)])
+        for events in slow:
+            assert [e["event"] for e in events] == ["contexts", "error", "done"], events
+            assert events[1]["detail"] == "no answer within 3 s"
+        assert llm.count() == 2  # both answers reached the model
+        lookups = [request("POST", server.url + "/v1/query", {"question": "page size", "route": "lookup"})[0] for _ in range(4)]
+        assert lookups == [200] * 4
+        llm.set_delay(0)
+        (quick,) = _streams(server, [{"question": "How do checkpoints work?", "top_k": 3}])
+        assert [e["event"] for e in quick] == ["contexts", "token", "citations", "done"], quick
 
 
 @pytest.mark.parametrize("path", ["/v1/index", "/mcp"])

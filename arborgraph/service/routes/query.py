@@ -1,5 +1,9 @@
 """Questions: ``/v1/query``, ``/v1/query/batch`` (NDJSON) and ``/v1/query/stream``
-(an LLM answer as NDJSON events)."""
+(an LLM answer as NDJSON events).
+
+Work that asks the chat model (an answer, an auto route the LLM router picks) runs on
+the answer threads (:attr:`WorkerThreads.answers`), so that answers never take the
+threads lookups need."""
 
 # no "from __future__ import annotations": FastAPI reads the request models (built
 # per app, with its limits) from the route functions' live annotations
@@ -112,13 +116,31 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
     QueryBody, BatchBody, _ = request_models(settings)
     CallerDep = Annotated[Caller, Depends(service.caller)]
 
+    def asks_the_model(options: views.QueryOptions) -> bool:
+        return options.answer or (options.route == "auto" and service.served.kb.settings.router.llm)
+
+    async def run(pinned: Any, work: Callable[[Any], Any], *, model: bool) -> Any:
+        """``work(kb)`` on the generation ``pinned`` holds (None: the current one), on the
+        answer threads when it asks the chat model."""
+        if not model:
+            return await service.run_pinned(pinned, work)
+
+        def call() -> Any:
+            with service.served.lease(pinned) as kb:
+                return work(kb)
+
+        return await service.threads.answers.run(call)
+
     @routes.post("/v1/query")
     async def query(body: QueryBody, request: Request, who: CallerDep) -> JSONResponse:  # type: ignore[valid-type]
         """Cited contexts for one question: the object `arborgraph query --json` prints,
         plus the `generation` that answered (and `explain` text when asked)."""
-        result = await service.run(
-            views.query, who.principal, body.question, body.options(), llm_model=settings.llm_model  # type: ignore[attr-defined]
-        )  # type: ignore[attr-defined]
+        options = body.options()  # type: ignore[attr-defined]
+        question = body.question  # type: ignore[attr-defined]
+        result = await run(
+            None, lambda kb: views.query(kb, who.principal, question, options, llm_model=settings.llm_model),
+            model=asks_the_model(options),
+        )
         setattr(request.state, ROUTE_LABEL, result["route"])
         return JSONResponse(result)
 
@@ -140,7 +162,7 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
                     return views.query(kb, principal, question, options, qid, llm_model=settings.llm_model)
 
                 try:
-                    line = await service.run_pinned(pinned, answer)
+                    line = await run(pinned, answer, model=asks_the_model(options))
                 except TimeoutError:
                     line = {"id": qid, "error": problem_body(503, f"no answer within {settings.request_timeout_s:g} s")}
                 except (QueryError, ValueError) as exc:
@@ -166,12 +188,15 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
     ) -> AsyncIterator[str]:
         with service.served.pin() as pinned:  # contexts and answer from one generation
             try:
-                result = await service.run_pinned(pinned, lambda kb: views.query(kb, principal, question, options))
+                result = await run(
+                    pinned, lambda kb: views.query(kb, principal, question, options), model=asks_the_model(options)
+                )
                 yield json.dumps({"event": "contexts", **result}, ensure_ascii=False) + "\n"
                 contexts = [Context.model_validate(c) for c in result["contexts"]]
                 # the LLM client returns whole completions: the answer is one token event
-                text = await service.run_pinned(
-                    pinned, lambda kb: generate_answer(kb.chat_model(settings.llm_model), question, contexts, history)
+                text = await run(
+                    pinned, lambda kb: generate_answer(kb.chat_model(settings.llm_model), question, contexts, history),
+                    model=True,
                 )
                 yield json.dumps({"event": "token", "text": text}, ensure_ascii=False) + "\n"
                 cited = sorted({int(n) for n in _CITATION.findall(text) if 1 <= int(n) <= len(contexts)})
@@ -181,6 +206,8 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
                     for n in cited
                 ]
                 yield json.dumps({"event": "citations", "citations": citations}, ensure_ascii=False) + "\n"
+            except TimeoutError:  # the time limit (the work was told to stop)
+                yield json.dumps({"event": "error", "detail": f"no answer within {settings.request_timeout_s:g} s"}) + "\n"
             except Exception as exc:  # the status line is sent: the stream says what went wrong
                 yield json.dumps({"event": "error", "detail": one_line(str(exc) or type(exc).__name__)}) + "\n"
             yield json.dumps({"event": "done"}) + "\n"
