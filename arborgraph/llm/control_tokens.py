@@ -82,7 +82,7 @@ def _break(match: re.Match[str]) -> str:
 def _pattern(extra: frozenset[str]) -> re.Pattern[str]:
     # a one-character marker cannot be broken without changing the text itself
     named = {t for t in (*TEMPLATE_TOKENS, *extra) if len(t) > 1 and t.strip()}
-    # longest first: a marker that holds a shorter one ("<</SYS>>", "<<SYS>>") is
-    # broken at its own start
+    # in a fixed order (whichever marker matches at a place, its first character is the
+    # one changed), the longer first
     alternatives = [re.escape(t) for t in sorted(named, key=lambda t: (-len(t), t))]
     return re.compile("|".join([_OPENING, *alternatives]))
