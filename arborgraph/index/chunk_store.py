@@ -172,8 +172,20 @@ def _version_key(version: str) -> tuple[tuple[int, object], ...]:
     return tuple((0, int(p)) if p.isdigit() else (-1, p.lower()) for p in parts)
 
 
+def _readers_covered(newer: DocInfo, older: DocInfo) -> bool:
+    """Whether everyone who may read ``older`` may read ``newer`` too (``None``: public)."""
+    if newer.acl is None:
+        return True
+    return older.acl is not None and set(older.acl) <= set(newer.acl)
+
+
 def superseded_documents(docs: "Iterable[DocInfo]") -> dict[str, str]:
-    """Documents that share a ``source`` with a newer ``version``: doc_id -> newest doc_id."""
+    """Documents that share a ``source`` with a newer ``version``: doc_id -> newest doc_id.
+
+    A document is superseded only by a newer one that every reader of the older may
+    read: otherwise a restricted document would hide a public one from callers who
+    cannot read its replacement, and the stale flag would name a document they may not
+    know exists."""
     groups: dict[str, list[DocInfo]] = {}
     for info in docs:
         if info.source and info.version:
@@ -182,8 +194,14 @@ def superseded_documents(docs: "Iterable[DocInfo]") -> dict[str, str]:
     for members in groups.values():
         if len({m.version for m in members}) < 2:
             continue
-        newest = max(members, key=lambda m: (_version_key(m.version or ""), m.doc_id))
         for member in members:
-            if member.version != newest.version:
-                superseded[member.doc_id] = newest.doc_id
+            key = _version_key(member.version or "")
+            newer = [
+                m for m in members
+                if _version_key(m.version or "") > key and _readers_covered(m, member)
+            ]
+            if newer:
+                superseded[member.doc_id] = max(
+                    newer, key=lambda m: (_version_key(m.version or ""), m.doc_id)
+                ).doc_id
     return superseded

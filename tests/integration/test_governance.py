@@ -276,6 +276,54 @@ def test_superseded_and_expired_content(tmp_path: Path) -> None:
     assert all("⚠" not in b for b in blocks if "· cache-v2.md · score" in b)
 
 
+def test_supersession_stays_within_what_a_caller_may_read(tmp_path: Path) -> None:
+    """A restricted newer version neither hides a public older one from callers who
+    cannot read it nor names itself to them; a public newer version does supersede a
+    restricted older one (everyone who reads the old reads the new)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    gateway = "# Gateway\n\nThe gateway listens on port {port} for incoming connections.\n"
+    (docs / "guide-v1.md").write_text('---\nsource: guide\nversion: "1.0"\n---\n' + gateway.format(port=8080))
+    (docs / "q3-plan.md").write_text(
+        '---\nsource: guide\nversion: "2.0"\nacl: [hr]\n---\n' + gateway.format(port=9443)
+    )
+    (docs / "runbook-v1.md").write_text(
+        '---\nsource: runbook\nversion: "1"\nacl: [ops]\n---\n# Runbook\n\nRestart the relay with relayctl restart.\n'
+    )
+    (docs / "runbook-v2.md").write_text(
+        '---\nsource: runbook\nversion: "2"\n---\n# Runbook\n\nRestart the relay with relayctl reload.\n'
+    )
+    cfg = load_config(overrides={"build_tree": False, "build_graph": False})
+    build_index([docs], tmp_path / "idx", cfg)
+    kb = arborgraph.open(tmp_path / "idx")
+
+    question = "Which port does the gateway listen on?"
+    anonymous = kb.query(question, route="lookup")
+    assert anonymous.contexts and anonymous.contexts[0].source == "guide-v1.md"
+    shown = kb.query(question, route="lookup", include_stale=True)
+    for ctx in shown.contexts:
+        assert "q3-plan" not in ctx.source and not any("q3-plan" in f for f in ctx.flags), ctx
+    # hr reads both, and the restricted version does not supersede the public one for
+    # anyone: a document supersedes only what every reader of the older may read in it
+    hr = kb.query(question, route="lookup", principal="hr")
+    assert {"q3-plan.md", "guide-v1.md"} <= {c.source for c in hr.contexts}
+    assert not any(c.flags for c in hr.contexts if c.source == "guide-v1.md")
+
+    # a public v2 replaces ops's restricted v1 for ops too
+    ops = kb.query("How do I restart the relay?", route="lookup", principal="ops", include_stale=True)
+    v1 = [c for c in ops.contexts if c.source == "runbook-v1.md"]
+    assert v1 and any("superseded by runbook-v2.md" in f for f in v1[0].flags)
+
+    from typer.testing import CliRunner
+
+    from arborgraph.cli import app
+
+    for extra in ([], ["--include-stale"], ["--json"]):
+        run = CliRunner().invoke(app, ["query", "-i", str(tmp_path / "idx"), "--route", "lookup", *extra, question])
+        assert run.exit_code == 0, run.output
+        assert "guide-v1.md" in run.output and "q3-plan" not in run.output and "9443" not in run.output
+
+
 def test_injected_instructions_are_flagged_and_stay_data(tmp_path: Path, llm_server) -> None:  # type: ignore[no-untyped-def]
     docs = tmp_path / "docs"
     docs.mkdir()
