@@ -18,6 +18,7 @@ exclusively, so a pinned generation stays on disk until its reader closes it.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
@@ -278,7 +279,17 @@ class GenerationWriter:
 
     def write_vectors(self, name: str, vectors: np.ndarray) -> None:
         rel = layout.vectors_file(name)
-        np.save(self.path / rel, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+        target = self.path / rel
+        try:
+            np.save(target, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+        except OSError as exc:
+            if exc.errno is not None:
+                raise
+            # numpy reports a short write ("N requested and M written") without an errno,
+            # so the build could not tell a full disk from a bug: give it the errno
+            full = shutil.disk_usage(target.parent).free < vectors.nbytes
+            code = errno.ENOSPC if full else errno.EIO
+            raise OSError(code, os.strerror(code), str(target)) from exc
         self._files[rel] = {"rows": int(vectors.shape[0])}
 
     def dir_for(self, relative: str) -> Path:

@@ -21,10 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import arborgraph
 from arborgraph.config import load_config
+from arborgraph.core.errors import StorageError
 from arborgraph.pipeline.incremental import BuildStatus
 from arborgraph.pipeline import LOCK_WAIT_STAGE, build_index
 from arborgraph.index.store import BuildLock, GenerationWriter, IndexBusy, IndexUnusable, open_generation
@@ -443,3 +445,30 @@ def test_a_full_disk_stops_a_build_in_one_line_and_changes_nothing(index: Path, 
     assert "Traceback" not in run.stderr
     assert live(index) == serving
     assert cli("query", "--index", str(index), "WAL mode").returncode == 0
+
+
+
+def test_a_full_disk_while_writing_vectors_is_a_storage_problem(tmp_path: Path) -> None:
+    """numpy reports a short write of the vectors ("N requested and M written") without
+    an errno; the build must still see a full disk (one line, exit 1), not a bug (a
+    59-line traceback)."""
+    from arborgraph.pipeline.run import storage_problem
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], capture_output=True, check=False)
+    if mounted.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"a tmpfs cannot be mounted: {mounted.stderr.decode().strip()}")
+        pytest.skip(f"a tmpfs cannot be mounted here: {mounted.stderr.decode().strip()}")
+    try:
+        writer = GenerationWriter(disk / "idx")
+        try:
+            with pytest.raises(OSError) as failed:
+                writer.write_vectors("chunks", np.zeros((1000, 384), dtype=np.float32))
+        finally:
+            writer.abort()
+        problem = storage_problem(failed.value)
+        assert problem is not None and "No space left on device" in problem and ".npy" in problem
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
