@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from arborgraph.core.errors import LLMError, QueryError
 from arborgraph.core.version import __version__
+from arborgraph.display import printable
 from arborgraph.service import views
 from arborgraph.service.auth import AmbiguousCredentials, Authenticator, KeysUnavailable, Unauthorized
 from arborgraph.service.context import Service
@@ -104,7 +105,8 @@ class Timing:
                 scope["method"], endpoint, str(state.get(ROUTE_LABEL, "-")), status, time.perf_counter() - started
             )
             client = scope.get("client") or ("-", 0)
-            access_log.info('%s:%s - "%s %s" %d', client[0], client[1], scope["method"], scope["path"], status)
+            # the path is the caller's: CR, LF or ESC in it must not forge lines
+            access_log.info('%s:%s - "%s %s" %d', client[0], client[1], scope["method"], printable(scope["path"]), status)
 
 
 def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Authenticator) -> FastAPI:

@@ -22,6 +22,7 @@ import typer
 
 from arborgraph.core.errors import install_hint
 from arborgraph.core.questions import MAX_QUESTION_CHARS
+from arborgraph.display import printable
 
 SETTINGS_ENV = "ARBORGRAPH_SERVE_SETTINGS"  # hands the settings to --workers processes
 SERVE_EXTRA_HINT = f"the server needs the 'serve' extra: {install_hint('serve')}"
@@ -35,9 +36,28 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return fail(message, code)
 
 
+class PrintableFormatter(logging.Formatter):
+    """Shows control characters in a log line's message as escapes: a request path or
+    a file name holding CR, LF or ESC would otherwise forge log lines or drive the
+    terminal. Tracebacks (our own text) keep their newlines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return printable(super().formatMessage(record))
+
+
+# uvicorn's own lines go through the same formatter (its error log can quote a request)
+_UVICORN_LOGGING: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"printable": {"()": PrintableFormatter, "fmt": "%(levelname)s:     %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "printable", "stream": "ext://sys.stderr"}},
+    "loggers": {"uvicorn": {"handlers": ["stderr"], "level": "INFO", "propagate": False}},
+}
+
+
 def _service_logging() -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+    handler.setFormatter(PrintableFormatter("%(levelname)s:     %(message)s"))
     log = logging.getLogger("arborgraph.service")
     log.handlers[:] = [handler]
     log.setLevel(logging.INFO)
@@ -141,7 +161,9 @@ def serve(
     settings = _settings_from(values)
     _service_logging()
     # uvicorn's own access log is off: it prints query strings (questions, keys)
-    common = dict(host=host, port=port, log_level="info", timeout_graceful_shutdown=5, access_log=False)
+    common = dict(
+        host=host, port=port, log_level="info", log_config=_UVICORN_LOGGING, timeout_graceful_shutdown=5, access_log=False,
+    )
     try:
         if workers > 1:
             os.environ[SETTINGS_ENV] = json.dumps(values)

@@ -582,3 +582,25 @@ def test_keys_and_questions_never_reach_the_logs(server: Server, keys: dict[str,
     assert "POST /v1/query" in logs and "GET /v1/web/entities" in logs  # the access log is there ...
     for secret in (keys["team-a"], keys["team-b"], keys["revoked"], MARKER_QUESTION, "quokka"):
         assert secret not in logs  # ... without keys or question text
+
+
+def test_control_characters_in_a_path_never_reach_the_log(server: Server) -> None:
+    """CR, LF and ESC in a request path (percent-encoded: the server decodes them) are
+    escaped in the access log: no forged line, no terminal control sequence."""
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(server.url)
+    forged = "/v1/x%0D%0AINFO:%20%20%20%20%20forged-admin-login%1B%5B2J"
+    with socket.create_connection((where.hostname, where.port), timeout=10) as conn:
+        conn.sendall(f"GET {forged} HTTP/1.1\r\nHost: {where.hostname}:{where.port}\r\nConnection: close\r\n\r\n".encode())
+        while conn.recv(65536):
+            pass
+    deadline = time.monotonic() + 10
+    while "forged-admin-login" not in (logs := server.logs()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lines = [line for line in logs.splitlines() if "forged-admin-login" in line]
+    assert lines, logs[-2000:]
+    assert all(line.startswith("INFO:") and "GET /v1/x" in line for line in lines), lines
+    assert "\x1b" not in logs and "\r" not in logs
+    assert "\\x0d\\x0aINFO:" in lines[0] and "\\x1b[2J" in lines[0]
