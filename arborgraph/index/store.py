@@ -68,10 +68,12 @@ class BuildLock:
     """
 
     def __init__(
-        self, index_dir: Path, *, wait: bool = False, on_wait: Callable[[str], None] | None = None
+        self, index_dir: Path, *, wait: bool = False, on_wait: Callable[[str], None] | None = None,
+        when_busy: str = "wait for it to finish, or pass --wait (wait_for_lock=True) to queue behind it",
     ) -> None:
         self.index_dir = Path(index_dir)
         self.path = self.index_dir / LOCK_FILE
+        self._when_busy = when_busy  # what the caller can do, said when the lock is held
         self._fd = self._acquire(wait, on_wait)
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
@@ -92,10 +94,7 @@ class BuildLock:
                         f"{self.index_dir}: another build (pid {_holder(fd)}) is writing this index"
                     )
                     if not wait:
-                        raise IndexBusy(
-                            f"{message}; wait for it to finish, or pass --wait "
-                            "(wait_for_lock=True) to queue behind it"
-                        )
+                        raise IndexBusy(f"{message}; {self._when_busy}")
                     if on_wait is not None:
                         on_wait(f"{message}; waiting for it to finish")
                     fcntl.flock(fd, fcntl.LOCK_EX)
@@ -496,7 +495,8 @@ def rollback(index_dir: Path | str, to: str | None = None) -> tuple[str | None, 
     index_dir = Path(index_dir)
     if not index_dir.is_dir():
         raise IndexNotFound(f"{index_dir}: no such directory")
-    with BuildLock(index_dir):
+    # rollback has no --wait: say what to do instead
+    with BuildLock(index_dir, when_busy="run the rollback again when it has finished"):
         try:
             live: Path | None = live_generation(index_dir)
         except IndexNotFound:

@@ -427,6 +427,20 @@ def test_rollback_mends_a_deleted_current_pointer(index: Path) -> None:
     assert live(index) == serving
 
 
+def test_rollback_while_a_build_runs_says_what_to_do(index: Path) -> None:
+    """rollback has no --wait: while a build holds the index it says to run it again."""
+    serving = live(index)
+    lock = BuildLock(index)
+    try:
+        run = cli("rollback", "--index", str(index))
+    finally:
+        lock.release()
+    line = one_clean_line(run.stderr)
+    assert run.returncode == 2 and "another build" in line and "--wait" not in line
+    assert line.endswith("run the rollback again when it has finished")
+    assert live(index) == serving
+
+
 def test_a_full_disk_stops_a_build_in_one_line_and_changes_nothing(index: Path, docs: Path, tmp_path: Path) -> None:
     import resource
 
