@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from arborgraph.core.credentials import redact_credentials
 from arborgraph.core.errors import ExportError, GraphBackendError
 from arborgraph.neo4j.connection import BOLT_SCHEMES, CONNECT_TIMEOUT, connect, neo4j_driver, one_line, verify
 from arborgraph.neo4j.cypher import neighbours_cypher, relation_count_cypher
@@ -143,7 +144,12 @@ class GraphServer:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"GraphServer({self.uri!r}, database={self.database!r})"
+        return f"GraphServer({self.shown_uri!r}, database={self.database!r})"
+
+    @property
+    def shown_uri(self) -> str:
+        """The URI as messages show it: without a password."""
+        return redact_credentials(self.uri, [self.password])
 
     @property
     def driver(self) -> Driver:
@@ -165,7 +171,7 @@ class GraphServer:
             held = backend.relation_count()
             if held != len(kg.relations):
                 raise GraphBackendError(
-                    f"graph backend {self.uri} holds {held} relations of scope {scope!r}, the index "
+                    f"graph backend {self.shown_uri} holds {held} relations of scope {scope!r}, the index "
                     f"{len(kg.relations)}: export the index to it (arborgraph export-neo4j)"
                 )
         self._backends[scope] = backend
@@ -188,7 +194,7 @@ def graph_server(
     if config.uri == "memory":
         return None
     if not config.uri.startswith(BOLT_SCHEMES):
-        raise GraphBackendError(f"graph backend {config.uri!r}: give 'memory' or a bolt:// or neo4j:// URI")
+        raise GraphBackendError(f"graph backend {redact_credentials(config.uri, [password])!r}: give 'memory' or a bolt:// or neo4j:// URI")
     if password is None and config.password_env:
         password = (os.environ if environ is None else environ).get(config.password_env)
     return GraphServer(

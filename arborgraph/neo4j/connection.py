@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from arborgraph.core.credentials import redact_credentials
 from arborgraph.core.errors import ExportError, install_hint
 
 if TYPE_CHECKING:
@@ -40,17 +41,28 @@ def connect(uri: str, user: str | None = None, password: str | None = None, *, t
 
     ``timeout`` bounds opening a connection, handshake included: after a client closes
     N connections, FalkorDB's Bolt layer leaves the handshakes of the next N new
-    connections unanswered, and the driver would wait 60 s on each before retrying."""
+    connections unanswered, and the driver would wait 60 s on each before retrying.
+
+    Its errors never carry a password: the URI's user information and ``password``
+    are masked (the driver's own message repeats the URI it was given)."""
+    try:
+        return _connect(uri, user, password, timeout)
+    except ExportError as exc:
+        raise ExportError(redact_credentials(str(exc), [password])) from None
+
+
+def _connect(uri: str, user: str | None, password: str | None, timeout: float) -> "Driver":
     neo4j = neo4j_driver()
     auth = (user or "neo4j", password) if password is not None else None
+    shown = redact_credentials(uri)
     if not uri.startswith(BOLT_SCHEMES):
-        raise ExportError(f"bad Bolt URI {uri!r}: expected bolt:// or neo4j:// (with +s / +ssc for TLS)")
+        raise ExportError(f"bad Bolt URI {shown!r}: expected bolt:// or neo4j:// (with +s / +ssc for TLS)")
     try:
         driver = neo4j.GraphDatabase.driver(
             uri, auth=auth, connection_timeout=timeout, connection_acquisition_timeout=timeout
         )
     except (ValueError, neo4j.exceptions.ConfigurationError) as exc:
-        raise ExportError(f"bad Bolt URI {uri!r}: {exc}") from None
+        raise ExportError(f"bad Bolt URI {shown!r}: {exc}") from None
     try:
         verify(driver)
     except BaseException:

@@ -110,8 +110,11 @@ def test_query_store_from_the_command_line(store: X.Neo4jStore, neo4j: Neo4jServ
     for extra in (["--route", "graph"], ["--as-of", "2026-01-01"]):
         bad = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin", *login, *extra])
         assert bad.exit_code == 2 and bad.output.startswith("error: --store answers the lookup route only"), bad.output
-    wrong = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin", "--store", neo4j.uri, "--graph-password", "x"])
-    assert wrong.exit_code == 2 and wrong.output.startswith("error: authentication failed"), wrong.output
+    for json_flag in ([], ["--json"]):  # a failed login names neither password
+        wrong = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin", "--store", neo4j.uri,
+                                    "--graph-password", "Wr0ng-Passw0rd", *json_flag])
+        assert wrong.exit_code == 2 and wrong.output.startswith("error: authentication failed"), wrong.output
+        assert "Wr0ng-Passw0rd" not in wrong.output and neo4j.password not in wrong.output, wrong.output
     exported = runner.invoke(app, ["export-neo4j", "-i", str(tenant_index), "--uri", neo4j.uri,
                                    "--password", neo4j.password, "--search", "--json"])
     assert exported.exit_code == 0, exported.output
