@@ -649,7 +649,7 @@ def export_neo4j(
 ) -> None:
     """Export the index to Neo4j over Bolt (incremental), or as CSV files for neo4j-admin import."""
     from arborgraph.neo4j import (
-        CsvReport, ExportReport, GdsLeidenReport, SearchExport, connect, export_records, export_search, gds_leiden_index,
+        CsvReport, ExportReport, GdsLeidenOutcome, SearchExport, connect, export_records, export_search, gds_leiden_index,
         index_records, write_csv,
     )
     from arborgraph.index.store import open_generation
@@ -659,7 +659,7 @@ def export_neo4j(
     if (gds_leiden or search) and uri is None:
         raise fail("--gds-leiden and --search run on the server: give --uri", EXIT_USER_ERROR)
     records = index_records(open_generation(index))
-    communities: list[GdsLeidenReport] = []
+    communities = GdsLeidenOutcome([], [])
     searchable: SearchExport | None = None
     if csv is not None:
         report: CsvReport | ExportReport = write_csv(records, csv)
@@ -679,7 +679,8 @@ def export_neo4j(
         if searchable is not None:
             payload["search"] = searchable.as_dict()
         if gds_leiden:
-            payload["gds_leiden"] = [c.as_dict() for c in communities]
+            payload["gds_leiden"] = [c.as_dict() for c in communities.reports]
+            payload["gds_leiden_skipped"] = [s.as_dict() for s in communities.skipped]
         print(json.dumps(payload, indent=2))
         return
     if isinstance(report, CsvReport):
@@ -694,7 +695,9 @@ def export_neo4j(
         )
     if searchable is not None:
         say(out, f"search indexes: {searchable.embeddings} chunk embeddings written ({searchable.dimensions} dimensions)")
-    for c in communities:
+    for skipped in communities.skipped:
+        say(out, f"GDS Leiden, scope {skipped.scope}: skipped ({skipped.reason})")
+    for c in communities.reports:
         say(
             out,
             f"GDS Leiden, scope {c.scope}: {c.gds_communities} communities in {c.gds_levels} levels, modularity "

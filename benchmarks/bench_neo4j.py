@@ -99,7 +99,7 @@ def export_round(server: Any, records: X.GraphRecords, batch_size: int, workers:
 
 def gds_round(server: Any, index: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
-    reports = X.gds_leiden_index(index, server.driver())
+    reports = X.gds_leiden_index(index, server.driver()).reports
     wall = time.perf_counter() - t0
     biggest = max(reports, key=lambda r: r.nodes)
     return {**biggest.as_dict(), "wall_s": round(wall, 3)}

@@ -72,9 +72,11 @@ from arborgraph.neo4j.cypher import (
 from arborgraph.neo4j.gds import (
     COMMUNITIES_PROPERTY,
     COMMUNITY_PROPERTY,
+    GdsLeidenOutcome,
     GdsLeidenReport,
     GdsLeidenRun,
     LeidenSettings,
+    SkippedScope,
     compare_with_index,
     gds_leiden_index,
     partition_modularity,
@@ -163,7 +165,8 @@ __all__ = [
     # CSV
     "CsvReport", "write_csv",
     # communities in the database (GDS)
-    "LeidenSettings", "GdsLeidenRun", "GdsLeidenReport", "run_gds_leiden", "gds_leiden_index", "compare_with_index",
+    "LeidenSettings", "GdsLeidenRun", "GdsLeidenReport", "GdsLeidenOutcome", "SkippedScope", "run_gds_leiden",
+    "gds_leiden_index", "compare_with_index",
     "partition_modularity", "top_level_partition", "COMMUNITIES_PROPERTY", "COMMUNITY_PROPERTY",
     # the store (lookup on the database's search indexes)
     "Neo4jStore", "SearchExport", "export_search", "lucene_query",

@@ -9,7 +9,8 @@ the finest first) and ``gds_community`` (the last level's). A later export of an
 entity that changed rewrites its node without them.
 
 :func:`gds_leiden_index` does it for every scope of an index and sets the result
-beside the index's own partition: both modularities are computed here, by one function
+beside the index's own partition (a scope whose graph has no relation heavy enough to
+partition is skipped, and said so, not an error: the others are partitioned): both modularities are computed here, by one function
 (:func:`partition_modularity`) over the same weighted graph at the index's resolution,
 so that they compare; GDS's own figure is kept as ``gds_reported_modularity``.
 
@@ -103,6 +104,26 @@ class GdsLeidenReport:
         out["gds_seconds"] = round(self.gds_seconds, 3)
         out["modularity_ratio"] = round(self.modularity_ratio, 4)
         return out
+
+
+@dataclass(frozen=True)
+class SkippedScope:
+    """A scope :func:`gds_leiden_index` did not partition, and why."""
+
+    scope: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"scope": self.scope, "reason": self.reason}
+
+
+@dataclass
+class GdsLeidenOutcome:
+    """What :func:`gds_leiden_index` did: a report per partitioned scope, and the
+    scopes it skipped."""
+
+    reports: list[GdsLeidenReport]
+    skipped: list[SkippedScope]
 
 
 # -- Cypher ------------------------------------------------------------------------------
@@ -259,25 +280,35 @@ def compare_with_index(run: GdsLeidenRun, kg: "KnowledgeGraph", settings: Leiden
 
 def gds_leiden_index(
     index_dir: str | Path, driver: "Driver", *, database: str | None = None, max_levels: int = LeidenSettings.max_levels
-) -> list[GdsLeidenReport]:
+) -> GdsLeidenOutcome:
     """:func:`run_gds_leiden` on every access scope of the index at ``index_dir`` that
     has a graph (exported there already), with the settings its graph was built with,
-    each compared with the index's own communities (:func:`compare_with_index`)."""
+    each compared with the index's own communities (:func:`compare_with_index`).
+
+    A scope whose index graph has no relation to partition (none, or all lighter than
+    the edge threshold) is skipped, not run: GDS would find nothing on the server
+    either, and one such scope must not stop the others. A scope that has relations in
+    the index but none on the server is still an error (the export is missing)."""
     from arborgraph.index.layout import scoped
     from arborgraph.index.scoped import load_scopes
     from arborgraph.index.store import open_generation
+    from graphrag.communities import aggregate_edges
     from graphrag.schema import ENTITIES
 
     generation = open_generation(Path(index_dir))
     graph_config = (generation.manifest.get("config") or {}).get("graph") or {}
     settings = LeidenSettings.of_index(graph_config)
     settings = LeidenSettings(settings.resolution, settings.min_edge_weight, settings.seed, max_levels)
-    reports = []
+    outcome = GdsLeidenOutcome([], [])
     for scope in load_scopes(generation):
         if not generation.has_table(scoped(ENTITIES, scope.tag)):
             continue
+        relations = ((r.source, r.target, r.weight) for r in scope.graph.relations.values())
+        if not aggregate_edges(relations, min_weight=settings.min_edge_weight):
+            outcome.skipped.append(SkippedScope(scope.scope, "no relations to partition"))
+            continue
         run = run_gds_leiden(driver, scope=scope.scope, database=database, settings=settings)
-        reports.append(compare_with_index(run, scope.graph, settings))
-    if not reports:
+        outcome.reports.append(compare_with_index(run, scope.graph, settings))
+    if not outcome.reports and not outcome.skipped:
         raise ExportError(f"{index_dir} has no entity graph to partition")
-    return reports
+    return outcome

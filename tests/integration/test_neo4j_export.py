@@ -768,6 +768,36 @@ def test_cli_errors_are_one_line_exit_2(tmp_path: Path, index_v1: Path) -> None:
         assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
 
 
+SECRET = "Pa55-w0rd@Secret"  # with an '@': a URI must carry it percent-encoded
+
+
+def test_cli_errors_never_show_the_password(index_v1: Path) -> None:
+    """Neither in the URI, nor given by --password / --graph-password or NEO4J_PASSWORD,
+    plain or --json, on an unreachable server or a malformed URI (the driver's own
+    message repeats the URI it was given)."""
+    from urllib.parse import quote
+
+    runner = CliRunner()
+    dead = _dead_port()
+    in_uri = [f"bolt://neo4j:{quote(SECRET, safe='')}@127.0.0.1:{dead}", f"neo4j://neo4j:{SECRET}@127.0.0.1:{dead}",
+              f"http://neo4j:{SECRET}@127.0.0.1:{dead}", f"bolt://{SECRET}@127.0.0.1:{dead}"]
+    plain = f"bolt://127.0.0.1:{dead}"
+    runs: list[tuple[list[str], dict[str, str]]] = []
+    for uri in [*in_uri, plain]:
+        for json_flag in ([], ["--json"]):
+            runs.append((["export-neo4j", "-i", str(index_v1), "--uri", uri, "--password", SECRET, *json_flag], {}))
+            runs.append((["query", "-i", str(index_v1), "busy timeout", "--store", uri, "--graph-password", SECRET,
+                          *json_flag], {}))
+    runs.append((["export-neo4j", "-i", str(index_v1), "--uri", plain, "--timeout", "1"], {"NEO4J_PASSWORD": SECRET}))
+    runs.append((["query", "-i", str(index_v1), "busy timeout", "--store", plain], {"NEO4J_PASSWORD": SECRET}))
+    for args, env in runs:
+        result = runner.invoke(_app(), args, env=env)
+        assert result.exit_code == 2 and result.output.startswith("error: "), (args, result.output)
+        assert result.output.count("\n") == 1, result.output
+        for shown in (SECRET, quote(SECRET, safe=""), "w0rd"):
+            assert shown not in result.output, (args, result.output)
+
+
 def test_cli_exports_over_bolt_and_to_csv(server: Neo4jServer, tmp_path: Path, index_v1: Path, records_v1: X.GraphRecords) -> None:
     runner = CliRunner()
     login = ["--uri", server.uri, "--user", server.user, "--password", server.password]
@@ -781,8 +811,10 @@ def test_cli_exports_over_bolt_and_to_csv(server: Neo4jServer, tmp_path: Path, i
     result = runner.invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--uri", server.uri],
                            env={"NEO4J_PASSWORD": server.password})
     assert result.exit_code == 0 and "0 created, 0 updated, 0 deleted" in result.output
-    result = runner.invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--uri", server.uri, "--password", "wrong"])
-    assert result.exit_code == 2 and result.output.startswith("error: authentication failed"), result.output
+    for json_flag in ([], ["--json"]):  # a failed login names neither password
+        result = runner.invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--uri", server.uri, "--password", SECRET, *json_flag])
+        assert result.exit_code == 2 and result.output.startswith("error: authentication failed"), result.output
+        assert SECRET not in result.output and server.password not in result.output, result.output
     result = runner.invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--csv", str(tmp_path / "bulk")])
     assert result.exit_code == 0 and (tmp_path / "bulk" / "import.sh").exists()
 
@@ -922,7 +954,9 @@ def test_gds_leiden_writes_communities_and_matches_the_index_modularity(
 
     driver = server.driver()
     X.export_index(index_v1, driver)
-    (report,) = X.gds_leiden_index(index_v1, driver)
+    outcome = X.gds_leiden_index(index_v1, driver)
+    (report,) = outcome.reports
+    assert outcome.skipped == []
     assert report.scope == X.PUBLIC and report.gds_communities > 1 and report.gds_levels >= 1
     assert report.index_modularity > 0.3 and report.gds_modularity >= 0.95 * report.index_modularity  # the target
     assert report.gds_reported_modularity == pytest.approx(report.gds_modularity, abs=0.02)
@@ -960,3 +994,46 @@ def test_gds_leiden_writes_communities_and_matches_the_index_modularity(
     assert cli["modularity_ratio"] >= 0.95
     result = CliRunner().invoke(_app(), ["export-neo4j", "-i", str(index_v1), "--csv", str(tmp_path / "c"), "--gds-leiden"])
     assert result.exit_code == 2 and result.output.startswith("error: --gds-leiden and --search run on the server")
+
+
+TEAM_NOTES = """---
+title: Team notes
+acl: [team-a]
+---
+# Team notes
+
+Our service calls `sqlite3_busy_timeout` once at startup.
+"""
+
+
+def test_gds_leiden_skips_a_scope_without_relations_and_partitions_the_others(
+    server: Neo4jServer, tmp_path: Path
+) -> None:
+    """A restricted scope with one entity and no relation: said so, and the public
+    scope is partitioned all the same (it used to stop every scope)."""
+    import arborgraph
+    from arborgraph.index.scoped import load_scopes
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in PAGES_V1:
+        shutil.copy(MANUAL / name, src / name)
+    (src / "team.md").write_text(TEAM_NOTES, encoding="utf-8")
+    index = tmp_path / "idx"
+    arborgraph.build([src], index)
+    graphs = {s.scope: s.graph for s in load_scopes(open_generation(index))}
+    assert graphs["acl:team-a"].entities and not graphs["acl:team-a"].relations and graphs[X.PUBLIC].relations
+    login = ["--uri", server.uri, "--password", server.password]
+    result = CliRunner().invoke(_app(), ["export-neo4j", "-i", str(index), *login, "--gds-leiden", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert [r["scope"] for r in payload["gds_leiden"]] == [X.PUBLIC]
+    assert payload["gds_leiden"][0]["gds_communities"] > 1
+    assert payload["gds_leiden_skipped"] == [{"scope": "acl:team-a", "reason": "no relations to partition"}]
+    with server.driver().session() as s:
+        written = s.run("MATCH (n:Entity) WHERE n.gds_community IS NOT NULL RETURN DISTINCT n.scope AS scope").value()
+    assert written == [X.PUBLIC]
+    result = CliRunner().invoke(_app(), ["export-neo4j", "-i", str(index), *login, "--gds-leiden"])
+    assert result.exit_code == 0, result.output
+    assert "GDS Leiden, scope acl:team-a: skipped (no relations to partition)" in result.output
+    assert f"GDS Leiden, scope {X.PUBLIC}: " in result.output and " communities in " in result.output
