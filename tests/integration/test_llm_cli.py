@@ -26,7 +26,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ARBORGRAPH_LLM"))}
     env |= {"HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
     return subprocess.run(
-        [sys.executable, "-m", "arborgraph.cli", *args], capture_output=True, text=True, timeout=300, env=env
+        [sys.executable, "-m", "arborgraph.cli", *args], capture_output=True, text=True, timeout=1200, env=env
     )
 
 

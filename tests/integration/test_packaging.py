@@ -37,7 +37,7 @@ def test_editable_build_prints_no_setuptools_warning(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONWARNINGS")}
     run = subprocess.run(
         [sys.executable, "-c", BUILD, str(wheels)], cwd=project, capture_output=True, text=True,
-        timeout=300, env=env,
+        timeout=1200, env=env,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     output = run.stdout + run.stderr

@@ -89,7 +89,7 @@ def test_tree_pool_helpers_do_not_rerun_an_unguarded_script(tmp_path: Path) -> N
             print("sum", pool.submit(operator.add, 2, 3).result())
         """
     )
-    result = run_script(code, tmp_path, timeout=300)
+    result = run_script(code, tmp_path, timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split("\n").count("script body ran") == 1 and "sum 5" in result.stdout
 
@@ -111,7 +111,7 @@ def test_docs_snippets_run_against_the_demo_index(page: str, snippet: str, sampl
         assert "OpenAIChatModel" in snippet or "LLMConfig" in snippet, f"{page}: a snippet that neither runs nor needs an LLM"
         return
     shutil.copytree(sample_index, tmp_path / ".demo-index")
-    result = run_script(snippet, tmp_path, timeout=300)
+    result = run_script(snippet, tmp_path, timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() and "Traceback" not in result.stderr
     assert code is not None

@@ -36,7 +36,7 @@ def call(server: Server, method: str, path: str, key: str | None = None, raw: by
     return status, json.loads(body) if body else None
 
 
-def rebuild(server: Server, key: str, timeout: float = 300) -> dict[str, Any]:
+def rebuild(server: Server, key: str, timeout: float = 1200) -> dict[str, Any]:
     """Start a rebuild and follow it until it is served: its last status, with the stages
     seen on the way under ``seen_stages``. Fails the test if it fails or takes too long."""
     status, body = call(server, "POST", "/v1/rebuild", key)
