@@ -202,6 +202,61 @@ class _ProgressBar:
                 self.progress.update(task_id, seconds=timings_s[stage])
 
 
+class _ProgressLines:
+    """Progress as plain lines, for output that is not a terminal (a file, a pipe, CI),
+    where a live bar shows nothing until the build ends: a line when a stage begins, at
+    most every ``every_s`` seconds while it runs (count, rate, time left) and when it
+    completes."""
+
+    def __init__(self, enabled: bool, every_s: float = 20.0) -> None:
+        self.enabled = enabled
+        self.every_s = every_s
+        self._first: dict[str, float] = {}
+        self._said: dict[str, float] = {}
+        self._ended: set[str] = set()
+
+    def __enter__(self) -> "_ProgressLines":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        first = self._first.setdefault(stage, now)
+        complete = total is not None and done >= total
+        if stage in self._ended and complete:
+            return
+        if stage in self._said and not complete and now - self._said[stage] < self.every_s:
+            return
+        self._said[stage] = now
+        if complete:
+            self._ended.add(stage)
+        say(err, _progress_line(stage, done, total, now - first))
+
+    def report_timings(self, timings_s: dict[str, float]) -> None:
+        pass  # the report's own timings line follows the build
+
+
+def _progress_line(stage: str, done: int, total: int | None, elapsed_s: float) -> str:
+    """``embed: 120/928 (13.2/s, about 1m01s left)``: what a progress line says."""
+    count = f"{done}/{total}" if total is not None else f"{done}"
+    if elapsed_s < 1 or done <= 0:
+        return f"{stage}: {count}"
+    rate = done / elapsed_s
+    if total is None or done >= total:
+        return f"{stage}: {count} ({rate:.1f}/s, {elapsed_s:.0f}s)"
+    left = (total - done) / rate
+    return f"{stage}: {count} ({rate:.1f}/s, about {int(left // 60)}m{int(left % 60):02d}s left)"
+
+
+def _build_progress(enabled: bool) -> "_ProgressBar | _ProgressLines":
+    """A live bar on a terminal, plain lines elsewhere."""
+    return _ProgressBar(enabled) if err.is_terminal else _ProgressLines(enabled)
+
+
 def _open(index: Path, settings: Any = None, *, graph_password: str | None = None):  # type: ignore[no-untyped-def]
     """The index, opened for one command: each part loads when the command first needs it."""
     from arborgraph.index.index_dir import live_generation
@@ -255,7 +310,7 @@ def build(
             k: v for k, v in (("model", llm_model), ("embedding_model", embedding_model)) if v
         }
     cfg = load_config(config, overrides)
-    with _ProgressBar(enabled=not quiet and not json_out) as bar:
+    with _build_progress(enabled=not quiet and not json_out) as bar:
 
         def progress(stage: str, done: int, total: int | None) -> None:
             if stage == LOCK_WAIT_STAGE:  # said even with --quiet: the build seems stuck otherwise

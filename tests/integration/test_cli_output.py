@@ -205,3 +205,30 @@ def test_progress_shows_counts_without_none_and_the_reports_timings(sample_slice
     assert " 5 " in f"{cluster} " and "5/1" not in cluster
     chunk = next(line for line in shown.splitlines() if "chunk" in line)
     assert "20/20" in chunk and "1.2s" in chunk
+
+
+def test_a_build_whose_output_is_not_a_terminal_shows_progress_lines(sample_slice: Path, tmp_path: Path) -> None:
+    """Piped or sent to a file, a build still says where it is: a line per stage as it
+    begins and ends, with its count, rate and time left while it runs."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for page in sorted(sample_slice.iterdir())[:6]:
+        (docs / page.name).write_bytes(page.read_bytes())
+    built = run("build", str(docs), "--index", str(tmp_path / "idx"), "--no-tree", "--no-graph")
+    assert built.returncode == 0, built.stderr
+    lines = built.stderr.splitlines()
+    assert any(line.startswith("load: ") for line in lines), built.stderr
+    embed = [line for line in lines if line.startswith("embed: ")]
+    assert embed and "/" in embed[-1], built.stderr
+    done, total = embed[-1].split()[1].split("/")
+    assert done == total and int(total) > 0
+    assert not any("━" in line for line in lines)  # no bar drawn into a file
+
+
+def test_progress_lines_say_rate_and_time_left() -> None:
+    from arborgraph.cli import _progress_line
+
+    assert _progress_line("embed", 120, 928, 10.0) == "embed: 120/928 (12.0/s, about 1m07s left)"
+    assert _progress_line("embed", 928, 928, 80.0) == "embed: 928/928 (11.6/s, 80s)"
+    assert _progress_line("load", 0, None, 0.0) == "load: 0"
+    assert _progress_line("graph", 40, None, 4.0) == "graph: 40 (10.0/s, 4s)"
