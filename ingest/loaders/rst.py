@@ -3,7 +3,8 @@
 docutils runs with reports silenced, halting disabled, and file insertion (``include``,
 ``raw :file:``) turned off, so a document can never make the loader read another
 file. Sphinx directives and roles unknown to docutils keep their text instead of
-turning into error messages.
+turning into error messages; ``include`` and ``contents`` are skipped without a warning,
+and ``.. only::`` keeps its content but not its condition.
 """
 
 from __future__ import annotations
@@ -44,8 +45,18 @@ _CODE_DIRECTIVES = frozenset("code-block sourcecode doctest testcode testoutput 
 _SILENT_DIRECTIVES = frozenset(
     "toctree index highlight module currentmodule moduleauthor sectionauthor testsetup "
     "testcleanup tabularcolumns literalinclude autosummary automodule autoclass autofunction "
-    "audit-event-table".split()
+    "audit-event-table include raw contents".split()
 )
+# Directives docutils knows but a Sphinx manual means differently, or that the loader
+# turned off: ``include`` and ``raw`` (file insertion is disabled, and docutils would
+# warn for every one), ``contents`` (a generated table of contents, not text; docutils
+# refuses it inside ``.. only::``). They go through ``unknown_directive`` instead
+# (``explicit_construct`` calls docutils' own directive lookup directly, so this is
+# matched before it).
+_OVERRIDDEN = re.compile(r"^\.\.\s+(include|raw|contents)\s*::", re.I)
+# Directives whose argument is a condition, not text: the content is kept, the argument
+# (``.. only:: html``) is not.
+_CONDITIONAL = frozenset({"only", "ifconfig"})
 _LABELS = {
     "versionadded": "New in version",
     "versionchanged": "Changed in version",
@@ -55,7 +66,8 @@ _LABELS = {
 }
 _VERSIONED = frozenset({"versionadded", "versionchanged", "deprecated", "deprecated-removed"})
 _SPHINX_CLASS = re.compile(r"^\.\.\s+class::\s*[\w.]+\s*[(.]|^\.\.\s+class::\s*[\w]+\.[\w.]+")
-_ROLE_TARGET = re.compile(r"^(.*?)\s*<[^<>]*>$", re.S)
+# `title <target>`; a generator expression (:genex:`$<CONFIG>`) is not a target
+_ROLE_TARGET = re.compile(r"^(.*?)\s*(?<!\$)<[^<>]*>$", re.S)
 
 
 def load_rst(raw: bytes, *, doc_id: str, path: str) -> Document:
@@ -104,6 +116,9 @@ class _TolerantBody:
         # directive would swallow the signature as an HTML class attribute.
         if _SPHINX_CLASS.match(match.string):
             return self.unknown_directive("py:class")
+        overridden = _OVERRIDDEN.match(match.string)
+        if overridden:
+            return self.unknown_directive(overridden.group(1).lower())
         return super().explicit_construct(match)  # type: ignore[misc]
 
     def unknown_directive(self, type_name):  # type: ignore[no-untyped-def]
@@ -123,7 +138,9 @@ class _TolerantBody:
             code = "\n".join(lines)
             return [nodes.literal_block(code, code)], blank_finish
         result: list[nodes.Node] = []
-        if name in _DESCRIBING:
+        if name in _CONDITIONAL:
+            pass
+        elif name in _DESCRIBING:
             if arguments:
                 shown = " ".join(a.rstrip("\\").strip() for a in arguments)
                 result.append(nodes.paragraph(shown, shown))

@@ -305,6 +305,25 @@ def test_rst_real_sphinx_source() -> None:
     assert any(b.kind == "code" and b.text.startswith(">>> import json\n>>> json.dumps(") for b in doc.blocks)
 
 
+def test_rst_sphinx_directives_and_roles_parse_quietly() -> None:
+    # A CMake-manual-style page: `.. only:: html` once left a stray "html" paragraph
+    # and `.. include::` / a nested `.. contents::` made docutils warn (#38 item 10)
+    doc = load(DATA / "rst/cmake_style_command.rst", load_rst)
+    assert_offsets(doc)
+    assert doc.warnings == []
+    texts = [b.text for b in doc.blocks]
+    assert "html" not in texts and "latex" not in texts
+    assert texts[1].startswith("Declare a library of widgets")
+    assert "This paragraph is for the printed manual only." in texts  # `only` keeps its content
+    assert "New in version 3.21:" in texts and "Deprecated since version 3.27:" in texts
+    assert any(t.startswith("The variable CMAKE_WIDGET_PREFIX names") and "WIDGET_KIND" in t and "$<CONFIG>" in t for t in texts)
+    assert "Declare the library <name> from the given sources." in texts  # a domain directive keeps its body
+    assert "The library is built before any target that links to it." in texts
+    assert any(b.kind == "code" and b.text.startswith("add_widget_library(gadgets STATIC") for b in doc.blocks)
+    assert "See the cmake-buildsystem(7) manual and CMP0028." in texts
+    assert not any("/command/add_library" in t or "WIDGET_WARNING" in t or ":command:" in t for t in texts)
+
+
 def test_rst_never_reads_other_files(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP SECRET CONTENT")
