@@ -7,6 +7,7 @@ re-exports all of it and checks again when it opens or writes).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import stat
@@ -75,8 +76,45 @@ def live_generation(index_dir: Path) -> Path:
         raise IndexNotFound(f"{index_dir}: not a directory")
     gen = current_generation(index_dir)
     if gen is None:
-        raise IndexNotFound(f"{index_dir}: not an Arborgraph index (no {layout.CURRENT} file)")
+        raise IndexNotFound(_no_index_yet(index_dir))
     return gen
+
+
+def _no_index_yet(index_dir: Path) -> str:
+    """Why a directory without ``CURRENT`` holds no index: a first build still running,
+    one that stopped before its commit (Ctrl-C, a kill, an error: it leaves its status,
+    caches or generation behind), or a folder that never was an index."""
+    started = (
+        layout.status_file(index_dir).exists()
+        or layout.cache_dir(index_dir).exists()
+        or bool(generation_dirs(index_dir))
+    )
+    if not started:
+        return f"{index_dir}: not an Arborgraph index (no {layout.CURRENT} file)"
+    if build_running(index_dir):
+        return f"{index_dir}: the first build is still running; query the index once it has finished"
+    # the rerun takes what the stopped build parsed, embedded and asked the model from
+    # the index's cache/, so it resumes rather than starting over
+    return (
+        f"{index_dir}: the first build was interrupted before it finished; run "
+        f"`arborgraph build SOURCES --index {index_dir}` again (the same SOURCES) to resume"
+    )
+
+
+def build_running(index_dir: Path | str) -> bool:
+    """Whether a build holds ``index_dir``'s build lock right now."""
+    path = Path(index_dir) / layout.LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases the probe's lock at once
 
 
 def check_index_dir(index_dir: Path) -> None:

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from arborgraph.index import layout
 from arborgraph.core.errors import IndexUnusable, IndexNotFound, IndexDamaged, IndexBusy  # noqa: F401 (re-exported)
 from arborgraph.index.index_dir import (  # noqa: F401 (re-exported)
-    check_index_dir, current_generation, generation_dirs as _generations, live_generation, read_current,
+    build_running, check_index_dir, current_generation, generation_dirs as _generations, live_generation, read_current,
 )
 from arborgraph.index.index_files import MAX_POINTER_BYTES, damaged, read_small, sha256_file, shown, write_atomic  # noqa: F401 (re-exported)
 from arborgraph.index.layout import cache_dir  # noqa: F401 (re-exported)
@@ -145,22 +145,6 @@ def _same_file(fd: int, path: Path) -> bool:
         return os.path.samestat(os.fstat(fd), os.lstat(path))
     except FileNotFoundError:
         return False
-
-
-def build_running(index_dir: Path | str) -> bool:
-    """Whether a build holds ``index_dir``'s build lock right now."""
-    path = Path(index_dir) / LOCK_FILE
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing releases the probe's lock at once
 
 
 class GenerationPin:

@@ -362,9 +362,8 @@ def test_damaged_caches_are_moved_aside_and_rebuilt(index: Path, docs: Path, sam
 # -- minor: a killed build's status is "interrupted", not "running" -----------------------
 
 
-def test_a_killed_builds_status_reads_interrupted(index: Path, sample_slice: Path) -> None:
-    more = copy_pages(sample_slice, index.parent / "more", ["lockingv3.md", "isolation.md", "tempfiles.md"])
-    proc = start_cli("build", str(more), "--index", str(index), "-q", "--no-tree", "--no-graph")
+def wait_until_running(index: Path, proc: subprocess.Popen[str]) -> None:
+    """Wait until the build ``proc`` has recorded itself as running in ``index``."""
     deadline = time.time() + 300
     status = None
     while time.time() < deadline and proc.poll() is None:
@@ -373,6 +372,12 @@ def test_a_killed_builds_status_reads_interrupted(index: Path, sample_slice: Pat
             break
         time.sleep(0.05)
     assert status is not None and status.state == "running" and status.pid == proc.pid
+
+
+def test_a_killed_builds_status_reads_interrupted(index: Path, sample_slice: Path) -> None:
+    more = copy_pages(sample_slice, index.parent / "more", ["lockingv3.md", "isolation.md", "tempfiles.md"])
+    proc = start_cli("build", str(more), "--index", str(index), "-q", "--no-tree", "--no-graph")
+    wait_until_running(index, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     on_disk = json.loads((index / "build-status.json").read_text())
@@ -382,6 +387,28 @@ def test_a_killed_builds_status_reads_interrupted(index: Path, sample_slice: Pat
     with BuildLock(index):  # while a build holds the lock, it is running
         loaded = BuildStatus.load(index)
         assert loaded is not None and loaded.state == "running"
+
+
+def test_a_query_after_ctrl_c_in_a_first_build_says_it_was_interrupted_and_how_to_resume(
+    docs: Path, tmp_path: Path
+) -> None:
+    index = tmp_path / "first"
+    build = ("build", str(docs), "--index", str(index), "-q", "--no-tree", "--no-graph")
+    proc = start_cli(*build)
+    wait_until_running(index, proc)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    proc.wait()
+    assert not (index / "CURRENT").exists()  # the first build left no index
+    run = cli("query", "--index", str(index), "WAL mode")
+    line = one_clean_line(run.stderr)
+    assert run.returncode == 2
+    assert line == (
+        f"error: {index}: the first build was interrupted before it finished; run "
+        f"`arborgraph build SOURCES --index {index}` again (the same SOURCES) to resume"
+    ), line
+    rerun = cli(*build)  # what the message says resumes it
+    assert rerun.returncode == 0, rerun.stderr
+    assert cli("query", "--index", str(index), "WAL mode").returncode == 0
 
 
 # -- damage found after the build: the intact generation is named, and made live again --
