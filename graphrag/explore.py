@@ -79,7 +79,7 @@ class GraphView:
         return max(found, key=lambda e: (len(e.mentions), e.id))
 
     def entities(self, type: str | None = None, limit: int | None = None) -> pa.Table:
-        """Entities as a table, most connected first (``.to_pandas()`` if you have pandas)."""
+        """Entities as a table, most connected first (``.to_pandas()`` with the ``[notebooks]`` extra)."""
         kg = self.kg
         rows = [e for e in kg.entities.values() if type is None or e.type == type]
         rows.sort(key=lambda e: (-kg.degree(e.id), e.id))
