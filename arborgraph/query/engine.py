@@ -296,11 +296,13 @@ class QueryEngine:
         kept, cut = assemble(found.contexts, s.budget_tokens, s.top_k, self.tokens)
         final_scores(kept, relevance_scores(kept))
         text = None
+        checks: list[str] = []  # answer sentences with figures their sources lack
         if answer:
-            from arborgraph.query.answer import generate_answer
+            from arborgraph.query.answer import figure_notes, generate_answer
 
             checkpoint()
             text = generate_answer(llm or self.chat_model(), question, kept)
+            checks = figure_notes(text, kept, question) if kept else []
         return QueryResult(
             question=question,
             route=decision.route,
@@ -308,7 +310,7 @@ class QueryEngine:
             contexts=kept,
             mode=mode,
             answer=text,
-            notes=([fallback] if fallback else []) + found.notes,
+            notes=([fallback] if fallback else []) + found.notes + checks,
             retrieved=found.rankings,
             budget_cut=cut,
         )
