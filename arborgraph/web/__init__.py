@@ -47,6 +47,15 @@ def router(service: Service) -> APIRouter:
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html", headers=_PAGE_HEADERS)
 
+    @routes.get("/v1/web/access", tags=["web"])
+    async def web_access() -> dict[str, bool]:
+        """Whether this service takes API keys at all (``keys``) and requires one
+        (``require_key``), no key needed to ask: a service started without --keys
+        serves everyone as the anonymous caller, so the page opens as that caller
+        instead of asking for a key no one has."""
+        authenticator = service.authenticator
+        return {"keys": authenticator.keys is not None, "require_key": authenticator.require_key}
+
     @routes.get("/favicon.ico", include_in_schema=False)
     async def favicon() -> Response:
         return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")

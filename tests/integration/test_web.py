@@ -8,6 +8,7 @@ screenshot of what it checked under the session's tmp dir (``web-screens``).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -108,13 +109,18 @@ class Browser:
         self.context = chromium.new_context(viewport={"width": 1280, "height": 800})
         self.console: list[str] = []
 
-    def page(self, url: str, key: str | None) -> Page:
-        """A new tab at ``url`` that answered the key prompt with ``key`` (None: anonymous)."""
+    def open(self, url: str) -> Page:
+        """A new tab at ``url``, its errors collected."""
         page = self.context.new_page()
         page.on("console", lambda msg: self.console.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None)
         page.on("pageerror", lambda exc: self.console.append(f"page error: {exc}"))
         page.set_default_timeout(SLOW)
         page.goto(url + "/")
+        return page
+
+    def page(self, url: str, key: str | None) -> Page:
+        """A new tab at ``url`` that answered the key prompt with ``key`` (None: anonymous)."""
+        page = self.open(url)
         page.wait_for_selector("#key-dialog[open]")
         if key is None:
             page.click("#key-anonymous")
@@ -407,6 +413,22 @@ def test_index_page_shows_what_inspect_shows(web_server: Server, browser: Browse
         page.wait_for_selector("main .panel")
         assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth + 1"), tab
     page.screenshot(path=str(screens / "narrow-index.png"))
+
+
+def test_a_service_without_keys_opens_as_anonymous_without_asking_for_a_key(
+    sample_index: Path, browser: Browser, screens: Path, tmp_path: Path
+) -> None:
+    with running_server(sample_index, tmp_path / "logs") as server:  # no --keys
+        page = browser.open(server.url)
+        page.wait_for_selector("#ask-form")
+        ask(page, "How does a WAL checkpoint move pages back into the database?", "lookup")
+        assert page.locator("#contexts > li").count() > 0
+        page.screenshot(path=str(screens / "no-keys.png"))
+        assert page.evaluate("document.getElementById('key-dialog').open") is False
+        assert page.inner_text("#who") == "anonymous (this server takes no keys)"
+        assert not page.is_visible("#change-key")  # no key could be accepted
+        status, _, body = request("GET", server.url + "/v1/web/access")
+        assert status == 200 and json.loads(body) == {"keys": False, "require_key": False}
 
 
 def test_bidi_controls_in_names_are_shown_escaped(web_server: Server, web_keys: dict[str, Any], browser: Browser) -> None:

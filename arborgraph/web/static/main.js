@@ -119,8 +119,21 @@ function chooseScope(value) {
   select.value = value;
 }
 
+// A service without keys serves everyone as the anonymous caller: the page opens as that
+// caller, with no key dialog and no "Change key" (no key could be accepted).
+async function takesKeys() {
+  try { return (await get("/v1/web/access")).keys; } catch { return true; /* unknown: ask, as before */ }
+}
+
 setupKey();
 setupDialogs();
 window.addEventListener("hashchange", route);
-if (!key.asked()) askKey();
-else setupScope().then(route);
+takesKeys().then((keyed) => {
+  if (!keyed) {
+    if (key.get()) key.set("");  // a key kept in this tab from another server: not sent here
+    document.getElementById("change-key").hidden = true;
+    document.getElementById("who").textContent = "anonymous (this server takes no keys)";
+  }
+  if (keyed && !key.asked()) askKey();
+  else setupScope().then(route);
+});
