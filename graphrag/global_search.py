@@ -302,6 +302,9 @@ def _level_fit(ranked: list[tuple[CommunityReport, float]], k: int) -> float:
     return sum(s for _, s in ranked[:k]) / k if ranked else 0.0
 
 
+REPORT_SOURCE = "community reports"  # a community report's source: the reports, not a page
+
+
 def _report_context(r: CommunityReport, score: float, max_findings: int, question: str) -> Context:
     """The report's title and summary, and the findings that match the question best
     (in the report's order)."""
@@ -312,7 +315,9 @@ def _report_context(r: CommunityReport, score: float, max_findings: int, questio
     chunks = list(dict.fromkeys(c for f in findings for c in f.chunk_ids))
     return Context(
         text=text,
-        source=doc_of(chunks[0]) if chunks else "",
+        # what it is, not the page of its first cited passage (those stay in provenance)
+        source=REPORT_SOURCE,
+        heading_path=[f"Community {r.community_id}: {r.title}"],
         kind="community_report",
         score=round(score, 4),
         node_id=str(r.community_id),

@@ -279,12 +279,23 @@ def _trace(node_id: str, best_parent: Mapping[str, str], tree: Tree, tail: str) 
     return "tree: " + " -> ".join(chain)
 
 
+SUMMARY_SOURCE = "tree"  # a summary's source: the tree it belongs to, not one of its pages
+
+
 def node_context(node: Node, score: float, trace: list[str]) -> Context:
-    """A tree node as a result context: a leaf as a chunk, a summary with its title."""
+    """A tree node as a result context: a leaf as a chunk of its page; a summary as
+    what it is, a node of the tree (``source`` "tree", ``heading_path`` ["Tree root" or
+    "Tree level N", its title]): one member's page and headings would misname a digest
+    of many pages. Its member passages stay in ``provenance``."""
+    if node.is_leaf:
+        source, where = (node.doc_ids[0] if node.doc_ids else ""), list(node.heading_path)
+    else:
+        place = "Tree root" if not node.parents else f"Tree level {node.level}"
+        source, where = SUMMARY_SOURCE, [place, *([node.title] if node.title else [])]
     return Context(
         text=node.text,
-        source=node.doc_ids[0] if node.doc_ids else "",
-        heading_path=list(node.heading_path),
+        source=source,
+        heading_path=where,
         kind="chunk" if node.is_leaf else "summary",
         score=score,
         node_id=node.node_id,

@@ -152,8 +152,18 @@ class TreeRetriever:
                 # each scope has a tree of its own, with its own node ids: say whose walk it was
                 for c in kept:
                     c.trace = [f"tree ({scope.scope}): {t[6:]}" if t.startswith("tree: ") else t for t in c.trace]
+                _name_scope(kept, scope.scope)
             lists.append(kept)
         return _merged(self.route, lists, "the walk reached no readable node")
+
+
+def _name_scope(contexts: Sequence[Context], scope: str) -> None:
+    """Name, in place, the scope whose tree or reports a summary or community report
+    comes from ("tree (acl:team-a)"): with several scopes, each has its own tree and
+    communities, whose ids and titles alone do not say which."""
+    for c in contexts:
+        if c.kind in ("summary", "community_report"):
+            c.source = f"{c.source} ({scope})"
 
 
 def stored_tokens(store: ChunkStore, count_tokens: Callable[[str], int]) -> Callable[[Any], int]:
@@ -252,6 +262,8 @@ class GlobalRetriever(_GraphRoute):
             searched = global_search(scope.graph, query.question, config=self.settings, overview=overview, **inputs)
             if overview:
                 searched = _with_tree_overview(searched, scope, visible_chunks(self.index.store, query.mask))
+            if len(query.scopes) > 1:
+                _name_scope(searched.contexts, scope.scope)
             found.append(searched)
         return self._merge(self.route, found)
 

@@ -88,9 +88,10 @@ def build_mcp(
     ) -> str:
         """Find the manual's passages that answer a question, best first, and the route
         (lookup, tree, graph, global) that found them. Each context gives its text, its
-        source document (`source`, for read_document), section, score (0-1), kind and id
-        (a passage's `id` is the chunk_id read_document takes; a summary's, the node id
-        tree_node takes). Use it first for any question."""
+        source document (`source`, for read_document; "tree" for a summary, "community
+        reports" for a report), section, score (0-1), kind and id (a passage's `id` is the
+        chunk_id read_document takes; a summary's, the node id tree_node takes). Use it
+        first for any question."""
         options = views.QueryOptions(route=route, top_k=top_k, budget_tokens=budget_tokens, as_of=as_of)
         result = await run(ctx, views.query, checked(question), options)
         return compact_json(result if detail == "full" else compact_search(result))

@@ -89,6 +89,12 @@ def test_a_digest_of_the_whole_manual_shows_only_what_the_caller_may_read(tenant
         res = kb.query("What are the main themes of this documentation?", principal=principal, budget_tokens=4000, top_k=50)
         assert res.route == "global" and res.contexts[0].kind == "summary"
         assert not _all_leaks(res, principal), principal
+        # each scope has a tree and communities of its own: a digest or report names whose
+        several = len(kb.readable_scopes(principal)) > 1
+        for c in res.contexts:
+            if c.kind in ("summary", "community_report"):
+                base = "tree" if c.kind == "summary" else "community reports"
+                assert re.fullmatch(rf"{base} \(.+\)" if several else base, c.source), (principal, c.source)
 
 
 @pytest.mark.parametrize("route", ROUTES)
