@@ -2,10 +2,13 @@
 plotly figures, tables, and the tree path named in a query's traces.
 
 The notebooks explore the index at ``$ARBORGRAPH_NB_INDEX``, or ``.demo-index`` in the
-repository (what ``scripts/demo`` builds). An index already there is opened as it is,
-never rebuilt; when there is none, the first notebook to run builds the whole sample
-manual there. ``ARBORGRAPH_NB_SUBSET=1`` builds :data:`SUBSET` (28 pages) instead: the
-test suite runs the notebooks on that slice to stay within its time budget.
+repository (what ``scripts/demo`` builds). A relative ``$ARBORGRAPH_NB_INDEX`` is taken
+from the directory Jupyter (or nbconvert) was started in, not the notebook's folder the
+kernel runs in. An index already there is opened as it is, never rebuilt; when there is
+none, a notebook stops with an error naming the path, unless ``ARBORGRAPH_NB_BUILD=1``
+asks it to build the whole sample manual there. ``ARBORGRAPH_NB_SUBSET=1`` builds
+:data:`SUBSET` (28 pages) instead: the test suite runs the notebooks on that slice to
+stay within its time budget.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ MANUAL = ROOT / "examples" / "sqlite"
 QUESTIONS = ROOT / "benchmarks" / "questions" / "sqlite.jsonl"
 INDEX_ENV = "ARBORGRAPH_NB_INDEX"
 SUBSET_ENV = "ARBORGRAPH_NB_SUBSET"
+BUILD_ENV = "ARBORGRAPH_NB_BUILD"
 DEMO_INDEX = ROOT / ".demo-index"
 
 # Cross-linked pages about WAL, locking, transactions, busy handling, limits and table
@@ -51,10 +55,38 @@ SUBSET: tuple[str, ...] = (
 )
 
 
+class NoIndex(RuntimeError):
+    """There is no index where the notebooks look, and no build was asked for."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
+        return [f"NoIndex: {self}"]
+
+
+def started_in() -> Path:
+    """The directory Jupyter or nbconvert was started in.
+
+    Both run the kernel in the notebook's folder, but the kernel inherits the caller's
+    environment, whose ``$PWD`` the shell set to where the command was typed.
+    """
+    pwd = os.environ.get("PWD", "")
+    if pwd and Path(pwd).is_absolute() and Path(pwd).is_dir():
+        return Path(pwd)
+    return Path.cwd()
+
+
 def index_dir() -> Path:
-    """Where the notebooks' index lives: ``$ARBORGRAPH_NB_INDEX`` or ``.demo-index``."""
+    """Where the notebooks' index lives: ``$ARBORGRAPH_NB_INDEX`` (a relative path taken
+    from :func:`started_in`) or ``.demo-index`` in the repository."""
     chosen = os.environ.get(INDEX_ENV)
-    return Path(chosen) if chosen else DEMO_INDEX
+    if not chosen:
+        return DEMO_INDEX
+    path = Path(chosen).expanduser()
+    return path if path.is_absolute() else started_in() / path
+
+
+def build_requested() -> bool:
+    """True when ``$ARBORGRAPH_NB_BUILD`` asks a notebook to build a missing index."""
+    return os.environ.get(BUILD_ENV, "") not in ("", "0")
 
 
 def subset_only() -> bool:
@@ -89,13 +121,24 @@ def has_index(path: Path) -> bool:
 
 
 def open_or_build(path: Path | None = None) -> KnowledgeBase:
-    """Open the index at ``path`` (default :func:`index_dir`), building it when there is none."""
+    """Open the index at ``path`` (default :func:`index_dir`); when there is none, build
+    it if ``$ARBORGRAPH_NB_BUILD`` asks, else raise :class:`NoIndex` naming the path.
+
+    A build takes minutes and a few processes: it never starts unasked (a mistyped
+    path would otherwise silently begin indexing the whole manual somewhere else).
+    """
     path = path or index_dir()
     if has_index(path):
         kb = arborgraph.open(path)
         print(f"opened the index at {path} ({len(kb.store.docs)} pages)")
         return kb
     chosen = pages()
+    if not build_requested():
+        raise NoIndex(
+            f"no index at {path}: build one with scripts/demo (it makes .demo-index), point "
+            f"{INDEX_ENV} at an index (a relative path is taken from {started_in()}), or set "
+            f"{BUILD_ENV}=1 before starting Jupyter to build {len(chosen)} pages of the sample manual there"
+        )
     print(f"no index at {path}: building {len(chosen)} pages of the sample manual ...")
     started = time.perf_counter()
     kb = arborgraph.build(chosen, path, build_config())

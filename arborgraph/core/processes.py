@@ -6,10 +6,14 @@ its workers from :func:`worker_context`.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import multiprocessing.context
 import os
+import signal
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,7 +72,56 @@ def _library_popen(process_obj: Any) -> Any:
         _launching.library_pool = False
 
 
+# -- workers die with their owner ----------------------------------------------------
+#
+# A worker blocked on its pool's queue outlives a parent killed without cleanup (a
+# notebook kernel under a killed nbconvert left four of them running for 24 minutes).
+# The fork server exits when its owner dies; each worker then follows: on Linux the
+# kernel signals it (PR_SET_PDEATHSIG), elsewhere (and should that signal be missed)
+# a watchdog thread sees its parent or owner gone and ends the process.
+_PR_SET_PDEATHSIG = 1
+_WATCH_EVERY_S = 1.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _watch(owner: int, parent: int) -> None:
+    while True:
+        time.sleep(_WATCH_EVERY_S)
+        if os.getppid() != parent or not _alive(owner):
+            os._exit(1)  # no cleanup to run: the results have no one to go to
+
+
+def _die_with_owner(owner: int) -> None:
+    """Make this (worker) process end when ``owner`` or its own parent dies."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl in this libc: the watchdog remains
+            pass
+    if not _alive(owner) or os.getppid() != parent:  # died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch, args=(owner, parent), name="arborgraph-owner-watch", daemon=True).start()
+
+
 class _LibraryProcess(multiprocessing.context.ForkServerProcess):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._arborgraph_owner = os.getpid()  # pickled to the child with the process
+
+    def run(self) -> None:
+        _die_with_owner(self._arborgraph_owner)
+        super().run()
+
     @staticmethod
     def _Popen(process_obj: Any) -> Any:  # noqa: N802 - multiprocessing's name
         return _library_popen(process_obj)

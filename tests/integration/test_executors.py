@@ -227,3 +227,52 @@ def test_the_longest_documents_are_chunked_here_not_shipped_to_the_pool(
     assert set(loaded.chunks) == shipped  # the others are left to chunk_remaining
     chunks = pipeline.chunk_remaining(loaded.docs, loaded.chunks, cfg, load_token_counter())
     assert chunks == pipeline.chunk_remaining(serial.docs, serial.chunks, cfg, load_token_counter())
+
+
+OWNER_SCRIPT = """
+import sys, time
+from arborgraph.core.processes import worker_context
+
+workers = [worker_context().Process(target=time.sleep, args=(600,)) for _ in range(2)]
+for w in workers:
+    w.start()
+print(" ".join(str(w.pid) for w in workers), flush=True)
+time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie waiting for a reaper."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_workers_die_when_their_owner_is_killed() -> None:
+    """A notebook kernel killed under nbconvert left its build's workers running for 24
+    minutes (#38 item 4): workers end with the process that started them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    owner = subprocess.Popen([sys.executable, "-c", OWNER_SCRIPT], stdout=subprocess.PIPE, text=True)
+    try:
+        line = owner.stdout.readline()  # type: ignore[union-attr]
+        pids = [int(p) for p in line.split()]
+        assert len(pids) == 2 and all(_running(p) for p in pids)
+    finally:
+        owner.send_signal(signal.SIGKILL)  # no cleanup: as when nbconvert's kernel is killed
+        owner.wait()
+    # a guard against a hang, not a speed limit: the workers would otherwise sleep 600 s
+    deadline = time.monotonic() + 120
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [p for p in pids if _running(p)]
+    for pid in left:  # do not leave them behind for the next test either
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"workers {left} outlived their owner"

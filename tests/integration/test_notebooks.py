@@ -3,8 +3,8 @@ sample manual, show what they promise, and their HTML export draws its figures i
 browser with no network at all.
 
 The four notebooks share one index (``ARBORGRAPH_NB_INDEX``): the quickstart builds it
-over the 28-page slice (``ARBORGRAPH_NB_SUBSET=1``; users get the whole manual), the
-others open it. Each runs in a fresh kernel of this interpreter, as in Jupyter; the
+(``ARBORGRAPH_NB_BUILD=1``) over the 28-page slice (``ARBORGRAPH_NB_SUBSET=1``; users
+get the whole manual), the others open it. Each runs in a fresh kernel of this interpreter, as in Jupyter; the
 quickstart's figure cell then runs a second time, as a user re-running it would.
 
 Without Chromium the rendering tests skip, except on CI (``$CI`` set), where they fail.
@@ -100,6 +100,7 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         mp.setenv("JUPYTER_PATH", str(_kernel_spec(work / "jupyter")))
         mp.setenv("ARBORGRAPH_NB_INDEX", str(work / "index"))
         mp.setenv("ARBORGRAPH_NB_SUBSET", "1")
+        mp.setenv("ARBORGRAPH_NB_BUILD", "1")
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.setenv("TRANSFORMERS_OFFLINE", "1")
         done = {}
@@ -108,6 +109,33 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
             _run(nb, _figure_cells(nb) if name == NOTEBOOKS[0] else [])
             done[name] = nb
         yield done
+
+
+def test_a_relative_index_path_is_taken_from_where_jupyter_started_and_never_built_unasked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ARBORGRAPH_NB_INDEX=.demo-index jupyter nbconvert --execute notebooks/01_...``
+    from the repository once looked under notebooks/ (the kernel's folder) and silently
+    began building all 290 pages there (#38 item 4)."""
+    monkeypatch.setenv("JUPYTER_PATH", str(_kernel_spec(tmp_path / "jupyter")))
+    monkeypatch.setenv("ARBORGRAPH_NB_INDEX", "no-such-index")
+    monkeypatch.setenv("PWD", str(tmp_path))  # what the shell sets where nbconvert is typed
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in ("ARBORGRAPH_NB_BUILD", "ARBORGRAPH_NB_SUBSET"):
+        monkeypatch.delenv(name, raising=False)
+    nb = nbformat.read(NOTEBOOK_DIR / NOTEBOOKS[0], as_version=4)
+    opening = next(i for i, cell in enumerate(nb.cells) if "nbsupport.open_or_build(" in cell.source)
+    code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and i <= opening]
+    nb.cells = [nb.cells[i] for i in code]
+    _run(nb, [])  # in the notebook's folder, as nbconvert runs it
+    errors = [out for _, out in _outputs(nb) if out.output_type == "error"]
+    assert [e.ename for e in errors] == ["NoIndex"]
+    wanted = tmp_path / "no-such-index"
+    assert errors[0].evalue.startswith(f"no index at {wanted}: build one with scripts/demo")
+    assert "ARBORGRAPH_NB_BUILD=1" in errors[0].evalue
+    assert errors[0].traceback == [f"NoIndex: {errors[0].evalue}"]  # one line, no traceback
+    assert "building" not in _text(nb)
+    assert not wanted.exists() and not (NOTEBOOK_DIR / "no-such-index").exists()
 
 
 def _outputs(nb: Any) -> Iterator[tuple[int, Any]]:
