@@ -49,10 +49,11 @@ def main() -> None:
         kernel_spec(work / "jupyter")
         os.environ.update(JUPYTER_PATH=str(work / "jupyter"), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         if args.index:
-            os.environ["ARBORGRAPH_NB_INDEX"] = str(args.index)
+            os.environ["ARBORGRAPH_NB_INDEX"] = str(args.index.resolve())
             os.environ.pop("ARBORGRAPH_NB_SUBSET", None)
         else:
-            os.environ.update(ARBORGRAPH_NB_INDEX=str(work / "index"), ARBORGRAPH_NB_SUBSET="1")
+            # the quickstart builds the slice: asked for explicitly, as notebooks require
+            os.environ.update(ARBORGRAPH_NB_INDEX=str(work / "index"), ARBORGRAPH_NB_SUBSET="1", ARBORGRAPH_NB_BUILD="1")
         if args.cold_numba:
             os.environ["NUMBA_CACHE_DIR"] = str(work / "numba")
         result: dict = {

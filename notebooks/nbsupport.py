@@ -120,9 +120,10 @@ def has_index(path: Path) -> bool:
     return (path / CURRENT_FILE).is_file()
 
 
-def open_or_build(path: Path | None = None) -> KnowledgeBase:
+def open_or_build(path: Path | None = None, *, build: bool | None = None) -> KnowledgeBase:
     """Open the index at ``path`` (default :func:`index_dir`); when there is none, build
-    it if ``$ARBORGRAPH_NB_BUILD`` asks, else raise :class:`NoIndex` naming the path.
+    it if ``build`` (default: ``$ARBORGRAPH_NB_BUILD``) asks, else raise :class:`NoIndex`
+    naming the path.
 
     A build takes minutes and a few processes: it never starts unasked (a mistyped
     path would otherwise silently begin indexing the whole manual somewhere else).
@@ -133,7 +134,7 @@ def open_or_build(path: Path | None = None) -> KnowledgeBase:
         print(f"opened the index at {path} ({len(kb.store.docs)} pages)")
         return kb
     chosen = pages()
-    if not build_requested():
+    if not (build_requested() if build is None else build):
         raise NoIndex(
             f"no index at {path}: build one with scripts/demo (it makes .demo-index), point "
             f"{INDEX_ENV} at an index (a relative path is taken from {started_in()}), or set "

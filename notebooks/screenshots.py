@@ -76,7 +76,7 @@ def main() -> int:
         return 1
     import raptor
 
-    kb = nbsupport.open_or_build()
+    kb = nbsupport.open_or_build(build=True)  # this command is the request to build
     tree = kb.tree
     res = kb.query(QUESTION, route="tree")
     highlight = nbsupport.ids_on_path(step for c in res.contexts for step in c.trace)
