@@ -235,6 +235,21 @@ def test_answers_stream_contexts_then_tokens_then_citations(server: Server, llm:
     assert status == 200 and body["answer"].startswith("Answer: WAL keeps")
 
 
+def test_an_answer_giving_a_figure_its_passages_lack_says_so(server: Server, llm: Any) -> None:
+    """#38 item 11: a date the model made up is named, streamed and in the result's notes."""
+    llm.set_reply(lambda body: "Checkpoints were added on 2017-03-28 [1].")
+    try:
+        question = "When were WAL checkpoints added?"
+        status, events = post(server, "/v1/query/stream", {"question": question, "top_k": 4})
+        assert status == 200 and events[2]["event"] == "citations"
+        (check,) = events[2]["checks"]
+        assert check.startswith('answer check: 2017-03-28 in "Checkpoints were added on 2017-03-28 [1]." is not in its cited passage [1]')
+        status, body = post(server, "/v1/query", {"question": question, "answer": True, "top_k": 4})
+        assert status == 200 and check in body["notes"]
+    finally:
+        llm.set_reply(lambda body: "Answer: WAL keeps a log [1], checkpoints copy it back [2].")
+
+
 def test_health_metrics_and_openapi(server: Server) -> None:
     post(server, "/v1/query", {"question": "busy timeout", "route": "lookup"})
     status, health = get(server, "/v1/health")

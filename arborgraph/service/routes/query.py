@@ -21,7 +21,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from arborgraph.core.errors import QueryError
 from arborgraph.core.questions import question_problem
 from arborgraph.core.results import Context
-from arborgraph.query.answer import generate_answer
+from arborgraph.query.answer import figure_notes, generate_answer
 from arborgraph.service import views
 from arborgraph.service.auth import Caller
 from arborgraph.service.context import Service
@@ -205,7 +205,9 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
                      "heading_path": contexts[n - 1].heading_path}
                     for n in cited
                 ]
-                yield json.dumps({"event": "citations", "citations": citations}, ensure_ascii=False) + "\n"
+                # sentences giving a figure their cited passages lack (see figure_notes)
+                checks = figure_notes(text, contexts, question) if contexts else []
+                yield json.dumps({"event": "citations", "citations": citations, "checks": checks}, ensure_ascii=False) + "\n"
             except TimeoutError:  # the time limit (the work was told to stop)
                 yield json.dumps({"event": "error", "detail": f"no answer within {settings.request_timeout_s:g} s"}) + "\n"
             except Exception as exc:  # the status line is sent: the stream says what went wrong
