@@ -53,9 +53,11 @@ class Index:
         try:
             dense = None
             if generation.has_vectors(S.CHUNK_VECTORS):
-                ann = load_ann(generation.file(layout.CHUNKS_ANN)) if layout.CHUNKS_ANN in generation.record.files else None
+                large = layout.CHUNKS_ANN in generation.record.files
+                ann = load_ann(generation.file(layout.CHUNKS_ANN)) if large else None
                 # a large collection's vectors are mapped, not read: queries touch few rows
-                dense = DenseIndex(generation.vectors(S.CHUNK_VECTORS, mmap=ann is not None), ann)
+                # (searched exactly when usearch is not installed here)
+                dense = DenseIndex(generation.vectors(S.CHUNK_VECTORS, mmap=large), ann)
             return cls(
                 index_dir=index_dir,
                 on_disk=generation,

@@ -7,6 +7,10 @@ same file), stored in the generation beside the vectors and memory-mapped on ope
 question then scores the index's best hits exactly from the float32 vectors, and any
 other rows it needs on demand. ``benchmarks/bench_ann.py`` chose the library and its
 settings (recall@100 against exact search, latency, size, build time).
+
+usearch is the ``[scale]`` extra, not a default dependency (with its SIMD library it is
+55 MB that collections under ``ann_min_rows`` never use): without it a large collection
+is searched exactly, which is slower but finds the same or better hits.
 """
 
 from __future__ import annotations
@@ -19,6 +23,16 @@ import numpy as np
 
 ANN_METRIC = "ip"  # the vectors are unit length: inner product is cosine
 ANN_DTYPE = "f16"
+ANN_MISSING = "usearch is not installed (pip install 'arborgraph[scale]'): dense search is exact"
+
+
+def ann_available() -> bool:
+    """Whether the approximate index's library (the ``[scale]`` extra) is installed."""
+    try:
+        import usearch.index  # noqa: F401  (whoever asks is about to use it)
+    except ImportError:
+        return False
+    return True
 
 
 class DenseIndex:
@@ -120,7 +134,10 @@ def update_ann(
 
 
 def load_ann(path: Path) -> Any:
-    """The HNSW index at ``path``, memory-mapped (read only: pages load as searches touch them)."""
+    """The HNSW index at ``path``, memory-mapped (read only: pages load as searches touch
+    them); None when usearch is not installed (the caller then searches exactly)."""
+    if not ann_available():
+        return None
     from usearch.index import Index
 
     return Index.restore(str(path), view=True)

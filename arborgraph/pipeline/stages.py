@@ -22,7 +22,7 @@ from typing import Any
 from arborgraph.index import layout
 from arborgraph.index import schema as S
 from arborgraph.index.index_files import sha256_file
-from arborgraph.index.vectors import build_ann, update_ann
+from arborgraph.index.vectors import ANN_MISSING, ann_available, build_ann, update_ann
 from arborgraph.index.build_report import BuildReport
 from arborgraph.config import Config
 from arborgraph.pipeline.contradictions import find_contradictions
@@ -317,6 +317,10 @@ def run_dense_index(b: BuildRun) -> None:
     vectors = b.embedded.vectors
     settings = b.config.vectors
     if vectors is None or len(vectors) < settings.ann_min_rows:
+        return
+    if not ann_available():
+        b.report.stages["dense_index"] = {"rows": int(len(vectors)), "skipped": ANN_MISSING}
+        b.report.warnings.append(f"{len(vectors):,} chunks: {ANN_MISSING}")
         return
     writer = b.ready.writer
     written = sha256_file(writer.path / layout.vectors_file(S.CHUNK_VECTORS))

@@ -5,6 +5,7 @@ vectors, taken over by an unchanged rebuild, and never a way around the caller's
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -167,3 +168,38 @@ def test_the_search_goes_deeper_while_the_caller_may_read_too_few_hits(built: tu
     mask[np.argsort(exact)[:3]] = True
     scores = score_question(kb.index, question, vector, mask=mask, depth=3)
     assert scores.dense_known[mask].all()
+
+
+@pytest.fixture
+def without_usearch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """usearch as if the [scale] extra were not installed: importing it fails."""
+    for name in ("usearch", "usearch.index"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_without_usearch_a_large_collection_builds_without_the_index_and_says_so(
+    docs: Path, built: tuple[Path, Path], tmp_path: Path, without_usearch: None
+) -> None:
+    report = build_index([docs], tmp_path / "plain", ANN)
+    assert report.stages["dense_index"]["skipped"].startswith("usearch is not installed")
+    assert any("pip install 'arborgraph[scale]'" in w for w in report.warnings)
+    kb, exact = arborgraph.open(tmp_path / "plain"), arborgraph.open(built[1])
+    assert layout.CHUNKS_ANN not in kb.index_manifest.files and not kb.index.dense.approximate
+    for question in QUESTIONS:
+        assert [c.node_id for c in kb.query(question, top_k=10).contexts] == [
+            c.node_id for c in exact.query(question, top_k=10).contexts
+        ]
+
+
+def test_without_usearch_an_index_built_with_it_is_searched_exactly(
+    built: tuple[Path, Path], without_usearch: None
+) -> None:
+    kb, exact = arborgraph.open(built[0]), arborgraph.open(built[1])
+    assert not kb.index.dense.approximate
+    assert isinstance(kb.index.dense.vectors, np.memmap)  # still mapped: a large collection's rows
+    question = "Where does Heron store its WAL checkpoints, and with which busy timeout?"
+    assert not any(c.source == "heron.md" for c in kb.query(question, top_k=20).contexts)
+    for question in QUESTIONS:
+        assert [c.node_id for c in kb.query(question, route="lookup", top_k=10).contexts] == [
+            c.node_id for c in exact.query(question, route="lookup", top_k=10).contexts
+        ]
