@@ -286,6 +286,7 @@ def build(
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="when another build is writing this index: wait for it, or (default) fail at once")] = False,
     allow_empty: Annotated[bool, typer.Option("--allow-empty", help="build even when the documents hold no text to index")] = False,
     force: Annotated[bool, typer.Option("--force", help="write a new generation even when nothing changed")] = False,
+    no_shared_cache: Annotated[bool, typer.Option("--no-shared-cache", help="neither read nor fill the user-level embedding cache index folders share")] = False,
 ) -> None:
     """Build or update an index from DOCS."""
     from arborgraph.index.index_dir import check_build_target
@@ -305,6 +306,8 @@ def build(
         overrides["contextual_prefixes"] = True
     if allow_empty:
         overrides["allow_empty"] = True
+    if no_shared_cache:
+        overrides["embedding"] = {"shared_cache": False}
     if llm_model or embedding_model:
         overrides["llm"] = {
             k: v for k, v in (("model", llm_model), ("embedding_model", embedding_model)) if v
@@ -341,10 +344,12 @@ def _print_build_report(report: Any) -> None:
         f" {report.index_dir} ({report.generation}): {report.documents} documents, "
         f"{report.chunks} chunks in {report.timings_s.get('total', 0):.1f}s",
     )
+    shared = report.embeddings_from_shared_cache
     say(
         out,
         f"embedding: {report.embedding or 'none — lexical-only'}"
-        f" ({report.embeddings_computed} computed, {report.embeddings_cached} from cache)",
+        f" ({report.embeddings_computed} computed, {report.embeddings_cached} from cache"
+        + (f", {shared} of them from the shared cache)" if shared else ")"),
     )
     if report.embedding_fallback:
         say(out, ("lexical fallback: ", "yellow"), report.embedding_fallback)

@@ -28,6 +28,8 @@ from graphrag.config import GlobalSearchConfig, GraphSearchConfig
 from graphrag.extract import LLMExtractorConfig, RuleExtractorConfig
 
 ENV_PREFIX = "ARBORGRAPH_"
+# settings of the user-level embedding cache: left out of an index's manifest
+SHARED_CACHE_SETTINGS = ("shared_cache", "shared_cache_max_mb", "shared_cache_dir")
 
 
 class IngestConfig(BaseModel):
@@ -185,9 +187,13 @@ class Config(BaseModel):
     )
 
     def to_manifest(self) -> dict[str, Any]:
-        """The config as stored in the manifest (secrets left out)."""
+        """The config as stored in the manifest (secrets and the shared embedding cache's
+        settings left out)."""
         data = self.model_dump(mode="json")
         data.get("llm", {}).pop("api_key", None)
+        # where vectors may be looked up is this machine's business, not the index's
+        for name in SHARED_CACHE_SETTINGS:
+            data.get("embedding", {}).pop(name, None)
         return data
 
 

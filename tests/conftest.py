@@ -52,6 +52,29 @@ def _session_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``$XDG_CACHE_HOME`` of the session's own (for this process and its subprocesses):
+    no build in the suite reads or fills the user's shared embedding cache
+    (~/.cache/arborgraph/embeddings), which would make counts of computed vectors depend
+    on what ran before. The session's fixtures build under this one."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("user-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
+@pytest.fixture(autouse=True)
+def _test_user_cache(_session_user_cache: None, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """... and each test an empty one of its own: a build in one test never takes vectors
+    from the shared embedding cache another test filled. (Not under ``tmp_path``: tests
+    list what their own folder holds.)"""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+
+
 @pytest.fixture(scope="session")
 def sample_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A directory holding a copy of the manual slice (tests may not edit examples/, nor

@@ -32,6 +32,12 @@ class Contradiction(BaseModel):
     between_versions: bool = False
 
 
+# the report's account of the user-level embedding cache (left out of the manifest)
+SHARED_CACHE_FIELDS = frozenset(
+    {"embeddings_from_index_cache", "embeddings_from_shared_cache", "shared_embedding_cache", "shared_embedding_cache_note"}
+)
+
+
 class BuildReport(BaseModel):
     """What a build did, for the CLI's closing report and the manifest."""
 
@@ -47,8 +53,15 @@ class BuildReport(BaseModel):
     embedding_fallback: str | None = None  # why retrieval is lexical-only
     # the live index's embedder when this build's differs: every chunk was embedded again
     embedding_replaced: str | None = None
+    # the chunk vectors of stage embed: from a cache (the two below together), or computed
     embeddings_cached: int = 0
     embeddings_computed: int = 0
+    embeddings_from_index_cache: int = 0  # this index's own cache (cache/embeddings.sqlite)
+    embeddings_from_shared_cache: int = 0  # the user-level cache that index folders share
+    # that shared cache's file when this build used it; else None, and the note says why
+    # (off, or an embedder it cannot key), or a warning that it could not be used
+    shared_embedding_cache: str | None = None
+    shared_embedding_cache_note: str | None = None
     lock_wait: str | None = None  # set when this build waited for another one to finish
     unchanged: bool = False  # nothing changed since the live generation: no new one was written
     contradictions: list[Contradiction] = Field(default_factory=list)
@@ -57,5 +70,7 @@ class BuildReport(BaseModel):
 
     def stored(self) -> dict[str, Any]:
         """The report as the manifest stores it: its timings are the manifest's own field
-        (and a stored report is never of an unchanged rebuild: none writes a manifest)."""
-        return self.model_dump(mode="json", exclude={"timings_s", "unchanged"})
+        (and a stored report is never of an unchanged rebuild: none writes a manifest).
+        What the shared embedding cache did is this machine's business, not the index's:
+        the manifest keeps only how many vectors came from a cache."""
+        return self.model_dump(mode="json", exclude={"timings_s", "unchanged", *SHARED_CACHE_FIELDS})

@@ -100,6 +100,21 @@ class EmbeddingConfig(BaseModel):
         default=None,
         description="where ONNX builds of sentence-transformers directories are kept; None: ~/.cache/arborgraph/onnx",
     )
+    # The shared cache is how a build runs, not what it makes: Config.to_manifest leaves
+    # these three out, so changing them neither shows in an index nor rebuilds one.
+    shared_cache: bool = Field(
+        default=True,
+        description="builds also read and fill the user-level embedding cache that index folders share",
+    )
+    shared_cache_max_mb: float = Field(
+        default=1024.0, gt=0,
+        description="size limit of the shared embedding cache; the least recently used vectors go beyond it",
+    )
+    shared_cache_dir: str | None = Field(
+        default=None,
+        description="folder of the shared embedding cache; None: $XDG_CACHE_HOME/arborgraph/embeddings "
+        "(~/.cache/arborgraph/embeddings)",
+    )
 
     @field_validator("backend", mode="before")
     @classmethod
@@ -250,6 +265,7 @@ class OnnxEmbedder:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.model_path = model_path
+        self.tokenizer_path = tokenizer_path  # its digest keys the shared embedding cache
         self.model_name = model_name
         self.model_sha256 = model_sha256 or file_sha256(model_path)
         self.precision = precision

@@ -16,6 +16,7 @@ from arborgraph.models.embedding import load_embedder
 from arborgraph.core.errors import EmbedderUnavailable
 from arborgraph.core.protocols import Embedder
 from arborgraph.pipeline.embedding_cache import EmbeddingCache
+from arborgraph.pipeline.shared_embedding_cache import SharedEmbeddingCache
 from arborgraph.core.lexical import LexicalIndex
 from arborgraph.core.protocols import ProgressCallback
 from ingest.models import Chunk, Document
@@ -59,31 +60,34 @@ def contextual_prefixes(
 @dataclass
 class Embedded:
     """What stage ``embed`` made: the embedder (None: lexical-only, and why), the chunk
-    vectors in chunk order, and the embedding cache's counts and warnings."""
+    vectors in chunk order, where they came from (the index's embedding cache, the
+    shared user-level one, computed) and the caches' warnings."""
 
     embedder: Embedder | None
     fallback: str | None = None
     vectors: np.ndarray | None = None
     cached: int = 0
+    shared: int = 0
     computed: int = 0
     warnings: list[str] = field(default_factory=list)
 
 
 def embed_texts(
     texts: Sequence[str], embedder: Embedder | None, why_not: str | None, cache_file: Path,
-    progress: ProgressCallback,
+    progress: ProgressCallback, shared: SharedEmbeddingCache | None = None,
 ) -> Embedded:
     """Embed ``texts`` with ``embedder`` through the embedding cache at ``cache_file``
-    (nothing to do without an embedder: the build is lexical-only, for ``why_not``)."""
+    and behind it the ``shared`` one, if any (nothing to do without an embedder: the
+    build is lexical-only, for ``why_not``)."""
     if embedder is None:
         return Embedded(embedder=None, fallback=why_not)
     cache = EmbeddingCache(cache_file)
     try:
-        vectors = cache.embed(embedder, list(texts), lambda d, t: progress("embed", d, t))
+        vectors = cache.embed(embedder, list(texts), lambda d, t: progress("embed", d, t), shared=shared)
     finally:
         cache.close()
     return Embedded(
-        embedder=embedder, vectors=vectors, cached=cache.hits, computed=cache.misses,
+        embedder=embedder, vectors=vectors, cached=cache.hits, shared=cache.shared_hits, computed=cache.misses,
         warnings=list(cache.warnings),
     )
 

@@ -156,6 +156,7 @@ def run_stages(run: BuildRun, stages: Sequence[Stage], *, started: float) -> Bui
         fail(run, exc)
         raise
     finally:
+        run.close()
         provider = run.prepared.provider if run.prepared is not None else None
         if provider is not None:
             provider.close()

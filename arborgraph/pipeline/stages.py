@@ -30,6 +30,7 @@ from arborgraph.core.embedding_identity import identity_of
 from arborgraph.core.errors import BuildError, NoUsableDocuments
 from arborgraph.core.protocols import Embedder
 from arborgraph.pipeline.embedding_cache import EmbeddingCache
+from arborgraph.pipeline.shared_embedding_cache import SharedCacheOpening, SharedEmbeddingCache, open_shared_cache
 from arborgraph.core.protocols import Executor
 from arborgraph.pipeline.incremental import BuildStatus, DocumentStatus, PreviousIndex
 from arborgraph.llm.factory import Provider, ProviderMissing, open_provider
@@ -112,6 +113,7 @@ class BuildRun:
     embedded: Embedded = field(init=False)
     scopes: Scopes = field(init=False)
     _embedder: tuple[Embedder | None, str | None] | None = field(default=None, init=False, repr=False)
+    _shared: SharedCacheOpening | None = field(default=None, init=False, repr=False)
 
     def load_embedder(self) -> tuple[Embedder | None, str | None]:
         """The embedder this build uses (or why there is none), loaded once: the check for
@@ -119,6 +121,24 @@ class BuildRun:
         if self._embedder is None:
             self._embedder = self.embedder_factory(self.config)
         return self._embedder
+
+    def shared_cache(self, embedder: Embedder) -> SharedEmbeddingCache | None:
+        """The user-level embedding cache for ``embedder``, opened once per build (by the
+        first stage that embeds); None when it is off, cannot key this embedder, or cannot
+        be used, which the report says (a note, or a warning)."""
+        if self._shared is None:
+            self._shared = opening = open_shared_cache(self.config.embedding, embedder)
+            self.report.shared_embedding_cache_note = opening.note
+            if opening.warning:
+                self.report.warnings.append(opening.warning)
+            if opening.cache is not None:
+                self.report.shared_embedding_cache = str(opening.cache.path)
+        return self._shared.cache
+
+    def close(self) -> None:
+        """Release what the stages kept open for the whole build (the shared cache)."""
+        if self._shared is not None and self._shared.cache is not None:
+            self._shared.cache.close()
 
     @property
     def ready(self) -> Prepared:
@@ -285,8 +305,9 @@ def run_embed(b: BuildRun) -> None:
         embedder, why_not = provider.embedder, None
     else:
         embedder, why_not = b.load_embedder()
+    shared = b.shared_cache(embedder) if embedder is not None else None
     b.embedded = embedded = embed_texts(
-        b.chunked.texts, embedder, why_not, layout.embedding_cache_file(b.index_dir), b.progress
+        b.chunked.texts, embedder, why_not, layout.embedding_cache_file(b.index_dir), b.progress, shared
     )
     report = b.report
     report.embedding, report.embedding_fallback = (
@@ -295,7 +316,11 @@ def run_embed(b: BuildRun) -> None:
     if embedder is not None:
         report.embedding_identity = identity_of(embedder)
         report.warnings += embedded.warnings
-        report.embeddings_cached, report.embeddings_computed = embedded.cached, embedded.computed
+        if shared is not None:
+            report.warnings += shared.take_warnings()
+        report.embeddings_cached, report.embeddings_computed = embedded.cached + embedded.shared, embedded.computed
+        report.embeddings_from_index_cache = embedded.cached
+        report.embeddings_from_shared_cache = embedded.shared
         # the cache is keyed by the embedder's name, so none of the old vectors was reused
         before = b.previous.manifest.mode.embedding if b.previous is not None else None
         if before is not None and before != embedder.name:
@@ -366,9 +391,10 @@ def run_tree(b: BuildRun) -> None:
     embedder = b.embedded.embedder
     reuse = Reuse(b.previous, b.scopes, b.config)
     cache = EmbeddingCache(layout.embedding_cache_file(b.index_dir)) if embedder else None
+    shared = b.shared_cache(embedder) if embedder else None
     try:
         b.report.stages["tree"] = run_tree_stage(
-            parts=b.scopes.parts, chunk_vectors=b.embedded.vectors, embedder=embedder, cache=cache,
+            parts=b.scopes.parts, chunk_vectors=b.embedded.vectors, embedder=embedder, cache=cache, shared=shared,
             count_tokens=b.chunked.count_tokens, config=b.config, writer=b.ready.writer,
             progress=b.progress, chat=b.ready.chat, reusable=reuse.reusable("tree", b.ready.writer),
             previous_tree=reuse.previous_tree, drift_threshold=b.config.tree_drift_threshold,
@@ -377,6 +403,8 @@ def run_tree(b: BuildRun) -> None:
         if cache is not None:
             cache.close()
             b.report.warnings += cache.warnings
+        if shared is not None:
+            b.report.warnings += shared.take_warnings()
     b.routes.append("tree")
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from arborgraph.config import Config
 from arborgraph.core.protocols import Embedder
 from arborgraph.pipeline.embedding_cache import EmbeddingCache
+from arborgraph.pipeline.shared_embedding_cache import SharedEmbeddingCache
 from arborgraph.pipeline.executor import cyclic_gc_paused, extract_many_on, fit_many_on
 from arborgraph.index.layout import TREE, scoped, tree_bm25_dir  # noqa: F401 (scoped re-exported)
 from arborgraph.core.lexical import LexicalIndex
@@ -57,12 +58,12 @@ def partition_by_scope(docs: Sequence[Document], chunks: Sequence[Chunk]) -> lis
 
 
 def _embed_fn(
-    embedder: Embedder | None, cache: EmbeddingCache | None
+    embedder: Embedder | None, cache: EmbeddingCache | None, shared: SharedEmbeddingCache | None = None
 ) -> Callable[[Sequence[str]], np.ndarray]:
     def embed(texts: Sequence[str]) -> np.ndarray:
         if embedder is None or cache is None:
             raise RuntimeError("no embedder")
-        return cache.embed(embedder, list(texts))
+        return cache.embed(embedder, list(texts), shared=shared)
 
     return embed
 
@@ -101,6 +102,7 @@ def run_tree_stage(
     embedder: Embedder | None,
     cache: EmbeddingCache | None,
     count_tokens: Callable[[str], int],
+    shared: SharedEmbeddingCache | None = None,
     config: Config,
     writer: GenerationWriter,
     progress: ProgressCallback,
@@ -116,8 +118,10 @@ def run_tree_stage(
     ``previous_tree(part)`` returns (same settings, other chunks) is updated in place:
     new leaves join their nearest clusters and only the summaries above changed leaves
     are redone, unless the change passes ``drift_threshold`` (then a full build).
+    Summaries are embedded through ``cache``, and behind it the ``shared`` user-level
+    cache when there is one.
     """
-    embed = _embed_fn(embedder, cache) if chunk_vectors is not None else _hashing_embed()
+    embed = _embed_fn(embedder, cache, shared) if chunk_vectors is not None else _hashing_embed()
     stats: dict[str, Any] = {"trees": 0, "reused": 0, "updated": 0, "summaries": 0, "summaries_redone": 0, "levels": 0}
     for part in parts:
         if reusable(part):
