@@ -30,7 +30,7 @@ from arborgraph.core.errors import StorageError
 from arborgraph.pipeline.incremental import BuildStatus
 from arborgraph.pipeline import LOCK_WAIT_STAGE, build_index
 from arborgraph.index.store import BuildLock, GenerationWriter, IndexBusy, IndexUnusable, open_generation
-from conftest import copy_pages
+from conftest import SAMPLE_MANUAL, copy_pages
 
 LOOKUP_ONLY = load_config(overrides={"build_tree": False, "build_graph": False})
 SECRET = """---
@@ -393,6 +393,10 @@ def test_a_query_after_ctrl_c_in_a_first_build_says_it_was_interrupted_and_how_t
     docs: Path, tmp_path: Path
 ) -> None:
     index = tmp_path / "first"
+    # enough pages that the build is still embedding when Ctrl-C lands, however late a
+    # busy machine lets this test send it (two pages once finished first)
+    pages = sorted(p.name for p in SAMPLE_MANUAL.glob("*.md"))[:40]
+    docs = copy_pages(SAMPLE_MANUAL, tmp_path / "pages", pages)
     build = ("build", str(docs), "--index", str(index), "-q", "--no-tree", "--no-graph")
     proc = start_cli(*build)
     wait_until_running(index, proc)
