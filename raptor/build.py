@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -65,7 +65,11 @@ def build_tree(
     are embedded with ``embed`` (:func:`summary_vector_text`), or are the mean of
     their children's vectors (``config.summary_vectors``, see :func:`summary_vectors`).
     Summary nodes are then named (``config.naming``, see :func:`raptor.naming.named`).
-    Levels are clustered with :class:`RaptorClusterer` until a level has at most
+
+    With ``config.outline`` (the default) and leaves that have an outline (more than
+    one page, or sections), the lower levels are the manual's own sections, pages and
+    folders, and only the outline's top nodes are clustered (:mod:`raptor.outline_tree`).
+    Otherwise levels are clustered with :class:`RaptorClusterer` until a level has at most
     ``config.stop_at`` nodes whose text fits ``config.max_cluster_tokens`` (or ``config.max_levels`` is reached);
     then one root summarises that level. Progress stages: ``raptor.cluster``,
     ``raptor.summarise`` (per summary), ``raptor.embed`` (per level), ``raptor.layout``.
@@ -74,6 +78,14 @@ def build_tree(
     """
     report = progress or no_progress
     vectors = _check_inputs(leaves, leaf_vectors)
+    if config.outline:
+        from raptor.outline_tree import has_outline
+
+        if has_outline(leaves):
+            return _outline_tree(
+                leaves, vectors, embed=embed, count_tokens=count_tokens, summariser=summariser,
+                config=config, report=report,
+            )
     with _pool(tree_workers(config, len(leaves)), _uses_umap(config, len(leaves))) as pool:
         drafts, root, all_vectors, layout_job = _build_levels(
             leaves, vectors, embed=embed, count_tokens=count_tokens, summariser=summariser,
@@ -102,8 +114,50 @@ def build_tree(
         )
         for i, d in enumerate(drafts)
     )
+    label = "keyphrases" if uses_keyphrase_names(config, summariser.name) else "summariser"
+    nodes = tuple(replace(n, origin="cluster", label=label) if n.level > 0 else n for n in nodes)
     tree = Tree(nodes=nodes, root_id=root.node_id, vectors=np.vstack(all_vectors))
     return named(tree, config, summariser.name)
+
+
+def _outline_tree(
+    leaves: Sequence[Leaf],
+    vectors: np.ndarray,
+    *,
+    embed: EmbedFn,
+    count_tokens: CountTokens,
+    summariser: Summariser,
+    config: RaptorConfig,
+    report: ProgressCallback,
+) -> Tree:
+    """The tree over the manual's outline, clustered above it (see :func:`build_tree`)."""
+    from raptor.naming import name_tree
+    from raptor.outline_tree import cluster_above, outline_items, to_nodes
+
+    items, item_vectors, tops = outline_items(leaves, vectors, count_tokens=count_tokens, config=config)
+
+    def group(sizes: np.ndarray, member_vectors: np.ndarray, level: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        return _group_level(sizes, member_vectors, budget=1.0, config=config, level=level, report=report)
+
+    root = cluster_above(
+        items, item_vectors, tops, vectors, group_level=group, embed=embed, count_tokens=count_tokens,
+        summariser=summariser, config=config, report=report,
+    )
+    nodes, order = to_nodes(items, leaves, root)
+    coords = np.zeros((len(nodes), 2))
+    coords[: len(leaves)] = _leaf_layout(vectors, config)
+    position = {n.node_id: i for i, n in enumerate(nodes)}
+    for i in range(len(leaves), len(nodes)):  # level by level: children are placed first
+        coords[i] = coords[[position[c] for c in nodes[i].children]].mean(axis=0)
+    report("raptor.layout", 1, 1)
+    placed = [replace(n, umap_x=float(coords[i, 0]), umap_y=float(coords[i, 1])) for i, n in enumerate(nodes)]
+    tree = Tree(nodes=tuple(placed), root_id=nodes[order.index(root)].node_id, vectors=np.stack([item_vectors[k] for k in order]))
+    unnamed = [n.node_id for n in placed if n.label == "keyphrases"]
+    names = name_tree(tree, only=unnamed, headings=False) if unnamed else {}
+    if not names:
+        return tree
+    renamed = tuple(replace(n, title=names[n.node_id]) if n.node_id in names else n for n in tree.nodes)
+    return Tree(nodes=renamed, root_id=tree.root_id, vectors=tree.vectors)
 
 
 def tree_workers(config: RaptorConfig, n_leaves: int) -> int:
@@ -169,7 +223,8 @@ def _build_levels(
         if len(current) == 1 and level > 1:
             break  # the last level has one node: it is the root
         groups, labels = _group_level(
-            [drafts[i] for i in current], current_vectors, config=config, level=level, report=report, pool=pool
+            np.array([drafts[i].tokens for i in current], dtype=np.float64), current_vectors,
+            config=config, level=level, report=report, pool=pool,
         )
         for pos, label in enumerate(labels):
             drafts[current[pos]].cluster = int(label)
@@ -291,18 +346,21 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def _group_level(
-    nodes: list[_Draft],
+    tokens: np.ndarray,
     vectors: np.ndarray,
     *,
+    budget: float | None = None,
     config: RaptorConfig,
     level: int,
     report: ProgressCallback,
     pool: TreePool | None = None,
 ) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """Clusters of one level (member positions) and each node's primary cluster."""
-    n = len(nodes)
-    tokens = np.array([d.tokens for d in nodes], dtype=np.float64)
-    fits = tokens.sum() <= config.max_cluster_tokens
+    """Clusters of one level (member positions) and each node's primary cluster;
+    ``tokens`` are the members' sizes against ``budget`` (by default their text
+    lengths against ``config.max_cluster_tokens``)."""
+    n = len(tokens)
+    budget = config.max_cluster_tokens if budget is None else budget
+    fits = tokens.sum() <= budget
     if (n <= config.stop_at and fits) or level >= config.max_levels or n == 1:
         report("raptor.cluster", level, None)
         return [tuple(range(n))], np.zeros(n, dtype=int)
@@ -318,7 +376,7 @@ def _group_level(
         max_clusters=config.max_clusters,
         bic_patience=config.bic_patience,
         local_pass=config.local_pass,
-        max_cluster_size=config.max_cluster_tokens,
+        max_cluster_size=budget,
         random_state=config.seed + 1000 * level,
     ).fit(vectors, sizes=tokens, runner=pool)
     report("raptor.cluster", level, None)
@@ -327,7 +385,7 @@ def _group_level(
     if len(groups) >= n and level > 1:
         # No merge happened (every node alone): group neighbours in reading order so the
         # tree still narrows; summaries are small, so pairs always fit the budget.
-        groups = _group_in_order(tokens, config.max_cluster_tokens)
+        groups = _group_in_order(tokens, budget)
         labels = np.zeros(n, dtype=int)
         for g, members in enumerate(groups):
             labels[list(members)] = g

@@ -45,6 +45,10 @@ class RaptorConfig(BaseModel):
     # keyphrases for extractive summaries (whose own titles are heading labels),
     # the summariser's for an LLM's.
     naming: Naming = "auto"
+    # Build the lower levels from the manual's own outline (chunks -> sections ->
+    # pages -> folders, named with its titles) and cluster only above it; False, or a
+    # collection with no outline (one page without headings), clusters the chunks.
+    outline: bool = True
     # A level with at most this many nodes gets a single root above it.
     stop_at: int = Field(default=5, ge=1)
     max_levels: int = Field(default=8, ge=1)

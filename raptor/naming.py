@@ -155,9 +155,13 @@ def named(tree: Tree, config: RaptorConfig, summariser: str, only: Collection[st
     return Tree(nodes=nodes, root_id=tree.root_id, vectors=tree.vectors)
 
 
-def name_tree(tree: Tree, *, only: Collection[str] | None = None, max_words: int = MAX_WORDS) -> dict[str, str]:
+def name_tree(
+    tree: Tree, *, only: Collection[str] | None = None, max_words: int = MAX_WORDS, headings: bool = True
+) -> dict[str, str]:
     """Names for the summary nodes of ``tree``: every one, or only those in ``only``
     (the others keep their titles, and the new names avoid their siblings' titles).
+    ``headings=False`` names from the chunks' prose alone: for nodes that no heading
+    covers well, where a heading would name a small part of the node.
 
     Deterministic: the same tree gives the same names.
     """
@@ -180,7 +184,7 @@ def name_tree(tree: Tree, *, only: Collection[str] | None = None, max_words: int
         if parent:
             taken.add(_same(names.get(parent, title_of[parent])))
         wanted = [n for n in group if n.node_id not in fixed and n.node_id not in names]
-        choices = {n.node_id: _candidates(n, vocab, covers, phrase_df, max_words) for n in wanted}
+        choices = {n.node_id: _candidates(n, vocab, covers, phrase_df, max_words, headings) for n in wanted}
         # the node with the strongest first choice claims it first
         order = sorted(wanted, key=lambda n: (-(choices[n.node_id][0][1] if choices[n.node_id] else 0.0), n.node_id))
         for node in order:
@@ -273,10 +277,14 @@ class _Coverage:
 
 
 def _candidates(
-    node: Node, vocab: _Vocabulary, covers: _Coverage, phrase_df: np.ndarray, max_words: int
+    node: Node, vocab: _Vocabulary, covers: _Coverage, phrase_df: np.ndarray, max_words: int, headings: bool = True
 ) -> list[tuple[str, float]]:
-    """The node's name candidates, best first, each at most ``max_words`` words."""
+    """The node's name candidates, best first, each at most ``max_words`` words
+    (headings among them only with ``headings``)."""
     present, in_node, size = covers.phrase_counts(node)
+    if not headings:
+        prose = ~vocab.phrase_is_heading[present]
+        present, in_node = present[prose], in_node[prose]
     if size == 0 or len(present) == 0:
         return []
     coverage = in_node / size

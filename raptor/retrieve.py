@@ -100,8 +100,10 @@ def traverse(
     path: dict[str, float] = {tree.root_id: 0.0}
     selected: dict[int, list[str]] = {tree.root.level: [tree.root_id]}
     best_parent: dict[str, str] = {}
+    # Every node selected so far: a node's parents sit at higher levels, though not
+    # always at the next one (an outline tree's pages hold sections of any depth).
+    chosen: set[str] = {tree.root_id}
     for level in range(tree.root.level - 1, 0, -1):
-        chosen = set(selected[level + 1])
         ranked: list[tuple[float, int, str]] = []
         for nid in tree.level_ids(level):
             parent = _best(tree.node(nid).parents, chosen, path)
@@ -112,10 +114,13 @@ def traverse(
             ranked.append((-path[nid], tree.position(nid), nid))
         ranked.sort()
         selected[level] = [nid for _, _, nid in ranked[:beam]]
+        chosen.update(selected[level])
 
     depth = max(tree.root.level - 1, 1)
     scale = sum(path_decay**i for i in range(depth)) or 1.0
-    level1 = set(selected.get(1, []))
+    # a leaf's parents: level-1 summaries in a clustered tree, sections and pages of
+    # any level in an outline tree
+    level1 = chosen - {tree.root_id} if len(chosen) > 1 else chosen
     # a leaf's boost is the path score of its best selected parent (vectorised: a tree
     # has thousands of leaves and this runs per question)
     leaf_rows = np.asarray(tree.level_rows(0), dtype=np.int64)

@@ -6,7 +6,7 @@ table is row ``i`` of the vector array the store saves next to it (``.npy``).
 
 from __future__ import annotations
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 NODES_TABLE = "raptor_nodes"
 
@@ -25,6 +25,9 @@ UMAP_X = "umap_x"
 UMAP_Y = "umap_y"
 START = "start"
 END = "end"
+ORIGIN = "origin"
+LABEL = "label"
+COVERAGE = "coverage"
 
 # Stored in the table's schema metadata.
 META_SCHEMA_VERSION = b"raptor.schema_version"

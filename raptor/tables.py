@@ -29,6 +29,9 @@ NODE_SCHEMA = pa.schema(
         pa.field(S.UMAP_Y, pa.float64(), nullable=False),
         pa.field(S.START, pa.int64()),
         pa.field(S.END, pa.int64()),
+        pa.field(S.ORIGIN, pa.string(), nullable=False),
+        pa.field(S.LABEL, pa.string(), nullable=False),
+        pa.field(S.COVERAGE, pa.float64()),
     ]
 )
 
@@ -56,6 +59,9 @@ def tree_to_tables(tree: Tree) -> dict[str, pa.Table]:
         S.UMAP_Y: [n.umap_y for n in nodes],
         S.START: [n.start for n in nodes],
         S.END: [n.end for n in nodes],
+        S.ORIGIN: [n.origin for n in nodes],
+        S.LABEL: [n.label for n in nodes],
+        S.COVERAGE: [n.coverage for n in nodes],
     }
     metadata = {S.META_SCHEMA_VERSION: S.SCHEMA_VERSION.encode(), S.META_ROOT_ID: tree.root_id.encode()}
     table = pa.Table.from_pydict(columns, schema=NODE_SCHEMA.with_metadata(metadata))
@@ -96,6 +102,9 @@ def tree_from_tables(tables: Mapping[str, pa.Table], vectors: np.ndarray | None 
             umap_y=float(cols[S.UMAP_Y][i]),
             start=cols[S.START][i],
             end=cols[S.END][i],
+            origin=cols[S.ORIGIN][i],
+            label=cols[S.LABEL][i],
+            coverage=cols[S.COVERAGE][i],
         )
         for i in range(table.num_rows)
     )

@@ -44,7 +44,9 @@ class Node:
 
     ``chunk_ids`` are the leaf chunks the node covers (a leaf covers itself), in leaf
     order; ``cluster`` is the index of the node's primary cluster when its level was
-    clustered (-1 for the root); ``summariser`` is None for leaves.
+    clustered (-1 for the root and outline nodes); ``summariser`` is None for leaves,
+    "outline" for the digests of outline nodes. A node's ``level`` is one above its
+    highest child: outline nodes of one level may cover sections of different depths.
     """
 
     node_id: str
@@ -62,6 +64,14 @@ class Node:
     umap_y: float = 0.0
     start: int | None = None
     end: int | None = None
+    # Where the node comes from: "outline" (a folder, page or section of the manual),
+    # "cluster" (a group of outline nodes, or of chunks where there is no outline) or
+    # "" for a leaf; how its title was chosen: "title" (the manual's own), "keyphrases"
+    # or "summariser"; and the share of its chunks under the outline node whose title
+    # it carries (None when the title is not one).
+    origin: str = ""
+    label: str = ""
+    coverage: float | None = None
 
     @property
     def is_leaf(self) -> bool:

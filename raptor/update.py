@@ -267,6 +267,8 @@ def update_tree(
                 parents=tuple(n.parents), chunk_ids=n.chunk_ids, doc_ids=n.doc_ids, heading_path=n.heading_path,
                 summariser=n.summariser, cluster=n.cluster if n.parents else -1, umap_x=n.umap_x, umap_y=n.umap_y,
                 start=n.start, end=n.end,
+                origin="cluster" if n.level > 0 else "",
+                label=("keyphrases" if uses_keyphrase_names(config, summariser.name) else "summariser") if n.level > 0 else "",
             )
             for n in ordered
         ),

@@ -7,7 +7,7 @@ shape is :mod:`arborgraph.index.manifest`.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1  # of the whole index; arborgraph.index.manifest checks it on every open
+SCHEMA_VERSION = 2  # of the whole index; arborgraph.index.manifest checks it on every open
 
 # table names (files are tables/<name>.parquet)
 DOCUMENTS = "documents"

@@ -115,9 +115,11 @@ def run_tree_stage(
 
     A scope for which ``reusable(part)`` is true keeps the previous generation's tree
     (the caller has linked its files already). A scope whose previous tree
-    ``previous_tree(part)`` returns (same settings, other chunks) is updated in place:
-    new leaves join their nearest clusters and only the summaries above changed leaves
-    are redone, unless the change passes ``drift_threshold`` (then a full build).
+    ``previous_tree(part)`` returns (same settings, other chunks) is updated: a
+    clustered tree in place (new leaves join their nearest clusters and only the
+    summaries above changed leaves are redone, unless the change passes
+    ``drift_threshold``: then a full build); an outline tree is built again, and the
+    summaries it counts as redone are those that differ from the previous tree's.
     Summaries are embedded through ``cache``, and behind it the ``shared`` user-level
     cache when there is one.
     """
@@ -155,8 +157,20 @@ def run_tree_stage(
             summariser = LLMSummariser(chat, min_grounding=config.llm.local.min_grounding if config.llm.is_local else None)
             if config.llm.fallback:
                 summariser = FallbackSummariser(summariser, extractive, counter(chat, STAGE))
+        # An outline tree is rebuilt: its outline costs nothing to redo (no model call,
+        # centroid vectors), and a page's nodes come out the same when the page did;
+        # what a rebuild redoes is what differs from the previous tree.
         old = previous_tree(part)
-        if old is not None:
+        if old is not None and config.tree.outline:
+            tree = build_tree(
+                leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
+                summariser=summariser, config=config.tree, progress=progress,
+            )
+            kept = {(n.chunk_ids, n.title, n.text) for n in old.summaries()}
+            redone = sum((n.chunk_ids, n.title, n.text) not in kept for n in tree.summaries())
+            stats["updated"] += 1
+            stats["summaries_redone"] += redone
+        elif old is not None:
             from raptor import update_tree
 
             tree, update = update_tree(

@@ -18,6 +18,7 @@ import pytest
 from arborgraph.index import layout
 from arborgraph.config import load_config
 from arborgraph.index.manifest import Manifest, ScopeRecord, index_manifest, manifest_text
+from arborgraph.index.schema import SCHEMA_VERSION
 from arborgraph.pipeline import build_index
 from arborgraph.index.store import open_generation
 
@@ -92,8 +93,10 @@ def test_a_fresh_build_writes_the_shape_main_wrote(tmp_path: Path) -> None:
     gen = open_generation(tmp_path / "idx", shape=Manifest)
     new = json.loads((gen.path / layout.MANIFEST).read_text())
     old = json.loads((OLD / "lookup-only.json").read_text())
+    # the schema moved on since (2: the tree's outline columns); the shape did not
+    assert new["schema_version"] == SCHEMA_VERSION and old["schema_version"] == 1
     for data in (new, old):  # what differs by machine and by run
-        for key in ("built_at", "timings_s", "files", "generation"):
+        for key in ("built_at", "timings_s", "files", "generation", "schema_version"):
             data.pop(key)
         # times of the last full build (added since main wrote these): by machine and run too
         data.pop("full_build_timings_s", None)

@@ -83,16 +83,26 @@ def corpus() -> Corpus:
     return Corpus(leaves=leaves, vectors=vectors, embed=embed, count_tokens=count)
 
 
-CONFIG = RaptorConfig(seed=7)
+# The clustered tree: RAPTOR's levels over the chunks, as a collection without an
+# outline gets and as update_tree maintains (clustering, summaries and naming tests).
+CONFIG = RaptorConfig(seed=7, outline=False)
+# The default: the slice's own outline, clustered above its pages.
+OUTLINE_CONFIG = RaptorConfig(seed=7)
+
+
+def _tree(config: RaptorConfig) -> Tree:
+    c = corpus()
+    summariser = ExtractiveSummariser(embed=c.embed, count_tokens=c.count_tokens, max_tokens=config.summary_max_tokens)
+    return build_tree(c.leaves, c.vectors, embed=c.embed, count_tokens=c.count_tokens, summariser=summariser, config=config)
 
 
 @functools.cache
 def built_tree() -> Tree:
-    """The tree over the slice with the default extractive summariser."""
-    c = corpus()
-    summariser = ExtractiveSummariser(
-        embed=c.embed, count_tokens=c.count_tokens, max_tokens=CONFIG.summary_max_tokens
-    )
-    return build_tree(
-        c.leaves, c.vectors, embed=c.embed, count_tokens=c.count_tokens, summariser=summariser, config=CONFIG
-    )
+    """The clustered tree over the slice with the default extractive summariser."""
+    return _tree(CONFIG)
+
+
+@functools.cache
+def outline_tree() -> Tree:
+    """The default (outline) tree over the slice with the extractive summariser."""
+    return _tree(OUTLINE_CONFIG)

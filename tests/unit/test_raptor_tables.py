@@ -32,7 +32,8 @@ def test_round_trip_through_parquet_and_npy(tmp_path: Path) -> None:
 def test_columns_are_the_schema_constants() -> None:
     table = tree_to_tables(built_tree())[S.NODES_TABLE]
     expected = [S.NODE_ID, S.LEVEL, S.TITLE, S.TEXT, S.CHILDREN, S.PARENTS, S.CHUNK_IDS, S.DOC_IDS,
-                S.HEADING_PATH, S.SUMMARISER, S.CLUSTER, S.UMAP_X, S.UMAP_Y, S.START, S.END]
+                S.HEADING_PATH, S.SUMMARISER, S.CLUSTER, S.UMAP_X, S.UMAP_Y, S.START, S.END,
+                S.ORIGIN, S.LABEL, S.COVERAGE]
     assert table.column_names == expected
     assert table.schema.field(S.CHILDREN).type == pa.list_(pa.string())
     assert table.num_rows == len(built_tree())

@@ -1,0 +1,97 @@
+"""Digests that say what a node covers: the lead sentences of its parts, in reading
+order, under their titles.
+
+A section's first sentence is where its author says what it is about ("The default
+method by which SQLite implements atomic commit and rollback is a rollback journal.").
+A digest is made of those: the node's own opening sentences, then one line per part
+("How WAL Works: The traditional rollback journal works by ..."), whole sentences only,
+then the titles of the parts that did not fit ("Also: Checkpointing; Concurrency.").
+Nothing is pulled from elsewhere, nothing is counted, no sentence is cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from raptor.text import is_summary_sentence, split_units, stands_alone
+
+CountTokens = Callable[[str], int]
+
+# Where to look for a lead sentence: past these a chunk's opening is a table or code.
+_LEAD_UNITS = 4
+# With parts to list, the node's own opening gets at most this many sentences.
+_OWN_WITH_PARTS = 2
+ALSO = "Also: "
+
+
+@dataclass(frozen=True)
+class Part:
+    """A part of a node as its digest lists it: its title and its lead sentence."""
+
+    title: str
+    lead: str | None
+
+
+def opening(text: str, n: int = 1) -> list[str]:
+    """The first ``n`` sentences of ``text`` that read on their own (complete sentences
+    of prose, not list items, not leaning on what came before), among its first few;
+    when none does, its first complete sentence that does not announce what follows
+    (the author's opening all the same)."""
+    units = split_units(text)[:_LEAD_UNITS + n]
+    found = [
+        u.text for k, u in enumerate(units)
+        if not u.is_list_item and is_summary_sentence(u) and stands_alone(u, opens_chunk=k == 0)
+    ][:n]
+    if found:
+        return found
+    whole = next(
+        (u.text for k, u in enumerate(units) if not u.is_list_item and is_summary_sentence(u)
+         and not u.text.rstrip().endswith(":") and not (k == 0 and u.text[:1].islower())),
+        None,
+    )
+    return [whole] if whole else []
+
+
+def lead_sentence(text: str) -> str | None:
+    """The first sentence of ``text`` that says what it is about (:func:`opening`)."""
+    found = opening(text)
+    return found[0] if found else None
+
+
+def digest(own: Sequence[str], parts: Sequence[Part], *, budget: int, count_tokens: CountTokens) -> str:
+    """The digest of a node: sentences of its own opening (``own``, in order), then a
+    line per part with a lead sentence, then the titles of the parts left over, within
+    ``budget`` tokens. A sentence or line that does not fit is left out whole. Never
+    empty: with nothing that fits, the first part's title (or own sentence) stands."""
+    lines: list[str] = []
+    used = 0
+
+    def take(line: str) -> bool:
+        nonlocal used
+        cost = count_tokens(line)
+        if lines and used + cost > budget:
+            return False
+        lines.append(line)
+        used += cost
+        return True
+
+    seen: set[str] = set()
+    limit = _OWN_WITH_PARTS if parts else len(own)
+    for sentence in own:
+        if limit == 0:
+            break
+        if sentence not in seen and take(sentence):
+            seen.add(sentence)
+            limit -= 1
+    left: list[str] = []
+    for part in parts:
+        if part.lead and part.lead not in seen and take(f"{part.title}: {part.lead}"):
+            seen.add(part.lead)
+        else:
+            left.append(part.title)
+    if left:
+        titles = [t for t in dict.fromkeys(left) if t]
+        while titles and not take(ALSO + "; ".join(titles) + "."):
+            titles.pop()  # a shorter list of the parts, never a cut title
+    return "\n".join(lines) if lines else (parts[0].title if parts else "")

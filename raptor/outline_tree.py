@@ -1,0 +1,324 @@
+"""The tree's levels from the manual's outline, clustered only where the outline stops.
+
+Chunks sit under their sections, sections under their pages, pages under their folders
+(:func:`raptor.outline.outline`); each of those nodes carries the manual's own title and
+a digest of lead sentences (:mod:`raptor.digest`). Where the outline leaves many nodes
+side by side (the pages of a flat manual, several manuals in one collection), RAPTOR's
+clustering (UMAP or PCA, then a Gaussian mixture) groups them, level by level, up to one
+root. A cluster is named by the outline title that covers most of its chunks when one
+covers at least half; otherwise by keyphrases (or its LLM summary's title), and its
+``label`` says so.
+
+Clustering pages instead of chunks is also what makes the tree cheap: the sample manual
+has 290 pages for about 5,000 chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from arborgraph.core.concurrency import run_ordered, workers_for
+from arborgraph.core.protocols import ProgressCallback
+from raptor.config import RaptorConfig
+from raptor.digest import Part, digest, lead_sentence, opening
+from raptor.outline import OutlineNode, outline, plain_title
+from raptor.summary import Cluster, ClusterMember, Summariser
+from raptor.tree import Leaf, Node
+
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+CountTokens = Callable[[str], int]
+GroupLevel = Callable[[np.ndarray, np.ndarray, int], tuple[list[tuple[int, ...]], np.ndarray]]
+
+OUTLINE = "outline"
+# A title covering at least this share of a cluster names it; below the second share
+# the cluster says it holds more ("Write-Ahead Logging and related pages").
+NAMES_CLUSTER = 0.5
+NAMES_ALONE = 0.8
+
+
+@dataclass
+class Item:
+    """A node while the tree is built: ``children`` and ``parents`` are item indices
+    (items ``0 .. n_leaves - 1`` are the leaves); ``tops`` the outline nodes at the top
+    of what it covers (for naming a cluster)."""
+
+    level: int
+    title: str
+    text: str
+    lead: str | None
+    leaves: list[int]
+    children: list[int]
+    heading_path: tuple[str, ...]
+    doc_ids: tuple[str, ...]
+    origin: str
+    label: str
+    coverage: float | None
+    summariser: str | None
+    tops: list[int]
+    parents: list[int] = field(default_factory=list)
+    cluster: int = -1
+
+
+def has_outline(leaves: Sequence[Leaf]) -> bool:
+    """Whether the leaves have an outline to build on: more than one page, or one page
+    with sections."""
+    docs = {leaf.doc_id for leaf in leaves}
+    return len(docs) > 1 or len({tuple(leaf.heading_path) for leaf in leaves}) > 1
+
+
+def outline_items(
+    leaves: Sequence[Leaf], vectors: np.ndarray, *, count_tokens: CountTokens, config: RaptorConfig
+) -> tuple[list[Item], list[np.ndarray], list[int]]:
+    """Items for the leaves and the outline's nodes (children first), their vectors (an
+    outline node's: the unit mean of its chunks'), and the items of the outline's tops."""
+    items = [
+        Item(
+            level=0, title=" > ".join(leaf.heading_path), text=leaf.text, lead=None, leaves=[i], children=[],
+            heading_path=tuple(leaf.heading_path), doc_ids=(leaf.doc_id,), origin="", label="",
+            coverage=None, summariser=None, tops=[],
+        )
+        for i, leaf in enumerate(leaves)
+    ]
+    item_vectors = [vectors[i] for i in range(len(leaves))]
+    nodes, tops = outline(leaves)
+    index_of: dict[int, int] = {}
+    leads: dict[int, str | None] = {}
+
+    def leaf_lead(i: int) -> str | None:
+        if i not in leads:
+            leads[i] = lead_sentence(leaves[i].text)
+        return leads[i]
+
+    for node in nodes:
+        children = [index_of[id(c)] if isinstance(c, OutlineNode) else c for c in node.items]
+        own, parts = _digest_parts(node, children, items, leaves, leaf_lead)
+        text = digest(own, parts, budget=config.summary_max_tokens, count_tokens=count_tokens) or node.title
+        me = len(items)
+        items.append(
+            Item(
+                level=1 + max(items[k].level for k in children),
+                title=node.title or node.doc_id,
+                text=text,
+                lead=own[0] if own else next((p.lead for p in parts if p.lead), None),
+                leaves=list(node.leaves),
+                children=children,
+                heading_path=node.heading_path,
+                doc_ids=_docs(leaves, node.leaves),
+                origin=OUTLINE,
+                label="title",
+                coverage=1.0,
+                summariser=OUTLINE,
+                tops=[me],
+            )
+        )
+        for k in children:
+            items[k].parents.append(me)
+        item_vectors.append(_unit(vectors[node.leaves].mean(axis=0)))
+        index_of[id(node)] = me
+    return items, item_vectors, [index_of[id(t)] for t in tops]
+
+
+def _digest_parts(
+    node: OutlineNode,
+    children: list[int],
+    items: list[Item],
+    leaves: Sequence[Leaf],
+    leaf_lead: Callable[[int], str | None],
+) -> tuple[list[str], list[Part]]:
+    """What an outline node's digest is made of, in reading order: its opening sentences
+    (those of its first chunk, when its own text comes first) and its parts, each with
+    its plain heading (the digest sits under the node's title) and lead sentence. A
+    chunk of a section too small to be a node is a part under that section's heading."""
+    own: list[str] = []
+    parts: list[Part] = []
+    subsections = any(isinstance(c, OutlineNode) for c in node.items)
+    for position, (child, k) in enumerate(zip(node.items, children, strict=True)):
+        if isinstance(child, OutlineNode):
+            parts.append(Part(_plain(child), items[k].lead))
+            continue
+        path = tuple(leaves[k].heading_path)
+        if node.kind == "folder" or len(path) <= len(node.heading_path) or not path:
+            if position == 0:
+                own = opening(leaves[k].text, 2 if subsections else 3)
+            continue
+        heading = plain_title(path[-1])
+        if not parts or parts[-1].title != heading:
+            parts.append(Part(heading, leaf_lead(k)))
+    return own, parts
+
+
+def _plain(node: OutlineNode) -> str:
+    """A node's title as its parent's digest lists it: a section by its own heading."""
+    return plain_title(node.heading_path[-1]) if node.kind == "section" and node.heading_path else node.title
+
+
+def cluster_above(
+    items: list[Item],
+    item_vectors: list[np.ndarray],
+    tops: list[int],
+    leaf_vectors: np.ndarray,
+    *,
+    group_level: GroupLevel,
+    embed: EmbedFn,
+    count_tokens: CountTokens,
+    summariser: Summariser,
+    config: RaptorConfig,
+    report: ProgressCallback,
+) -> int:
+    """Cluster ``tops`` level by level until one node is left (adding the clusters to
+    ``items`` and their vectors to ``item_vectors``); the root's item index.
+    ``group_level(sizes, vectors, level)`` groups one level, each group's sizes summing
+    to at most 1 where it can."""
+    current = list(tops)
+    total = float(sum(len(items[k].leaves) for k in tops))
+    rounds = 1
+    extractive = summariser.name == "extractive"
+    while len(current) > 1:
+        tokens = np.array([count_tokens(items[k].text) for k in current], dtype=np.float64)
+        chunks = np.array([len(items[k].leaves) for k in current], dtype=np.float64)
+        # A cluster's members must fit the summariser's input, and no cluster may hold
+        # more than a third of the collection: else one node holds most of the manual
+        # and the tree above the outline says nothing.
+        sizes = np.maximum(tokens / config.max_cluster_tokens, chunks / max(total / 3, 1.0))
+        if len(current) <= config.stop_at:  # few enough: the root goes over them
+            groups, labels = [tuple(range(len(current)))], np.zeros(len(current), dtype=int)
+        else:
+            groups, labels = group_level(sizes, np.stack([item_vectors[k] for k in current]), rounds + 1)
+        for pos, label in enumerate(labels):
+            items[current[pos]].cluster = int(label)
+        members_of = [sorted((current[m] for m in g), key=lambda k: items[k].leaves[0]) for g in groups]
+        if all(len(members) == 1 for members in members_of):
+            members_of = [sorted(current, key=lambda k: items[k].leaves[0])]  # no merge at all: one root
+            groups = [tuple(range(len(current)))]
+        texts: list[tuple[str, str] | None] = [None] * len(members_of)
+        # a group of one names nothing new: it goes up as it is, unwritten
+        written_ones = [n for n, members in enumerate(members_of) if len(members) > 1 or len(members_of) == 1]
+        if not extractive:
+            clusters = [
+                Cluster(
+                    node_id=f"C{rounds}:{n}",
+                    level=1 + max(items[k].level for k in members_of[n]),
+                    members=tuple(
+                        ClusterMember(str(k), items[k].text, items[k].heading_path, items[k].title, items[k].level, items[k].leaves[0])
+                        for k in members_of[n]
+                    ),
+                    vectors=np.stack([item_vectors[k] for k in members_of[n]]),
+                )
+                for n in written_ones
+            ]
+            summaries = run_ordered(
+                summariser.summarise, clusters, workers_for(summariser), stop_on_error=True,
+                done=lambda n: report("raptor.summarise", n, len(clusters)),
+            )
+            for n, summary in zip(written_ones, summaries, strict=True):
+                texts[n] = (summary.title, summary.text)
+        new: list[int] = []
+        for members, written in zip(members_of, texts, strict=True):
+            if len(members) == 1 and len(members_of) > 1:
+                new.append(members[0])
+                continue
+            covered = sorted({i for k in members for i in items[k].leaves})
+            cluster_tops = sorted({t for k in members for t in items[k].tops})
+            best = max(cluster_tops, key=lambda t: (len(items[t].leaves), -t))
+            share = len(items[best].leaves) / len(covered)
+            parts = [Part(items[k].title, items[k].lead) for k in members]
+            text = written[1] if written else digest([], parts, budget=config.summary_max_tokens, count_tokens=count_tokens)
+            if share >= NAMES_CLUSTER:
+                title = items[best].title if share >= NAMES_ALONE else f"{items[best].title} and related pages"
+                label, coverage = "title", round(share, 4)
+            else:
+                title = written[0] if written else items[best].title  # keyphrases replace it later
+                label, coverage = ("summariser" if written else "keyphrases"), None
+            me = len(items)
+            items.append(
+                Item(
+                    level=1 + max(items[k].level for k in members),
+                    title=title,
+                    text=text,
+                    lead=next((items[k].lead for k in members if items[k].lead), None),
+                    leaves=covered,
+                    children=list(members),
+                    heading_path=(),
+                    doc_ids=_docs_of(items, covered),
+                    origin="cluster",
+                    label=label,
+                    coverage=coverage,
+                    summariser=summariser.name if written else "extractive",
+                    tops=cluster_tops,
+                )
+            )
+            for k in members:
+                items[k].parents.append(me)
+            if written and config.summary_vectors != "centroid":
+                item_vectors.append(_unit(np.asarray(embed([f"{title}\n{text}"]), dtype=np.float64)[0]))
+            else:
+                item_vectors.append(_unit(leaf_vectors[covered].mean(axis=0)))
+            new.append(me)
+        report("raptor.embed", rounds, None)
+        current = new
+        rounds += 1
+    return current[0]
+
+
+def to_nodes(items: list[Item], leaves: Sequence[Leaf], root: int) -> tuple[list[Node], list[int]]:
+    """Tree nodes from ``items``, leaves first and then level by level, with ids
+    ``L<level>:<n>``; and, for each node, the item it was made from."""
+    order = sorted(range(len(items)), key=lambda k: (items[k].level, k))
+    ids: dict[int, str] = {}
+    counts: dict[int, int] = {}
+    for k in order:
+        level = items[k].level
+        if level == 0:
+            ids[k] = leaves[k].chunk_id
+        else:
+            ids[k] = f"L{level}:{counts.get(level, 0)}"
+            counts[level] = counts.get(level, 0) + 1
+    nodes = []
+    for k in order:
+        it = items[k]
+        leaf = leaves[k] if it.level == 0 else None
+        nodes.append(
+            Node(
+                node_id=ids[k],
+                level=it.level,
+                title=it.title,
+                text=it.text,
+                children=tuple(ids[c] for c in it.children),
+                parents=tuple(ids[p] for p in it.parents) if k != root else (),
+                chunk_ids=tuple(leaves[i].chunk_id for i in it.leaves),
+                doc_ids=it.doc_ids,
+                heading_path=it.heading_path,
+                summariser=it.summariser,
+                cluster=it.cluster if it.parents else -1,
+                start=leaf.start if leaf else None,
+                end=leaf.end if leaf else None,
+                origin=it.origin,
+                label=it.label,
+                coverage=it.coverage,
+            )
+        )
+    return nodes, order
+
+
+def _docs(leaves: Sequence[Leaf], rows: Sequence[int]) -> tuple[str, ...]:
+    """Documents of ``rows``, the one with most chunks first (ties: reading order)."""
+    counts: dict[str, int] = {}
+    for i in rows:
+        counts[leaves[i].doc_id] = counts.get(leaves[i].doc_id, 0) + 1
+    return tuple(sorted(counts, key=lambda d: -counts[d]))  # stable: reading order on ties
+
+
+def _docs_of(items: list[Item], rows: Sequence[int]) -> tuple[str, ...]:
+    counts: dict[str, int] = {}
+    for i in rows:
+        doc = items[i].doc_ids[0]
+        counts[doc] = counts.get(doc, 0) + 1
+    return tuple(sorted(counts, key=lambda d: -counts[d]))
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return (vector / norm if norm > 0 else vector).astype(np.float32)

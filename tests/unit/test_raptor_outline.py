@@ -1,0 +1,125 @@
+"""raptor.outline and raptor.digest on small hand-made collections: what becomes a node,
+what it is called, and what its digest says."""
+
+from __future__ import annotations
+
+from raptor.digest import Part, digest, lead_sentence
+from raptor.outline import OutlineNode, is_generic, outline
+from raptor.tree import Leaf
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def leaf(n: int, doc: str, *path: str, text: str | None = None) -> Leaf:
+    return Leaf(chunk_id=f"{doc}#{n}", doc_id=doc, text=text or f"Chunk {n} of {doc} says something plain here.", heading_path=path)
+
+
+def tree_of(nodes: list[OutlineNode]) -> dict[str, OutlineNode]:
+    return {n.title: n for n in nodes}
+
+
+def test_sections_pages_and_their_titles() -> None:
+    leaves = [
+        leaf(0, "wal.md", "Write-Ahead Logging"),
+        leaf(1, "wal.md", "Write-Ahead Logging", "1. Overview"),
+        leaf(2, "wal.md", "Write-Ahead Logging", "1. Overview"),
+        leaf(3, "wal.md", "Write-Ahead Logging", "2. How WAL Works"),
+        leaf(4, "wal.md", "Write-Ahead Logging", "2. How WAL Works", "2.1. Checkpointing"),
+        leaf(5, "wal.md", "Write-Ahead Logging", "2. How WAL Works", "2.1. Checkpointing"),
+        leaf(6, "wal.md", "Write-Ahead Logging", "2. How WAL Works", "2.2. Concurrency"),  # one chunk
+        leaf(7, "vacuum.md", "VACUUM"),
+    ]
+    nodes, tops = outline(leaves)
+    by_title = tree_of(nodes)
+    assert [t.title for t in tops] == ["Write-Ahead Logging", "VACUUM"]
+    assert [t.kind for t in tops] == ["page", "page"]
+    # numbers dropped; a generic heading says whose it is; a one-chunk section is no node
+    # (a one-word heading too: "Checkpointing" alone could be any feature's)
+    assert set(by_title) == {
+        "Write-Ahead Logging", "Write-Ahead Logging: Overview", "How WAL Works", "How WAL Works: Checkpointing", "VACUUM"
+    }
+    works = by_title["How WAL Works"]
+    assert works.leaves == [3, 4, 5, 6]
+    # its items in reading order: its own chunk, the subsection node, the lone chunk
+    assert [i if isinstance(i, int) else i.title for i in works.items] == [3, "How WAL Works: Checkpointing", 6]
+    assert by_title["Write-Ahead Logging"].leaves == list(range(7))
+    # children come before their parents
+    order = {id(n): k for k, n in enumerate(nodes)}
+    for n in nodes:
+        for item in n.items:
+            if isinstance(item, OutlineNode):
+                assert order[id(item)] < order[id(n)]
+
+
+def test_a_one_word_heading_is_qualified_by_the_nearest_real_title() -> None:
+    leaves = [leaf(k, "pg_resetwal.md", "pg_resetwal", "Description of the tool") for k in range(2)]
+    leaves += [leaf(k, "pg_resetwal.md", "pg_resetwal", "Options") for k in range(2, 4)]
+    leaves += [leaf(k, "pg_resetwal.md", "pg_resetwal", "Options", "See also") for k in range(4, 6)]
+    nodes, _ = outline(leaves)
+    titles = {n.title for n in nodes}
+    assert "pg_resetwal: Options" in titles
+    assert "pg_resetwal: See also" in titles  # "Options" is generic too: the page names it
+
+
+def test_a_heading_on_many_pages_is_generic() -> None:
+    leaves = []
+    for p in range(4):
+        leaves += [leaf(k, f"cmd{p}.md", f"Command {p}", "Exit Codes Explained") for k in range(2)]
+        leaves += [leaf(2 + k, f"cmd{p}.md", f"Command {p}", f"What command {p} does") for k in range(2)]
+    nodes, _ = outline(leaves)
+    titles = {n.title for n in nodes}
+    assert "Command 2: Exit Codes Explained" in titles
+    assert "What command 2 does" in titles
+    assert not is_generic("What command 2 does")
+
+
+def test_a_section_holding_only_one_subsection_is_that_subsection() -> None:
+    leaves = [leaf(k, "a.md", "Page", "Part One", "The Only Subsection") for k in range(3)] + [
+        leaf(3, "a.md", "Page", "Part Two Has Prose"), leaf(4, "a.md", "Page", "Part Two Has Prose")
+    ]
+    nodes, tops = outline(leaves)
+    page = tops[0]
+    assert [i.title for i in page.items if isinstance(i, OutlineNode)] == ["The Only Subsection", "Part Two Has Prose"]
+    assert "Part One" not in {n.title for n in nodes}
+
+
+def test_folders_group_pages_and_an_index_page_names_its_folder() -> None:
+    leaves = [
+        leaf(0, "guide/index.md", "The User Guide"), leaf(1, "guide/install.md", "Installing"),
+        leaf(2, "ref/a.md", "A Reference"), leaf(3, "ref/b.md", "B Reference"), leaf(4, "top.md", "Top Page"),
+    ]
+    _, tops = outline(leaves)
+    assert [(t.kind, t.title) for t in tops] == [("folder", "The User Guide"), ("folder", "ref"), ("page", "Top Page")]
+    assert tops[1].leaves == [2, 3]
+
+
+def test_a_page_without_title_is_named_by_its_file() -> None:
+    nodes, tops = outline([leaf(0, "docs/zone_transfer.txt"), leaf(1, "docs/zone_transfer.txt")])
+    assert tops[0].title == "zone transfer" and len(nodes) == 1
+
+
+def test_deep_outlines_do_not_recurse_out_of_stack() -> None:
+    path = tuple(f"Heading {k}" for k in range(1500))
+    nodes, tops = outline([leaf(0, "deep.md", *path), leaf(1, "deep.md", *path)])
+    assert len(tops) == 1 and tops[0].leaves == [0, 1]
+
+
+def test_a_digest_is_whole_sentences_in_reading_order_within_its_budget() -> None:
+    parts = [Part("How WAL Works", "The rollback journal copies pages aside before it writes."),
+             Part("Checkpointing", "A checkpoint moves the WAL's content back into the database."),
+             Part("Concurrency", None), Part("Performance", "Readers never block writers in WAL mode at all.")]
+    text = digest(["WAL is a journal mode of SQLite."], parts, budget=32, count_tokens=words)
+    lines = text.splitlines()
+    assert lines[0] == "WAL is a journal mode of SQLite."
+    assert lines[1] == "How WAL Works: The rollback journal copies pages aside before it writes."
+    assert lines[-1].startswith("Also: ") and "Concurrency" in lines[-1]
+    assert sum(words(line) for line in lines) <= 32
+    assert all(line.endswith(".") for line in lines)
+
+
+def test_the_lead_sentence_skips_code_and_announcements() -> None:
+    text = "```\nPRAGMA journal_mode=WAL;\n```\nThis is shown below:\n\nThe WAL file grows until a checkpoint runs."
+    assert lead_sentence(text) == "The WAL file grows until a checkpoint runs."
+    assert lead_sentence("```\ncode only\n```") is None
