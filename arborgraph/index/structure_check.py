@@ -64,6 +64,14 @@ class TreeShape(BaseModel):
     sibling_repeats: float = Field(description="share of names equal to a sibling's")
     grounding: float | None = Field(description="mean share of a name's content words found in its chunks")
     names_longer_than_6_words: float
+    manual_titles: float | None = Field(
+        None, description="share of level 1-3 names that are one of the manual's own titles or headings "
+        "(a generic one after the title it belongs to: 'pg_resetwal: Options')"
+    )
+    title_coverage: float | None = Field(
+        None, description="mean share of a level 1-3 node's chunks under the heading its name is (0 for a name that is none)"
+    )
+    outline_nodes: float | None = Field(None, description="share of summary nodes that are the manual's own sections, pages or folders")
     examples: list[str] = Field(description="the names of the top levels, highest first")
 
 
@@ -116,10 +124,28 @@ def is_strung(name: str, page_titles: Iterable[str]) -> bool:
     return len(found) >= 2
 
 
-def tree_shape(nodes: pa.Table, chunk_text: dict[str, str], page_titles: Sequence[str]) -> TreeShape:
+def heading_coverage(name: str, chunk_ids: Sequence[str], chunk_paths: dict[str, Sequence[str]]) -> float | None:
+    """The share of ``chunk_ids`` under the heading ``name`` is, or None when ``name`` is
+    no heading over them. A heading counts without its section number; ``"Owner:
+    Heading"`` is the heading under the title or heading ``Owner``."""
+    from raptor.text import clean_label
+
+    paths = [[_norm(clean_label(h)) for h in chunk_paths.get(c, ())] for c in chunk_ids]
+    wanted = _norm(name)
+    owner, _, own = wanted.rpartition(": ")
+    hits = sum(wanted in path or (bool(owner) and own in path and owner in path) for path in paths)
+    return hits / len(paths) if hits else None
+
+
+def tree_shape(
+    nodes: pa.Table, chunk_text: dict[str, str], page_titles: Sequence[str],
+    chunk_paths: dict[str, Sequence[str]] | None = None,
+) -> TreeShape:
     """The names of ``nodes`` (a ``raptor_nodes`` table); ``chunk_text`` maps a chunk id to
-    its text (without its heading path: a name made of headings is not grounded by them)."""
-    rows = nodes.select([R.NODE_ID, R.LEVEL, R.TITLE, R.PARENTS, R.CHUNK_IDS]).to_pylist()
+    its text (without its heading path: a name made of headings is not grounded by them),
+    ``chunk_paths`` to its heading path (page title first): with them, how many names
+    are the manual's own titles and how much of their nodes those cover."""
+    rows = nodes.select([R.NODE_ID, R.LEVEL, R.TITLE, R.PARENTS, R.CHUNK_IDS, R.ORIGIN]).to_pylist()
     summaries = [r for r in rows if r[R.LEVEL] >= 1]
     titles = sorted({_norm(t) for t in page_titles if len(words(t)) >= 2})
     lengths = [len(words(r[R.TITLE] or "")) for r in summaries]
@@ -147,8 +173,17 @@ def tree_shape(nodes: pa.Table, chunk_text: dict[str, str], page_titles: Sequenc
             seen |= vocab_cache[cid]
         grounded.append(sum(w in seen for w in content) / len(content))
 
+    manual_titles = title_coverage = None
+    if chunk_paths is not None:
+        low = [r for r in summaries if r[R.LEVEL] <= 3]
+        covers = [heading_coverage(r[R.TITLE] or "", r[R.CHUNK_IDS] or [], chunk_paths) for r in low]
+        manual_titles = _share(sum(c is not None for c in covers), len(low)) if low else None
+        title_coverage = round(sum(c or 0.0 for c in covers) / len(covers), 4) if covers else None
     top = sorted(summaries, key=lambda r: (-r[R.LEVEL], r[R.NODE_ID]))[:EXAMPLES]
     return TreeShape(
+        manual_titles=manual_titles,
+        title_coverage=title_coverage,
+        outline_nodes=_share(sum(r[R.ORIGIN] == "outline" for r in summaries), len(summaries)) if summaries else None,
         summary_nodes=len(summaries),
         name_words_median=median(lengths) if lengths else None,
         name_words_max=max(lengths) if lengths else None,
@@ -239,7 +274,7 @@ def structure_report(index_dir: str, generation: Generation, scopes: Sequence[tu
         tree = graph = comm = None
         if nodes is not None:
             titles = sorted({title_of[doc_of[c]] for c in in_scope if c in doc_of and title_of.get(doc_of[c])})
-            tree = tree_shape(nodes, chunk_text, titles)
+            tree = tree_shape(nodes, chunk_text, titles, {c: p or () for c, p in zip(ids, paths) if c in in_scope})
         if entities is not None:
             relations = generation.table(scoped(G.RELATIONSHIPS, tag))
             pairs = [(d, p or []) for c, d, p in zip(ids, doc_ids, paths) if c in in_scope]

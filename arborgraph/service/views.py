@@ -123,6 +123,9 @@ def _node(node: Any) -> dict[str, Any]:
         "chunk_ids": list(node.chunk_ids),
         "heading_path": list(node.heading_path),
         "summariser": node.summariser,
+        "origin": node.origin,
+        "label": node.label,
+        "coverage": node.coverage,
     }
 
 

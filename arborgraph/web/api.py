@@ -23,23 +23,24 @@ def tree_nodes(kb: KnowledgeBase, principal: str | None, scope: str | None, dept
     nodes; each node once (a node with several parents is listed under its first)."""
     view = kb.tree_view(principal, scope=scope)
     root = view.tree.root_id
-    root_level = view.node(root).level
     seen = {root}
     order: list[dict[str, Any]] = []
-    queue = deque([root])
+    # steps from the root, not levels: an outline tree's pages hold sections of any level
+    queue = deque([(root, 0)])
     truncated = False
     while queue:
-        node = view.node(queue.popleft())
+        node_id, steps = queue.popleft()
+        node = view.node(node_id)
         if len(order) >= max_nodes:
             truncated = True
             break
-        below = root_level - node.level < depth
-        kids = [c for c in node.children if c not in seen] if below else []
+        kids = [c for c in node.children if c not in seen] if steps < depth else []
         seen.update(kids)
-        queue.extend(kids)
+        queue.extend((k, steps + 1) for k in kids)
         order.append({
             "id": node.node_id, "level": node.level, "title": node.title,
             "children": kids, "child_count": len(node.children), "chunks": len(node.chunk_ids),
+            "origin": node.origin, "label": node.label, "coverage": node.coverage,
         })
     kept = {n["id"] for n in order}
     for n in order:

@@ -36,6 +36,7 @@ def _nodes(rows: list[tuple[str, int, str, list[str], list[str]]]) -> pa.Table:
         "title": [r[2] for r in rows],
         "parents": [r[3] for r in rows],
         "chunk_ids": [r[4] for r in rows],
+        "origin": ["" if r[1] == 0 else "outline" if r[0].startswith("S") else "cluster" for r in rows],
     })
 
 
@@ -56,6 +57,25 @@ def test_tree_shape_measures_length_repeats_and_grounding() -> None:
     # 1, 1, 0 (atomic, commit, sqlite, write-ahead, logging: none in a or b), 0
     assert shape.grounding == 0.5
     assert shape.examples[0] == "L2 Durability"
+
+
+def test_tree_shape_counts_names_that_are_the_manuals_titles_and_what_they_cover() -> None:
+    nodes = _nodes([
+        ("a", 0, "leaf", ["S1"], []), ("b", 0, "leaf", ["S1"], []), ("c", 0, "leaf", ["S2"], []),
+        ("S1", 1, "How WAL Works", ["L3"], ["a", "b"]),  # its heading, over both its chunks
+        ("S2", 1, "Write-Ahead Logging: Overview", ["L3"], ["c"]),  # a generic heading after its page
+        ("L2", 2, "Write-Ahead Logging", ["L3"], ["a", "b", "c", "d"]),  # a page title over 3 of 4
+        ("L3", 3, "Checkpoint frames", [], ["a", "b", "c", "d"]),  # keyphrases: no heading
+    ])
+    paths = {
+        "a": ["Write-Ahead Logging", "2. How WAL Works"], "b": ["Write-Ahead Logging", "2. How WAL Works"],
+        "c": ["Write-Ahead Logging", "1. Overview"], "d": ["Atomic Commit In SQLite"],
+    }
+    shape = tree_shape(nodes, {k: "" for k in paths}, TITLES, paths)
+    assert shape.manual_titles == 0.75
+    assert shape.title_coverage == round((1 + 1 + 0.75 + 0) / 4, 4)
+    assert shape.outline_nodes == 0.5
+    assert tree_shape(nodes, {}, TITLES).manual_titles is None  # no heading paths: not measured
 
 
 def test_recurring_headings_ignore_the_page_title_and_need_a_share_of_pages() -> None:

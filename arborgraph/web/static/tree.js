@@ -60,7 +60,7 @@ export async function renderTree(params, env) {
       fill(details,
         h("h2", {}, node.title || node.node_id),
         kv([["node", h("code", {}, node.node_id)], ["level", node.level], ["children", node.children.length], ["chunks covered", node.chunk_ids.length],
-          ["documents", docs.length], ["summariser", node.summariser], ["heading", (node.heading_path || []).join(" › ")], ["generation", node.generation]]),
+          ["documents", docs.length], ["summariser", node.summariser], ["comes from", node.origin ? `${node.origin}${node.label ? ` (named by ${node.label})` : ""}` : "a chunk"], ["heading", (node.heading_path || []).join(" › ")], ["generation", node.generation]]),
         h("h3", {}, isLeaf ? "Passage" : "Summary"), h("pre", { id: "node-text" }, node.text),
         isLeaf ? h("p", {}, h("button", { type: "button", class: "small", onclick: () => env.openPassage(docOf(node.node_id), node.node_id) }, "Open in its page")) : null,
         h("h3", {}, `Documents (${docs.length})`),
@@ -72,12 +72,22 @@ export async function renderTree(params, env) {
     } catch (err) { showError(err); }
   }
 
+  // where a node comes from: the manual's outline, or a cluster (named by a title that
+  // covers part of it, or by keyphrases when none covers about half)
+  function evidence(node) {
+    if (!node.origin) return null;
+    const text = node.origin === "outline" ? "outline"
+      : node.label === "title" && node.coverage != null ? `cluster · title over ${Math.round(node.coverage * 100)} %`
+      : `cluster · ${node.label}`;
+    return h("span", { class: `evidence ${node.origin}`, title: "where this node comes from" }, text);
+  }
+
   function rowFor(node) {
     const hasKids = (node.child_count ?? node.children.length) > 0;
     const kids = h("ul", { role: "group", hidden: true });
     const toggle = h("button", { type: "button", class: "toggle", "aria-expanded": "false", "aria-label": `expand ${node.title || node.id}`, disabled: !hasKids }, hasKids ? "▸" : "·");
     const title = h("button", { type: "button", class: "title", title: node.title, "data-id": node.id, onclick: () => select(node.id) }, node.title || node.id);
-    const row = h("div", { class: onPath.has(node.id) ? "node-row on-path" : "node-row" }, toggle, h("span", { class: "lvl" }, `L${node.level}`), title);
+    const row = h("div", { class: onPath.has(node.id) ? "node-row on-path" : "node-row" }, toggle, h("span", { class: "lvl" }, `L${node.level}`), title, evidence(node));
     const item = h("li", { role: "treeitem", "data-id": node.id, "data-level": node.level }, row, kids);
     const entry = { row, kids, toggle, loaded: false, item };
     rows.set(node.id, entry);
@@ -96,7 +106,7 @@ export async function renderTree(params, env) {
       entry.loaded = true;
       try {
         const res = await get("/v1/tree/children", { id });
-        entry.kids.replaceChildren(...res.children.map((c) => rowFor({ id: c.node_id, level: c.level, title: c.title, children: c.children })));
+        entry.kids.replaceChildren(...res.children.map((c) => rowFor({ id: c.node_id, level: c.level, title: c.title, children: c.children, origin: c.origin, label: c.label, coverage: c.coverage })));
       } catch (err) { entry.loaded = false; showError(err); return; }
     }
     entry.kids.hidden = !open;
