@@ -628,6 +628,8 @@ def _print_structure(report: Any) -> None:
                 f"over 6 words {pct(t.names_longer_than_6_words)}")
             say(out, f"    strung page titles {pct(t.strung_titles)}, repeated among siblings {pct(t.sibling_repeats)}, "
                 f"words found in the node's chunks {pct(t.grounding)}")
+            say(out, f"    the manual's outline: {pct(t.outline_nodes)} of summary nodes; levels 1-3 named by its own "
+                f"titles {pct(t.manual_titles)}, covering {pct(t.title_coverage)} of their nodes")
             for name in t.examples:
                 say(out, f"    {printable(_clip(name, 120))}")
         if (g := scope.graph) is not None:
