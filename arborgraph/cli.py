@@ -691,7 +691,10 @@ def warmup() -> None:
     print(f"UMAP kernels compiled and cached in {seconds:.1f} s")
 
 
-from arborgraph.neo4j import CONNECT_TIMEOUT, DEFAULT_BATCH, DEFAULT_WORKERS  # noqa: E402 (the exporters' defaults)
+# the exporters' defaults (arborgraph.neo4j's CONNECT_TIMEOUT, DEFAULT_BATCH, DEFAULT_WORKERS;
+# tests/unit/test_cli_startup.py checks they agree), not imported: importing arborgraph.neo4j
+# here cost every command, --help included, 20 ms
+CONNECT_TIMEOUT, DEFAULT_BATCH, DEFAULT_WORKERS = 15.0, 1000, 1
 
 
 @app.command("export-neo4j")

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from arborgraph.core.errors import ConfigError  # noqa: F401 (re-exported)
@@ -212,16 +211,22 @@ def _read_file(path: Path) -> dict[str, Any]:
         raw = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    if path.suffix not in (".toml", ".yaml", ".yml", ".json"):
+        raise ConfigError(f"config file {path}: use .toml, .yaml or .json")
+    if path.suffix in (".yaml", ".yml"):
+        import yaml  # only for a YAML file: every command that opens an index reads this module
+
+        errors: tuple[type[Exception], ...] = (yaml.YAMLError,)
+    else:
+        errors = (tomllib.TOMLDecodeError, json.JSONDecodeError)
     try:
         if path.suffix == ".toml":
             data = tomllib.loads(raw)
-        elif path.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(raw) or {}
         elif path.suffix == ".json":
             data = json.loads(raw)
         else:
-            raise ConfigError(f"config file {path}: use .toml, .yaml or .json")
-    except (tomllib.TOMLDecodeError, yaml.YAMLError, json.JSONDecodeError) as exc:
+            data = yaml.safe_load(raw) or {}
+    except errors as exc:
         raise ConfigError(f"config file {path} is not valid: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a table/mapping at the top")
