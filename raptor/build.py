@@ -6,6 +6,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -145,7 +146,7 @@ def _outline_tree(
     )
     nodes, order = to_nodes(items, leaves, root)
     coords = np.zeros((len(nodes), 2))
-    coords[: len(leaves)] = _leaf_layout(vectors, config)
+    coords[: len(leaves)] = _outline_layout(items, item_vectors, tops, vectors, config)
     position = {n.node_id: i for i, n in enumerate(nodes)}
     for i in range(len(leaves), len(nodes)):  # level by level: children are placed first
         coords[i] = coords[[position[c] for c in nodes[i].children]].mean(axis=0)
@@ -434,6 +435,32 @@ def _leaf_layout(leaf_vectors: np.ndarray, config: RaptorConfig) -> np.ndarray:
                 n_epochs=_LAYOUT_EPOCHS,
             )
         coords[:, : leaf_coords.shape[1]] = leaf_coords
+    return coords
+
+
+def _outline_layout(
+    items: Sequence[Any], item_vectors: Sequence[np.ndarray], tops: Sequence[int], leaf_vectors: np.ndarray,
+    config: RaptorConfig,
+) -> np.ndarray:
+    """2-D coordinates of the leaves of an outline tree: the outline's top nodes (pages,
+    folders) laid out as :func:`_leaf_layout` lays out points, each leaf at its top
+    node's point, spread around it by a PCA of the leaf vectors. Laying out thousands of
+    chunks with UMAP was a third of the outline tree's time; the picture a reader wants
+    of it is where its pages lie."""
+    from raptor.cluster import reduce_dims
+
+    top_coords = _leaf_layout(np.stack([item_vectors[k] for k in tops]), config)
+    with threadpool_limits(limits=1):
+        spread, _ = reduce_dims(
+            leaf_vectors.astype(np.float64), 2, reducer="pca", umap_min_points=config.umap_min_points,
+            n_neighbors=15, metric="cosine", random_state=config.seed,
+        )
+    coords = np.zeros((leaf_vectors.shape[0], 2))
+    coords[:, : spread.shape[1]] = spread
+    scale = float(np.std(top_coords)) or 1.0
+    coords *= 0.1 * scale / (float(np.std(coords)) or 1.0)
+    for top, point in zip(tops, top_coords, strict=True):
+        coords[items[top].leaves] += point
     return coords
 
 
