@@ -279,7 +279,9 @@ _PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#
 
 
 def _label(node: Node) -> str:
-    kind = "chunk" if node.is_leaf else f"L{node.level}"
+    # where a summary comes from: the manual's outline, or a cluster and what named it
+    origin = f" {node.origin}" + (f" · {node.label}" if node.origin == "cluster" and node.label else "") if node.origin else ""
+    kind = "chunk" if node.is_leaf else f"L{node.level}{origin}"
     title = node.title if not node.is_leaf else (node.title or node.node_id)
     return f"[{kind}] {node.node_id}: {_short(title, 80)} ({len(node.chunk_ids)} chunks)"
 

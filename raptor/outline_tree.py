@@ -174,6 +174,9 @@ def cluster_above(
     to at most 1 where it can."""
     current = list(tops)
     total = float(sum(len(items[k].leaves) for k in tops))
+    # The root takes as many children as its summary can read (a table of contents of
+    # up to about fifteen chapters, not five clusters named by keyphrases).
+    fan = max(config.stop_at, config.max_cluster_tokens // config.summary_max_tokens)
     rounds = 1
     extractive = summariser.name == "extractive"
     while len(current) > 1:
@@ -183,7 +186,7 @@ def cluster_above(
         # more than a third of the collection: else one node holds most of the manual
         # and the tree above the outline says nothing.
         sizes = np.maximum(tokens / config.max_cluster_tokens, chunks / max(total / 3, 1.0))
-        if len(current) <= config.stop_at:  # few enough: the root goes over them
+        if len(current) <= fan:  # few enough: the root goes over them
             groups, labels = [tuple(range(len(current)))], np.zeros(len(current), dtype=int)
         else:
             groups, labels = group_level(sizes, np.stack([item_vectors[k] for k in current]), rounds + 1)

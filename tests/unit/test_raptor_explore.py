@@ -6,7 +6,7 @@ import itertools
 import re
 
 import networkx as nx
-from raptor_corpus import built_tree
+from raptor_corpus import built_tree, outline_tree
 
 from raptor import TreeView, figure_html
 from raptor.explore import naming_level
@@ -34,11 +34,13 @@ def test_outline_and_html() -> None:
     tree = built_tree()
     view = TreeView(tree)
     outline = view.outline(depth=1).splitlines()
-    assert outline[0].startswith(f"[L{tree.height}] {tree.root_id}:")
+    assert outline[0].startswith(f"[L{tree.height} cluster · keyphrases] {tree.root_id}:")
     assert len(outline) == 1 + len(tree.root.children)
     assert all(line.startswith("  [") for line in outline[1:])
     deep = view.outline(depth=tree.height)
     assert deep.count("[chunk]") >= len(tree.leaves())
+    pages = TreeView(outline_tree()).outline(depth=1).splitlines()[1:]  # the manual's own pages, said so
+    assert pages[0] == "  [L2 outline] L2:0: Date And Time Functions (22 chunks)", pages
     card = view._repr_html_()
     assert card.startswith("<div") and tree.root_id in card and "<table" in card
     assert tree.node(tree.root.children[0]).title.split(":")[0] in card
