@@ -11,10 +11,11 @@ Nothing is pulled from elsewhere, nothing is counted, no sentence is cut.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from raptor.text import is_summary_sentence, split_units, stands_alone
+from raptor.text import is_summary_sentence, leans_on_context, split_units, stands_alone
 
 CountTokens = Callable[[str], int]
 
@@ -36,21 +37,46 @@ class Part:
 def opening(text: str, n: int = 1) -> list[str]:
     """The first ``n`` sentences of ``text`` that read on their own (complete sentences
     of prose, not list items, not leaning on what came before), among its first few;
-    when none does, its first complete sentence that does not announce what follows
-    (the author's opening all the same)."""
+    when none does, its first complete sentence or list item that at least does not
+    lean on what came before ("In the last form", "Therefore", "this option"), does not
+    announce what follows and does not start mid-sentence. None of those: nothing."""
     units = split_units(text)[:_LEAD_UNITS + n]
     found = [
         u.text for k, u in enumerate(units)
         if not u.is_list_item and is_summary_sentence(u) and stands_alone(u, opens_chunk=k == 0)
+        and not _POINTS_BACK.search(u.text) and u.text.split()[0].lower().rstrip(",") not in _CONNECTIVES
     ][:n]
     if found:
         return found
-    whole = next(
-        (u.text for k, u in enumerate(units) if not u.is_list_item and is_summary_sentence(u)
-         and not u.text.rstrip().endswith(":") and not (k == 0 and u.text[:1].islower())),
-        None,
-    )
+    whole = next((u.text for u in units if _plain_statement(u.text) and is_summary_sentence(u)), None)
     return [whole] if whole else []
+
+
+def _plain_statement(sentence: str) -> bool:
+    body = sentence.strip()
+    return (
+        body[:1].isupper()
+        and not body.rstrip().endswith(":")
+        and not leans_on_context(body)
+        and body.split()[0].lower().rstrip(",") not in _CONNECTIVES
+        and not _POINTS_BACK.search(body)
+    )
+
+
+# a sentence that names what it is about only by pointing back at the text before it
+_POINTS_BACK = re.compile(
+    r"\b(?:the (?:last|above|previous|preceding|latter|former) (?:form|one|case|example|command|option|section)s?"
+    r"|(?:these|those|both) (?:two |three )?(?:options?|parameters?|commands?|forms?|values?|variables?|settings?)"
+    r"|as (?:mentioned|described|shown|noted) (?:above|before|earlier))\b",
+    re.IGNORECASE,
+)
+
+
+# openings that tie a sentence to the one before it
+_CONNECTIVES = frozenset(
+    "therefore thus hence however so also then otherwise instead similarly likewise moreover furthermore"
+    " consequently finally additionally alternatively but and or nevertheless".split()
+)
 
 
 def lead_sentence(text: str) -> str | None:

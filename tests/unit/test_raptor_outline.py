@@ -123,3 +123,13 @@ def test_the_lead_sentence_skips_code_and_announcements() -> None:
     text = "```\nPRAGMA journal_mode=WAL;\n```\nThis is shown below:\n\nThe WAL file grows until a checkpoint runs."
     assert lead_sentence(text) == "The WAL file grows until a checkpoint runs."
     assert lead_sentence("```\ncode only\n```") is None
+
+
+def test_a_lead_never_points_back_at_text_the_reader_has_not_seen() -> None:
+    # each of these was a digest line a blind rater marked down
+    assert lead_sentence("In the last form, the option resets the index to the given tree.") is None
+    assert lead_sentence("Therefore the value is kept in the configuration file.") is None
+    assert lead_sentence("These two parameters control the hold timer of the session.") is None
+    assert lead_sentence("to reset the current branch, run the command with --hard.") is None
+    text = "Therefore it is kept.\n\nThe hold timer bounds how long a session waits for a keepalive."
+    assert lead_sentence(text) == "The hold timer bounds how long a session waits for a keepalive."
