@@ -67,7 +67,9 @@ def _plain_statement(sentence: str) -> bool:
 _POINTS_BACK = re.compile(
     r"\b(?:the (?:last|above|previous|preceding|latter|former) (?:form|one|case|example|command|option|section)s?"
     r"|(?:these|those|both) (?:two |three )?(?:options?|parameters?|commands?|forms?|values?|variables?|settings?)"
-    r"|as (?:mentioned|described|shown|noted) (?:above|before|earlier))\b",
+    r"|as (?:mentioned|described|shown|noted) (?:above|before|earlier)"
+    r"|we (?:said|saw|have seen|mentioned|described|discussed|explained)"
+    r"|^(?:\S+\s+){1,5}(?:also|too|again)\b)\b",  # "The strftime() function also takes ..."
     re.IGNORECASE,
 )
 

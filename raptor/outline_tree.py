@@ -24,7 +24,7 @@ from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.protocols import ProgressCallback
 from raptor.config import RaptorConfig
 from raptor.digest import Part, digest, lead_sentence, opening
-from raptor.outline import OutlineNode, outline, plain_title
+from raptor.outline import OutlineNode, is_generic, outline, plain_title
 from raptor.summary import Cluster, ClusterMember, Summariser
 from raptor.tree import Leaf, Node
 
@@ -129,25 +129,40 @@ def _digest_parts(
     leaf_lead: Callable[[int], str | None],
 ) -> tuple[list[str], list[Part]]:
     """What an outline node's digest is made of, in reading order: its opening sentences
-    (those of its first chunk, when its own text comes first) and its parts, each with
+    (those of its first chunks, when its own text comes first) and its parts, each with
     its plain heading (the digest sits under the node's title) and lead sentence. A
-    chunk of a section too small to be a node is a part under that section's heading."""
+    chunk of a section too small to be a node is a part under that section's heading. A
+    part named for page structure ("Options", "Synopsis", "Examples") has no lead: the
+    first sentence under it describes one option or example, not the part."""
     own: list[str] = []
     parts: list[Part] = []
     subsections = any(isinstance(c, OutlineNode) for c in node.items)
-    for position, (child, k) in enumerate(zip(node.items, children, strict=True)):
+    wanted = 2 if subsections else 3
+    opening_run = True  # the node's own text before its first part
+    for child, k in zip(node.items, children, strict=True):
         if isinstance(child, OutlineNode):
-            parts.append(Part(_plain(child), items[k].lead))
+            opening_run = False
+            title = _plain(child)
+            parts.append(Part(title, None if _structural(title) else items[k].lead))
             continue
         path = tuple(leaves[k].heading_path)
         if node.kind == "folder" or len(path) <= len(node.heading_path) or not path:
-            if position == 0:
-                own = opening(leaves[k].text, 2 if subsections else 3)
+            if opening_run and len(own) < wanted:
+                own.extend(s for s in opening(leaves[k].text, wanted - len(own)) if s not in own)
             continue
+        opening_run = False
         heading = plain_title(path[-1])
         if not parts or parts[-1].title != heading:
-            parts.append(Part(heading, leaf_lead(k)))
+            parts.append(Part(heading, None if _structural(heading) else leaf_lead(k)))
     return own, parts
+
+
+# parts whose first sentence tells what the part is about, though their name is generic
+_TELLING = frozenset({"description", "overview", "introduction", "summary", "purpose", "background", "discussion", "details"})
+
+
+def _structural(title: str) -> bool:
+    return is_generic(title) and " ".join(title.casefold().split()) not in _TELLING
 
 
 def _plain(node: OutlineNode) -> str:

@@ -80,10 +80,12 @@ def test_four_pages_make_four_page_nodes_under_one_root() -> None:
     assert all(p.origin == "outline" for p in pages)
     assert_digests_are_the_manuals_sentences(tree, c.leaves)
     dates = pages[0]
-    # its digest gives its sections' lead sentences under their headings, and names
-    # those without one ("Overview" opens with "... as follows:" and a list)
-    assert dates.text.startswith("Time Values: The value is usually a string")
-    assert dates.text.endswith("Also: Overview.")
+    # its digest gives its sections' lead sentences under their headings (Overview's
+    # first chunk is "... as follows:" and a list: its lead comes from the next one),
+    # and names the page-structure part whose first sentence is one example's
+    assert dates.text.startswith("Overview: The date() function returns the date as text in this format")
+    assert "\nTime Values: The value is usually a string" in dates.text
+    assert dates.text.endswith("Also: Examples.")
 
 
 def test_twenty_pages_are_clustered_above_their_outline() -> None:

@@ -133,3 +133,12 @@ def test_a_lead_never_points_back_at_text_the_reader_has_not_seen() -> None:
     assert lead_sentence("to reset the current branch, run the command with --hard.") is None
     text = "Therefore it is kept.\n\nThe hold timer bounds how long a session waits for a keepalive."
     assert lead_sentence(text) == "The hold timer bounds how long a session waits for a keepalive."
+
+
+def test_a_digest_lists_page_structure_parts_by_title_only() -> None:
+    from raptor.outline_tree import _structural
+
+    assert _structural("Options") and _structural("See also") and _structural("EXAMPLES")
+    assert not _structural("DESCRIPTION") and not _structural("How WAL Works")
+    assert lead_sentence("The strftime() function also takes a format string as its first argument.") is None
+    assert lead_sentence("We said this tutorial shows what plumbing does for you.") is None
