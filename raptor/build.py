@@ -133,17 +133,14 @@ def _outline_tree(
 ) -> Tree:
     """The tree over the manual's outline, clustered above it (see :func:`build_tree`)."""
     from raptor.naming import name_tree
-    from raptor.outline_tree import cluster_above, outline_items, to_nodes
+    from raptor.outline_tree import Grouping, cluster_above, outline_items, to_nodes
 
     items, item_vectors, tops = outline_items(leaves, vectors, count_tokens=count_tokens, config=config)
 
     def group(sizes: np.ndarray, member_vectors: np.ndarray, level: int) -> tuple[list[tuple[int, ...]], np.ndarray]:
         return _group_level(sizes, member_vectors, budget=1.0, config=config, level=level, report=report)
 
-    root = cluster_above(
-        items, item_vectors, tops, vectors, group_level=group, embed=embed, count_tokens=count_tokens,
-        summariser=summariser, config=config, report=report,
-    )
+    root = cluster_above(items, item_vectors, tops, vectors, Grouping(group, embed, count_tokens, summariser, config, report))
     nodes, order = to_nodes(items, leaves, root)
     coords = np.zeros((len(nodes), 2))
     coords[: len(leaves)] = _outline_layout(items, item_vectors, tops, vectors, config)

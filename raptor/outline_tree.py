@@ -170,31 +170,97 @@ def _plain(node: OutlineNode) -> str:
     return plain_title(node.heading_path[-1]) if node.kind == "section" and node.heading_path else node.title
 
 
+def fan_out(config: RaptorConfig) -> int:
+    """How many children a node above the outline may have: as many as its summary can
+    read (a table of contents of up to about fifteen chapters, not five clusters named
+    by keyphrases)."""
+    return max(config.stop_at, config.max_cluster_tokens // config.summary_max_tokens)
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """How clusters above the outline are made: ``group_level(sizes, vectors, level)``
+    groups one level (each group's sizes summing to at most 1 where it can), the
+    summariser writes (an LLM's) cluster summaries, ``embed`` their vectors."""
+
+    group_level: GroupLevel
+    embed: EmbedFn
+    count_tokens: CountTokens
+    summariser: Summariser
+    config: RaptorConfig
+    report: ProgressCallback
+
+
 def cluster_above(
-    items: list[Item],
-    item_vectors: list[np.ndarray],
-    tops: list[int],
-    leaf_vectors: np.ndarray,
-    *,
-    group_level: GroupLevel,
-    embed: EmbedFn,
-    count_tokens: CountTokens,
-    summariser: Summariser,
-    config: RaptorConfig,
-    report: ProgressCallback,
+    items: list[Item], item_vectors: list[np.ndarray], tops: list[int], leaf_vectors: np.ndarray, grouping: Grouping
 ) -> int:
     """Cluster ``tops`` level by level until one node is left (adding the clusters to
-    ``items`` and their vectors to ``item_vectors``); the root's item index.
-    ``group_level(sizes, vectors, level)`` groups one level, each group's sizes summing
-    to at most 1 where it can."""
-    current = list(tops)
-    total = float(sum(len(items[k].leaves) for k in tops))
-    # The root takes as many children as its summary can read (a table of contents of
-    # up to about fifteen chapters, not five clusters named by keyphrases).
-    fan = max(config.stop_at, config.max_cluster_tokens // config.summary_max_tokens)
+    ``items`` and their vectors to ``item_vectors``); the root's item index. A folder
+    with more children than :func:`fan_out` gets clusters under it first."""
+    outline_parents = _group_wide_nodes(items, item_vectors, leaf_vectors, grouping)
+    root = group_until(items, item_vectors, list(tops), leaf_vectors, limit=1, grouping=grouping)[0]
+    if outline_parents:
+        _relevel(items, root)
+    return root
+
+
+def _group_wide_nodes(items: list[Item], item_vectors: list[np.ndarray], leaf_vectors: np.ndarray, grouping: Grouping) -> bool:
+    """Group the children of every folder that has more than :func:`fan_out` of them (a
+    folder of 150 manual pages) into clusters under it; whether any was. A page's
+    sections stay as its author laid them out, however many."""
+    fan = fan_out(grouping.config)
+    changed = False
+    for k in range(len(items)):
+        node = items[k]
+        if node.origin != OUTLINE or node.heading_path:  # folders alone have no heading path
+            continue
+        inner = [c for c in node.children if items[c].level > 0]
+        if len(inner) <= fan:
+            continue
+        grouped = group_until(items, item_vectors, inner, leaf_vectors, limit=fan, grouping=grouping)
+        for c in grouped:
+            items[c].parents = [k]
+        for c in inner:
+            if c not in grouped:
+                items[c].parents = [p for p in items[c].parents if p != k]
+        leaves_here = [c for c in node.children if items[c].level == 0]
+        node.children = sorted(leaves_here + grouped, key=lambda c: items[c].leaves[0])
+        changed = True
+    return changed
+
+
+def _relevel(items: list[Item], root: int) -> None:
+    """Every node's level one above its highest child's again, after clusters were put
+    between outline nodes (post-order, without recursion)."""
+    stack: list[tuple[int, bool]] = [(root, False)]
+    done: set[int] = set()
+    while stack:
+        k, expanded = stack.pop()
+        if k in done or items[k].level == 0:
+            continue
+        if expanded:
+            items[k].level = 1 + max(items[c].level for c in items[k].children)
+            done.add(k)
+            continue
+        stack.append((k, True))
+        stack.extend((c, False) for c in items[k].children if c not in done)
+
+
+def group_until(
+    items: list[Item], item_vectors: list[np.ndarray], current: list[int], leaf_vectors: np.ndarray, *,
+    limit: int, grouping: Grouping,
+) -> list[int]:
+    """Cluster ``current`` level by level until at most ``limit`` nodes are left (adding
+    the clusters to ``items`` and their vectors to ``item_vectors``); those nodes. With
+    ``limit`` 1, a level of at most :func:`fan_out` nodes gets one root over it."""
+    group_level, embed, count_tokens = grouping.group_level, grouping.embed, grouping.count_tokens
+    summariser, config, report = grouping.summariser, grouping.config, grouping.report
+    current = list(current)
+    total = float(len({i for k in current for i in items[k].leaves}))
+    fan = fan_out(config)
     rounds = 1
     extractive = summariser.name == "extractive"
-    while len(current) > 1:
+    while len(current) > limit:
         tokens = np.array([count_tokens(items[k].text) for k in current], dtype=np.float64)
         chunks = np.array([len(items[k].leaves) for k in current], dtype=np.float64)
         # A cluster's members must fit the summariser's input, and no cluster may hold
@@ -209,6 +275,8 @@ def cluster_above(
             items[current[pos]].cluster = int(label)
         members_of = [sorted((current[m] for m in g), key=lambda k: items[k].leaves[0]) for g in groups]
         if all(len(members) == 1 for members in members_of):
+            if limit > 1:
+                break  # nothing merges: the node keeps its children as they are
             members_of = [sorted(current, key=lambda k: items[k].leaves[0])]  # no merge at all: one root
             groups = [tuple(range(len(current)))]
         texts: list[tuple[str, str] | None] = [None] * len(members_of)
@@ -276,9 +344,11 @@ def cluster_above(
                 item_vectors.append(_unit(leaf_vectors[covered].mean(axis=0)))
             new.append(me)
         report("raptor.embed", rounds, None)
+        if len(new) == len(current):
+            break  # nothing merged (every group of one): no level to add
         current = new
         rounds += 1
-    return current[0]
+    return current
 
 
 def to_nodes(items: list[Item], leaves: Sequence[Leaf], root: int) -> tuple[list[Node], list[int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import replace
 
 import numpy as np
 from raptor_corpus import MANUAL, OUTLINE_CONFIG, corpus, embedder, outline_tree, token_counter
@@ -51,7 +52,7 @@ def assert_outline_tree(tree: Tree, leaves: list[Leaf]) -> None:
             assert node.label == "title" and node.coverage == 1.0 and node.summariser == "outline"
             assert len(node.doc_ids) == 1 or not node.heading_path  # a folder may hold several
             own = node.title.rpartition(": ")[2]
-            assert own in headings, node.title
+            assert own in headings or not node.heading_path, node.title  # a folder is named by its folder
             for chunk in node.chunk_ids:  # a section holds the chunks under its heading
                 assert tuple(path_of[chunk][: len(node.heading_path)]) == node.heading_path
         elif node.origin == "cluster":
@@ -131,3 +132,36 @@ def test_a_collection_without_outline_clusters_its_chunks() -> None:
     tree = build_tree(one_page, c.vectors, embed=c.embed, count_tokens=c.count_tokens, summariser=summariser, config=OUTLINE_CONFIG)
     assert {n.origin for n in tree.summaries()} == {"cluster"}
     assert all(tree.node(c).level == n.level - 1 for n in tree.nodes for c in n.children)
+
+
+def test_a_folder_of_many_pages_is_clustered_under_the_folder() -> None:
+    leaves, vectors, _ = twenty_pages()
+    # twenty pages in one folder, and a second folder so that folders count
+    docs = sorted({leaf.doc_id for leaf in leaves})
+    place = {d: (f"guide/{d}" if d in docs[:2] else f"reference/{d}") for d in docs}
+    foldered = [replace(leaf, doc_id=place[leaf.doc_id], chunk_id=f"{place[leaf.doc_id]}#{k}") for k, leaf in enumerate(leaves)]
+    count = token_counter()
+    tree = build_tree(
+        foldered, vectors, embed=embedder(), count_tokens=count, config=OUTLINE_CONFIG,
+        summariser=ExtractiveSummariser(embed=embedder(), count_tokens=count, max_tokens=OUTLINE_CONFIG.summary_max_tokens),
+    )
+    assert_outline_tree(tree, foldered)
+    folder = next(n for n in tree.summaries() if n.origin == "outline" and n.title == "reference")
+    kinds = [tree.node(c).origin for c in folder.children]
+    assert "cluster" in kinds and len(folder.children) <= 15  # 18 pages grouped under their folder
+    pages = {n.node_id for n in tree.summaries() if n.origin == "outline" and len(n.heading_path) == 1}
+    for page in pages:  # every page of the folder sits below it, once
+        node = tree.node(page)
+        if node.doc_ids[0].startswith("reference/"):
+            assert len(node.parents) >= 1 and all(folder.node_id in _ancestors(tree, p) | {p} for p in node.parents)
+
+
+def _ancestors(tree: Tree, node_id: str) -> set[str]:
+    out: set[str] = set()
+    stack = [node_id]
+    while stack:
+        for parent in tree.node(stack.pop()).parents:
+            if parent not in out:
+                out.add(parent)
+                stack.append(parent)
+    return out
