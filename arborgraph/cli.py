@@ -642,6 +642,7 @@ def _print_structure(report: Any) -> None:
         if (c := scope.communities) is not None:
             say(out, f"  communities: {c.communities} reports; title words median {c.title_words_median}, "
                 f"comma lists of members {pct(c.comma_lists)}, repeated within a level {pct(c.repeated_titles)}")
+            say(out, f"    untitled {pct(c.untitled)}, the manual's own titles {pct(c.manual_titles)}, summaries with a template sentence {pct(c.template_summaries)}")
             for title in c.examples:
                 say(out, f"    {printable(_clip(title, 120))}")
 

@@ -8,7 +8,9 @@ reads when exploring an index. These checks put numbers on the ways they go wron
 - relations: the share that is bare co-occurrence, and the types that carry the rest;
 - entities: page-structure headings (OPTIONS, SYNOPSIS... — headings found on many
   pages) among the best-connected entities;
-- communities: title length, and titles that are comma lists of their members' names.
+- communities: title length, titles that are comma lists of their members' names,
+  titles repeated within a level or that are the manual's own headings, communities
+  with no title, and summaries that count entities instead of saying what they are.
 
 Every function here is pure over Arrow tables; :func:`structure_report` reads them from
 an opened generation for the scopes a caller may read.
@@ -88,12 +90,21 @@ class GraphShape(BaseModel):
 
 
 class CommunityShape(BaseModel):
-    """Titles of the community reports."""
+    """Titles and summaries of the community reports."""
 
     communities: int
     title_words_median: float | None
     comma_lists: float = Field(description="share of titles that list two or more members' names")
     repeated_titles: float = Field(description="share of titles equal to another community's of the same level")
+    untitled: float | None = Field(None, description="share of communities with no report, so no title")
+    manual_titles: float | None = Field(
+        None, description="share of titles that are one of the manual's headings or page titles (without section "
+        "numbers, any case; 'Page: Heading' when both are)"
+    )
+    template_summaries: float | None = Field(
+        None, description="share of summaries with a template sentence: a count of entities or members "
+        "('Its 4 entities are', '73 related entities')"
+    )
     examples: list[str]
 
 
@@ -231,21 +242,68 @@ def is_comma_list(title: str, member_names: set[str]) -> bool:
     return "," in title and sum(p in member_names for p in parts) >= 2
 
 
-def community_shape(communities: pa.Table, reports: pa.Table, entities: pa.Table) -> CommunityShape:
+# a count of what a community holds: "Its 4 entities", "73 related entities (10 keyword, ...)"
+_TEMPLATE = re.compile(
+    r"\b\d[\d,]*\s+(?:[a-z-]+\s+){0,2}(?:entities|entity|members|member)\b|\bits\s+\d+\s+entities\b", re.IGNORECASE
+)
+
+
+def is_template_sentence(text: str) -> bool:
+    """Whether a summary holds a template sentence: a count of entities or members
+    ("Its 4 entities are ...", "The most connected of its 12 entities", "73 related
+    entities (10 keyword, ...)")."""
+    return bool(_TEMPLATE.search(text))
+
+
+def manual_headings(heading_paths: Iterable[Sequence[str]], page_titles: Iterable[str] = ()) -> set[str]:
+    """The manual's headings and page titles as :func:`is_manual_title` compares them:
+    without section numbers, lower-cased."""
+    from raptor.text import clean_label
+
+    out = {_norm(clean_label(t)) for t in page_titles if t and t.strip()}
+    for path in heading_paths:
+        out.update(_norm(clean_label(h)) for h in path if h and h.strip())
+    return out
+
+
+def is_manual_title(title: str, headings: set[str]) -> bool:
+    """Whether ``title`` is one of ``headings`` (see :func:`manual_headings`), or
+    ``"Page: Heading"`` with both parts among them."""
+    from raptor.text import clean_label
+
+    wanted = _norm(clean_label(title))
+    if wanted in headings:
+        return True
+    owner, sep, own = wanted.partition(": ")
+    return bool(sep) and owner in headings and own in headings
+
+
+def community_shape(
+    communities: pa.Table, reports: pa.Table, entities: pa.Table, headings: set[str] | None = None
+) -> CommunityShape:
+    """The titles and summaries of ``reports``; ``headings`` (see :func:`manual_headings`)
+    gives how many titles are the manual's own."""
     name_of = dict(zip(entities.column(G.ID).to_pylist(), entities.column(G.NAME).to_pylist()))
     members = {
         c: {_norm(name_of.get(m, "")) for m in ms}
         for c, ms in zip(communities.column(G.ID).to_pylist(), communities.column(G.MEMBERS).to_pylist())
     }
-    rows = reports.select([G.COMMUNITY_ID, G.LEVEL, G.TITLE, G.RANK]).to_pylist()
+    columns = [G.COMMUNITY_ID, G.LEVEL, G.TITLE, G.RANK] + ([G.SUMMARY] if G.SUMMARY in reports.column_names else [])
+    rows = reports.select(columns).to_pylist()
     per_level = Counter((r[G.LEVEL], _norm(r[G.TITLE] or "")) for r in rows)
     lengths = [len(words(r[G.TITLE] or "")) for r in rows]
     ranked = sorted(rows, key=lambda r: (-(r[G.RANK] or 0), r[G.COMMUNITY_ID]))[:EXAMPLES]
+    titled = {r[G.COMMUNITY_ID] for r in rows if (r[G.TITLE] or "").strip()}
     return CommunityShape(
         communities=len(rows),
         title_words_median=median(lengths) if lengths else None,
         comma_lists=_share(sum(is_comma_list(r[G.TITLE] or "", members.get(r[G.COMMUNITY_ID], set())) for r in rows), len(rows)),
         repeated_titles=_share(sum(per_level[(r[G.LEVEL], _norm(r[G.TITLE] or ""))] > 1 for r in rows), len(rows)),
+        untitled=_share(sum(c not in titled for c in members), len(members)) if members else None,
+        manual_titles=_share(sum(is_manual_title(r[G.TITLE] or "", headings) for r in rows), len(rows))
+        if headings is not None and rows else None,
+        template_summaries=_share(sum(is_template_sentence(r[G.SUMMARY] or "") for r in rows), len(rows))
+        if G.SUMMARY in columns and rows else None,
         examples=[r[G.TITLE] for r in ranked],
     )
 
@@ -280,8 +338,10 @@ def structure_report(index_dir: str, generation: Generation, scopes: Sequence[tu
             pairs = [(d, p or []) for c, d, p in zip(ids, doc_ids, paths) if c in in_scope]
             graph = graph_shape(entities, relations, recurring_headings(pairs))
             if generation.has_table(scoped(G.COMMUNITY_REPORTS, tag)):
+                headings = manual_headings((p for _, p in pairs), (title_of.get(d, "") for d, _ in pairs))
                 comm = community_shape(
-                    generation.table(scoped(G.COMMUNITIES, tag)), generation.table(scoped(G.COMMUNITY_REPORTS, tag)), entities
+                    generation.table(scoped(G.COMMUNITIES, tag)), generation.table(scoped(G.COMMUNITY_REPORTS, tag)),
+                    entities, headings,
                 )
         out.append(ScopeStructure(scope=scope, tree=tree, graph=graph, communities=comm))
     return StructureReport(index_dir=index_dir, generation=generation.name, scopes=out)

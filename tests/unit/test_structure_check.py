@@ -8,7 +8,10 @@ from arborgraph.index.structure_check import (
     community_shape,
     graph_shape,
     is_comma_list,
+    is_manual_title,
     is_strung,
+    is_template_sentence,
+    manual_headings,
     recurring_headings,
     tree_shape,
     words,
@@ -116,3 +119,34 @@ def test_community_shape_measures_titles_per_level() -> None:
     assert abs(shape.comma_lists - 1 / 3) < 1e-3
     assert shape.repeated_titles == 0.0  # the two equal titles are on different levels
     assert shape.examples[0] == "WAL, checkpoint"
+
+
+def test_community_shape_counts_the_manuals_titles_template_summaries_and_untitled_communities() -> None:
+    headings = manual_headings(
+        [["Write-Ahead Logging", "2. How WAL Works", "2.1. Checkpointing"], ["pg_resetwal", "Options"]],
+        ["Atomic Commit In SQLite"],
+    )
+    assert headings == {"write-ahead logging", "how wal works", "checkpointing", "pg_resetwal", "options",
+                        "atomic commit in sqlite"}
+    assert is_manual_title("CHECKPOINTING", headings) and is_manual_title("2.1. Checkpointing", headings)
+    assert is_manual_title("pg_resetwal: Options", headings)  # "Page: Heading", both headings
+    assert not is_manual_title("Write-Ahead Logging: checkpoint", headings)  # a member's name after it
+    assert not is_manual_title("Checkpoint frames", headings)
+    assert is_template_sentence("Its 4 entities are WAL, checkpoint, reader and writer.")
+    assert is_template_sentence("The most connected of its 12 entities is WAL.")
+    assert is_template_sentence("WAL has 73 related entities (10 keyword, 10 term, 6 acronym).")
+    assert not is_template_sentence("A checkpoint copies 1000 pages back into the database file.")
+
+    entities = pa.table({"id": ["e1", "e2", "e3"], "name": ["WAL", "checkpoint", "VACUUM"]})
+    communities = pa.table({"id": [1, 2, 3, 4], "members": [["e1", "e2"], ["e3"], ["e1"], ["e2"]]})
+    reports = pa.table({
+        "community_id": [1, 2, 3], "level": [0, 0, 1], "rank": [3.0, 2.0, 1.0],
+        "title": ["Checkpointing", "Write-Ahead Logging: checkpoint", "pg_resetwal: Options"],
+        "summary": ["Its 2 entities are WAL and checkpoint.", "A checkpoint copies pages back.", "VACUUM rebuilds it."],
+    })
+    shape = community_shape(communities, reports, entities, headings)
+    assert shape.untitled == 0.25  # community 4 has no report
+    assert abs(shape.manual_titles - 2 / 3) < 1e-3
+    assert abs(shape.template_summaries - 1 / 3) < 1e-3
+    without = community_shape(communities, reports.drop_columns(["summary"]), entities)
+    assert without.manual_titles is None and without.template_summaries is None  # not measured
