@@ -1,35 +1,52 @@
-"""Names for communities: the phrases that set a community's chunks apart from the
-chunks of the other communities of its level (class-based TF-IDF, as BERTopic names
-topics).
+"""Titles for communities: the section of the manual that is a community's home, or
+else its central entity.
 
-Each chunk goes to the community of the level whose members it mentions most; the
-candidate phrases of a chunk are its section headings and the names of the entities
-it mentions. A phrase scores by how often the community's chunks hold it against how
-often all the level's chunks do, times a prior for how well it reads as a name (a
-section heading or a multi-word term better than an acronym; never page structure
-such as "Options" that many pages repeat, nor the identifiers of code examples). The
-name is the best phrase, joined with the next one when it is a single word.
+A community's members are mentioned in chunks, and every chunk sits under a path of
+headings (page title first). A community's **home** is the section (a page, or a
+heading below it) whose chunks hold at least half of its members' mentions (each
+member counted once per chunk); the deepest such section names it, without its
+number, a generic heading ("Options", "Examples") after the heading above it
+("pg_resetwal: Options"). A section whose chunks mention a large share of all the
+graph's entities is an index, a glossary or a table of contents, and is nobody's home.
+
+A community spread over the manual has no home: it is named by its **central entity**
+(the member with the most relation weight inside it), or by the heading of the section
+whose sentence introduces that entity when the heading names it.
+
+Titles are distinct within a level: of communities with one title, the one with the
+best claim keeps it (a member of that name, then the larger share of mentions) and the
+others are told apart by their central entity ("Write-Ahead Logging: checkpoint").
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from arborgraph.core.text import ENTITY_STOPWORDS
-from graphrag.chunks import doc_of
 from graphrag.extract.terms import heading_key
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import Community, Entity
 from graphrag.text import entity_key
-from graphrag.vocab import GENERIC_WORDS, STRONG_TYPES
+from graphrag.vocab import GENERIC_WORDS, HEAD_NOUN_TYPES
 
-MAX_NAME_WORDS = 6
 # a heading used by more pages than this is page structure ("Overview", "OPTIONS")
 MAX_HEADING_DOCS = 3
+# the share of a community's mentions its home section must hold: about half
+HOME_SHARE = 0.45
+# a section below its page names the community when it holds this share of what the
+# section above it holds ("Write-Ahead Logging", not its "Options" with half of it)
+DESCEND_SHARE = 0.75
+# the share of an entity's mentions a section named after it must hold to title its
+# community when the community has no home
+NAMED_SHARE = 0.15
+# a section whose chunks mention this share of all entities is an index, not a home
+INDEX_SHARE = 0.2
+MIN_ENTITIES_FOR_INDEX = 20
+# a heading longer than this is a sentence set as a heading, not a title
+MAX_TITLE_WORDS = 12
 
 _NUMBERING_RE = re.compile(
     r"^\s*(?:(?:chapter|section|part|appendix)\s+[\dIVXivx]+[.:]?\s*(?:[-—–:]\s*)?|\d+(?:\.\d+)*\.?\s+|[A-Za-z]\.\s+|[ivxIVX]+\.\s+)",
@@ -37,18 +54,32 @@ _NUMBERING_RE = re.compile(
 )
 # identifiers made up for examples (t1, tbl1, pub3b) and standard feature codes (T332)
 _CODE_LIKE_RE = re.compile(r"^(?:[A-Za-z]{1,4}[0-9]+[A-Za-z]?[0-9]*|[A-Z][0-9]{3,}(?:-[0-9]+)?)$")
-
-# how well an entity's name reads as a community's name, by its type
-_TYPE_PRIOR = {"term": 1.0, "acronym": 0.6, "keyword": 0.5, "component": 0.8, "identifier": 0.4, "constant": 0.4}
-_STRONG_PRIOR = 0.7
-# a section heading is its authors' name for what the community's chunks discuss (a
-# page's title names more than the community, and keeps the plain prior)
-_HEADING_PRIOR = 1.15
+# placeholders, addresses and stock example names: no title, no lead of a report
+_PLACEHOLDER_RE = re.compile(r"^<.*>$|@|^\w+\.(?:com|org|net|example)$|^(?:param|arg|foo|bar|baz)\d*$", re.IGNORECASE)
+# headings that say what part of a page a section is, not what it is about
+GENERIC_HEADING_WORDS = frozenset(
+    """
+    overview introduction summary description syntax usage option options example examples
+    note notes detail details background limitation limitations parameter parameters argument
+    arguments return value values see also synopsis discussion history caveat caveats
+    configuration compatibility definition definitions reference remarks environment files
+    exit status bugs author authors diagnostics output input sample samples
+    """.split()
+)
 
 
 def is_code_like(name: str) -> bool:
     """Whether ``name`` looks made up for a code example or is a bare code (tbl1, T332)."""
     return bool(_CODE_LIKE_RE.match(name.strip("`()")))
+
+
+def readable_name(name: str) -> bool:
+    """Whether an entity's name can lead a title or a report: not an example's made-up
+    identifier or a bare code, a placeholder, an address, or two letters in mixed case."""
+    stripped = name.strip()
+    if is_code_like(stripped) or _PLACEHOLDER_RE.search(stripped):
+        return False
+    return len(stripped) >= 3 or stripped.isupper()
 
 
 def structural_headings(pages: Iterable[tuple[str, Sequence[str]]], max_docs: int = MAX_HEADING_DOCS) -> frozenset[str]:
@@ -63,185 +94,293 @@ def structural_headings(pages: Iterable[tuple[str, Sequence[str]]], max_docs: in
     return frozenset(k for k, d in docs.items() if len(d) > max_docs)
 
 
-@dataclass(frozen=True, slots=True)
-class _Phrase:
-    text: str
-    prior: float
-
-
-def _heading_phrase(heading: str, structural: frozenset[str], *, page: bool = False) -> tuple[str, _Phrase] | None:
-    text = _NUMBERING_RE.sub("", heading.strip().rstrip("¶").strip()).strip().rstrip(":.").strip()
-    words = text.split()
-    if not words or len(words) > MAX_NAME_WORDS or text.endswith("?"):
-        return None
-    key = heading_key(text)
-    if not key or key in structural or _plain_filler(key):
-        return None
-    return key, _Phrase(text, 1.0 if page else _HEADING_PRIOR)
-
-
 def page_title(heading: str) -> str:
-    """A page's title as a reader is pointed to it: without its number, chapter prefix
-    or pilcrow ("8. Configuration Reference" -> "Configuration Reference")."""
+    """A heading as a reader is pointed to it: without its number, chapter prefix or
+    pilcrow ("8. Configuration Reference" -> "Configuration Reference")."""
     text = _NUMBERING_RE.sub("", heading.strip().rstrip("¶").strip()).strip()
     return text or heading.strip()
 
 
-def _plain_filler(key: str) -> bool:
-    """A phrase of only generic words ("details", "the following")."""
-    return all(w in GENERIC_WORDS or w in ENTITY_STOPWORDS for w in key.split())
+def is_generic_heading(heading: str, structural: frozenset[str] = frozenset()) -> bool:
+    """Whether ``heading`` names a part of a page rather than a topic: one of many
+    pages' headings (``structural``) or made of generic words only ("Examples",
+    "Return value", "See also")."""
+    key = heading_key(heading)
+    if not key or key in structural:
+        return True
+    words = page_title(heading).lower().rstrip(":.").split()
+    return all(w in GENERIC_HEADING_WORDS or w in GENERIC_WORDS or w in ENTITY_STOPWORDS for w in words)
 
 
-def _entity_phrase(ent: Entity, structural: frozenset[str]) -> tuple[str, _Phrase] | None:
-    key = entity_key(ent.name)
-    if not key or key in structural or is_code_like(ent.name) or len(ent.name.split()) > MAX_NAME_WORDS:
+def central_members(kg: KnowledgeGraph, community: Community) -> list[str]:
+    """The members of ``community``, most central first: by the weight of their
+    relations inside it, then by their degree in the whole graph, then by id."""
+    members = set(community.members)
+    inside: Counter[str] = Counter({m: 0.0 for m in community.members})
+    for m in community.members:
+        for rel in kg.adjacency.get(m, []):
+            other = rel.target if rel.source == m else rel.source
+            if other in members and other != m:
+                inside[m] += rel.weight
+    return sorted(community.members, key=lambda m: (-inside[m], -kg.degree(m), m))
+
+
+Section = tuple[str, ...]  # a heading path, page title first, each heading as page_title gives it
+
+
+@dataclass(frozen=True, slots=True)
+class Title:
+    """A community's title and where it comes from: ``source`` is ``"section"`` (its
+    home), ``"definition"`` (the section introducing its central entity) or
+    ``"entity"`` (the central entity's name); ``share`` the share of its members'
+    mentions under the section (0 for an entity's name; each member's mentions weigh 1
+    in all)."""
+
+    text: str
+    source: str
+    share: float = 0.0
+    entity: str | None = None  # the central entity's id
+    deeper: tuple[str, ...] = ()  # titles of sections below the home that hold about half too
+
+
+class SectionIndex:
+    """The sections of the graph's chunks: which sections each chunk is under, what they
+    are called and which are index pages."""
+
+    def __init__(self, kg: KnowledgeGraph, headings: Mapping[str, Sequence[str]]) -> None:
+        self.paths: dict[str, Section] = {}
+        for chunk, path in headings.items():
+            cleaned = tuple(page_title(h) for h in path if h.strip())
+            if cleaned:
+                self.paths[chunk] = cleaned
+        self.structural = structural_headings((path[0], path[1:]) for path in self.paths.values())
+        entities: dict[Section, set[str]] = defaultdict(set)
+        for chunk, path in self.paths.items():
+            ids = kg.chunk_entities.get(chunk, ())
+            for depth in range(1, len(path) + 1):
+                entities[path[:depth]].update(ids)
+        mentioned = sum(1 for e in kg.entities.values() if e.mentions)
+        need = max(1.0, INDEX_SHARE * mentioned)
+        # a graph of a few pages has no index: one page may name most of its entities
+        self.index_like = frozenset(
+            s for s, ids in entities.items() if len(ids) >= need and mentioned >= MIN_ENTITIES_FOR_INDEX
+        )
+
+    def sections(self, chunk: str) -> list[Section]:
+        """The sections ``chunk`` is under, the page first."""
+        path = self.paths.get(chunk, ())
+        return [path[:d] for d in range(1, len(path) + 1)]
+
+    def title(self, section: Section) -> str | None:
+        """A section's title: its heading, after the nearest heading above it that is
+        not generic when it is generic itself; None for an index page or a heading no
+        title can be made of."""
+        if any(section[:d] in self.index_like for d in range(1, len(section) + 1)):
+            return None
+        own = section[-1].rstrip(":").strip()
+        if not own or len(own.split()) > MAX_TITLE_WORDS:
+            return None
+        if not is_generic_heading(own, self.structural):
+            return own
+        for above in reversed(section[:-1]):
+            if not is_generic_heading(above, self.structural) and len(above.split()) <= MAX_TITLE_WORDS:
+                return f"{above}: {own}"
         return None
-    if _plain_filler(key):
-        return None
-    if ent.type in STRONG_TYPES:
-        prior = _STRONG_PRIOR
-    else:
-        prior = _TYPE_PRIOR.get(ent.type, 0.5)
-        if ent.type == "term" and " " not in key:
-            prior = 0.6  # one word ("optimization") names a field, not this part of it
-    return key, _Phrase(ent.name, prior)
+
+    def held(self, kg: KnowledgeGraph, members: Iterable[str]) -> tuple[Counter[Section], float]:
+        """The weight of ``members``' mentions each section holds, and their total: each
+        member's mentions outside index pages weigh 1 in all."""
+        counts: Counter[Section] = Counter()
+        total = 0.0
+        for m in members:
+            # a mention in an index says nothing of where an entity is discussed
+            chunks = [mention.chunk_id for mention in kg.entities[m].mentions if not self.in_index(mention.chunk_id)]
+            for chunk in chunks:
+                total += 1 / len(chunks)
+                for section in self.sections(chunk):
+                    counts[section] += 1 / len(chunks)
+        return counts, total
+
+    def in_index(self, chunk: str) -> bool:
+        """Whether ``chunk`` is in an index, a glossary or a table of contents."""
+        return any(section in self.index_like for section in self.sections(chunk))
+
+    def share(self, kg: KnowledgeGraph, members: Iterable[str], section: Section) -> float:
+        """The share of ``members``' mentions under ``section`` (weighed as in :meth:`homes`)."""
+        counts, total = self.held(kg, members)
+        return counts[section] / total if total else 0.0
+
+    def homes(self, kg: KnowledgeGraph, members: Iterable[str]) -> tuple[list[tuple[Section, float]], int]:
+        """The sections that may be the home of ``members``, with the share of their
+        mentions each holds (each member's mentions weigh 1 in all, so that a member
+        named everywhere does not outweigh the others), and which of them is the home.
+
+        From the page holding the most, the path goes down to the section below holding
+        the most while that holds at least :data:`HOME_SHARE` of them; the home is the
+        last titled section on it that holds :data:`DESCEND_SHARE` of what the section
+        above it holds (``-1``: none). The titled sections past it tell a community
+        apart from another with the same home."""
+        counts, total = self.held(kg, members)
+        need = HOME_SHARE * total - 1e-9
+        path: list[tuple[Section, float]] = []
+        home = -1
+        above: Section = ()
+        held = total
+        descending = True
+        while True:
+            below = [(n, s) for s, n in counts.items() if len(s) == len(above) + 1 and s[:-1] == above]
+            if not below:
+                break
+            n, section = min(below, key=lambda ns: (-ns[0], ns[1]))
+            if n < need:
+                break
+            descending = descending and (not above or n >= DESCEND_SHARE * held - 1e-9)
+            above, held = section, n
+            if self.title(section) is not None:
+                path.append((section, n / total))
+                if descending:
+                    home = len(path) - 1
+        return path, home
 
 
-def _assign_chunks(kg: KnowledgeGraph, communities: Sequence[Community]) -> dict[int, list[str]]:
-    """Chunk ids per community: each chunk goes to the community whose members it
-    mentions most (ties to the lower id); a community that wins no chunk keeps all the
-    chunks its members are mentioned in."""
-    votes: dict[str, Counter[int]] = defaultdict(Counter)
-    for com in communities:
-        for m in com.members:
-            for mention in kg.entities[m].mentions:
-                votes[mention.chunk_id][com.id] += 1
-    out: dict[int, list[str]] = defaultdict(list)
-    for chunk in sorted(votes):
-        v = votes[chunk]
-        out[min(v, key=lambda c: (-v[c], c))].append(chunk)
-    for com in communities:
-        if not out.get(com.id):
-            out[com.id] = sorted({mention.chunk_id for m in com.members for mention in kg.entities[m].mentions})
-    return out
-
-
-def name_communities(kg: KnowledgeGraph, headings: Mapping[str, Sequence[str]]) -> dict[int, str]:
-    """A name of 2-6 words for every community of ``kg``, distinct within its level.
+def community_titles(kg: KnowledgeGraph, headings: Mapping[str, Sequence[str]]) -> dict[int, Title]:
+    """A :class:`Title` for every community of ``kg``, distinct within its level and
+    from its ancestors' titles.
 
     ``headings``: chunk id -> heading path (page title first) of the graph's chunks.
     """
-    structural = structural_headings((doc_of(c), h[1:] or h) for c, h in headings.items())
-    names: dict[int, str] = {}
-    for level in kg.levels:
-        communities = sorted(
-            (c for c in kg.communities.values() if c.level == level), key=lambda c: (-len(c.members), c.id)
-        )
-        names.update(_name_level(kg, communities, headings, structural, names))
-    return names
+    index = SectionIndex(kg, headings)
+    titles: dict[int, Title] = {}
+    for level in kg.levels:  # top down: a community's ancestors are named before it
+        communities = sorted((c for c in kg.communities.values() if c.level == level), key=lambda c: c.id)
+        first = {c.id: _title(kg, index, c, [titles[a] for a in _ancestors(kg, c)]) for c in communities}
+        titles.update(_distinct(kg, communities, first, titles))
+    return titles
 
 
-def _name_level(
-    kg: KnowledgeGraph,
-    communities: Sequence[Community],
-    headings: Mapping[str, Sequence[str]],
-    structural: frozenset[str],
-    above: Mapping[int, str],
-) -> dict[int, str]:
-    """Names of one level's ``communities``; ``above``: the names of shallower levels
-    (a community is not named as its parent is)."""
-    chunks_of = _assign_chunks(kg, communities)
-    phrases: dict[str, _Phrase] = {}
-    tf: dict[int, Counter[str]] = {}
-    for com in communities:
-        counts: Counter[str] = Counter()
-        # a name tells what the members are about: of the entities, only members name it
-        members = set(com.members)
-        for chunk in chunks_of[com.id]:
-            found: set[str] = set()
-            for depth, h in enumerate(headings.get(chunk, ())):
-                if (got := _heading_phrase(h, structural, page=depth == 0)) is not None:
-                    found.add(got[0])
-                    phrases.setdefault(*got)  # a heading's wording wins over an entity's
-            for eid in kg.chunk_entities.get(chunk, ()):
-                if eid not in members:
-                    continue
-                if (got := _entity_phrase(kg.entities[eid], structural)) is not None:
-                    found.add(got[0])
-                    phrases.setdefault(*got)
-            counts.update(found)
-        tf[com.id] = counts
-    total: Counter[str] = Counter()
-    for counts in tf.values():
-        total.update(counts)
-    avg = sum(sum(c.values()) for c in tf.values()) / max(1, len(tf))
-    used: set[str] = set()
-    names: dict[int, str] = {}
-    for com in communities:
-        n_chunks = max(1, len(chunks_of[com.id]))
-        need = min(2, n_chunks)
-        scored = sorted(
-            (
-                (count / n_chunks * math.log(1 + avg / total[key]) * phrases[key].prior, key)
-                for key, count in tf[com.id].items()
-                if count >= need
-            ),
-            key=lambda sk: (-sk[0], sk[1]),
-        )
-        ranked = [(score, phrases[key].text) for score, key in scored]
-        taken = used | {above[p].lower() for p in _ancestors(kg, com)}
-        name = _compose(ranked, taken) or _fallback(kg, com)
-        used.add(name.lower())
-        names[com.id] = name
-    return names
+def name_communities(kg: KnowledgeGraph, headings: Mapping[str, Sequence[str]]) -> dict[int, str]:
+    """The title of every community of ``kg`` (see :func:`community_titles`)."""
+    return {cid: t.text for cid, t in community_titles(kg, headings).items()}
 
 
-def _ancestors(kg: KnowledgeGraph, com: Community) -> list[int]:
+def _ancestors(kg: KnowledgeGraph, community: Community) -> list[int]:
     out = []
-    parent = com.parent
-    while parent is not None:
+    parent = community.parent
+    while parent is not None and parent in kg.communities:
         out.append(parent)
         parent = kg.communities[parent].parent
     return out
 
 
-def _compose(ranked: list[tuple[float, str]], used: set[str]) -> str | None:
-    """The best phrase as a name; a single word gives way to a phrase of several words
-    scoring at least half as well, or else is joined with the next phrase that shares
-    no word with it. Names in ``used`` (lowercase) are skipped."""
-    texts = [t for _, t in ranked]
-    for i, (score, first) in enumerate(ranked[:8]):
-        if len(first.split()) == 1:
-            longer = [t for s, t in ranked[i + 1 : i + 4] if len(t.split()) > 1 and s >= 0.5 * score]
-            if longer and _capitalised(longer[0]).lower() not in used:
-                return _capitalised(longer[0])
-        name = first
-        if len(first.split()) == 1:
-            seen = set(entity_key(first).split())
-            for second in texts[i + 1 : i + 8]:
-                words = set(entity_key(second).split())
-                if not words & seen and len(first.split()) + len(second.split()) + 1 <= MAX_NAME_WORDS:
-                    name = f"{first} and {second}"
-                    break
-        name = _capitalised(name)
-        if name.lower() not in used:
-            return name
-    return None
+def _title(kg: KnowledgeGraph, index: SectionIndex, community: Community, above: Sequence[Title]) -> Title:
+    """A community's title before titles are made distinct: its home section's, or its
+    central entity's (the most central member not leading an ancestor already)."""
+    ranked = central_members(kg, community)
+    central = _readable(kg, ranked) or ranked
+    led = {t.entity for t in above}
+    lead = next((m for m in central if m not in led), central[0])
+    path, home = index.homes(kg, community.members)
+    if home >= 0:
+        section, share = path[home]
+        deeper = tuple(index.title(s) or "" for s, _ in path[home + 1 :])
+        return Title(index.title(section) or "", "section", round(share, 4), lead, deeper)
+    entity = kg.entities[lead]
+    defined = _defining_section(index, kg, entity)
+    if defined is not None:
+        share = index.share(kg, community.members, defined)
+        return Title(index.title(defined) or "", "definition", round(share, 4), lead)
+    return Title(capitalised(entity.name), "entity", 0.0, lead)
 
 
-def _fallback(kg: KnowledgeGraph, com: Community) -> str:
-    """The two most connected members' names, for a community no phrase sets apart."""
-    members = sorted(com.members, key=lambda m: (-kg.degree(m), m))
-    readable = [kg.entities[m].name for m in members if not is_code_like(kg.entities[m].name)] or [
-        kg.entities[m].name for m in members
+def _readable(kg: KnowledgeGraph, ids: Sequence[str]) -> list[str]:
+    return [m for m in ids if readable_name(kg.entities[m].name)]
+
+
+def _defining_section(index: SectionIndex, kg: KnowledgeGraph, entity: Entity) -> Section | None:
+    """The section that introduces ``entity``: the section of its defining sentence when
+    the heading says no more than the entity's name and kind ("The VALUES clause" for
+    VALUES, "PRAGMA application_id" for application_id), else of the sections whose
+    heading names it, the one holding most of its mentions, at least
+    :data:`NAMED_SHARE` of them ("The Virtual Table Mechanism Of SQLite" for virtual
+    table). Never a generic heading."""
+    own = set(entity_key(entity.name).split())
+    if not own:
+        return None
+    if entity.description_chunk:
+        for section in reversed(index.sections(entity.description_chunk)):
+            words = set(heading_key(section[-1]).split())
+            rest = {w for w in words - own if w not in ENTITY_STOPWORDS and w not in HEAD_NOUN_TYPES}
+            if own <= words and not rest and not is_generic_heading(section[-1], index.structural):
+                return section if index.title(section) is not None else None
+    counts, total = index.held(kg, [entity.id])
+    named = [
+        (n, len(section), section) for section, n in counts.items()
+        if n >= NAMED_SHARE * total - 1e-9 and own <= set(heading_key(section[-1]).split())
+        and not is_generic_heading(section[-1], index.structural) and index.title(section) is not None
     ]
-    return _capitalised(" and ".join(readable[:2]))
+    return min(named, key=lambda t: (-t[0], -t[1], t[2]))[2] if named else None
+
+
+def _distinct(
+    kg: KnowledgeGraph, communities: Sequence[Community], first: Mapping[int, Title], above: Mapping[int, Title]
+) -> dict[int, Title]:
+    """One level's titles made distinct: of communities sharing a title, the one with the
+    best claim keeps it and the others are told apart by a central member's name; so is
+    a community titled as one of its ancestors (``above``: the shallower levels' titles).
+    A community told apart takes a section below its home that holds about half of its
+    mentions too, when one is free, or else its central entity's name after the title."""
+    groups: dict[str, list[Community]] = defaultdict(list)
+    for c in communities:
+        groups[_norm(first[c.id].text)].append(c)
+    out = {c.id: first[c.id] for c in communities}
+    taken = set(groups)
+
+    def claim(c: Community) -> tuple[bool, float, int]:
+        # a member of that name, then the most mentions under the section
+        owns = any(_norm(kg.entities[m].name) == _norm(first[c.id].text) for m in c.members)
+        return (not owns, -first[c.id].share * len(c.members), c.id)
+
+    for key in sorted(groups):
+        group = sorted(groups[key], key=claim)
+        for i, c in enumerate(group):
+            ancestral = {_norm(above[a].text) for a in _ancestors(kg, c) if a in above}
+            if i == 0 and key not in ancestral:
+                continue
+            base = first[c.id]
+            free = [t for t in base.deeper if _norm(t) not in taken | ancestral]
+            text = free[0] if free else _told_apart(kg, c, base.text, taken | ancestral)
+            taken.add(_norm(text))
+            out[c.id] = Title(text, base.source, base.share, base.entity)
+    return out
+
+
+def _told_apart(kg: KnowledgeGraph, community: Community, title: str, taken: set[str]) -> str:
+    """``title`` with the name of the most central member it does not already name, or
+    two of them when one is not enough."""
+    central = central_members(kg, community)
+    names = [kg.entities[m].name for m in _readable(kg, central) or central]
+    names = [n for n in dict.fromkeys(names) if _norm(n) not in _norm(title)] or names
+    for n in names:
+        text = f"{title}: {n}"
+        if _norm(text) not in taken:
+            return text
+    for a, b in zip(names, names[1:]):
+        text = f"{title}: {a} and {b}"
+        if _norm(text) not in taken:
+            return text
+    return f"{title}: {' and '.join(names)}"
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 _LOWER_WORD_RE = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
 
 
-def _capitalised(name: str) -> str:
-    """The name with a capital first letter, unless it starts with an identifier."""
+def capitalised(name: str) -> str:
+    """``name`` with a capital first letter, unless it starts with an identifier
+    ("checkpoint" -> "Checkpoint", "compile-time option" -> "Compile-time option",
+    "sqlite3_open()" unchanged)."""
     first = name.split()[0] if name.split() else ""
     return name[0].upper() + name[1:] if _LOWER_WORD_RE.match(first) else name

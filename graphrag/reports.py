@@ -1,12 +1,13 @@
 """Community reports: what each community is about, grounded in chunk ids.
 
 :func:`community_context` gathers what a writer needs (central entities, strongest
-internal relations and the manual's own sentences stating them; with the chunks'
-headings, the community's name and the pages to read); a :class:`ReportWriter` turns
-it into a :class:`CommunityReport`. The default :class:`ExtractiveReportWriter` needs
-no model: a paragraph built from the graph (what the community is about, its key
-entities and their typed relations, the pages to read), then findings that quote
-the manual.
+internal relations and the manual's own sentences stating them, the sentences that
+introduce its central entities; with the chunks' headings, the community's title and
+the pages to read); a :class:`ReportWriter` turns it into a :class:`CommunityReport`.
+The default :class:`ExtractiveReportWriter` needs no model: the manual's sentences
+introducing the central entities, then the typed relations between its members, each
+followed by the sentence stating it; no counts. :func:`write_reports` gives every
+community a report, whatever its size.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -22,21 +23,17 @@ from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.text import reads_alone
 from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
-from graphrag.lexicon import PREPOSITIONS, relation_words
+from graphrag.lexicon import PREPOSITIONS, is_gerund, relation_words, word_classes
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
-from graphrag.naming import is_code_like, name_communities, page_title
+from graphrag.naming import capitalised, name_communities, page_title, readable_name
 from graphrag.text import singular
+from graphrag.vocab import HEAD_NOUN_TYPES
 
 ProgressFn = Callable[[str, int, int | None], None]
 
-# relations that say how two things relate, as a report's paragraph tells them
-_NOT_TOLD = frozenset({CO_OCCURS, "see_also"})
-# how a strong type reads after a name ("journal_mode (parameter)")
-_TYPE_WORDS = {
-    "function": "function", "parameter": "parameter", "statement": "statement", "command": "command",
-    "option": "option", "file": "file", "data_type": "data type", "error_code": "error code",
-    "class": "class", "module": "module",
-}
+# relations a report's paragraph does not tell: no verb says how the two relate, or (is_a)
+# the phrase drops the sentence's conditions too often ("SELECT is an aggregate query")
+_NOT_TOLD = frozenset({CO_OCCURS, "see_also", "is_a"})
 
 
 def relation_phrase(kg: KnowledgeGraph, rel: Relation) -> str:
@@ -81,14 +78,21 @@ class CommunityContext:
     child_reports: list[CommunityReport] = field(default_factory=list)
     rank: float = 0.0  # 0-10, importance relative to the other communities of its level
     internal_weight: float = 0.0  # summed weight of all relations inside
-    name: str = ""  # the community's name (graphrag.naming), "" without the chunks' headings
+    name: str = ""  # the community's title (graphrag.naming)
     pages: list[tuple[str, str]] = field(default_factory=list)  # (document id, title) to read, best first
+    # (entity id, sentence, chunk id): the manual's sentence introducing a central entity
+    # ("X is ...", "X stores ..."), central entities first
+    introductions: list[tuple[str, str, str]] = field(default_factory=list)
+    # (sentence, chunk id): sentences naming its members (where they meet first), for a
+    # community whose entities nothing introduces and no typed relation relates
+    meetings: list[tuple[str, str]] = field(default_factory=list)
 
 
 def community_context(
     kg: KnowledgeGraph, community: Community, *, max_entities: int = 30, max_relations: int = 40
 ) -> CommunityContext:
-    """Central entities and strongest relations inside ``community``."""
+    """Central entities and strongest relations inside ``community``, and the sentences
+    introducing its central entities."""
     members = set(community.members)
     strength: Counter[str] = Counter({m: 0.0 for m in community.members})
     internal: dict[str, Relation] = {}
@@ -99,11 +103,16 @@ def community_context(
     for rel in internal.values():
         strength[rel.source] += rel.weight
         strength[rel.target] += rel.weight
-    ents = sorted(strength.items(), key=lambda kv: (-kv[1], kv[0]))[:max_entities]
+    ents = sorted(strength.items(), key=lambda kv: (-kv[1], -kg.degree(kv[0]), kv[0]))[:max_entities]
     # typed relations say more than co-occurrence: they sort first at equal weight
     rels = sorted(internal.values(), key=lambda r: (-(r.weight * (2.0 if r.type != CO_OCCURS else 1.0)), r.id))
     rels = rels[:max_relations]
     children = [kg.reports[c] for c in community.children if c in kg.reports]
+    intros = []
+    for eid, _ in ents:
+        if readable_name(kg.entities[eid].name) and (found := introduction(kg.entities[eid], rels)) is not None:
+            intros.append((eid, *found))
+    meetings = [] if intros else meeting_sentences(kg, community, rels)
     return CommunityContext(
         community=community,
         entities=[(kg.entities[e], w) for e, w in ents],
@@ -111,7 +120,110 @@ def community_context(
         phrases={r.id: relation_phrase(kg, r) for r in rels},
         child_reports=children,
         internal_weight=sum(r.weight for r in internal.values()),
+        introductions=intros,
+        meetings=meetings,
     )
+
+
+_MEETINGS = 2
+
+
+def meeting_sentences(kg: KnowledgeGraph, community: Community, internal: Sequence[Relation]) -> list[tuple[str, str]]:
+    """Up to two sentences of the manual where members of ``community`` meet (those
+    stating its ``internal`` relations, strongest first) that read on their own."""
+    names = [n for m in community.members for n in (kg.entities[m].name, *kg.entities[m].aliases)]
+    out: dict[str, str] = {}
+    for rel in internal:
+        chunk = _evidence_chunk(rel)
+        sentence = quotable(rel.description, names) if rel.description and chunk else None
+        if sentence is not None and chunk is not None:
+            out.setdefault(sentence, chunk)
+            if len(out) >= _MEETINGS:
+                break
+    return list(out.items())
+
+
+_MAX_QUOTE_WORDS = 40
+_BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+
+def quotable(sentence: str, names: Collection[str] = ()) -> str | None:
+    """``sentence`` as a report quotes it (a list item without its bullet, spaces
+    collapsed), or None when it does not read on its own as one statement of six to
+    forty words ending in a full stop. The entity ``names`` it holds count as plain
+    words: a sentence about three functions is not a line of code."""
+    text = _BULLET.sub("", " ".join(sentence.split()))
+    words = text.split()
+    if not (6 <= len(words) <= _MAX_QUOTE_WORDS) or text[-1:] not in ".!" or not reads_alone(_masked(text, names)):
+        return None
+    return text
+
+
+def _masked(text: str, names: Collection[str]) -> str:
+    """``text`` with each of ``names`` (any case, as a whole word) said "name"."""
+    wanted = sorted({n for n in names if n.strip()}, key=len, reverse=True)
+    if not wanted:
+        return text
+    pattern = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, wanted)) + r")(?![\w-])", re.IGNORECASE)
+    masked = pattern.sub("name", text)
+    return masked[:1].upper() + masked[1:]
+
+
+def introduces(sentence: str, entity: Entity) -> bool:
+    """Whether ``entity`` is the subject of ``sentence``: it opens the sentence (after an
+    article; by its name or an alias, perhaps followed by its kind, "the journal_mode
+    pragma") and a verb follows ("WAL is ...", "A checkpoint copies ...")."""
+    text = _ARTICLE.sub("", sentence.strip())
+    low = text.lower()
+    for name in sorted({entity.name, *entity.aliases}, key=len, reverse=True):
+        if not name or not low.startswith(name.lower()):
+            continue
+        rest = text[len(name) :]
+        if rest[:1].isalnum() or rest[:1] in "_-":
+            continue  # "WALs", "sqlite3_open_v2" after "sqlite3_open"
+        words = _WORD.findall(rest[:60].lower())
+        if words and words[0] in HEAD_NOUN_TYPES:
+            words = words[1:]
+        if words and _finite_verb(words[0]):
+            return True
+    return False
+
+
+def _finite_verb(word: str) -> bool:
+    """Whether ``word`` can be a subject's verb: an auxiliary ("is", "can"), a word that
+    is only a verb ("provides"), or a noun-verb in the third person ("stores"), not a
+    noun that might be a verb ("the SQLite code base": "code") nor an -ing form."""
+    classes = word_classes(word)
+    if "AUX" in classes:
+        return True
+    if "VERB" not in classes or is_gerund(word) or word in PREPOSITIONS:
+        return False
+    return "NOUN" not in classes or word.endswith("s")
+
+
+def introduction(entity: Entity, relations: Sequence[Relation]) -> tuple[str, str] | None:
+    """(sentence, chunk id): the manual's sentence introducing ``entity``, one it is the
+    subject of and that reads on its own: its description first, then the sentences
+    stating its ``relations`` (those of its community), strongest first."""
+    candidates: list[tuple[str, str | None]] = [(entity.description, entity.description_chunk)]
+    for rel in relations:
+        if entity.id in (rel.source, rel.target):
+            candidates.append((rel.description, _evidence_chunk(rel)))
+    for sentence, chunk in candidates:
+        if not sentence or chunk is None:
+            continue
+        text = quotable(sentence, [entity.name, *entity.aliases])
+        if text is not None and introduces(text, entity):
+            return text, chunk
+    return None
+
+
+def _evidence_chunk(rel: Relation) -> str | None:
+    if rel.evidence:
+        return rel.evidence[0].chunk_id
+    return rel.chunk_ids[0] if rel.chunk_ids else None
 
 
 def pages_to_read(kg: KnowledgeGraph, community: Community, titles: Mapping[str, str], n: int = 3) -> list[tuple[str, str]]:
@@ -134,68 +246,79 @@ class ReportWriter(Protocol):
 
 
 class ExtractiveReportWriter:
-    """Reports without a model. The title is the community's name; the summary is a
-    paragraph: a sentence of the manual saying what the community is about, its most
-    connected entities (how many of how many), the typed relations among them and the
-    pages to read. Findings quote the definitions and the sentences stating the
-    strongest relations verbatim, with their chunk ids."""
+    """Reports without a model, in the manual's own words. The title is the community's
+    title (:mod:`graphrag.naming`); the summary is the sentences introducing its
+    central entities ("X is ...", "X stores ..."), most central first, then the typed
+    relations between its members, each as "A verb B" followed by the sentence stating
+    it, quoted. A community with neither is told by the sentences where its members
+    meet. Findings quote the same sentences with their chunk ids."""
 
-    name = "extractive-v3"
+    name = "extractive-v4"
     # the rank of a report is its community's weight relative to the level's heaviest:
     # an update that reuses the report's text sets the rank anew (graphrag.update)
     rank_from_weight = True
-    # the text says the community's name and pages: an update rewrites it when they change
+    # the text says the community's name: an update rewrites it when it changes
     reads_names = True
 
     def __init__(
-        self, *, n_entities: int = 6, n_findings: int = 5, max_quote_chars: int = 400, n_relations: int = 2
+        self, *, n_entities: int = 6, n_findings: int = 5, max_quote_chars: int = 400, n_relations: int = 3,
+        n_introductions: int = 3, max_words: int = 100,
     ) -> None:
+        self.max_words = max_words
         self.n_entities = n_entities
         self.n_findings = n_findings
         self.max_quote_chars = max_quote_chars
         self.n_relations = n_relations
+        self.n_introductions = n_introductions
 
     def write(self, context: CommunityContext) -> CommunityReport:
         com = context.community
-        # identifiers made up for examples (tbl1), bare codes (T332), placeholders and
-        # addresses lead nothing
-        central = [e for e, _ in context.entities if _listable(e.name)][: self.n_entities]
-        title = context.name or " and ".join(e.name for e in central[:2]) or f"Community {com.id}"
+        central = [e for e, _ in context.entities if readable_name(e.name)][: self.n_entities]
+        title = context.name or " and ".join(e.name for e in central[:2]) or " and ".join(
+            e.name for e, _ in context.entities[:2]
+        )
         return CommunityReport(
             community_id=com.id,
             level=com.level,
             title=title,
-            summary=self._summary(context, central),
+            summary=self._summary(context),
             findings=self._findings(context, central),
             rank=context.rank,
             name=context.name,
             pages=[doc for doc, _ in context.pages],
         )
 
-    def _summary(self, context: CommunityContext, central: list[Entity]) -> str:
-        sentences = _lead_sentences(context, central, self.max_quote_chars)
-        n_members = len(context.community.members)
-        listed = _join([_with_type(e) for e in central])
-        if central and n_members > len(central):
-            verb = "is" if len(central) == 1 else "are"
-            sentences.append(f"The most connected of its {n_members} entities {verb} {listed}.")
-        elif central:
-            sentences.append(f"Its {n_members} entities are {listed}.")
-        told = _told_relations(context, self.n_relations, {e.id for e in central})
-        if told:
-            sentences.append(_sentence_case(_join(told)) + ".")
-        if context.pages:
-            titles = list(dict.fromkeys(title for _, title in context.pages))
-            sentences.append(f"To read: {_join(titles)}.")
-        return " ".join(sentences)
+    def _summary(self, context: CommunityContext) -> str:
+        used: set[str] = set()
+        parts: list[str] = []
+        for _, sentence, _ in context.introductions:
+            if len(parts) >= self.n_introductions:
+                break
+            if parts and len(" ".join([*parts, sentence]).split()) > self.max_words:
+                break
+            if sentence not in used:
+                used.add(sentence)
+                parts.append(sentence[: self.max_quote_chars])
+        for rel, sentence in told_relations(context, self.n_relations, used):
+            part = f'{capitalised(context.phrases[rel.id])}: "{sentence[: self.max_quote_chars]}"'
+            if parts and len(" ".join([*parts, part]).split()) > self.max_words:
+                break
+            used.add(sentence)
+            parts.append(part)
+        if not parts:
+            parts = [sentence[: self.max_quote_chars] for sentence, _ in context.meetings]
+        if not parts:
+            parts = [_where_named(context)]
+        return " ".join(parts)
 
     def _findings(self, context: CommunityContext, central: list[Entity]) -> list[Finding]:
         findings: list[Finding] = []
         used_text: set[str] = set()
-        for e in central[:2]:
-            if e.description and e.description_chunk and e.description not in used_text:
-                used_text.add(e.description)
-                findings.append(Finding(f"{e.name}: {e.description[: self.max_quote_chars]}", [e.description_chunk]))
+        names = {e.id: e.name for e in central}
+        for eid, sentence, chunk in context.introductions:
+            if eid in names and sentence not in used_text and len(findings) < 2:
+                used_text.add(sentence)
+                findings.append(Finding(f"{names[eid]}: {sentence[: self.max_quote_chars]}", [chunk]))
         per_entity: Counter[str] = Counter()
         for rel in context.relations:
             if len(findings) >= self.n_findings:
@@ -210,115 +333,65 @@ class ExtractiveReportWriter:
             chunks = list(dict.fromkeys(ev.chunk_id for ev in rel.evidence)) or rel.chunk_ids[:1]
             quote = rel.description[: self.max_quote_chars]
             findings.append(Finding(f"{context.phrases.get(rel.id, rel.id)}: {quote}", chunks[:3]))
+        label = context.name or (central[0].name if central else "")
+        for sentence, chunk in context.meetings:
+            if not findings:
+                findings.append(Finding(f"{label}: {sentence[: self.max_quote_chars]}", [chunk]))
         return findings
 
 
-_MAX_LEAD_WORDS = 35
-_BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s+")
-_LEADS = 2
-
-
-def _lead_sentences(context: CommunityContext, central: list[Entity], max_chars: int) -> list[str]:
-    """Up to two of the manual's sentences saying what the community is about: among
-    the central entities' definitions and the sentences stating its relations, those
-    that read on their own and name the most central entities (a definition of the
-    most central one first at equal count); the second must name one the first does
-    not. Quoted verbatim."""
-    names = [(e.id, _name_pattern(e.name)) for e in central]
-    candidates: dict[str, float] = {}
-    for rank, e in enumerate(central):
-        candidates.setdefault(" ".join(e.description.split()), 0.5 if rank == 0 else 0.2)
+def told_relations(context: CommunityContext, n: int, used: Collection[str] = ()) -> list[tuple[Relation, str]]:
+    """Up to ``n`` typed relations between members, strongest first, each with the
+    sentence stating it as quoted: a verb's, not a co-occurrence, a "see also", an "is a"
+    or a bare preposition ("A for B" reads as a fragment); no two between the same members, none
+    whose sentence is in ``used`` (already quoted) or does not read on its own."""
+    out: list[tuple[Relation, str]] = []
+    pairs: set[frozenset[str]] = set()
+    quoted = set(used)
     for rel in context.relations:
-        candidates.setdefault(" ".join(rel.description.split()), 0.0)
-    scored: list[tuple[float, str, frozenset[str]]] = []
-    for quoted, bonus in candidates.items():
-        text = _BULLET.sub("", quoted)  # a list item is quoted without its bullet
-        words = text.split()
-        if not (6 <= len(words) <= _MAX_LEAD_WORDS) or text[-1:] not in ".!" or not reads_alone(text):
-            continue
-        named = frozenset(eid for eid, pattern in names if pattern.search(text))
-        if named:
-            scored.append((len(named) + bonus, text, named))
-    scored.sort(key=lambda t: (-t[0], t[1]))
-    chosen: list[str] = []
-    seen: frozenset[str] = frozenset()
-    for _, text, named in scored:
-        if chosen and not named - seen:
-            continue
-        chosen.append(text[:max_chars])
-        seen |= named
-        if len(chosen) >= _LEADS:
+        if len(out) >= n:
             break
-    return chosen
-
-
-def _name_pattern(name: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.IGNORECASE)
-
-
-_PLACEHOLDER = re.compile(r"^<.*>$|@|^\w+\.(?:com|org|net|example)$|^(?:param|arg|foo|bar|baz)\d*$", re.IGNORECASE)
-
-
-def _listable(name: str) -> bool:
-    """Whether an entity's name reads well in a report: not an example's made-up
-    identifier or a bare code, a placeholder, an address, or two letters in mixed case."""
-    stripped = name.strip()
-    if is_code_like(stripped) or _PLACEHOLDER.search(stripped):
-        return False
-    return len(stripped) >= 3 or stripped.isupper()
-
-
-def _with_type(e: Entity) -> str:
-    kind = _TYPE_WORDS.get(e.type)
-    return f"{e.name} ({kind})" if kind else e.name
-
-
-def _told_relations(context: CommunityContext, n: int, listed: set[str]) -> list[str]:
-    """Up to ``n`` typed relations between entities of ``listed`` (those the paragraph
-    names), strongest first, no two between the same names."""
-    told: list[Relation] = []
-    seen: set[frozenset[str]] = set()
-    for rel in context.relations:
-        if rel.type in _NOT_TOLD or frozenset((rel.source, rel.target)) in seen:
+        if rel.type in _NOT_TOLD or rel.type in PREPOSITIONS or not context.phrases.get(rel.id):
             continue
-        if rel.source not in listed or rel.target not in listed:
+        pair = frozenset((rel.source, rel.target))
+        ends = [e.name for e, _ in context.entities if e.id in pair]
+        sentence = quotable(rel.description, ends) if rel.description else None
+        if pair in pairs or sentence is None or sentence in quoted:
             continue
-        if rel.type in PREPOSITIONS or rel.type == "is_a":
-            # "A for B", "A in B" read as fragments; "A is a B" is too often a wrong reading
-            continue
-        if not context.phrases.get(rel.id):
-            continue
-        seen.add(frozenset((rel.source, rel.target)))
-        told.append(rel)
-        if len(told) >= n:
-            break
-    # "A uses B and A uses C" is said "A uses B and C"
-    names = {e.id: e.name for e, _ in context.entities}
-    out: list[str] = []
-    heads: dict[tuple[str, str], int] = {}
-    for rel in told:
-        phrase, target = context.phrases[rel.id], names.get(rel.target, "")
-        head = phrase[: len(phrase) - len(target)] if target and phrase.endswith(" " + target) else None
-        at = heads.get((rel.source, rel.type))
-        if head is not None and at is not None and out[at].startswith(head):
-            out[at] = f"{out[at]} and {target}"
-            continue
-        if head is not None:
-            heads[(rel.source, rel.type)] = len(out)
-        out.append(phrase)
+        pairs.add(pair)
+        quoted.add(sentence)
+        out.append((rel, sentence))
     return out
+
+
+# how an entity's sure type reads after its name ("journal_mode (parameter)")
+_TYPE_WORDS = {
+    "function": ("function", "functions"), "parameter": ("parameter", "parameters"),
+    "statement": ("statement", "statements"), "command": ("command", "commands"), "option": ("option", "options"),
+    "file": ("file", "files"), "data_type": ("data type", "data types"), "error_code": ("error code", "error codes"),
+    "class": ("class", "classes"), "module": ("module", "modules"),
+}
+
+
+def _where_named(context: CommunityContext, n: int = 4) -> str:
+    """For a community no sentence of the manual tells: its most central members, each
+    with its type where the extractor is sure of it, and the pages that name them
+    ("-fPIC and -shared (options), in How To Compile SQLite.")."""
+    shown = [e for e, _ in context.entities if readable_name(e.name)][:n] or [e for e, _ in context.entities[:n]]
+    kinds = {e.type for e in shown}
+    if len(kinds) == 1 and (kind := next(iter(kinds))) in _TYPE_WORDS:
+        words = _TYPE_WORDS[kind][1 if len(shown) > 1 else 0]
+        listed = f"{_join([e.name for e in shown])} ({words})"
+    else:
+        listed = _join([f"{e.name} ({_TYPE_WORDS[e.type][0]})" if e.type in _TYPE_WORDS else e.name for e in shown])
+    pages = list(dict.fromkeys(title for _, title in context.pages))[:2]
+    return f"{listed}, in {_join(pages)}." if pages else f"{listed}."
 
 
 def _join(items: Sequence[str]) -> str:
     if len(items) <= 2:
         return " and ".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _sentence_case(text: str) -> str:
-    """Capitalise a sentence's first letter unless it starts with an identifier."""
-    first = text.split(" ", 1)[0]
-    return text[0].upper() + text[1:] if first.isalpha() and first.islower() else text
 
 
 def write_reports(
@@ -329,35 +402,42 @@ def write_reports(
     progress: ProgressFn | None = None,
     reuse: Callable[[CommunityContext], CommunityReport | None] | None = None,
     headings: Mapping[str, Sequence[str]] | None = None,
+    small_writer: ReportWriter | None = None,
 ) -> dict[int, CommunityReport]:
-    """Reports for every community with at least ``min_size`` members, deepest level
-    first (so a parent's writer can read its children's reports). Stored on ``kg``.
+    """A report for every community, deepest level first (so a parent's writer can read
+    its children's reports). Stored on ``kg``.
 
-    ``headings`` (chunk id -> heading path, page title first, for the graph's chunks)
-    gives each context its community's name and the pages to read; every report keeps
-    them (``name``, ``pages``). ``reuse`` (for updates) may return an existing report
-    for a community's context (its rank, child reports, name and pages filled in);
-    ``writer`` is then not called for it.
+    ``writer`` writes the reports of communities with at least ``min_size`` members;
+    the smaller ones get ``small_writer``'s (default: :class:`ExtractiveReportWriter`,
+    no model), unless ``writer`` is that kind of writer itself. Every community gets its
+    title from :func:`graphrag.naming.name_communities`, from ``headings`` (chunk id ->
+    heading path, page title first, for the graph's chunks; without them its central
+    entity's name), which also give the pages to read; every report keeps them
+    (``name``, ``pages``). ``reuse`` (for updates) may return an existing report for a
+    community's context (its rank, child reports, name and pages filled in); no writer
+    is then called for it.
     """
-    todo = sorted(
-        (c for c in kg.communities.values() if len(c.members) >= min_size),
-        key=lambda c: (-c.level, c.id),
-    )
+    small = small_writer or ExtractiveReportWriter()
+    todo = sorted(kg.communities.values(), key=lambda c: (-c.level, c.id))
     contexts = {c.id: community_context(kg, c) for c in todo}
-    if headings is not None:
-        names = name_communities(kg, headings)
-        titles: dict[str, str] = {}
-        for chunk_id, path in headings.items():
-            if path:
-                titles.setdefault(doc_of(chunk_id), page_title(path[0]))
-        for cid, ctx in contexts.items():
-            ctx.name = names.get(cid, "")
+    names = name_communities(kg, headings or {})
+    titles: dict[str, str] = {}
+    for chunk_id, path in (headings or {}).items():
+        if path:
+            titles.setdefault(doc_of(chunk_id), page_title(path[0]))
+    for cid, ctx in contexts.items():
+        ctx.name = names.get(cid, "")
+        if headings is not None:
             ctx.pages = pages_to_read(kg, ctx.community, titles)
     # rank: internal weight relative to the heaviest community of the same level
     weight = {cid: ctx.internal_weight for cid, ctx in contexts.items()}
     top: dict[int, float] = {}
     for c in todo:
         top[c.level] = max(top.get(c.level, 0.0), weight[c.id])
+
+    def writer_for(c: Community) -> ReportWriter:
+        return writer if len(c.members) >= min_size or writer.name == small.name else small
+
     kg.reports = {}
     finished = 0
     # A report reads only its children's (one level deeper), so the communities of one
@@ -375,13 +455,21 @@ def write_reports(
             else:
                 to_write.append(ctx)
         base = finished + len(level_todo) - len(to_write)
+        written: dict[int, CommunityReport] = {}
+        for w in dict.fromkeys((writer, small)):
+            batch = [ctx for ctx in to_write if writer_for(ctx.community) is w]
+            if not batch:
+                continue
 
-        def done(n: int, base: int = base) -> None:
-            if progress:
-                progress("graphrag.reports", base + n, len(todo))
+            def done(n: int, base: int = base) -> None:
+                if progress:
+                    progress("graphrag.reports", base + n, len(todo))
 
-        written = run_ordered(writer.write, to_write, workers_for(writer), stop_on_error=True, done=done)
-        for ctx, report in zip(to_write, written, strict=True):
+            reports = run_ordered(w.write, batch, workers_for(w), stop_on_error=True, done=done)
+            written.update((ctx.community.id, r) for ctx, r in zip(batch, reports, strict=True))
+            base += len(batch)
+        for ctx in to_write:
+            report = written[ctx.community.id]
             pages = [doc for doc, _ in ctx.pages]
             if report.name != ctx.name or report.pages != pages:
                 report = dataclasses.replace(report, name=ctx.name, pages=pages)

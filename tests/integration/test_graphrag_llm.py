@@ -166,12 +166,15 @@ def test_build_graph_with_llm_extractor_and_report_writer(llm_server: FakeOpenAI
     kg = build_graph(chunks, extractor=LLMExtractor(chat), config=config, report_writer=LLMReportWriter(chat))
     assert kg.meta["extractor"] == "llm-v1:stand-in" and kg.meta["report_writer"] == "llm-report-v1:stand-in"
     assert kg.find("sqlite3_busy_timeout()") and kg.find("SQLITE_BUSY")
-    assert kg.reports and all(r.rank == 7 for r in kg.reports.values())
+    # the model reports on communities of min_report_size members or more; every smaller
+    # one has the extractive report (no model): every community has a report
+    modelled = [r for r in kg.reports.values() if len(kg.communities[r.community_id].members) >= config.min_report_size]
+    assert modelled and all(r.rank == 7 for r in modelled) and set(kg.reports) == set(kg.communities)
     by_id = {c.chunk_id for c in chunks}
     assert all(set(f.chunk_ids) <= by_id for r in kg.reports.values() for f in r.findings)
     assert set(chat.usage.by_stage) == {"graphrag.extract", "graphrag.report"}
     assert chat.usage.by_stage["graphrag.extract"].calls == 2 * len(chunks)  # ask + glean
-    assert chat.usage.by_stage["graphrag.report"].calls == len(kg.reports)
+    assert chat.usage.by_stage["graphrag.report"].calls == len(modelled)
 
 
 def test_failed_extraction_call_names_the_chunk(llm_server: FakeOpenAIServer, tmp_path: Path) -> None:

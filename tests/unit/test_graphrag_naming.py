@@ -1,5 +1,5 @@
-"""Community names: c-TF-IDF over the communities' chunks, never page structure or
-identifiers made up for examples; report paragraphs whose counts add up."""
+"""Community names: never page structure or identifiers made up for examples; report
+paragraphs in the manual's words (see also test_graphrag_home_titles.py)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def _graph() -> tuple[KnowledgeGraph, dict[str, list[str]]]:
     relations = {
         r.id: r
         for r in [
-            Relation("wal|require|checkpoint", "wal", "checkpoint", "require", 3.0, "WAL requires checkpoints.", ["wal0#0"]),
+            Relation("wal|require|checkpoint", "wal", "checkpoint", "require", 3.0,
+                     "WAL requires checkpoints to keep the log file small.", ["wal0#0"]),
             Relation("tbl1|co_occurs|wal", "tbl1", "wal", "co_occurs", 5.0, "", ["wal1#0"]),
             Relation("fts5|use|tokenizer", "fts5", "tokenizer", "use", 3.0, "FTS5 uses a tokenizer.", ["fts0#0"]),
             Relation("fts5|co_occurs|t332", "fts5", "t332", "co_occurs", 5.0, "", ["fts1#0"]),
@@ -58,41 +59,37 @@ def test_page_structure_and_example_identifiers() -> None:
 def test_names_set_communities_apart_and_skip_page_structure() -> None:
     kg, headings = _graph()
     names = name_communities(kg, headings)
+    # each community's mentions are all on its pages, half of them under "Options":
+    # the pages' title names it, not their page structure
     assert names == {0: "Write-Ahead Logging", 1: "Full-Text Search"}
     for name in names.values():
         assert "Options" not in name and "tbl1" not in name and "T332" not in name
 
 
-def test_report_is_a_paragraph_whose_counts_add_up() -> None:
+def test_report_quotes_the_sentence_introducing_its_central_entity_and_no_counts() -> None:
     kg, headings = _graph()
     write_reports(kg, ExtractiveReportWriter(n_entities=2), min_size=3, headings=headings)
     wal = kg.reports[0]
     assert wal.title == wal.name == "Write-Ahead Logging"
     assert wal.pages and all(p.startswith("wal") for p in wal.pages)
-    # two of its three entities are listed, and the count says so; the example's
-    # identifier, though the most connected, leads nothing
-    assert "The most connected of its 3 entities are WAL and checkpoint." in wal.summary
-    assert "tbl1" not in wal.summary
-    # its typed relation, in words, and the pages to read by title
-    assert "WAL requires checkpoint." in wal.summary
-    assert wal.summary.endswith("To read: Write-Ahead Logging.")
+    # the example's identifier, though the most connected, leads nothing
+    assert "tbl1" not in wal.summary and "entities" not in wal.summary
+    # its typed relation's sentence opens with WAL: it introduces WAL, and is quoted once
+    assert wal.summary == "WAL requires checkpoints to keep the log file small."
     assert not wal.summary.startswith(wal.title)
 
 
-def test_a_report_never_lists_no_entity_and_agrees_in_number() -> None:
+def test_a_report_never_lists_no_entity() -> None:
     from graphrag.model import Community, Entity
     from graphrag.reports import CommunityContext, ExtractiveReportWriter
 
     codes = [(Entity(id=f"e{i}", name=name, type="identifier"), 1.0) for i, name in enumerate(["tbl1", "T332", "pub3b"])]
     only_codes = CommunityContext(community=Community(id=1, level=0, members=["e0", "e1", "e2"]), entities=codes, relations=[])
     summary = ExtractiveReportWriter().write(only_codes).summary
-    assert "entities are ." not in summary and "entities are" not in summary
-    one = [(Entity(id="w", name="write-ahead log", type="term"), 2.0), *codes[:2]]
-    mixed = CommunityContext(community=Community(id=2, level=0, members=["w", "e0", "e1"]), entities=one, relations=[])
-    assert "The most connected of its 3 entities is write-ahead log" in ExtractiveReportWriter().write(mixed).summary
+    assert summary and "entities" not in summary and not summary.startswith(" ")
 
 
-def test_a_report_leads_with_the_manuals_sentence_naming_its_central_entities() -> None:
+def test_a_report_leads_with_the_manuals_sentence_and_skips_placeholders() -> None:
     from graphrag.model import Community, Entity
     from graphrag.reports import CommunityContext, ExtractiveReportWriter
 
@@ -112,12 +109,10 @@ def test_a_report_leads_with_the_manuals_sentence_naming_its_central_entities() 
         phrases={"cp|in|wal": "checkpoint in WAL", "wal|require|cp": "WAL requires checkpoint"},
     )
     summary = ExtractiveReportWriter().write(ctx).summary
-    # the sentence naming both central entities leads; the one pointing elsewhere does not
-    assert summary.startswith("A database in WAL mode requires a checkpoint"), summary
-    assert "See the section below" not in summary
-    # placeholders and addresses are not listed; a bare preposition is not told
-    assert "<database-name>" not in summary and "drh@" not in summary
-    assert "checkpoint in WAL" not in summary and "WAL requires checkpoint." in summary
+    assert summary == (
+        'WAL requires checkpoint: "A database in WAL mode requires a checkpoint to move pages back into the database file."'
+    ), summary
+    assert "<database-name>" not in summary and "drh@" not in summary and "See the section below" not in summary
 
 
 def test_a_relation_phrase_agrees_with_a_plural_subject() -> None:
@@ -136,21 +131,3 @@ def test_a_relation_phrase_agrees_with_a_plural_subject() -> None:
     assert phrase("files", "is_kept_in", "dir") == "WAL files are kept in directory"
     assert phrase("files", "write_to", "dir") == "WAL files write to directory"
     assert phrase("sqlite", "compile", "sql") == "SQLite compiles SQL"  # a name keeps the singular
-
-
-def test_a_report_says_two_relations_of_one_subject_and_verb_once() -> None:
-    from graphrag.reports import CommunityContext, _told_relations, relation_phrase
-
-    entities = {
-        "stmt": _entity("stmt", "prepared statement", "term", ["a#0"]),
-        "prep": _entity("prep", "sqlite3_prepare()", "function", ["a#0"]),
-        "step": _entity("step", "sqlite3_step()", "function", ["a#0"]),
-    }
-    rels = [Relation("stmt|use|prep", "stmt", "prep", "use", 2.0, "", ["a#0"]),
-            Relation("stmt|use|step", "stmt", "step", "use", 1.0, "", ["a#0"])]
-    kg = KnowledgeGraph(entities=entities, relations={r.id: r for r in rels})
-    context = CommunityContext(
-        community=Community(id=0, level=0, members=list(entities)), entities=[(e, 1.0) for e in entities.values()],
-        relations=rels, phrases={r.id: relation_phrase(kg, r) for r in rels},
-    )
-    assert _told_relations(context, 2, set(entities)) == ["prepared statement uses sqlite3_prepare() and sqlite3_step()"]
