@@ -285,10 +285,12 @@ def group_until(
         if not extractive:
             clusters = [
                 Cluster(
-                    node_id=f"C{rounds}:{n}",
+                    # its node id is known once the tree is whole: until then (the
+                    # prompt, an error naming it) it is called by what it holds
+                    node_id=f"the cluster of {items[members_of[n][0]].title!r} and {len(members_of[n]) - 1} more",
                     level=1 + max(items[k].level for k in members_of[n]),
                     members=tuple(
-                        ClusterMember(str(k), items[k].text, items[k].heading_path, items[k].title, items[k].level, items[k].leaves[0])
+                        ClusterMember(items[k].title, items[k].text, items[k].heading_path, items[k].title, items[k].level, items[k].leaves[0])
                         for k in members_of[n]
                     ),
                     vectors=np.stack([item_vectors[k] for k in members_of[n]]),
