@@ -49,7 +49,9 @@ class GraphConfig(BaseModel):
     min_community_size: int = Field(2, description="smaller groups get no community")
 
     # community reports
-    min_report_size: int = Field(3, description="communities smaller than this get no report")
+    min_report_size: int = Field(
+        3, description="communities smaller than this get the no-model report even with an LLM (every community has one)"
+    )
     report_entities: int = Field(6, description="central entities named in a report")
     report_findings: int = Field(5, description="key findings per report")
 
