@@ -10,6 +10,8 @@ what the rater sees: per item its title and its summary, with a place for two ma
 good overview paragraph, for the summary), and nothing that says which index it came
 from. ``key.json`` maps each item to its index label and community, for scoring after
 the rating. The rater should be someone who did not write either version.
+``--every-community`` draws from all communities (those without a report too) and reads
+the tables directly, so indexes of an earlier schema can be drawn from.
 ``--index new=DIR+recompute`` draws from DIR with its community names and extractive
 reports written again by the code checked out (the stored graph kept; the same
 communities as ``--index today=DIR``).
@@ -57,6 +59,32 @@ def draw(index: Path, n: int, seed: int, recompute: bool = False) -> list[dict[s
         ]
 
 
+def draw_every(index: Path, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` communities of ``index``'s public graph drawn from all of them, not only
+    those with a report: what a reader of the explorer meets, a community without a
+    title or report included ("(no title)", "(no report)"). Read from the tables, so an
+    index of an older schema (built by an earlier version) is drawn from too."""
+    import pyarrow.parquet as pq
+
+    from graphrag import schema as G
+
+    gen = index / (index / "CURRENT").read_text().strip() / "tables"
+    coms = pq.read_table(gen / f"{G.COMMUNITIES}.s0.parquet").to_pylist()
+    reports = {r[G.COMMUNITY_ID]: r for r in pq.read_table(gen / f"{G.COMMUNITY_REPORTS}.s0.parquet").to_pylist()}
+    coms.sort(key=lambda c: c[G.ID])
+    picked = random.Random(seed).sample(coms, min(n, len(coms)))
+    return [
+        {
+            "community": c[G.ID],
+            "level": c[G.LEVEL],
+            "members": len(c[G.MEMBERS]),
+            "title": (reports.get(c[G.ID]) or {}).get(G.TITLE) or "(no title)",
+            "summary": (reports.get(c[G.ID]) or {}).get(G.SUMMARY) or "(no report)",
+        }
+        for c in picked
+    ]
+
+
 def sheet(items: list[dict[str, Any]]) -> str:
     lines = [
         "# Community names and summaries: blind rating",
@@ -85,6 +113,8 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-dir", type=Path, required=True)
+    parser.add_argument("--every-community", action="store_true",
+                        help="draw from every community, untitled and unreported ones too (see draw_every)")
     args = parser.parse_args()
     items: list[dict[str, Any]] = []
     for spec in args.index:
@@ -92,7 +122,11 @@ def main() -> int:
         if not path:
             parser.error(f"--index takes LABEL=DIR, not {spec!r}")
         fresh = path.endswith(RECOMPUTE)
-        for item in draw(Path(path.removesuffix(RECOMPUTE)), args.n, args.seed, fresh):
+        drawn = (
+            draw_every(Path(path), args.n, args.seed) if args.every_community
+            else draw(Path(path.removesuffix(RECOMPUTE)), args.n, args.seed, fresh)
+        )
+        for item in drawn:
             items.append({"label": label, **item})
     random.Random(args.seed).shuffle(items)
     for i, item in enumerate(items, 1):

@@ -24,6 +24,14 @@ from typing import Any
 FIELDS = ("name", "summary")
 
 
+def item_sources(key: dict[str, Any]) -> dict[str, str]:
+    """Item id -> the index it came from, for the keys of ``structure_sample.py`` (item ->
+    index path) and of ``structure_sample_communities.py`` ({"items": {item: {"label"}}})."""
+    if "items" in key:
+        return {item: entry["label"] for item, entry in key["items"].items()}
+    return {item: index if isinstance(index, str) else str(index) for item, index in key.items()}
+
+
 def bootstrap_difference(before: list[float], after: list[float], *, rounds: int = 10000, seed: int = 0) -> tuple[float, float]:
     """A 95 % interval of mean(after) - mean(before), each side resampled on its own."""
     rng = random.Random(seed)
@@ -33,20 +41,22 @@ def bootstrap_difference(before: list[float], after: list[float], *, rounds: int
     return round(diffs[int(0.025 * rounds)], 3), round(diffs[int(0.975 * rounds) - 1], 3)
 
 
-def tally(ratings: dict[str, Any], keys: dict[str, dict[str, str]], before_contains: str) -> dict[str, Any]:
+def tally(
+    ratings: dict[str, Any], keys: dict[str, dict[str, Any]], before_contains: str, fields: tuple[str, ...] = FIELDS
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for manual, key in keys.items():
         rated = ratings[manual]
         sides: dict[str, dict[str, list[float]]] = {}
-        for item, index in key.items():
+        for item, index in item_sources(key).items():
             if item not in rated:
                 raise SystemExit(f"{manual}: {item} has no rating")
             side = "before" if before_contains in index else "after"
-            for field in FIELDS:
+            for field in fields:
                 if rated[item].get(field) is not None:
                     sides.setdefault(side, {}).setdefault(field, []).append(float(rated[item][field]))
-        entry: dict[str, Any] = {"items": {s: len(v["name"]) for s, v in sides.items()}}
-        for field in FIELDS:
+        entry: dict[str, Any] = {"items": {s: len(v[fields[0]]) for s, v in sides.items()}}
+        for field in fields:
             b, a = sides["before"][field], sides["after"][field]
             entry[field] = {
                 "before": round(mean(b), 2), "after": round(mean(a), 2), "difference": round(mean(a) - mean(b), 2),
@@ -61,16 +71,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ratings", type=Path, required=True)
     parser.add_argument("--key", action="append", required=True, help="MANUAL=key.json")
     parser.add_argument("--before-contains", required=True, help="a key's index path holding this is the before side")
+    parser.add_argument("--fields", default=",".join(FIELDS), help="the rated fields (communities: title,summary)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    fields = tuple(f for f in args.fields.split(",") if f)
     keys = {}
     for spec in args.key:
         manual, _, path = spec.partition("=")
         keys[manual] = json.loads(Path(path).read_text())
-    result = tally(json.loads(args.ratings.read_text()), keys, args.before_contains)
+    result = tally(json.loads(args.ratings.read_text()), keys, args.before_contains, fields)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     for manual, entry in result.items():
-        for field in FIELDS:
+        for field in fields:
             f = entry[field]
             print(f"{manual} {field}: {f['before']} -> {f['after']} ({f['difference']:+.2f}, {f['interval_95']})")
     return 0
