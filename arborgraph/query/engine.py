@@ -51,6 +51,7 @@ from arborgraph.query.settings import QuerySettings
 
 if TYPE_CHECKING:
     from arborgraph.core.protocols import ChatModel
+    from arborgraph.llm.config import LLMConfig
     from arborgraph.query.ranking import AnyRanker
     from arborgraph.query.rerank import RankingIndex
 
@@ -117,6 +118,7 @@ class QueryEngine:
         self._embedder_error: str | None = None
         self._embedder_lock = threading.Lock()
         self._chat: Any = None
+        self._chat_key: str | None = None  # the LLM settings self._chat was opened with
         self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
         self._masks_lock = threading.Lock()
         if ranker is FROM_SETTINGS:
@@ -301,7 +303,7 @@ class QueryEngine:
             from arborgraph.query.answer import figure_notes, generate_answer
 
             checkpoint()
-            text = generate_answer(llm or self.chat_model(), question, kept)
+            text = generate_answer(llm or self.chat_model(settings=s.llm), question, kept)
             checks = figure_notes(text, kept, question) if kept else []
         return QueryResult(
             question=question,
@@ -315,22 +317,27 @@ class QueryEngine:
             budget_cut=cut,
         )
 
-    def chat_model(self, model: str | None = None) -> "ChatModel":
-        """The chat model from the settings (``model`` overrides its name), cached in the
-        index's LLM cache; raises QueryError when none is configured."""
+    def chat_model(self, model: str | None = None, *, settings: "LLMConfig | None" = None) -> "ChatModel":
+        """The chat model of ``settings`` (a question's own; default the engine's LLM
+        settings), ``model`` overriding its name, cached in the index's LLM cache; raises
+        QueryError when none is configured. The model opened last is kept for the next
+        question with the same settings."""
         from arborgraph.llm.factory import ProviderMissing, open_provider
 
-        name = model or self.settings.llm.model
+        base = settings if settings is not None else self.settings.llm
+        name = model or base.model
         if not name:
             raise QueryError(
                 "--answer and --llm-router need an LLM: pass --llm-model NAME (or set llm.model / ARBORGRAPH_LLM__MODEL)"
             )
-        if self._chat is None or self._chat.model != name:
-            llm = self.settings.llm.model_copy(update={"model": name})
+        llm = base.model_copy(update={"model": name})
+        key = llm.model_dump_json()
+        if self._chat is None or self._chat_key != key:
             try:  # checked before the cache is opened: a missing key is the user's to fix
                 self._chat = open_provider(llm, self.index.index_dir).chat
             except (ProviderMissing, ValueError) as exc:
                 raise QueryError(str(exc)) from None
+            self._chat_key = key
         return self._chat
 
     def _check_query(self, question: object, route: str) -> None:
@@ -367,7 +374,9 @@ class QueryEngine:
     ) -> RoutingDecision:
         if route != "auto":
             return RoutingDecision(route=route, forced=True, reason="route forced by caller")  # type: ignore[arg-type]
-        return self.route_question(q.question, q.hits.contexts, llm=(llm or self.chat_model()) if use_llm else None)
+        return self.route_question(
+            q.question, q.hits.contexts, llm=(llm or self.chat_model(settings=s.llm)) if use_llm else None
+        )
 
     def _lookup(self, s: QuerySettings) -> LookupRetriever:
         return LookupRetriever(self.index, s.retrieval)

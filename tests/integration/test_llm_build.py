@@ -116,6 +116,24 @@ def test_answer_cites_contexts_through_the_llm(tmp_path: Path, docs: Path, llm_s
     assert res.contexts[0].text.splitlines()[0] in prompt
 
 
+def test_one_questions_llm_settings_answer_that_question(sample_kb, llm_server) -> None:  # type: ignore[no-untyped-def]
+    """An index opened without an LLM answers a question whose own settings name one
+    (issue #37: the engine's settings were used, and the question was refused); the
+    next question without them is refused again, and a second endpoint is not the first."""
+    from arborgraph.kb import QueryError
+
+    llm_server.set_reply(lambda body: "WAL is a journal mode [1].")
+    own = {"llm": {"model": "stand-in-model", "base_url": llm_server.base_url, "api_key": "k"}}
+    before = llm_server.count()
+    res = sample_kb.query("What is WAL?", route="lookup", answer=True, settings=own)
+    assert res.answer == "WAL is a journal mode [1]." and llm_server.count() == before + 1
+    with pytest.raises(QueryError, match="need an LLM"):
+        sample_kb.query("What is WAL?", route="lookup", answer=True)
+    other = {"llm": {**own["llm"], "model": "another-model"}}
+    sample_kb.query("What is a checkpoint?", route="lookup", answer=True, settings=other)
+    assert llm_server.requests[-1].body["model"] == "another-model"
+
+
 def test_answer_without_llm_is_a_clear_error(sample_kb) -> None:  # type: ignore[no-untyped-def]
     from arborgraph.kb import QueryError
 
