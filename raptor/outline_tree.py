@@ -269,6 +269,7 @@ def group_until(
         sizes = np.maximum(tokens / config.max_cluster_tokens, chunks / max(total / 3, 1.0))
         if len(current) <= fan:  # few enough: the root goes over them
             groups, labels = [tuple(range(len(current)))], np.zeros(len(current), dtype=int)
+            report("raptor.cluster", rounds, None)
         else:
             groups, labels = group_level(sizes, np.stack([item_vectors[k] for k in current]), rounds + 1)
         for pos, label in enumerate(labels):
