@@ -161,16 +161,7 @@ def run_tree_stage(
         # centroid vectors), and a page's nodes come out the same when the page did;
         # what a rebuild redoes is what differs from the previous tree.
         old = previous_tree(part)
-        if old is not None and config.tree.outline:
-            tree = build_tree(
-                leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
-                summariser=summariser, config=config.tree, progress=progress,
-            )
-            kept = {(n.chunk_ids, n.title, n.text) for n in old.summaries()}
-            redone = sum((n.chunk_ids, n.title, n.text) not in kept for n in tree.summaries())
-            stats["updated"] += 1
-            stats["summaries_redone"] += redone
-        elif old is not None:
+        if old is not None and not config.tree.outline:
             from raptor import update_tree
 
             tree, update = update_tree(
@@ -185,7 +176,9 @@ def run_tree_stage(
                 leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
                 summariser=summariser, config=config.tree, progress=progress,
             )
-            stats["summaries_redone"] += len(tree.summaries())
+            kept = {(n.chunk_ids, n.title, n.text) for n in old.summaries()} if old is not None else set()
+            stats["updated"] += old is not None
+            stats["summaries_redone"] += sum((n.chunk_ids, n.title, n.text) not in kept for n in tree.summaries())
         for name, table in tree_to_tables(tree).items():
             writer.write_table(scoped(name, part.tag), table)
         writer.write_vectors(scoped(TREE, part.tag), tree.vectors)
