@@ -3,38 +3,16 @@ clusters above it, each node named and digested in the manual's own words."""
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import replace
 
 import numpy as np
-from raptor_corpus import MANUAL, OUTLINE_CONFIG, corpus, embedder, outline_tree, token_counter
+from raptor_corpus import OUTLINE_CONFIG, PAGES, corpus, embedder, outline_tree, token_counter, twenty_pages
 
 from raptor import ExtractiveSummariser, Leaf, Tree, build_tree
 from raptor.digest import ALSO
 from raptor.retrieve import traverse
 from raptor.text import clean_label
-
-# Twenty pages on several subjects: enough top nodes for clustering above the outline.
-PAGES = sorted(p.name for p in MANUAL.glob("*.md"))[::14][:20]
-
-
-@functools.cache
-def twenty_pages() -> tuple[list[Leaf], np.ndarray, Tree]:
-    from ingest import ChunkingConfig, Document, chunk_document, iter_collection
-
-    count = token_counter()
-    chunks = []
-    for item in iter_collection([MANUAL / name for name in PAGES], load_timeout_s=None):
-        assert isinstance(item, Document), item
-        chunks.extend(chunk_document(item, ChunkingConfig(), count))
-    leaves = [Leaf.from_chunk(c) for c in chunks]
-    embed = embedder()
-    vectors = embed([c.context_text() for c in chunks])
-    summariser = ExtractiveSummariser(embed=embed, count_tokens=count, max_tokens=OUTLINE_CONFIG.summary_max_tokens)
-    tree = build_tree(leaves, vectors, embed=embed, count_tokens=count, summariser=summariser, config=OUTLINE_CONFIG)
-    return leaves, vectors, tree
-
 
 def assert_outline_tree(tree: Tree, leaves: list[Leaf]) -> None:
     """What every outline tree keeps: one root over every leaf in reading order, parents

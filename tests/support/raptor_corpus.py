@@ -106,3 +106,24 @@ def built_tree() -> Tree:
 def outline_tree() -> Tree:
     """The default (outline) tree over the slice with the extractive summariser."""
     return _tree(OUTLINE_CONFIG)
+
+
+# Twenty pages on several subjects: enough top nodes for clustering above the outline.
+PAGES = sorted(p.name for p in MANUAL.glob("*.md"))[::14][:20]
+
+
+@functools.cache
+def twenty_pages() -> tuple[list[Leaf], np.ndarray, Tree]:
+    from ingest import ChunkingConfig, Document, chunk_document, iter_collection
+
+    count = token_counter()
+    chunks = []
+    for item in iter_collection([MANUAL / name for name in PAGES], load_timeout_s=None):
+        assert isinstance(item, Document), item
+        chunks.extend(chunk_document(item, ChunkingConfig(), count))
+    leaves = [Leaf.from_chunk(c) for c in chunks]
+    embed = embedder()
+    vectors = embed([c.context_text() for c in chunks])
+    summariser = ExtractiveSummariser(embed=embed, count_tokens=count, max_tokens=OUTLINE_CONFIG.summary_max_tokens)
+    tree = build_tree(leaves, vectors, embed=embed, count_tokens=count, summariser=summariser, config=OUTLINE_CONFIG)
+    return leaves, vectors, tree

@@ -1,0 +1,66 @@
+"""The outline tree is the same on an older x86-64 CPU: given the same chunk vectors,
+its sections, clusters above them (PCA and a Gaussian mixture), names, digests and
+node vectors come out equal under ``qemu-x86_64 -cpu Haswell`` (AVX2, no AVX-512; a
+machine without AVX-512 emulates a Sandy Bridge), where numpy and LAPACK take other
+kernels. About 25 s emulated. scripts/test installs qemu-user; without it the test
+skips locally and fails on CI.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+from needs import program
+from raptor_corpus import OUTLINE_CONFIG, token_counter, twenty_pages
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = """
+import json, sys
+import numpy as np
+from raptor import ExtractiveSummariser, Leaf, RaptorConfig, build_tree
+from ingest import load_token_counter
+leaves = [Leaf(**{**row, "heading_path": tuple(row["heading_path"])}) for row in json.load(open(sys.argv[1]))]
+vectors = np.load(sys.argv[2])
+count = load_token_counter()
+def embed(texts):
+    raise RuntimeError("extractive summaries embed nothing")
+config = RaptorConfig.model_validate_json(sys.argv[3])
+tree = build_tree(leaves, vectors, embed=embed, count_tokens=count, config=config,
+                  summariser=ExtractiveSummariser(embed=embed, count_tokens=count, max_tokens=config.summary_max_tokens))
+json.dump([[n.node_id, n.title, n.text, list(n.children), n.label] for n in tree.summaries()], open(sys.argv[4], "w"))
+np.save(sys.argv[5], tree.vectors)
+"""
+
+
+def _native_isa() -> set[str]:
+    from numpy._core._multiarray_umath import __cpu_features__ as features
+
+    return {name for name, present in features.items() if present}
+
+
+def test_an_emulated_older_cpu_builds_the_same_outline_tree(tmp_path: Path) -> None:
+    qemu = program(
+        "qemu-x86_64", "qemu-user is not installed (apt-get install -y qemu-user; scripts/test installs it)",
+        "compare the tree across CPUs",
+    )
+    leaves, vectors, tree = twenty_pages()
+    assert any(n.origin == "cluster" and n.parents for n in tree.summaries())  # clustering ran
+    (tmp_path / "leaves.json").write_text(json.dumps([asdict(leaf) for leaf in leaves]))
+    np.save(tmp_path / "vectors.npy", vectors)
+    cpu = "Haswell" if "AVX512F" in _native_isa() else "SandyBridge"
+    token_counter()  # the tokenizer file is read the same way in both processes
+    run = subprocess.run(
+        [qemu, "-cpu", cpu, sys.executable, "-c", BUILD, str(tmp_path / "leaves.json"), str(tmp_path / "vectors.npy"),
+         OUTLINE_CONFIG.model_dump_json(), str(tmp_path / "nodes.json"), str(tmp_path / "tree.npy")],
+        capture_output=True, text=True, cwd=ROOT, timeout=900,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    emulated = json.loads((tmp_path / "nodes.json").read_text())
+    native = [[n.node_id, n.title, n.text, list(n.children), n.label] for n in tree.summaries()]
+    assert emulated == native
+    assert np.allclose(np.load(tmp_path / "tree.npy"), tree.vectors, atol=1e-6)
