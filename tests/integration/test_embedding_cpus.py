@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from needs import program
+from needs import native_isa, program
 
 from arborgraph.models.embedding import EmbeddingConfig, load_embedder
 
@@ -44,19 +44,14 @@ print(json.dumps(sorted(name for name, present in features.items() if present)))
 """
 
 
-def _native_isa() -> set[str]:
-    from numpy._core._multiarray_umath import __cpu_features__ as features
-
-    return {name for name, present in features.items() if present}
-
 
 def test_an_emulated_older_cpu_gives_the_same_vectors(tmp_path: Path) -> None:
     qemu = program(
         "qemu-x86_64", "qemu-user is not installed (apt-get install -y qemu-user; scripts/test installs it)",
         "compare the embedding across CPUs",
     )
-    native_isa = _native_isa()
-    cpu, lacks = ("Haswell", "AVX512F") if "AVX512F" in native_isa else ("SandyBridge", "FMA3")
+    here = native_isa()
+    cpu, lacks = ("Haswell", "AVX512F") if "AVX512F" in here else ("SandyBridge", "FMA3")
     out = tmp_path / "emulated.npy"
     run = subprocess.run(
         [qemu, "-cpu", cpu, sys.executable, "-c", EMBED, json.dumps(TEXTS), str(out)],
@@ -65,7 +60,7 @@ def test_an_emulated_older_cpu_gives_the_same_vectors(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-2000:]
     emulated_isa = set(json.loads(run.stdout.strip().splitlines()[-1]))
     # the emulated CPU really lacks what this one has, so other kernels ran
-    assert lacks in native_isa and lacks not in emulated_isa, (cpu, sorted(emulated_isa))
+    assert lacks in here and lacks not in emulated_isa, (cpu, sorted(emulated_isa))
     native = load_embedder(EmbeddingConfig(threads=1)).encode(TEXTS)
     emulated = np.load(out)
     assert emulated.shape == native.shape == (len(TEXTS), 384)

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-from needs import program
+from needs import native_isa, program
 from raptor_corpus import OUTLINE_CONFIG, token_counter, twenty_pages
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,11 +37,6 @@ np.save(sys.argv[5], tree.vectors)
 """
 
 
-def _native_isa() -> set[str]:
-    from numpy._core._multiarray_umath import __cpu_features__ as features
-
-    return {name for name, present in features.items() if present}
-
 
 def test_an_emulated_older_cpu_builds_the_same_outline_tree(tmp_path: Path) -> None:
     qemu = program(
@@ -52,7 +47,7 @@ def test_an_emulated_older_cpu_builds_the_same_outline_tree(tmp_path: Path) -> N
     assert any(n.origin == "cluster" and n.parents for n in tree.summaries())  # clustering ran
     (tmp_path / "leaves.json").write_text(json.dumps([asdict(leaf) for leaf in leaves]))
     np.save(tmp_path / "vectors.npy", vectors)
-    cpu = "Haswell" if "AVX512F" in _native_isa() else "SandyBridge"
+    cpu = "Haswell" if "AVX512F" in native_isa() else "SandyBridge"
     token_counter()  # the tokenizer file is read the same way in both processes
     run = subprocess.run(
         [qemu, "-cpu", cpu, sys.executable, "-c", BUILD, str(tmp_path / "leaves.json"), str(tmp_path / "vectors.npy"),

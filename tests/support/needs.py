@@ -23,3 +23,11 @@ def program(name: str, missing: str, purpose: str) -> str:
     if found is None:
         unavailable(missing, purpose)
     return found
+
+
+def native_isa() -> set[str]:
+    """The instruction-set features numpy found on this CPU ("AVX512F", "FMA3", ...): which
+    older CPU an emulated run should pretend to be."""
+    from numpy._core._multiarray_umath import __cpu_features__ as features
+
+    return {name for name, present in features.items() if present}
