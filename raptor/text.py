@@ -12,79 +12,16 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from arborgraph.core.text import SUMMARY_SENTENCES, SUMMARY_STOPWORDS, leans_on_context, reads_alone, sentence_spans
+from arborgraph.core.leads import Unit, is_summary_sentence, normalise_space, split_units, stands_alone
+from arborgraph.core.text import SUMMARY_STOPWORDS, leans_on_context, reads_alone
 
-__all__ = ["leans_on_context", "reads_alone"]
+# the sentence units moved to arborgraph.core.leads (the reports quote them too); raptor's
+# modules and tests keep importing them from here
+__all__ = ["Unit", "is_summary_sentence", "leans_on_context", "normalise_space", "reads_alone", "split_units", "stands_alone"]
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
-_HEADING = re.compile(r"^\s*#{1,6}\s")
-_TABLE_ROW = re.compile(r"^\s*\|")
-_TERMINAL = re.compile(r"[.!?:][\"')\]`*_]*$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*")
 _NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
-
-@dataclass(frozen=True)
-class Unit:
-    """A sentence or list item of one member text, with its position in that text."""
-
-    text: str
-    position: int
-    is_list_item: bool
-
-
-def normalise_space(text: str) -> str:
-    return " ".join(text.split())
-
-
-def split_units(text: str) -> list[Unit]:
-    """Sentences and list items of ``text``, in order, whitespace-normalised.
-
-    Fenced code, tables and heading lines are left out: they are not sentences.
-    A newline after terminal punctuation ends a sentence (that is how summaries join
-    their units); other single newlines are soft wraps.
-    """
-    pieces: list[tuple[str, bool]] = []
-    in_fence = False
-    current: list[str] = []
-    current_is_item = False
-
-    def flush() -> None:
-        nonlocal current, current_is_item
-        if current:
-            pieces.append((" ".join(current), current_is_item))
-        current, current_is_item = [], False
-
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            flush()
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
-        stripped = line.strip()
-        if not stripped or _HEADING.match(line) or _TABLE_ROW.match(line):
-            flush()
-            continue
-        if _LIST_ITEM.match(line):
-            flush()
-            current, current_is_item = [stripped], True
-            continue
-        if current_is_item and not line[:1].isspace():
-            flush()  # only indented lines continue a list item
-        current.append(stripped)
-        if _TERMINAL.search(stripped):
-            flush()
-    flush()
-
-    units: list[Unit] = []
-    for piece, is_item in pieces:
-        for k, sentence in enumerate(_sentences(normalise_space(piece))):
-            units.append(Unit(sentence, len(units), is_item and k == 0))
-    return units
-
 
 # How an extractive summary marks the page its next sentences come from, and the
 # section of that page when they share one.
@@ -117,23 +54,6 @@ def paged_units(text: str, page: str = "") -> list[tuple[str, Unit]]:
             block.append(line)
     flush()
     return out
-
-
-def _sentences(text: str) -> list[str]:
-    return [text[start:end] for start, end in sentence_spans(text, 0, len(text), SUMMARY_SENTENCES)]
-
-
-def is_summary_sentence(unit: Unit, min_words: int = 4) -> bool:
-    """Whether a unit can stand alone in a summary: a complete sentence or a list item."""
-    words = len(unit.text.split())
-    if unit.is_list_item:
-        return words >= 3
-    return words >= min_words and bool(_TERMINAL.search(unit.text))
-
-
-def stands_alone(unit: Unit, *, opens_chunk: bool = False) -> bool:
-    """Whether a unit reads as a whole statement in a digest (:func:`reads_alone`)."""
-    return reads_alone(unit.text, opens_chunk=opens_chunk)
 
 
 def terms(text: str) -> list[str]:

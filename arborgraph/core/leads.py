@@ -1,0 +1,155 @@
+"""Sentences that can stand alone, and a text's lead sentence: the units a digest or a
+report quotes.
+
+A *unit* is a sentence of prose or one list item, whitespace-normalised, so that it
+is a verbatim (up to whitespace) span of the text it came from. A section's *lead* is
+its first sentence that says what it is about ("The default method by which SQLite
+implements atomic commit and rollback is a rollback journal."): the tree's digests and
+the communities' reports both open with leads, so the rules live here, below both.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from arborgraph.core.text import SUMMARY_SENTENCES, leans_on_context, reads_alone, sentence_spans
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+_TABLE_ROW = re.compile(r"^\s*\|")
+_TERMINAL = re.compile(r"[.!?:][\"')\]`*_]*$")
+
+# Where to look for a lead sentence: past these a chunk's opening is a table or code.
+_LEAD_UNITS = 4
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A sentence or list item of one member text, with its position in that text."""
+
+    text: str
+    position: int
+    is_list_item: bool
+
+
+def normalise_space(text: str) -> str:
+    return " ".join(text.split())
+
+
+def split_units(text: str) -> list[Unit]:
+    """Sentences and list items of ``text``, in order, whitespace-normalised.
+
+    Fenced code, tables and heading lines are left out: they are not sentences.
+    A newline after terminal punctuation ends a sentence (that is how summaries join
+    their units); other single newlines are soft wraps.
+    """
+    pieces: list[tuple[str, bool]] = []
+    in_fence = False
+    current: list[str] = []
+    current_is_item = False
+
+    def flush() -> None:
+        nonlocal current, current_is_item
+        if current:
+            pieces.append((" ".join(current), current_is_item))
+        current, current_is_item = [], False
+
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            flush()
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        stripped = line.strip()
+        if not stripped or _HEADING.match(line) or _TABLE_ROW.match(line):
+            flush()
+            continue
+        if _LIST_ITEM.match(line):
+            flush()
+            current, current_is_item = [stripped], True
+            continue
+        if current_is_item and not line[:1].isspace():
+            flush()  # only indented lines continue a list item
+        current.append(stripped)
+        if _TERMINAL.search(stripped):
+            flush()
+    flush()
+
+    units: list[Unit] = []
+    for piece, is_item in pieces:
+        for k, sentence in enumerate(_sentences(normalise_space(piece))):
+            units.append(Unit(sentence, len(units), is_item and k == 0))
+    return units
+
+
+def _sentences(text: str) -> list[str]:
+    return [text[start:end] for start, end in sentence_spans(text, 0, len(text), SUMMARY_SENTENCES)]
+
+
+def is_summary_sentence(unit: Unit, min_words: int = 4) -> bool:
+    """Whether a unit can stand alone in a summary: a complete sentence or a list item."""
+    words = len(unit.text.split())
+    if unit.is_list_item:
+        return words >= 3
+    return words >= min_words and bool(_TERMINAL.search(unit.text))
+
+
+def stands_alone(unit: Unit, *, opens_chunk: bool = False) -> bool:
+    """Whether a unit reads as a whole statement in a digest (:func:`reads_alone`)."""
+    return reads_alone(unit.text, opens_chunk=opens_chunk)
+
+
+def opening(text: str, n: int = 1) -> list[str]:
+    """The first ``n`` sentences of ``text`` that read on their own (complete sentences
+    of prose, not list items, not leaning on what came before), among its first few;
+    when none does, its first complete sentence or list item that at least does not
+    lean on what came before ("In the last form", "Therefore", "this option"), does not
+    announce what follows and does not start mid-sentence. None of those: nothing."""
+    units = split_units(text)[:_LEAD_UNITS + n]
+    found = [
+        u.text for k, u in enumerate(units)
+        if not u.is_list_item and is_summary_sentence(u) and stands_alone(u, opens_chunk=k == 0)
+        and not _POINTS_BACK.search(u.text) and u.text.split()[0].lower().rstrip(",") not in _CONNECTIVES
+    ][:n]
+    if found:
+        return found
+    whole = next((u.text for u in units if _plain_statement(u.text) and is_summary_sentence(u)), None)
+    return [whole] if whole else []
+
+
+def _plain_statement(sentence: str) -> bool:
+    body = sentence.strip()
+    return (
+        body[:1].isupper()
+        and not body.rstrip().endswith(":")
+        and not leans_on_context(body)
+        and body.split()[0].lower().rstrip(",") not in _CONNECTIVES
+        and not _POINTS_BACK.search(body)
+    )
+
+
+# a sentence that names what it is about only by pointing back at the text before it
+_POINTS_BACK = re.compile(
+    r"\b(?:the (?:last|above|previous|preceding|latter|former) (?:form|one|case|example|command|option|section)s?"
+    r"|(?:these|those|both) (?:two |three )?(?:options?|parameters?|commands?|forms?|values?|variables?|settings?)"
+    r"|as (?:mentioned|described|shown|noted) (?:above|before|earlier)"
+    r"|we (?:said|saw|have seen|mentioned|described|discussed|explained)"
+    r"|^(?:\S+\s+){1,5}(?:also|too|again)\b)\b",  # "The strftime() function also takes ..."
+    re.IGNORECASE,
+)
+
+
+# openings that tie a sentence to the one before it
+_CONNECTIVES = frozenset(
+    "therefore thus hence however so also then otherwise instead similarly likewise moreover furthermore"
+    " consequently finally additionally alternatively but and or nevertheless".split()
+)
+
+
+def lead_sentence(text: str) -> str | None:
+    """The first sentence of ``text`` that says what it is about (:func:`opening`)."""
+    found = opening(text)
+    return found[0] if found else None
