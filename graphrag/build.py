@@ -6,9 +6,11 @@ time) them one by one; :func:`build_graph` chains them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 
 from arborgraph.core.concurrency import run_ordered, workers_for
+from arborgraph.core.leads import lead_sentence
 from arborgraph.core.protocols import ProgressCallback, no_progress
 from graphrag import schema
 from graphrag.communities import HierarchicalLeiden, aggregate_edges
@@ -101,7 +103,7 @@ def build_graph(
     extractions = extract_all(chunks, extractor, prog)
     return graph_from_extractions(
         extractions, extractor=extractor.name, config=config, progress=prog, report_writer=report_writer,
-        headings=chunk_headings(chunks),
+        headings=chunk_headings(chunks), leads=section_leads(chunks),
     )
 
 
@@ -109,6 +111,26 @@ def chunk_headings(chunks: Sequence[Chunk]) -> dict[str, list[str]]:
     """Chunk id -> heading path (page title first): what names communities and finds
     the pages to read about them."""
     return {c.chunk_id: list(c.heading_path) for c in chunks}
+
+
+def section_leads(chunks: Sequence[Chunk]) -> dict[str, str]:
+    """Chunk id -> lead sentence (:func:`arborgraph.core.leads.lead_sentence`) of each
+    chunk that opens its section (the first of its document under its heading path,
+    ``chunks`` in document order): where the manual says what a section is about, which
+    a community's report opens with."""
+    out: dict[str, str] = {}
+    previous: tuple[str, tuple[str, ...]] | None = None
+    for c in chunks:
+        key = (c.doc_id, tuple(c.heading_path))
+        if key != previous and (lead := lead_sentence(c.text)) is not None and not _LOWER_START.match(lead):
+            out[c.chunk_id] = lead
+        previous = key
+    return out
+
+
+# a sentence opening in a lower-case word goes on from text before it ("where origin/master
+# used to point ..."), unlike one opening with an identifier ("git-merge(1) joins ...")
+_LOWER_START = re.compile(r"^[a-z]+[\s,;:]")
 
 
 def default_report_writer(config: GraphConfig) -> ReportWriter:
@@ -148,10 +170,12 @@ def graph_from_extractions(
     progress: ProgressCallback | None = None,
     report_writer: ReportWriter | None = None,
     headings: Mapping[str, Sequence[str]] | None = None,
+    leads: Mapping[str, str] | None = None,
 ) -> KnowledgeGraph:
     """Resolve, partition and report: the graph of per-chunk ``extractions`` (in
     document order) made by the extractor named ``extractor``; ``headings`` (see
-    :func:`chunk_headings`) name the communities."""
+    :func:`chunk_headings`) name the communities, ``leads`` (see :func:`section_leads`)
+    open their reports."""
     cfg = config or GraphConfig()
     prog = progress or no_progress
     prog("graphrag.resolve", 0, 1)
@@ -164,5 +188,5 @@ def graph_from_extractions(
     next_id = max(communities, default=-1) + 1
     meta = graph_meta(extractor, writer, cfg, next_community_id=next_id, fit_chunks=len(extractions))
     kg = KnowledgeGraph(entities, relations, communities, meta=meta)
-    write_reports(kg, writer, min_size=cfg.min_report_size, progress=prog, headings=headings)
+    write_reports(kg, writer, min_size=cfg.min_report_size, progress=prog, headings=headings, leads=leads)
     return kg

@@ -11,7 +11,10 @@ graph's entities is an index, a glossary or a table of contents, and is nobody's
 
 A community spread over the manual has no home: it is named by its **central entity**
 (the member with the most relation weight inside it), or by the heading of the section
-whose sentence introduces that entity when the heading names it.
+whose sentence introduces that entity when the heading names it. A central entity that
+is a plain common noun ("command line", "author", "cause Git") names nothing a reader
+looks up: then the section holding the most of the community's mentions names it, when
+that section holds a fair share of them (:data:`MOST_SHARE`).
 
 Titles are distinct within a level: of communities with one title, the one with the
 best claim keeps it (a member of that name, then the larger share of mentions) and the
@@ -45,6 +48,9 @@ NAMED_SHARE = 0.15
 # a section whose chunks mention this share of all entities is an index, not a home
 INDEX_SHARE = 0.2
 MIN_ENTITIES_FOR_INDEX = 20
+# the share of a community's mentions the section holding the most of them must hold to
+# title it in place of a central entity that is a plain common noun
+MOST_SHARE = 0.25
 # a heading longer than this is a sentence set as a heading, not a title
 MAX_TITLE_WORDS = 12
 
@@ -64,6 +70,7 @@ GENERIC_HEADING_WORDS = frozenset(
     arguments return value values see also synopsis discussion history caveat caveats
     configuration compatibility definition definitions reference remarks environment files
     exit status bugs author authors diagnostics output input sample samples
+    variables commands functions methods settings fields name index glossary contents
     """.split()
 )
 
@@ -140,19 +147,31 @@ class Title:
     source: str
     share: float = 0.0
     entity: str | None = None  # the central entity's id
-    deeper: tuple[str, ...] = ()  # titles of sections below the home that hold about half too
+    deeper: tuple[Section, ...] = ()  # sections below the home that hold about half too
+    section: Section | None = None  # the section the title is (None for an entity's name)
 
 
 class SectionIndex:
     """The sections of the graph's chunks: which sections each chunk is under, what they
     are called and which are index pages."""
 
-    def __init__(self, kg: KnowledgeGraph, headings: Mapping[str, Sequence[str]]) -> None:
+    def __init__(
+        self, kg: KnowledgeGraph, headings: Mapping[str, Sequence[str]], leads: Mapping[str, str] | None = None
+    ) -> None:
+        """``headings``: chunk id -> heading path, in reading order; ``leads``: chunk id ->
+        the lead sentence of a chunk that opens its section (see :func:`section_leads`)."""
         self.paths: dict[str, Section] = {}
+        # where each section starts in reading order, and its lead sentence (with its chunk)
+        self.order: dict[Section, int] = {}
+        self.leads: dict[Section, tuple[str, str]] = {}
         for chunk, path in headings.items():
             cleaned = tuple(page_title(h) for h in path if h.strip())
             if cleaned:
                 self.paths[chunk] = cleaned
+                for depth in range(1, len(cleaned) + 1):
+                    self.order.setdefault(cleaned[:depth], len(self.order))
+                if leads and chunk in leads:
+                    self.leads.setdefault(cleaned, (leads[chunk], chunk))
         self.structural = structural_headings((path[0], path[1:]) for path in self.paths.values())
         entities: dict[Section, set[str]] = defaultdict(set)
         for chunk, path in self.paths.items():
@@ -165,6 +184,24 @@ class SectionIndex:
         self.index_like = frozenset(
             s for s, ids in entities.items() if len(ids) >= need and mentioned >= MIN_ENTITIES_FOR_INDEX
         )
+
+    def opening(self, section: Section) -> tuple[str, str] | None:
+        """(sentence, chunk id): the lead sentence of ``section``, or when its own text
+        has none (a page whose text starts under "NAME" or "Overview"), of the first
+        section below it in reading order whose headings past it are all generic."""
+        if section in self.leads:
+            return self.leads[section]
+        start = self.order.get(section)
+        if start is None:
+            return None
+        below = sorted(
+            (self.order[s], s) for s in self.leads
+            if len(s) > len(section) and s[: len(section)] == section
+        )
+        for _, s in below:
+            if all(is_generic_heading(h, self.structural) for h in s[len(section) :]):
+                return self.leads[s]
+        return None
 
     def sections(self, chunk: str) -> list[Section]:
         """The sections ``chunk`` is under, the page first."""
@@ -210,18 +247,20 @@ class SectionIndex:
         counts, total = self.held(kg, members)
         return counts[section] / total if total else 0.0
 
-    def homes(self, kg: KnowledgeGraph, members: Iterable[str]) -> tuple[list[tuple[Section, float]], int]:
+    def homes(
+        self, kg: KnowledgeGraph, members: Iterable[str], need_share: float = HOME_SHARE
+    ) -> tuple[list[tuple[Section, float]], int]:
         """The sections that may be the home of ``members``, with the share of their
         mentions each holds (each member's mentions weigh 1 in all, so that a member
         named everywhere does not outweigh the others), and which of them is the home.
 
         From the page holding the most, the path goes down to the section below holding
-        the most while that holds at least :data:`HOME_SHARE` of them; the home is the
+        the most while that holds at least ``need_share`` of them; the home is the
         last titled section on it that holds :data:`DESCEND_SHARE` of what the section
         above it holds (``-1``: none). The titled sections past it tell a community
         apart from another with the same home."""
         counts, total = self.held(kg, members)
-        need = HOME_SHARE * total - 1e-9
+        need = need_share * total - 1e-9
         path: list[tuple[Section, float]] = []
         home = -1
         above: Section = ()
@@ -243,18 +282,21 @@ class SectionIndex:
         return path, home
 
 
-def community_titles(kg: KnowledgeGraph, headings: Mapping[str, Sequence[str]]) -> dict[int, Title]:
+def community_titles(
+    kg: KnowledgeGraph, headings: Mapping[str, Sequence[str]], index: SectionIndex | None = None
+) -> dict[int, Title]:
     """A :class:`Title` for every community of ``kg``, distinct within its level and
     from its ancestors' titles.
 
-    ``headings``: chunk id -> heading path (page title first) of the graph's chunks.
+    ``headings``: chunk id -> heading path (page title first) of the graph's chunks;
+    ``index``: their :class:`SectionIndex` when the caller has made it already.
     """
-    index = SectionIndex(kg, headings)
+    index = index or SectionIndex(kg, headings)
     titles: dict[int, Title] = {}
     for level in kg.levels:  # top down: a community's ancestors are named before it
         communities = sorted((c for c in kg.communities.values() if c.level == level), key=lambda c: c.id)
         first = {c.id: _title(kg, index, c, [titles[a] for a in _ancestors(kg, c)]) for c in communities}
-        titles.update(_distinct(kg, communities, first, titles))
+        titles.update(_distinct(kg, index, communities, first, titles))
     return titles
 
 
@@ -280,16 +322,31 @@ def _title(kg: KnowledgeGraph, index: SectionIndex, community: Community, above:
     led = {t.entity for t in above}
     lead = next((m for m in central if m not in led), central[0])
     path, home = index.homes(kg, community.members)
+    entity = kg.entities[lead]
+    if home < 0 and is_common_noun(entity.name):
+        # "Command line" names nothing a reader looks up: the section where most of the
+        # community is mentioned does, if it holds a fair share of it
+        path, home = index.homes(kg, community.members, MOST_SHARE)
     if home >= 0:
         section, share = path[home]
-        deeper = tuple(index.title(s) or "" for s, _ in path[home + 1 :])
-        return Title(index.title(section) or "", "section", round(share, 4), lead, deeper)
-    entity = kg.entities[lead]
+        deeper = tuple(s for s, _ in path[home + 1 :])
+        return Title(index.title(section) or "", "section", round(share, 4), lead, deeper, section)
     defined = _defining_section(index, kg, entity)
     if defined is not None:
         share = index.share(kg, community.members, defined)
-        return Title(index.title(defined) or "", "definition", round(share, 4), lead)
+        return Title(index.title(defined) or "", "definition", round(share, 4), lead, (), defined)
     return Title(capitalised(entity.name), "entity", 0.0, lead)
+
+
+_COMMON_NOUN_RE = re.compile(r"^[a-z]+(?:[ -][a-z]+)*(?: [A-Z][a-z]+)?$")
+
+
+def is_common_noun(name: str) -> bool:
+    """Whether ``name`` is plain lower-case words ("command line", "login shell"), or such
+    words before one proper name ("cause Git"), or a generic heading taken for a term
+    ("Variables", "Author"): a phrase of prose, not a name an identifier, an acronym or
+    a title gives ("--staged", "IPv4", "Write-Ahead Log")."""
+    return bool(_COMMON_NOUN_RE.match(name.strip())) or is_generic_heading(name)
 
 
 def _readable(kg: KnowledgeGraph, ids: Sequence[str]) -> list[str]:
@@ -322,7 +379,8 @@ def _defining_section(index: SectionIndex, kg: KnowledgeGraph, entity: Entity) -
 
 
 def _distinct(
-    kg: KnowledgeGraph, communities: Sequence[Community], first: Mapping[int, Title], above: Mapping[int, Title]
+    kg: KnowledgeGraph, index: SectionIndex, communities: Sequence[Community], first: Mapping[int, Title],
+    above: Mapping[int, Title],
 ) -> dict[int, Title]:
     """One level's titles made distinct: of communities sharing a title, the one with the
     best claim keeps it and the others are told apart by a central member's name; so is
@@ -347,10 +405,13 @@ def _distinct(
             if i == 0 and key not in ancestral:
                 continue
             base = first[c.id]
-            free = [t for t in base.deeper if _norm(t) not in taken | ancestral]
-            text = free[0] if free else _told_apart(kg, c, base.text, taken | ancestral)
+            free = [s for s in base.deeper if (t := index.title(s)) and _norm(t) not in taken | ancestral]
+            if free:
+                text, section = index.title(free[0]) or "", free[0]
+            else:
+                text, section = _told_apart(kg, c, base.text, taken | ancestral), base.section
             taken.add(_norm(text))
-            out[c.id] = Title(text, base.source, base.share, base.entity)
+            out[c.id] = Title(text, base.source, base.share, base.entity, (), section)
     return out
 
 

@@ -2,12 +2,14 @@
 
 :func:`community_context` gathers what a writer needs (central entities, strongest
 internal relations and the manual's own sentences stating them, the sentences that
-introduce its central entities; with the chunks' headings, the community's title and
-the pages to read); a :class:`ReportWriter` turns it into a :class:`CommunityReport`.
-The default :class:`ExtractiveReportWriter` needs no model: the manual's sentences
-introducing the central entities, then the typed relations between its members, each
-followed by the sentence stating it; no counts. :func:`write_reports` gives every
-community a report, whatever its size.
+introduce its central entities; with the chunks' headings, the community's title, the
+lead sentences of its home sections and the pages to read); a :class:`ReportWriter`
+turns it into a :class:`CommunityReport`. The default :class:`ExtractiveReportWriter`
+needs no model: the lead sentences of the sections the community lives in, in reading
+order under their titles, then the manual's sentences introducing its central entities,
+then the sentences stating the typed relations between its members; whole sentences
+only, no counts. :func:`write_reports` gives every community a report, whatever its
+size.
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
 from graphrag.lexicon import PREPOSITIONS, is_gerund, relation_words, word_classes
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
-from graphrag.naming import capitalised, name_communities, page_title, readable_name
+from graphrag.naming import (
+    Section,
+    SectionIndex,
+    Title,
+    capitalised,
+    community_titles,
+    is_generic_heading,
+    page_title,
+    readable_name,
+)
 from graphrag.text import singular
 from graphrag.vocab import HEAD_NOUN_TYPES
 
@@ -86,6 +97,9 @@ class CommunityContext:
     # (sentence, chunk id): sentences naming its members (where they meet first), for a
     # community whose entities nothing introduces and no typed relation relates
     meetings: list[tuple[str, str]] = field(default_factory=list)
+    # (section title, lead sentence, chunk id): the sections it lives in, its title's
+    # first (title "" there: the report's title says it), the others in reading order
+    leads: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def community_context(
@@ -226,6 +240,66 @@ def _evidence_chunk(rel: Relation) -> str | None:
     return rel.chunk_ids[0] if rel.chunk_ids else None
 
 
+# how many sections' leads open a report, and the share of a community's mentions a
+# section other than its title's must hold to be one of them: a fifth, or a tenth where
+# a central entity is introduced (a large community spread over the manual has no such
+# sections: their leads would be sentences from unrelated places)
+_LEADS = 3
+_LEAD_SHARE = 0.2
+_DEFINING_SHARE = 0.1
+
+
+def home_leads(
+    kg: KnowledgeGraph, index: SectionIndex, community: Community, title: Title, central: Sequence[str]
+) -> list[tuple[str, str, str]]:
+    """(section title, lead sentence, chunk id) of the sections ``community`` lives in:
+    its title's section first (title ""), then in reading order the sections below or
+    beside it where its ``central`` entities (ids, most central first) are introduced
+    or that hold :data:`_LEAD_SHARE` of its mentions, and whose opening names one of
+    its members (else the lead is about something else: a section on LDP that mentions
+    SSM once); at most :data:`_LEADS`."""
+    members = set(community.members)
+    counts, total = index.held(kg, community.members)
+    wanted: list[Section] = []
+    for eid in central[:3]:
+        chunk = kg.entities[eid].description_chunk
+        if chunk and index.paths.get(chunk) and counts[index.paths[chunk]] >= _DEFINING_SHARE * total - 1e-9:
+            wanted.append(index.paths[chunk])
+    wanted += [s for s, n in counts.items() if total and n >= _LEAD_SHARE * total - 1e-9]
+    out: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    if title.section is not None and (found := index.opening(title.section)) is not None:
+        out.append(("", *found))
+        seen.add(found[0])
+    home = title.section or ()
+    # the sections above the title's say more than the community is about
+    others = sorted(
+        (s for s in dict.fromkeys(wanted) if s != home[: len(s)] and index.title(s)),
+        key=lambda s: index.order.get(s, 0),
+    )
+    for section in others:
+        if len(out) >= _LEADS:
+            break
+        found = index.leads.get(section)
+        if found is not None and is_generic_heading(section[-1], index.structural):
+            # an "OPTIONS" or "Examples" lead says what the section above it is about only
+            # when it opens that section
+            found = found if index.opening(section[:-1]) == found else None
+        if found is not None and found[0] not in seen and members.intersection(kg.chunk_entities.get(found[1], ())):
+            seen.add(found[0])
+            out.append((_lead_heading(index, section), *found))
+    return out
+
+
+def _lead_heading(index: SectionIndex, section: Section) -> str:
+    """The title a section's lead is shown under: the section's, or for a generic
+    heading ("Overview", "Executive Summary") that of the section it opens ("ANALYZE",
+    not "ANALYZE: Overview")."""
+    while len(section) > 1 and is_generic_heading(section[-1], index.structural) and index.title(section[:-1]):
+        section = section[:-1]
+    return index.title(section) or ""
+
+
 def pages_to_read(kg: KnowledgeGraph, community: Community, titles: Mapping[str, str], n: int = 3) -> list[tuple[str, str]]:
     """The ``n`` documents that mention the community's members most (mentions
     counted), as (document id, title); ties to the document id."""
@@ -247,13 +321,16 @@ class ReportWriter(Protocol):
 
 class ExtractiveReportWriter:
     """Reports without a model, in the manual's own words. The title is the community's
-    title (:mod:`graphrag.naming`); the summary is the sentences introducing its
-    central entities ("X is ...", "X stores ..."), most central first, then the typed
-    relations between its members, each as "A verb B" followed by the sentence stating
-    it, quoted. A community with neither is told by the sentences where its members
-    meet. Findings quote the same sentences with their chunk ids."""
+    title (:mod:`graphrag.naming`); the summary opens with the lead sentences of the
+    sections it lives in (its title's, then the others in reading order, each after its
+    title), then the sentences introducing its central entities ("X is ...", "X stores
+    ..."), most central first, then the sentences stating the typed relations between its
+    members. A community with none of these is told by the sentences where its members
+    meet. Whole sentences only: one longer than ``max_quote_chars`` is left out, never
+    cut. Findings give the same sentences with their chunk ids, each relation as "A verb
+    B" before the sentence stating it."""
 
-    name = "extractive-v4"
+    name = "extractive-v5"
     # the rank of a report is its community's weight relative to the level's heaviest:
     # an update that reuses the report's text sets the rank anew (graphrag.update)
     rank_from_weight = True
@@ -291,39 +368,49 @@ class ExtractiveReportWriter:
     def _summary(self, context: CommunityContext) -> str:
         used: set[str] = set()
         parts: list[str] = []
-        for _, sentence, _ in context.introductions:
-            if len(parts) >= self.n_introductions:
-                break
-            if parts and len(" ".join([*parts, sentence]).split()) > self.max_words:
-                break
-            if sentence not in used:
-                used.add(sentence)
-                parts.append(sentence[: self.max_quote_chars])
-        for rel, sentence in told_relations(context, self.n_relations, used):
-            part = f'{capitalised(context.phrases[rel.id])}: "{sentence[: self.max_quote_chars]}"'
-            if parts and len(" ".join([*parts, part]).split()) > self.max_words:
-                break
+
+        def take(sentence: str, line: str) -> bool:
+            """Add ``line`` (saying ``sentence``) when the sentence is new, whole and fits."""
+            if sentence in used or len(sentence) > self.max_quote_chars:
+                return False
+            if parts and len(" ".join([*parts, line]).split()) > self.max_words:
+                return False
             used.add(sentence)
-            parts.append(part)
+            parts.append(line)
+            return True
+
+        for heading, sentence, _ in context.leads:
+            take(sentence, f"{heading}: {sentence}" if heading else sentence)
+        # with leads, the introductions and relations add to them, not replace them
+        intros = self.n_introductions - (1 if context.leads else 0)
+        for _, sentence, _ in context.introductions:
+            if intros > 0 and take(sentence, sentence):
+                intros -= 1
+        for _, sentence in told_relations(context, self.n_relations, used):
+            take(sentence, sentence)
         if not parts:
-            parts = [sentence[: self.max_quote_chars] for sentence, _ in context.meetings]
-        if not parts:
-            parts = [_where_named(context)]
-        return " ".join(parts)
+            for sentence, _ in context.meetings:
+                take(sentence, sentence)
+        return "\n".join(parts) if parts else _where_named(context)
 
     def _findings(self, context: CommunityContext, central: list[Entity]) -> list[Finding]:
         findings: list[Finding] = []
         used_text: set[str] = set()
         names = {e.id: e.name for e in central}
-        for eid, sentence, chunk in context.introductions:
-            if eid in names and sentence not in used_text and len(findings) < 2:
+        for heading, sentence, chunk in context.leads:
+            if len(sentence) <= self.max_quote_chars and sentence not in used_text and len(findings) < 2:
                 used_text.add(sentence)
-                findings.append(Finding(f"{names[eid]}: {sentence[: self.max_quote_chars]}", [chunk]))
+                findings.append(Finding(f"{heading or context.name}: {sentence}", [chunk]))
+        for eid, sentence, chunk in context.introductions:
+            fits = len(sentence) <= self.max_quote_chars
+            if eid in names and sentence not in used_text and len(findings) < 3 and fits:
+                used_text.add(sentence)
+                findings.append(Finding(f"{names[eid]}: {sentence}", [chunk]))
         per_entity: Counter[str] = Counter()
         for rel in context.relations:
             if len(findings) >= self.n_findings:
                 break
-            if not rel.description or rel.description in used_text:
+            if not rel.description or rel.description in used_text or len(rel.description) > self.max_quote_chars:
                 continue
             if per_entity[rel.source] >= 2 and per_entity[rel.target] >= 2:
                 continue  # spread findings over the community, not one hub
@@ -331,12 +418,11 @@ class ExtractiveReportWriter:
             per_entity[rel.source] += 1
             per_entity[rel.target] += 1
             chunks = list(dict.fromkeys(ev.chunk_id for ev in rel.evidence)) or rel.chunk_ids[:1]
-            quote = rel.description[: self.max_quote_chars]
-            findings.append(Finding(f"{context.phrases.get(rel.id, rel.id)}: {quote}", chunks[:3]))
+            findings.append(Finding(f"{context.phrases.get(rel.id, rel.id)}: {rel.description}", chunks[:3]))
         label = context.name or (central[0].name if central else "")
         for sentence, chunk in context.meetings:
-            if not findings:
-                findings.append(Finding(f"{label}: {sentence[: self.max_quote_chars]}", [chunk]))
+            if not findings and len(sentence) <= self.max_quote_chars:
+                findings.append(Finding(f"{label}: {sentence}", [chunk]))
         return findings
 
 
@@ -364,26 +450,13 @@ def told_relations(context: CommunityContext, n: int, used: Collection[str] = ()
     return out
 
 
-# how an entity's sure type reads after its name ("journal_mode (parameter)")
-_TYPE_WORDS = {
-    "function": ("function", "functions"), "parameter": ("parameter", "parameters"),
-    "statement": ("statement", "statements"), "command": ("command", "commands"), "option": ("option", "options"),
-    "file": ("file", "files"), "data_type": ("data type", "data types"), "error_code": ("error code", "error codes"),
-    "class": ("class", "classes"), "module": ("module", "modules"),
-}
-
-
 def _where_named(context: CommunityContext, n: int = 4) -> str:
-    """For a community no sentence of the manual tells: its most central members, each
-    with its type where the extractor is sure of it, and the pages that name them
-    ("-fPIC and -shared (options), in How To Compile SQLite.")."""
+    """For a community no sentence of the manual tells: its most central members and the
+    pages that name them ("-fPIC and -shared, in How To Compile SQLite."). No types: a
+    rule extractor's type is a guess from the name's form ("ssh()" a function), which the
+    name already shows."""
     shown = [e for e, _ in context.entities if readable_name(e.name)][:n] or [e for e, _ in context.entities[:n]]
-    kinds = {e.type for e in shown}
-    if len(kinds) == 1 and (kind := next(iter(kinds))) in _TYPE_WORDS:
-        words = _TYPE_WORDS[kind][1 if len(shown) > 1 else 0]
-        listed = f"{_join([e.name for e in shown])} ({words})"
-    else:
-        listed = _join([f"{e.name} ({_TYPE_WORDS[e.type][0]})" if e.type in _TYPE_WORDS else e.name for e in shown])
+    listed = _join([e.name for e in shown])
     pages = list(dict.fromkeys(title for _, title in context.pages))[:2]
     return f"{listed}, in {_join(pages)}." if pages else f"{listed}."
 
@@ -403,6 +476,7 @@ def write_reports(
     reuse: Callable[[CommunityContext], CommunityReport | None] | None = None,
     headings: Mapping[str, Sequence[str]] | None = None,
     small_writer: ReportWriter | None = None,
+    leads: Mapping[str, str] | None = None,
 ) -> dict[int, CommunityReport]:
     """A report for every community, deepest level first (so a parent's writer can read
     its children's reports). Stored on ``kg``.
@@ -410,25 +484,30 @@ def write_reports(
     ``writer`` writes the reports of communities with at least ``min_size`` members;
     the smaller ones get ``small_writer``'s (default: :class:`ExtractiveReportWriter`,
     no model), unless ``writer`` is that kind of writer itself. Every community gets its
-    title from :func:`graphrag.naming.name_communities`, from ``headings`` (chunk id ->
-    heading path, page title first, for the graph's chunks; without them its central
-    entity's name), which also give the pages to read; every report keeps them
-    (``name``, ``pages``). ``reuse`` (for updates) may return an existing report for a
-    community's context (its rank, child reports, name and pages filled in); no writer
-    is then called for it.
+    title from :func:`graphrag.naming.community_titles`, from ``headings`` (chunk id ->
+    heading path, page title first, for the graph's chunks, in reading order; without
+    them its central entity's name), which also give the pages to read; every report
+    keeps them (``name``, ``pages``). ``leads`` (chunk id -> lead sentence of a chunk
+    opening its section, :func:`graphrag.build.section_leads`) give the lead sentences
+    of the sections each community lives in (:func:`home_leads`). ``reuse`` (for
+    updates) may return an existing report for a community's context (its rank, child
+    reports, name, pages and leads filled in); no writer is then called for it.
     """
     small = small_writer or ExtractiveReportWriter()
     todo = sorted(kg.communities.values(), key=lambda c: (-c.level, c.id))
     contexts = {c.id: community_context(kg, c) for c in todo}
-    names = name_communities(kg, headings or {})
+    index = SectionIndex(kg, headings or {}, leads)
+    names = community_titles(kg, headings or {}, index)
     titles: dict[str, str] = {}
     for chunk_id, path in (headings or {}).items():
         if path:
             titles.setdefault(doc_of(chunk_id), page_title(path[0]))
     for cid, ctx in contexts.items():
-        ctx.name = names.get(cid, "")
+        ctx.name = names[cid].text if cid in names else ""
         if headings is not None:
             ctx.pages = pages_to_read(kg, ctx.community, titles)
+        if cid in names and leads:
+            ctx.leads = home_leads(kg, index, ctx.community, names[cid], [e.id for e, _ in ctx.entities])
     # rank: internal weight relative to the heaviest community of the same level
     weight = {cid: ctx.internal_weight for cid, ctx in contexts.items()}
     top: dict[int, float] = {}

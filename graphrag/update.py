@@ -15,8 +15,9 @@ extractor's term vocabulary). :func:`update_graph` then
    and every other community a fresh id above all ids used before;
 5. writes reports only for communities whose report input changed (members, central
    entities, relations and their evidence, the text of the chunks these cite, child
-   report titles, the community's name and the pages to read); the others keep their
-   previous report.
+   report titles, the community's name, the pages to read and the sections whose lead
+   sentences open the report, with those sections' opening chunks); the others keep
+   their previous report.
 
 When the chunks added, changed or removed since the extractor was last fitted (over
 all updates since) pass ``refit_threshold`` of the chunks it was fitted on, or the
@@ -43,6 +44,7 @@ from graphrag import schema as S
 from graphrag.build import (
     chunk_headings,
     default_report_writer,
+    section_leads,
     detect_communities,
     extract_each,
     graph_meta,
@@ -270,7 +272,8 @@ def update_graph(
     reuse = _report_reuse(old_graph, old, hashes, writer, _dirty_entities(old_graph, entities, relations, touched))
     counting = _CountingWriter(writer)
     write_reports(
-        kg, counting, min_size=cfg.min_report_size, progress=prog, reuse=reuse, headings=chunk_headings(chunks)
+        kg, counting, min_size=cfg.min_report_size, progress=prog, reuse=reuse, headings=chunk_headings(chunks),
+        leads=section_leads(chunks),
     )
 
     kept_ids = tuple(c for c in communities if c in old_graph.communities)
@@ -370,6 +373,8 @@ def context_signature(ctx: CommunityContext, hashes: Mapping[str, str]) -> str:
         relations.append([rel.id, rel.type, rel.weight, rel.description, list(rel.chunk_ids), evidence])
         cited.update(rel.chunk_ids)
         cited.update(ev.chunk_id for ev in rel.evidence)
+    # the sections' leads that open the report: a lead's chunk is cited like evidence
+    cited.update(chunk for _, _, chunk in ctx.leads)
     payload = [
         ctx.community.level,
         sorted(ctx.community.members),
@@ -377,6 +382,7 @@ def context_signature(ctx: CommunityContext, hashes: Mapping[str, str]) -> str:
         relations,
         sorted(ctx.phrases.items()),
         [r.title for r in ctx.child_reports],
+        [list(lead) for lead in ctx.leads],
         sorted((c, hashes.get(c, "")) for c in cited),
     ]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode()).hexdigest()
@@ -434,10 +440,13 @@ def _report_reuse(
         pages = [doc for doc, _ in ctx.pages]
         if reads_names and (previous.name != ctx.name or previous.pages != pages):
             return None  # named anew, or other pages to read: the writer's input changed
+        if any(old_hashes.get(chunk) != hashes.get(chunk) for _, _, chunk in ctx.leads):
+            return None  # a section's opening that the report quotes was edited or is new
         before = old.communities[cid]
         if not unchanged(ctx, before):
-            signature = context_signature(community_context(old, before), old_hashes)
-            if signature != context_signature(ctx, hashes):
+            # the leads' chunks are as they were (above): the previous context had them too
+            previous_context = dataclasses.replace(community_context(old, before), leads=ctx.leads)
+            if context_signature(previous_context, old_hashes) != context_signature(ctx, hashes):
                 return None
         report = old.reports[cid]
         if rerank and report.rank != ctx.rank:

@@ -18,7 +18,9 @@ from arborgraph.core.text import SUMMARY_STOPWORDS, leans_on_context, reads_alon
 
 # the sentence units moved to arborgraph.core.leads (the reports quote them too); raptor's
 # modules and tests keep importing them from here
-__all__ = ["Unit", "is_summary_sentence", "leans_on_context", "normalise_space", "reads_alone", "split_units", "stands_alone"]
+__all__ = [
+    "Unit", "is_summary_sentence", "leans_on_context", "normalise_space", "reads_alone", "split_units", "stands_alone",
+]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*")
 _NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")

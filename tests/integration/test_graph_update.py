@@ -272,3 +272,39 @@ def test_llm_reports_are_written_only_for_changed_communities(tmp_path: Path, do
             # the model's text and rating are kept; the community's name and pages to
             # read, which it was not shown, follow the new graph
             assert dataclasses.replace(report, name=before_report.name, pages=before_report.pages) == before_report
+
+
+def test_editing_the_sentence_that_opens_a_section_rewrites_the_reports_quoting_it(docs: Path) -> None:
+    from graphrag.build import section_leads
+
+    before = chunks_of(docs)
+    old = built(before)
+    leads = section_leads(before)
+    # a report that opens with a section's lead sentence (issue #35: reports open with
+    # the lead sentences of the sections their members live in)
+    quoting = {
+        cid: chunk for cid, report in old.graph.reports.items() for chunk, lead in leads.items()
+        if report.summary.split("\n")[0].endswith(lead)
+    }
+    assert quoting
+    cid, chunk_id = sorted(quoting.items())[0]
+    lead = leads[chunk_id]
+    replacement = "The quasar mode copies every page twice and then checks the copy again."
+    after = []
+    for c in before:
+        if c.chunk_id == chunk_id:
+            pattern = r"\s+".join(map(re.escape, lead.split()))
+            text, n = re.subn(pattern, replacement, c.text, count=1)
+            assert n == 1
+            c = c.model_copy(update={"text": text})
+        after.append(c)
+    reports = CountingReports()
+    new, update = update_graph(old, after, extractor=RuleExtractor(), report_writer=reports)
+    assert section_leads(after)[chunk_id] == replacement
+    # every report that now opens with the new sentence was written again, none kept
+    # with the old one
+    opening = [i for i, r in new.graph.reports.items() if replacement in r.summary]
+    assert opening and set(opening) <= set(reports.written)
+    assert not any(lead in r.summary for r in new.graph.reports.values())
+    assert sorted(reports.written) == sorted(update.redone_report_ids)
+    assert update.reports_reused > 0

@@ -11,7 +11,7 @@ from conftest import SLICE
 from arborgraph.index.structure_check import is_manual_title, is_template_sentence, manual_headings
 from graphrag import KnowledgeGraph, RuleExtractor, build_graph
 from graphrag.build import chunk_headings
-from graphrag.naming import community_titles
+from graphrag.naming import community_titles, is_common_noun
 from ingest.models import Chunk
 from manual_chunks import manual_chunks
 
@@ -46,7 +46,11 @@ def test_a_community_at_home_in_a_section_is_titled_by_it(kg: KnowledgeGraph, ch
     assert titles[_community_of(kg, "xShmLock")].text == "Use of WAL Without Shared-Memory"
     headings = manual_headings(list(chunk_headings(chunks).values()))
     at_home = [t for t in titles.values() if t.source == "section"]
-    assert at_home and all(t.share >= 0.45 for t in at_home)
+    # about half of its mentions; a quarter where the central entity is a common noun
+    # ("transaction"): the section says more than the phrase
+    assert at_home and all(
+        t.share >= 0.45 or (t.share >= 0.25 and t.entity and is_common_noun(kg.entities[t.entity].name)) for t in at_home
+    )
     assert sum(is_manual_title(t.text, headings) for t in titles.values()) >= 0.5 * len(titles)
 
 
@@ -56,11 +60,12 @@ def test_summaries_are_the_manuals_sentences_with_no_counts(kg: KnowledgeGraph, 
         assert report.summary and not is_template_sentence(report.summary), report.summary
         for word in ("(acronym)", "(keyword)", "(term)", "(identifier)"):  # type tags only for sure types
             assert word not in report.summary
-    # the WAL community opens with a sentence whose subject is one of its members
+    # the WAL community's lines are the manual's whole sentences (a section's lead after
+    # its title), one of them with WAL for its subject
     wal = kg.reports[_community_of(kg, "WAL")]
-    first = wal.summary.split(". ")[0] + "."
-    assert any(first in t for t in texts), wal.summary
-    assert first.startswith(("WAL ", "The WAL ")), wal.summary
+    sentences = [line if any(line in t for t in texts) else line.split(": ", 1)[-1] for line in wal.summary.split("\n")]
+    assert all(any(s in t for t in texts) for s in sentences), wal.summary
+    assert any(s.startswith(("WAL ", "The WAL ")) for s in sentences), wal.summary
 
 
 def test_the_structure_check_measures_the_titles_and_summaries(sample_kb) -> None:  # type: ignore[no-untyped-def]

@@ -84,10 +84,11 @@ def test_a_community_with_no_home_is_named_by_its_central_entity_or_the_section_
     spread = ["wal#0", "vacuum#0", "tool1#1", "tool2#1", "tool3#1"]
     kg = _graph(
         [
-            # the most connected inside its community, mentioned all over
+            # the most connected inside its community, mentioned all over: no section
+            # holds a quarter of the community's mentions
             _entity("cp", "checkpoint", spread),
-            _entity("a", "page cache", spread[1:]),
-            _entity("b", "journal", spread[:3]),
+            _entity("a", "page cache", ["vacuum#0", "tool1#1", "tool2#1", "tool3#1", "tool4#1"]),
+            _entity("b", "journal", ["wal#0", "tool4#1", "tool1#1"]),
             _entity("vac", "vacuum", spread, "term", "A vacuum rebuilds the database file.", "vacuum#1"),
             _entity("c", "free page", spread[2:]),
             _entity("d", "freelist", spread[:2]),
@@ -179,13 +180,17 @@ def test_the_summary_introduces_the_central_entities_then_tells_their_relations_
     # the sentences whose subject is a central entity lead, the most central first; one
     # pointing elsewhere does not
     assert summary.startswith(
-        "A checkpoint copies the content of the WAL file back into the database file. "
+        "A checkpoint copies the content of the WAL file back into the database file.\n"
         "A reader can block a checkpoint from finishing its work."
     ), summary
     assert "See the section below" not in summary
-    # then typed relations, each told as "A verb B" and quoted (a sentence quoted once);
-    # no co-occurrence, no bare preposition
-    assert summary.endswith('WAL requires checkpoint: "A database in WAL mode requires a checkpoint from time to time."')
+    # then the sentences stating typed relations (a sentence quoted once); no
+    # co-occurrence, no bare preposition; the findings tell each relation as "A verb B"
+    # before its sentence
+    assert summary.endswith("\nA database in WAL mode requires a checkpoint from time to time."), summary
+    assert "WAL requires checkpoint: A database in WAL mode requires a checkpoint from time to time." in [
+        f.text for f in report.findings
+    ]
     assert "Reader blocks checkpoint" not in summary
     assert "checkpoint in WAL" not in summary and "MERGE" not in summary
     # no counts, no guessed types
@@ -194,7 +199,7 @@ def test_the_summary_introduces_the_central_entities_then_tells_their_relations_
     assert report.findings and report.findings[0].chunk_ids == ["wal#1"]
 
 
-def test_a_community_no_sentence_tells_lists_its_members_with_their_sure_types() -> None:
+def test_a_community_no_sentence_tells_lists_its_members_without_guessed_types() -> None:
     kg = _graph(
         [_entity("pic", "-fPIC", ["tool1#0"], "option"), _entity("shared", "-shared", ["tool1#0"], "option"),
          _entity("gcc", "GCC", ["tool1#0"], "acronym"), _entity("cc", "cc", ["tool1#0"], "identifier")],
@@ -202,7 +207,8 @@ def test_a_community_no_sentence_tells_lists_its_members_with_their_sure_types()
         [Community(0, 0, ["pic", "shared"]), Community(1, 0, ["gcc", "cc"])],
     )
     reports = write_reports(kg, ExtractiveReportWriter(), headings=HEADINGS)
-    assert reports[0].summary == "-fPIC and -shared (options), in tool1."
+    # a rule extractor's type restates the name's form ("-fPIC" an option): not said
+    assert reports[0].summary == "-fPIC and -shared, in tool1."
     assert "acronym" not in reports[1].summary and "identifier" not in reports[1].summary
 
 
@@ -217,3 +223,85 @@ def test_an_entity_introduces_a_sentence_it_is_the_subject_of() -> None:
     assert not introduces("WALs are kept apart.", wal)
     assert not introduces("The SQLite code base is supported by a team of developers.", sqlite)
     assert not introduces("A database in WAL mode requires a checkpoint.", wal)
+
+
+def test_a_report_opens_with_the_leads_of_the_sections_its_members_live_in_in_reading_order() -> None:
+    kg = _graph(
+        [
+            _entity("cp", "checkpoint", ["wal#1", "wal#2"]),
+            _entity("frame", "WAL frame", ["wal#1", "wal#2", "wal#3"]),
+            _entity("reader", "reader", ["wal#3"]),
+        ],
+        [_rel("cp", "copy", "frame", 3.0, "A checkpoint copies each WAL frame into the database.", "wal#2"),
+         _rel("reader", "co_occurs", "frame")],
+        [Community(0, 0, ["cp", "frame", "reader"])],
+    )
+    leads = {
+        # the section's opening chunk says what it is about; a later chunk's first
+        # sentence is no lead
+        "wal#1": "Checkpointing moves the content of the WAL file back into the database file.",
+        "wal#2": "Then the checkpointer resets the WAL file for new transactions to use.",
+        "wal#3": "Readers and one writer can work on the database at once in WAL mode.",
+    }
+    report = write_reports(kg, ExtractiveReportWriter(), headings=HEADINGS, leads=leads)[0]
+    lines = report.summary.split("\n")
+    # "2. How WAL Works" holds all of it; neither of its sections three quarters: its
+    # title, with no lead of its own; its sections' leads follow in reading order under
+    # their titles, then the relation's sentence
+    assert report.title == "How WAL Works"
+    assert lines == [
+        "Checkpointing: Checkpointing moves the content of the WAL file back into the database file.",
+        "Concurrency: Readers and one writer can work on the database at once in WAL mode.",
+        "A checkpoint copies each WAL frame into the database.",
+    ], lines
+    assert report.findings[0].chunk_ids == ["wal#1"]
+    # a sentence longer than the writer quotes is left out whole, never cut
+    short = write_reports(kg, ExtractiveReportWriter(max_quote_chars=70), headings=HEADINGS, leads=leads)[0]
+    assert short.summary.split("\n") == [
+        "Concurrency: Readers and one writer can work on the database at once in WAL mode.",
+        "A checkpoint copies each WAL frame into the database.",
+    ], short.summary
+
+
+def test_a_common_noun_with_no_home_is_titled_by_the_section_holding_most_of_its_mentions() -> None:
+    def titles(first: str, glossary: bool = False) -> str:
+        headings = {**HEADINGS, "glossary#0": ["Glossary"]}
+        extra = ["glossary#0"] * 2 if glossary else []
+        kg = _graph(
+            [_entity("cl", first, ["vacuum#1", "tool1#1", "tool2#1", *extra]),
+             _entity("si", "standard input", ["vacuum#1", "tool3#1", "tool4#1", *extra])],
+            [_rel("cl", "co_occurs", "si", 2.0)],
+            [Community(0, 0, ["cl", "si"])],
+        )
+        return name_communities(kg, headings)[0]
+
+    # no section holds about half of it; "How VACUUM works" holds a third: a title a
+    # reader finds in the manual, where "Command line" is a phrase of its prose
+    assert titles("command line") == "How VACUUM works"
+    # a name that is a name stays: an option, an identifier
+    assert titles("--command-line") == "--command-line"
+    # a glossary (or an index) says what a term means in a line, and is nobody's title
+    assert titles("command line", glossary=True) != "Glossary"
+
+
+def test_the_leads_of_a_manual_are_the_opening_sentences_of_its_sections() -> None:
+    from graphrag.build import section_leads
+    from ingest.models import Chunk
+
+    def chunk(doc: str, n: int, path: list[str], text: str) -> Chunk:
+        return Chunk(chunk_id=f"{doc}#{n}", doc_id=doc, ordinal=n, text=text, heading_path=path, start=0,
+                     end=len(text), n_tokens=len(text.split()))
+
+    chunks = [
+        chunk("wal", 0, ["WAL"], "The write-ahead log is an alternative to the rollback journal."),
+        chunk("wal", 1, ["WAL"], "It is faster in most cases and it lets readers work on."),
+        chunk("wal", 2, ["WAL", "Checkpoints"],
+              "```\nPRAGMA wal_checkpoint;\n```\nA checkpoint copies frames back into the database."),
+        chunk("wal", 3, ["WAL", "Readers"], "where the reader stops, the writer goes on appending frames."),
+    ]
+    assert section_leads(chunks) == {
+        "wal#0": "The write-ahead log is an alternative to the rollback journal.",
+        # past the code block, the section's first sentence
+        "wal#2": "A checkpoint copies frames back into the database.",
+        # wal#1 goes on from wal#0; wal#3 opens mid-sentence
+    }

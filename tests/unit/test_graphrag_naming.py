@@ -109,9 +109,7 @@ def test_a_report_leads_with_the_manuals_sentence_and_skips_placeholders() -> No
         phrases={"cp|in|wal": "checkpoint in WAL", "wal|require|cp": "WAL requires checkpoint"},
     )
     summary = ExtractiveReportWriter().write(ctx).summary
-    assert summary == (
-        'WAL requires checkpoint: "A database in WAL mode requires a checkpoint to move pages back into the database file."'
-    ), summary
+    assert summary == "A database in WAL mode requires a checkpoint to move pages back into the database file.", summary
     assert "<database-name>" not in summary and "drh@" not in summary and "See the section below" not in summary
 
 
