@@ -3,7 +3,7 @@ else its central entity.
 
 A community's members are mentioned in chunks, and every chunk sits under a path of
 headings (page title first). A community's **home** is the section (a page, or a
-heading below it) whose chunks hold at least half of its members' mentions (each
+heading below it) whose chunks hold at least a third of its members' mentions (each
 member counted once per chunk); the deepest such section names it, without its
 number, a generic heading ("Options", "Examples") after the heading above it
 ("pg_resetwal: Options"). A section whose chunks mention a large share of all the
@@ -37,8 +37,11 @@ from graphrag.vocab import GENERIC_WORDS, HEAD_NOUN_TYPES
 
 # a heading used by more pages than this is page structure ("Overview", "OPTIONS")
 MAX_HEADING_DOCS = 3
-# the share of a community's mentions its home section must hold: about half
-HOME_SHARE = 0.45
+# the share of a community's mentions its home section must hold: a third (on the tuning
+# manuals, a section holding a third to a half of a community named it better than its
+# central entity did: "Define New Collating Sequences" for sqlite3_create_collation(),
+# "Commit Limiting" for --max-parents)
+HOME_SHARE = 0.33
 # a section below its page names the community when it holds this share of what the
 # section above it holds ("Write-Ahead Logging", not its "Options" with half of it)
 DESCEND_SHARE = 0.75
@@ -147,7 +150,7 @@ class Title:
     source: str
     share: float = 0.0
     entity: str | None = None  # the central entity's id
-    deeper: tuple[Section, ...] = ()  # sections below the home that hold about half too
+    deeper: tuple[Section, ...] = ()  # sections below the home that hold a third too
     section: Section | None = None  # the section the title is (None for an entity's name)
 
 
@@ -385,7 +388,7 @@ def _distinct(
     """One level's titles made distinct: of communities sharing a title, the one with the
     best claim keeps it and the others are told apart by a central member's name; so is
     a community titled as one of its ancestors (``above``: the shallower levels' titles).
-    A community told apart takes a section below its home that holds about half of its
+    A community told apart takes a section below its home that holds a third of its
     mentions too, when one is free, or else its central entity's name after the title."""
     groups: dict[str, list[Community]] = defaultdict(list)
     for c in communities:
