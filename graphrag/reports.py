@@ -400,7 +400,9 @@ class ExtractiveReportWriter:
         for heading, sentence, chunk in context.leads:
             if len(sentence) <= self.max_quote_chars and sentence not in used_text and len(findings) < 2:
                 used_text.add(sentence)
-                findings.append(Finding(f"{heading or context.name}: {sentence}", [chunk]))
+                # a finding reads "label: quote": the section's own heading, with no colon
+                label = (heading or context.name).rsplit(": ", 1)[-1]
+                findings.append(Finding(f"{label}: {sentence}", [chunk]))
         for eid, sentence, chunk in context.introductions:
             fits = len(sentence) <= self.max_quote_chars
             if eid in names and sentence not in used_text and len(findings) < 3 and fits:
