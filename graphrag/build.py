@@ -10,7 +10,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 
 from arborgraph.core.concurrency import run_ordered, workers_for
-from arborgraph.core.leads import lead_sentence
+from arborgraph.core.leads import opening
 from arborgraph.core.protocols import ProgressCallback, no_progress
 from graphrag import schema
 from graphrag.communities import HierarchicalLeiden, aggregate_edges
@@ -114,23 +114,32 @@ def chunk_headings(chunks: Sequence[Chunk]) -> dict[str, list[str]]:
 
 
 def section_leads(chunks: Sequence[Chunk]) -> dict[str, str]:
-    """Chunk id -> lead sentence (:func:`arborgraph.core.leads.lead_sentence`) of each
-    chunk that opens its section (the first of its document under its heading path,
-    ``chunks`` in document order): where the manual says what a section is about, which
-    a community's report opens with."""
+    """Chunk id -> lead sentence of each chunk that opens its section (the first of its
+    document under its heading path, ``chunks`` in document order): where the manual
+    says what a section is about, which a community's report opens with. The lead is the
+    first of the chunk's opening sentences (:func:`arborgraph.core.leads.opening`) that
+    is not an aside ("Note that ...", "In other words, ...") and does not go on from
+    text before it."""
     out: dict[str, str] = {}
     previous: tuple[str, tuple[str, ...]] | None = None
     for c in chunks:
         key = (c.doc_id, tuple(c.heading_path))
-        if key != previous and (lead := lead_sentence(c.text)) is not None and not _LOWER_START.match(lead):
-            out[c.chunk_id] = lead
+        if key != previous:
+            lead = next((s for s in opening(c.text, _LEAD_CANDIDATES) if not _NOT_A_LEAD.match(s)), None)
+            if lead is not None:
+                out[c.chunk_id] = lead
         previous = key
     return out
 
 
+# how many of a section's opening sentences may be passed over for an aside
+_LEAD_CANDIDATES = 3
 # a sentence opening in a lower-case word goes on from text before it ("where origin/master
-# used to point ..."), unlike one opening with an identifier ("git-merge(1) joins ...")
-_LOWER_START = re.compile(r"^[a-z]+[\s,;:]")
+# used to point ..."), unlike one opening with an identifier ("git-merge(1) joins ...");
+# a note or a rewording is an aside to what the section is about
+_NOT_A_LEAD = re.compile(
+    r"^(?:[a-z]+[\s,;:]|(?:Note|NOTE)\b|In other words\b|As (?:before|described|mentioned|noted|you can see)\b)"
+)
 
 
 def default_report_writer(config: GraphConfig) -> ReportWriter:

@@ -150,7 +150,9 @@ class Title:
     source: str
     share: float = 0.0
     entity: str | None = None  # the central entity's id
-    deeper: tuple[Section, ...] = ()  # sections below the home that hold a third too
+    # sections that may tell it apart from a community with the same title: those below
+    # the home that hold a third too, then the section introducing its central entity
+    deeper: tuple[Section, ...] = ()
     section: Section | None = None  # the section the title is (None for an entity's name)
 
 
@@ -333,6 +335,9 @@ def _title(kg: KnowledgeGraph, index: SectionIndex, community: Community, above:
     if home >= 0:
         section, share = path[home]
         deeper = tuple(s for s, _ in path[home + 1 :])
+        defined = _defining_section(index, kg, entity)
+        if defined is not None and defined != section:
+            deeper += (defined,)
         return Title(index.title(section) or "", "section", round(share, 4), lead, deeper, section)
     defined = _defining_section(index, kg, entity)
     if defined is not None:
@@ -389,7 +394,8 @@ def _distinct(
     best claim keeps it and the others are told apart by a central member's name; so is
     a community titled as one of its ancestors (``above``: the shallower levels' titles).
     A community told apart takes a section below its home that holds a third of its
-    mentions too, when one is free, or else its central entity's name after the title."""
+    mentions too, or the section introducing its central entity, when one is free, or
+    else its central entity's name after the title."""
     groups: dict[str, list[Community]] = defaultdict(list)
     for c in communities:
         groups[_norm(first[c.id].text)].append(c)

@@ -298,10 +298,38 @@ def test_the_leads_of_a_manual_are_the_opening_sentences_of_its_sections() -> No
         chunk("wal", 2, ["WAL", "Checkpoints"],
               "```\nPRAGMA wal_checkpoint;\n```\nA checkpoint copies frames back into the database."),
         chunk("wal", 3, ["WAL", "Readers"], "where the reader stops, the writer goes on appending frames."),
+        chunk("wal", 4, ["WAL", "Writers"],
+              "Note that a writer never blocks a reader. A writer appends new frames to the end of the WAL file."),
     ]
     assert section_leads(chunks) == {
         "wal#0": "The write-ahead log is an alternative to the rollback journal.",
         # past the code block, the section's first sentence
         "wal#2": "A checkpoint copies frames back into the database.",
         # wal#1 goes on from wal#0; wal#3 opens mid-sentence
+        # a note is an aside: the sentence after it says what the section is about
+        "wal#4": "A writer appends new frames to the end of the WAL file.",
     }
+
+
+def test_a_community_sharing_its_home_is_told_apart_by_the_section_introducing_its_central_entity() -> None:
+    headings = {
+        **HEADINGS, "vacuum#2": ["VACUUM", "3. The freelist"], "vacuum#3": ["VACUUM", "4. Auto-vacuum"],
+        "vacuum#4": ["VACUUM", "5. Limits"],
+    }
+    kg = _graph(
+        [
+            _entity("cmd", "VACUUM", ["vacuum#0", "vacuum#1", "vacuum#3"], "statement"),
+            _entity("pc", "page count", ["vacuum#0", "vacuum#1", "vacuum#4"]),
+            # its mentions are spread over the page: no section below it holds a third
+            _entity("fl", "freelist", ["vacuum#2", "vacuum#3", "vacuum#4", "vacuum#0"]),
+            _entity("up", "unused page", ["vacuum#1", "vacuum#3", "vacuum#4"]),
+        ],
+        [_rel("cmd", "co_occurs", "pc", 2.0), _rel("fl", "co_occurs", "up", 2.0)],
+        [Community(0, 0, ["cmd", "pc"]), Community(1, 0, ["fl", "up"])],
+    )
+    titles = community_titles(kg, headings)
+    # both live on the page "VACUUM"; the community with a member of that name keeps it,
+    # the other takes the section whose heading names its central entity, not
+    # "VACUUM: freelist"
+    assert titles[0].text == "VACUUM"
+    assert titles[1].text == "The freelist" and titles[1].section == ("VACUUM", "The freelist")
