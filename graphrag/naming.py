@@ -426,10 +426,12 @@ def _distinct(
 
 def _told_apart(kg: KnowledgeGraph, community: Community, title: str, taken: set[str]) -> str:
     """``title`` with the name of the most central member it does not already name, or
-    two of them when one is not enough."""
+    two of them when one is not enough; a name before a common noun ("Postfix TLS
+    Support: smtpd_starttls_timeout", not "...: read operations")."""
     central = central_members(kg, community)
     names = [kg.entities[m].name for m in _readable(kg, central) or central]
     names = [n for n in dict.fromkeys(names) if _norm(n) not in _norm(title)] or names
+    names = sorted(names, key=is_common_noun)  # stable: most central first among each kind
     for n in names:
         text = f"{title}: {n}"
         if _norm(text) not in taken:

@@ -333,3 +333,20 @@ def test_a_community_sharing_its_home_is_told_apart_by_the_section_introducing_i
     # "VACUUM: freelist"
     assert titles[0].text == "VACUUM"
     assert titles[1].text == "The freelist" and titles[1].section == ("VACUUM", "The freelist")
+
+
+def test_a_title_is_told_apart_by_a_name_before_a_common_noun() -> None:
+    kg = _graph(
+        [
+            _entity("cp", "checkpoint", ["wal#1", "wal#2"]),
+            _entity("frame", "WAL frame", ["wal#1", "wal#2"]),
+            _entity("mark", "end mark", ["wal#1", "wal#2"]),
+            _entity("zlock", "WAL_READ_LOCK", ["wal#1"]),
+        ],
+        [_rel("cp", "copy", "frame", 3.0), _rel("mark", "co_occurs", "zlock", 1.0)],
+        [Community(0, 0, ["cp", "frame"]), Community(1, 0, ["mark", "zlock"])],
+    )
+    titles = name_communities(kg, HEADINGS)
+    # both at home in "Checkpointing"; "end mark" is the more central, but a phrase of
+    # prose: the identifier tells the second community apart
+    assert titles[0] == "Checkpointing" and titles[1] == "Checkpointing: WAL_READ_LOCK", titles
