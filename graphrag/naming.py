@@ -169,6 +169,7 @@ class SectionIndex:
         # where each section starts in reading order, and its lead sentence (with its chunk)
         self.order: dict[Section, int] = {}
         self.leads: dict[Section, tuple[str, str]] = {}
+        self._openings: dict[Section, tuple[str, str]] | None = None  # made on first use
         for chunk, path in headings.items():
             cleaned = tuple(page_title(h) for h in path if h.strip())
             if cleaned:
@@ -194,19 +195,17 @@ class SectionIndex:
         """(sentence, chunk id): the lead sentence of ``section``, or when its own text
         has none (a page whose text starts under "NAME" or "Overview"), of the first
         section below it in reading order whose headings past it are all generic."""
-        if section in self.leads:
-            return self.leads[section]
-        start = self.order.get(section)
-        if start is None:
-            return None
-        below = sorted(
-            (self.order[s], s) for s in self.leads
-            if len(s) > len(section) and s[: len(section)] == section
-        )
-        for _, s in below:
-            if all(is_generic_heading(h, self.structural) for h in s[len(section) :]):
-                return self.leads[s]
-        return None
+        if self._openings is None:
+            # one pass over the leads in reading order: each lead opens the sections above
+            # it that are reached through generic headings only, unless one came first
+            self._openings = {}
+            for s in sorted(self.leads, key=lambda s: self.order.get(s, 0)):
+                for depth in range(len(s), 0, -1):
+                    if depth < len(s) and not is_generic_heading(s[depth], self.structural):
+                        break
+                    if depth == len(s) or s[:depth] not in self.leads:
+                        self._openings.setdefault(s[:depth], self.leads[s])
+        return self.leads.get(section) or self._openings.get(section)
 
     def sections(self, chunk: str) -> list[Section]:
         """The sections ``chunk`` is under, the page first."""
