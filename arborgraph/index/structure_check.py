@@ -103,7 +103,8 @@ class CommunityShape(BaseModel):
     )
     template_summaries: float | None = Field(
         None, description="share of summaries with a template sentence: a count of entities or members "
-        "('Its 4 entities are', '73 related entities')"
+        "('Its 4 entities are', '73 related entities'), or only members listed with their pages ('X and Y, in Doc A "
+        "and Doc B.')"
     )
     examples: list[str]
 
@@ -248,11 +249,21 @@ _TEMPLATE = re.compile(
 )
 
 
+# a list of names and where they are, with no verb: "inet_interfaces and proxy_interfaces,
+# in Postfix Configuration Parameters and Postfix Standard Configuration Examples."
+# (the pages are titles, capitalised; a clause before "in" is prose: "If it exists, in ...")
+_STUB = re.compile(
+    r"^(?!(?i:if|when|while|although|because|as|for|once|unless|since|after|before)\b)[^\n]{1,200}?"
+    r", in [A-Z0-9`\"'(][^\n]{0,300}\.$"
+)
+
+
 def is_template_sentence(text: str) -> bool:
     """Whether a summary holds a template sentence: a count of entities or members
     ("Its 4 entities are ...", "The most connected of its 12 entities", "73 related
-    entities (10 keyword, ...)")."""
-    return bool(_TEMPLATE.search(text))
+    entities (10 keyword, ...)"), or is one keyword list of members and the pages naming
+    them ("X and Y, in Doc A and Doc B."), which a reader rates as no summary at all."""
+    return bool(_TEMPLATE.search(text) or _STUB.match(text.strip()))
 
 
 def manual_headings(heading_paths: Iterable[Sequence[str]], page_titles: Iterable[str] = ()) -> set[str]:

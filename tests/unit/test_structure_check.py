@@ -136,6 +136,11 @@ def test_community_shape_counts_the_manuals_titles_template_summaries_and_untitl
     assert is_template_sentence("The most connected of its 12 entities is WAL.")
     assert is_template_sentence("WAL has 73 related entities (10 keyword, 10 term, 6 acronym).")
     assert not is_template_sentence("A checkpoint copies 1000 pages back into the database file.")
+    # a list of members and the pages naming them is no summary either
+    assert is_template_sentence("inet_interfaces and proxy_interfaces, in Configuration Parameters and TLS Support.")
+    assert is_template_sentence("-fPIC and -shared, in How To Compile SQLite.")
+    assert not is_template_sentence("If the file exists, in most cases new data is appended to it.")
+    assert not is_template_sentence("The file is kept, in most cases.")
 
     entities = pa.table({"id": ["e1", "e2", "e3"], "name": ["WAL", "checkpoint", "VACUUM"]})
     communities = pa.table({"id": [1, 2, 3, 4], "members": [["e1", "e2"], ["e3"], ["e1"], ["e2"]]})
