@@ -9,12 +9,15 @@ number, a generic heading ("Options", "Examples") after the heading above it
 ("pg_resetwal: Options"). A section whose chunks mention a large share of all the
 graph's entities is an index, a glossary or a table of contents, and is nobody's home.
 
-A community spread over the manual has no home: it is named by its **central entity**
-(the member with the most relation weight inside it), or by the heading of the section
-whose sentence introduces that entity when the heading names it. A central entity that
-is a plain common noun ("command line", "author", "cause Git") names nothing a reader
-looks up: then the section holding the most of the community's mentions names it, when
-that section holds a fair share of them (:data:`MOST_SHARE`).
+A community spread over the manual has no home: it is named by the heading of the
+section whose sentence introduces its **central entity** (the member with the most
+relation weight inside it) when the heading names it. A central entity that is a plain
+common noun ("command line", "author", "cause Git") names nothing a reader looks up:
+then the section holding the most of the community's mentions names it, when that
+section holds a fair share of them (:data:`MOST_SHARE`). Else the page holding the most
+of its mentions names it, with the central entity's name after it when that is a name
+a reader looks up ("omelasticsearch: retryfailures", not a bare "retryfailures"; the
+page alone, not "Table"); a bare entity name only in a graph without headings.
 
 Titles are distinct within a level: of communities with one title, the one with the
 best claim keeps it (a member of that name, then the larger share of mentions) and the
@@ -58,7 +61,7 @@ MOST_SHARE = 0.25
 MAX_TITLE_WORDS = 12
 
 _NUMBERING_RE = re.compile(
-    r"^\s*(?:(?:chapter|section|part|appendix)\s+[\dIVXivx]+[.:]?\s*(?:[-—–:]\s*)?|\d+(?:\.\d+)*\.?\s+|[A-Za-z]\.\s+|[ivxIVX]+\.\s+)",
+    r"^\s*(?:[-–—•*]\s+|(?:chapter|section|part|appendix)\s+[\dIVXivx]+[.:]?\s*(?:[-—–:]\s*)?|\d+(?:\.\d+)*\.?\s+|[A-Za-z]\.\s+|[ivxIVX]+\.\s+)",
     re.IGNORECASE,
 )
 # identifiers made up for examples (t1, tbl1, pub3b) and standard feature codes (T332)
@@ -105,9 +108,14 @@ def structural_headings(pages: Iterable[tuple[str, Sequence[str]]], max_docs: in
 
 
 def page_title(heading: str) -> str:
-    """A heading as a reader is pointed to it: without its number, chapter prefix or
-    pilcrow ("8. Configuration Reference" -> "Configuration Reference")."""
+    """A heading as a reader is pointed to it: without its number, chapter prefix, list
+    dash or pilcrow ("8. Configuration Reference" -> "Configuration Reference", "-
+    Mandatory configuration file edits" -> "Mandatory configuration file edits", "4 - Building on a supported system" ->
+    "Building on a supported system": a list item set as a heading keeps no bullet)."""
     text = _NUMBERING_RE.sub("", heading.strip().rstrip("¶").strip()).strip()
+    # a number and then a dash ("4 - Building on a supported system")
+    if text[:1] in "-–—•*":
+        text = _NUMBERING_RE.sub("", text).strip()
     return text or heading.strip()
 
 
@@ -141,10 +149,11 @@ Section = tuple[str, ...]  # a heading path, page title first, each heading as p
 @dataclass(frozen=True, slots=True)
 class Title:
     """A community's title and where it comes from: ``source`` is ``"section"`` (its
-    home), ``"definition"`` (the section introducing its central entity) or
-    ``"entity"`` (the central entity's name); ``share`` the share of its members'
-    mentions under the section (0 for an entity's name; each member's mentions weigh 1
-    in all)."""
+    home), ``"definition"`` (the section introducing its central entity), ``"page"``
+    (the page holding the most of its mentions, with its central entity's name after
+    it unless that is a common noun) or ``"entity"`` (the central entity's name, for a
+    graph without headings); ``share`` the share of its members' mentions under the
+    section (0 for an entity's name; each member's mentions weigh 1 in all)."""
 
     text: str
     source: str
@@ -178,6 +187,12 @@ class SectionIndex:
                     self.order.setdefault(cleaned[:depth], len(self.order))
                 if leads and chunk in leads:
                     self.leads.setdefault(cleaned, (leads[chunk], chunk))
+        # a lead many pages share is boilerplate ("Parameter names are case-insensitive."):
+        # it says what kind of section it opens, not what this one is about
+        pages_of: dict[str, set[str]] = defaultdict(set)
+        for section, (sentence, _) in self.leads.items():
+            pages_of[_norm(sentence)].add(section[0])
+        self.leads = {s: lead for s, lead in self.leads.items() if len(pages_of[_norm(lead[0])]) <= MAX_HEADING_DOCS}
         self.structural = structural_headings((path[0], path[1:]) for path in self.paths.values())
         entities: dict[Section, set[str]] = defaultdict(set)
         for chunk, path in self.paths.items():
@@ -221,12 +236,16 @@ class SectionIndex:
         own = section[-1].rstrip(":").strip()
         if not own or len(own.split()) > MAX_TITLE_WORDS:
             return None
-        if not is_generic_heading(own, self.structural):
+        # an identifier alone below its page ("retryfailures", "mail_owner", "--outfile")
+        # says what it is only with the page it is on: "omelasticsearch: retryfailures"
+        # (a capitalised word is a topic: "Checkpointing")
+        alone = len(own.split()) > 1 or len(section) == 1 or bool(_WORD_RE.match(own))
+        if alone and not is_generic_heading(own, self.structural):
             return own
         for above in reversed(section[:-1]):
             if not is_generic_heading(above, self.structural) and len(above.split()) <= MAX_TITLE_WORDS:
                 return f"{above}: {own}"
-        return None
+        return None if is_generic_heading(own, self.structural) else own
 
     def held(self, kg: KnowledgeGraph, members: Iterable[str]) -> tuple[Counter[Section], float]:
         """The weight of ``members``' mentions each section holds, and their total: each
@@ -342,7 +361,39 @@ def _title(kg: KnowledgeGraph, index: SectionIndex, community: Community, above:
     if defined is not None:
         share = index.share(kg, community.members, defined)
         return Title(index.title(defined) or "", "definition", round(share, 4), lead, (), defined)
+    page = _most_held_page(kg, index, community.members)
+    if page is not None:
+        # spread over the manual: a bare name ("mail_owner", "Table") does not say where
+        # it lives; the page holding the most of its mentions does, and its report quotes
+        # that page only. A name a reader looks up stays, after its page.
+        section, share = page
+        title = index.title(section) or section[0]
+        text = title if is_common_noun(entity.name) else f"{title}: {entity.name}"
+        return Title(text, "page", round(share, 4), lead, (), section)
     return Title(capitalised(entity.name), "entity", 0.0, lead)
+
+
+def _most_held_page(kg: KnowledgeGraph, index: SectionIndex, members: Iterable[str]) -> tuple[Section, float] | None:
+    """(page, share of the mentions) of the titled page holding the most of ``members``'
+    mentions, ties to reading order. Members named only on pages that name much of the
+    manual (a reference of all parameters, taken for an index) are at home there: then
+    the page with most of their mentions that is not generic ("Index") names them. None
+    when no page does."""
+    members = list(members)
+    counts, total = index.held(kg, members)
+    pages = [(n, index.order.get(s, 0), s) for s, n in counts.items() if len(s) == 1 and index.title(s)]
+    if not total:
+        everywhere: Counter[Section] = Counter(
+            index.sections(mention.chunk_id)[0] for m in members for mention in kg.entities[m].mentions
+            if index.sections(mention.chunk_id)
+        )
+        total = sum(everywhere.values())
+        pages = [(n, index.order.get(s, 0), s) for s, n in everywhere.items()
+                 if not is_generic_heading(s[0], index.structural) and len(s[0].split()) <= MAX_TITLE_WORDS]
+    if not pages or not total:
+        return None
+    n, _, section = min(pages, key=lambda t: (-t[0], t[1]))
+    return section, n / total
 
 
 _COMMON_NOUN_RE = re.compile(r"^[a-z]+(?:[ -][a-z]+)*(?: [A-Z][a-z]+)?$")
@@ -417,7 +468,9 @@ def _distinct(
             if free:
                 text, section = index.title(free[0]) or "", free[0]
             else:
-                text, section = _told_apart(kg, c, base.text, taken | ancestral), base.section
+                # a page's title with a member's name after it is told apart after the page
+                named = (index.title(base.section) or base.section[0]) if base.source == "page" and base.section else None
+                text, section = _told_apart(kg, c, named or base.text, taken | ancestral), base.section
             taken.add(_norm(text))
             out[c.id] = Title(text, base.source, base.share, base.entity, (), section)
     return out
@@ -446,6 +499,7 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+_WORD_RE = re.compile(r"^[A-Z][a-z]+$")
 _LOWER_WORD_RE = re.compile(r"^[a-z]+(?:-[a-z]+)*$")
 
 

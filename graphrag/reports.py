@@ -100,6 +100,10 @@ class CommunityContext:
     # (section title, lead sentence, chunk id): the sections it lives in, its title's
     # first (title "" there: the report's title says it), the others in reading order
     leads: list[tuple[str, str, str]] = field(default_factory=list)
+    # the chunks of the page its title is on: the summary quotes only them, so that a
+    # community spread over the manual is not told by sentences from unrelated pages
+    # (None: any chunk, for a graph without headings)
+    page_chunks: frozenset[str] | None = None
 
 
 def community_context(
@@ -268,13 +272,16 @@ def home_leads(
     wanted += [s for s, n in counts.items() if total and n >= _LEAD_SHARE * total - 1e-9]
     out: list[tuple[str, str, str]] = []
     seen: set[str] = set()
-    if title.section is not None and (found := index.opening(title.section)) is not None:
+    home = title.section or ()
+    # the title's section, or when it has no lead of its own, its page's
+    found = next((f for s in dict.fromkeys((home, home[:1])) if s and (f := index.opening(s)) is not None), None)
+    if found is not None:
         out.append(("", *found))
         seen.add(found[0])
-    home = title.section or ()
-    # the sections above the title's say more than the community is about
+    # the sections above the title's say more than the community is about; those on
+    # other pages are about something else (a community told by its page keeps to it)
     others = sorted(
-        (s for s in dict.fromkeys(wanted) if s != home[: len(s)] and index.title(s)),
+        (s for s in dict.fromkeys(wanted) if s != home[: len(s)] and index.title(s) and s[:1] == home[:1]),
         key=lambda s: index.order.get(s, 0),
     )
     for section in others:
@@ -287,7 +294,21 @@ def home_leads(
             found = found if index.opening(section[:-1]) == found else None
         if found is not None and found[0] not in seen and members.intersection(kg.chunk_entities.get(found[1], ())):
             seen.add(found[0])
-            out.append((_lead_heading(index, section), *found))
+            # on the title's page: its heading without the page's title before it
+            label = _lead_heading(index, section)
+            page = index.title(home[:1]) if home else None
+            out.append((label.removeprefix(f"{page}: ") if page else label, *found))
+    if not out and home:
+        # a page opening with a list or a table: the lead of its section holding the most
+        # of the community's mentions (one naming a member first) says what it is about,
+        # in the page's words, where a list of names would not
+        on_page = sorted(
+            (s for s in index.leads if s[:1] == home[:1]),
+            key=lambda s: (not members.intersection(kg.chunk_entities.get(index.leads[s][1], ())), -counts[s],
+                           index.order.get(s, 0)),
+        )
+        if on_page:
+            out.append(("", *index.leads[on_page[0]]))
     return out
 
 
@@ -369,28 +390,47 @@ class ExtractiveReportWriter:
         used: set[str] = set()
         parts: list[str] = []
 
+        said: set[str] = set()  # what was said, in any case and spacing
+
         def take(sentence: str, line: str) -> bool:
-            """Add ``line`` (saying ``sentence``) when the sentence is new, whole and fits."""
-            if sentence in used or len(sentence) > self.max_quote_chars:
+            """Add ``line`` (saying ``sentence``) when the sentence is new, whole, fits and
+            says something of the topic (not who added it)."""
+            key = _said(sentence)
+            if key in said or len(sentence) > self.max_quote_chars or is_credit(sentence):
                 return False
             if parts and len(" ".join([*parts, line]).split()) > self.max_words:
                 return False
             used.add(sentence)
+            said.add(key)
             parts.append(line)
             return True
 
+        on_page = context.page_chunks
         for heading, sentence, _ in context.leads:
             take(sentence, f"{heading}: {sentence}" if heading else sentence)
         # with leads, the introductions and relations add to them, not replace them
         intros = self.n_introductions - (1 if context.leads else 0)
-        for _, sentence, _ in context.introductions:
-            if intros > 0 and take(sentence, sentence):
+        for _, sentence, chunk in context.introductions:
+            if intros > 0 and (on_page is None or chunk in on_page) and take(sentence, sentence):
                 intros -= 1
-        for _, sentence in told_relations(context, self.n_relations, used):
-            take(sentence, sentence)
-        if not parts:
-            for sentence, _ in context.meetings:
+        for rel, sentence in told_relations(context, self.n_relations, used):
+            if on_page is None or _evidence_chunk(rel) in on_page:
                 take(sentence, sentence)
+        if not parts:
+            for sentence, chunk in context.meetings:
+                if on_page is None or chunk in on_page:
+                    take(sentence, sentence)
+        if not parts:
+            # nothing opens its page's sections: the sentences the manual says of its
+            # members, whatever their subject, before a bare list of names
+            # (those on its page first: a page of links only has none)
+            described = [
+                (text, chunk) for entity, _ in context.entities
+                if (chunk := entity.description_chunk) and entity.description
+                and (text := quotable(entity.description, [entity.name, *entity.aliases]))
+            ]
+            for text, _ in sorted(described, key=lambda tc: on_page is not None and tc[1] not in on_page)[:2]:
+                take(text, text)
         return "\n".join(parts) if parts else _where_named(context)
 
     def _findings(self, context: CommunityContext, central: list[Entity]) -> list[Finding]:
@@ -426,6 +466,26 @@ class ExtractiveReportWriter:
             if not findings and len(sentence) <= self.max_quote_chars:
                 findings.append(Finding(f"{label}: {sentence}", [chunk]))
         return findings
+
+
+_CREDIT = re.compile(
+    # "Liviu Daia added ...", "Thanks to Wietse Venema": who wrote a feature, not what it is
+    # (a person's name is two or three capitalised words: "Postfix added" is no credit)
+    r"^(?:(?:[A-Z][a-z]+\.?\s+){2,3}(?:and\s+(?:[A-Z][a-z]+\.?\s+){2,3})?"
+    r"(?:added|contributed|wrote|implemented|fixed|reported|suggested|donated|submitted|ported)\b"
+    r"|(?i:(?:many\s+)?thanks\s+(?:go\s+)?to|credits?\s+(?:go\s+)?to|(?:written|contributed|patch)\s+by)\b)"
+)
+
+
+def is_credit(sentence: str) -> bool:
+    """Whether ``sentence`` credits a person with a change ("Liviu Daia added ...",
+    "Thanks to ..."): a changelog's line, which says nothing of what the topic is."""
+    return bool(_CREDIT.match(sentence.strip()))
+
+
+def _said(sentence: str) -> str:
+    """A sentence as compared for repeats: lower case, words only."""
+    return " ".join(re.findall(r"\w+", sentence.lower()))
 
 
 def told_relations(context: CommunityContext, n: int, used: Collection[str] = ()) -> list[tuple[Relation, str]]:
@@ -504,12 +564,18 @@ def write_reports(
     for chunk_id, path in (headings or {}).items():
         if path:
             titles.setdefault(doc_of(chunk_id), page_title(path[0]))
+    by_page: dict[str, set[str]] = {}
+    for chunk_id, path in index.paths.items():
+        by_page.setdefault(path[0], set()).add(chunk_id)
+    on_page = {page: frozenset(chunks) for page, chunks in by_page.items()}
     for cid, ctx in contexts.items():
         ctx.name = names[cid].text if cid in names else ""
         if headings is not None:
             ctx.pages = pages_to_read(kg, ctx.community, titles)
         if cid in names and leads:
             ctx.leads = home_leads(kg, index, ctx.community, names[cid], [e.id for e, _ in ctx.entities])
+        if cid in names and (section := names[cid].section):
+            ctx.page_chunks = on_page.get(section[0], frozenset())
     # rank: internal weight relative to the heaviest community of the same level
     weight = {cid: ctx.internal_weight for cid, ctx in contexts.items()}
     top: dict[int, float] = {}

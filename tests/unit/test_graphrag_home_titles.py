@@ -98,7 +98,9 @@ def test_a_community_with_no_home_is_named_by_its_central_entity_or_the_section_
         [Community(0, 0, ["a", "b", "cp"]), Community(1, 0, ["c", "d", "vac"])],
     )
     titles = community_titles(kg, HEADINGS)
-    assert (titles[0].text, titles[0].source) == ("Checkpoint", "entity")
+    # "checkpoint" alone says nothing of where it lives: the page holding the most of the
+    # community's mentions names it
+    assert (titles[0].text, titles[0].source) == ("tool1", "page")
     # vacuum is introduced under "2. How VACUUM works", on the page "VACUUM", a heading that
     # says no more than its name: that heading, not the bare name
     assert (titles[1].text, titles[1].source) == ("VACUUM", "definition")
@@ -278,8 +280,8 @@ def test_a_common_noun_with_no_home_is_titled_by_the_section_holding_most_of_its
     # no section holds a third of it; "How VACUUM works" holds 29 %: a title a reader
     # finds in the manual, where "Command line" is a phrase of its prose
     assert titles("command line") == "How VACUUM works"
-    # a name that is a name stays: an option, an identifier
-    assert titles("--command-line") == "--command-line"
+    # a name that is a name stays, after the page holding the most of its mentions
+    assert titles("--command-line") == "VACUUM: --command-line"
     # a glossary (or an index) says what a term means in a line, and is nobody's title
     assert titles("command line", glossary=True) != "Glossary"
 
