@@ -111,11 +111,15 @@ def page_title(heading: str) -> str:
     """A heading as a reader is pointed to it: without its number, chapter prefix, list
     dash or pilcrow ("8. Configuration Reference" -> "Configuration Reference", "-
     Mandatory configuration file edits" -> "Mandatory configuration file edits", "4 - Building on a supported system" ->
-    "Building on a supported system": a list item set as a heading keeps no bullet)."""
+    "Building on a supported system": a list item set as a heading keeps no bullet; "DANE
+    TLS authentication." -> "DANE TLS authentication")."""
     text = _NUMBERING_RE.sub("", heading.strip().rstrip("¶").strip()).strip()
     # a number and then a dash ("4 - Building on a supported system")
     if text[:1] in "-–—•*":
         text = _NUMBERING_RE.sub("", text).strip()
+    # a heading set as a sentence ("DANE TLS authentication.") is a title without its stop
+    if re.search(r"[a-z)]\.$", text) and not re.search(r"\b(?:etc|vs|e\.g|i\.e)\.$", text):
+        text = text[:-1]
     return text or heading.strip()
 
 

@@ -238,8 +238,8 @@ _LEANING_START = re.compile(
     r"otherwise|instead|likewise|similarly|again|in particular|for example|for instance|in this case|as such|"
     # a comparison or a case of what came before, or the default of a setting it does not
     # name ("In that case ...", "The default value is 'no'."): the subject is elsewhere
-    r"in (?:that|either|each|both|such) cases?|in contrast|by contrast|the (?:latter|former)|"
-    r"the default(?: value| setting)? is)\b",
+    r"in (?:that|either|each|both|such) cases?|in contrast|by contrast|the (?:latter|former)|in other words|"
+    r"next(?=,)|if (?:this|that|it|so|not)|the default(?: value| setting)? is)\b",
     re.IGNORECASE,
 )
 _LEANING_WORD = re.compile(r"\b(?:below|above|following|previous|preceding|aforementioned)\b", re.IGNORECASE)

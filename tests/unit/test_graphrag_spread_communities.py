@@ -67,6 +67,7 @@ def test_a_heading_loses_its_number_and_list_dash() -> None:
     assert page_title("4 - Building on a supported system") == "Building on a supported system"
     assert page_title("- Mandatory configuration file edits") == "Mandatory configuration file edits"
     assert page_title("--outfile") == "--outfile"  # an option is a name, not a bullet
+    assert page_title("DANE TLS authentication.") == "DANE TLS authentication"
 
 
 def test_a_spread_community_is_titled_by_the_page_holding_most_of_it_and_told_by_that_page() -> None:
@@ -120,6 +121,10 @@ def test_a_summary_has_no_credits_no_repeats_and_no_dangling_sentence() -> None:
     assert is_credit("Liviu Daia added support for certificate chains in the server.")
     assert not is_credit("Postfix added support for certificate chains in version 2.2.")
     assert not reads_alone("In that case the queue manager tries the delivery again later.")
+    assert not reads_alone("In other words the first reply says nothing about the state of the route.")
+    assert not reads_alone("Next, let's try to filter the commits we see based on their author.")
+    assert not reads_alone("If this is set to 0, the system will not route transit packets at all.")
+    assert reads_alone("If the file already exists, new data is appended to it by the module.")
     assert not reads_alone("The default value is smtpd, corresponding to a configuration file named smtpd.conf.")
     assert reads_alone("The default queue directory is /var/spool/postfix on most systems.")
     chunks = _chunks(PAGES)
