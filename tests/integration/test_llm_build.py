@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 import arborgraph
 from arborgraph.cli import app
 from arborgraph.config import load_config
+from arborgraph.core.errors import BuildError
 from arborgraph.pipeline import build_index
 from conftest import copy_pages
 from llm_server import manual_reply
@@ -159,8 +160,10 @@ def test_contextual_prefixes_are_indexed_but_not_shown(tmp_path: Path, docs: Pat
     assert set(table.column("context_prefix").to_pylist()) == {"This chunk is from the SQLite manual, about ZQXJ locking."}
     res = kb.query("ZQXJ", route="lookup")  # a word only the prefixes contain
     assert res.contexts and all("ZQXJ" not in c.text for c in res.contexts)
-    with pytest.raises(Exception, match="needs an LLM"):
+    # the user's mistake: a BuildError (exit 2 in the CLI) naming the fix, and nothing committed
+    with pytest.raises(BuildError, match=r"^contextual_prefixes needs an LLM: pass --llm-model \(or set llm\.model\)$"):
         build_index([docs], tmp_path / "idx3", load_config(overrides={"contextual_prefixes": True}))
+    assert not (tmp_path / "idx3" / "CURRENT").exists()
 
 
 SYSTEM_PROMPTS = {

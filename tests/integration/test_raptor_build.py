@@ -224,7 +224,9 @@ def test_summary_vectors_are_child_centroids_or_embedded_text(mode: str) -> None
     c = corpus()
     leaves, vectors = c.leaves[:40], c.vectors[:40]
     tree, _ = _build(leaves, vectors, config=CONFIG.model_copy(update={"summary_vectors": mode}))
-    for node in tree.summaries():
+    summaries = tree.summaries()
+    assert summaries, "40 leaves made no summary node: the loop below would check nothing"
+    for node in summaries:
         row = tree.node_vectors[tree.position(node.node_id)]
         if mode == "auto":  # extractive summaries: the mean of the children's vectors
             mean = np.stack([tree.node_vectors[tree.position(ch)] for ch in node.children]).mean(axis=0)

@@ -3,6 +3,7 @@ interpreter, as a new user would (no ``if __name__ == "__main__":`` guard)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -33,7 +34,9 @@ def python_snippets() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.DOTALL)
 
 
-def run_script(code: str, cwd: Path, timeout: float = 600) -> "subprocess.CompletedProcess[str]":
+def run_script(
+    code: str, cwd: Path, timeout: float = 600, extra_env: dict[str, str] | None = None,
+) -> "subprocess.CompletedProcess[str]":
     script = cwd / "snippet.py"
     script.write_text(code, encoding="utf-8")
     site = cwd / "site"
@@ -41,7 +44,7 @@ def run_script(code: str, cwd: Path, timeout: float = 600) -> "subprocess.Comple
     (site / "sitecustomize.py").write_text(FORCE_POOL, encoding="utf-8")
     env = {
         **os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-        "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]),
+        "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), **(extra_env or {}),
     }
     return subprocess.run(
         [sys.executable, str(script)], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env,
@@ -102,19 +105,63 @@ def docs_snippets() -> list[tuple[str, str]]:
     ]
 
 
+ROUTES = ("lookup", "tree", "graph", "global")
+
+
+def _shows_a_query(out: list[str], kb) -> None:  # type: ignore[no-untyped-def]
+    """python-api.md's tour: the route and why, three contexts (kind, page, headings,
+    score), the explanation, and the JSON contract's keys, as the API gives them."""
+    route, _, reason = out[0].partition(" ")
+    assert route in ROUTES and reason, out[0]
+    contexts = out[1:4]
+    assert len(contexts) == 3 and all(re.fullmatch(r"\w+ \S+\.md .* (0\.\d\d?|1\.0)", c) for c in contexts), contexts
+    scores = [float(c.rsplit(" ", 1)[1]) for c in contexts]
+    assert scores == sorted(scores, reverse=True)
+    assert out[4].startswith("question: ") and out[5].startswith(f"route: {route} ")  # res.explain()
+    question = out[4].removeprefix("question: ")
+    assert out[-1] == str(sorted(kb.query(question).to_dict()))
+
+
+def _shows_settings(out: list[str], kb) -> None:  # type: ignore[no-untyped-def]
+    """python-api.md's settings: top_k 5 from open, the ranker off in the sibling."""
+    assert len(out) == 1 and re.fullmatch(r"[1-5] False 5", out[0]), out
+
+
+def _shows_llm_usage(out: list[str], kb) -> None:  # type: ignore[no-untyped-def]
+    """llm.md's provider example: two chat calls (the reply and the prefix), nothing cached."""
+    usage = ast.literal_eval(out[-1])
+    assert usage["llm_calls"] == 2 and usage["llm_cache_hits"] == 0, usage
+    assert set(usage["llm_by_stage"]) == {"summary", "contextual_prefix"}, usage
+
+
+# what each docs snippet must print, found by a line of its code: a new snippet without
+# an entry fails, so that every one is checked for what it shows, not only for running
+SNIPPET_OUTPUT = {
+    "print(res.explain())": _shows_a_query,
+    "plain = kb.with_settings(": _shows_settings,
+    "print(usage.to_dict())": _shows_llm_usage,
+}
+
+
 @pytest.mark.parametrize("page, snippet", docs_snippets())
-def test_docs_snippets_run_against_the_demo_index(page: str, snippet: str, sample_index: Path, tmp_path: Path) -> None:
+def test_docs_snippets_run_against_the_demo_index(
+    page: str, snippet: str, sample_index: Path, sample_kb, llm_server, tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
     """A snippet about an index runs, as written, against a copy of the session's index
-    named as the demo names its own; one that needs an LLM endpoint is compiled only."""
-    code = compile(snippet, page, "exec")
-    if ".demo-index" not in snippet:
+    named as the demo names its own; one that needs an LLM endpoint runs against the
+    loopback stand-in (``OPENAI_BASE_URL``, as the docs say it is read). Each prints
+    what its page says it does."""
+    checks = [check for marker, check in SNIPPET_OUTPUT.items() if marker in snippet]
+    assert len(checks) == 1, f"{page}: no SNIPPET_OUTPUT entry says what this snippet prints"
+    if ".demo-index" in snippet:
+        shutil.copytree(sample_index, tmp_path / ".demo-index")
+        result = run_script(snippet, tmp_path, timeout=1200)
+    else:
         assert "OpenAIChatModel" in snippet or "LLMConfig" in snippet, f"{page}: a snippet that neither runs nor needs an LLM"
-        return
-    shutil.copytree(sample_index, tmp_path / ".demo-index")
-    result = run_script(snippet, tmp_path, timeout=1200)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() and "Traceback" not in result.stderr
-    assert code is not None
+        llm_server.set_reply(lambda body: "A summary.")
+        result = run_script(snippet, tmp_path, timeout=1200, extra_env={"OPENAI_BASE_URL": llm_server.base_url, "OPENAI_API_KEY": "k"})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    checks[0](result.stdout.splitlines(), sample_kb)
 
 
 def test_readme_question_is_answered_and_the_old_miss_is_recorded(sample_kb) -> None:  # type: ignore[no-untyped-def]

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -249,8 +249,9 @@ _config = st.builds(
 @given(blocks=st.lists(_block, min_size=1, max_size=25), config=_config, title=_words)
 def test_offsets_and_sections_hold_for_any_document(blocks, config: ChunkingConfig, title: str) -> None:
     specs = [BlockSpec(kind, text, level) for kind, text, level in blocks]
-    if not any(s.text.strip() for s in specs):
-        return
+    # a document of blank blocks only is not one to check: rejected, so that hypothesis
+    # draws another in its place instead of counting an unchecked example as passed
+    assume(any(s.text.strip() for s in specs))
     doc = make_doc(specs, title=title)
     chunks = chunk_document(doc, config, COUNT)
     check_invariants(doc, chunks, config)
