@@ -81,6 +81,12 @@ class RetrievalConfig(BaseModel):
     ann_expansion: int = Field(
         1024, ge=16, description="approximate dense search (large indexes): HNSW candidates explored per question"
     )
+    digest: bool = Field(
+        True, description="routes the digest model has a plan for answer with the best sentences, not whole passages"
+    )
+    digest_model: str | None = Field(
+        None, description="a digest model JSON file (default: the one shipped with Arborgraph)"
+    )
 
 
 class VectorIndexConfig(BaseModel):

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-ContextKind = Literal["chunk", "summary", "entity", "relation", "community_report"]
+ContextKind = Literal["chunk", "digest", "summary", "entity", "relation", "community_report"]
 Route = Literal["lookup", "tree", "graph", "global"]
 
 
@@ -63,6 +63,19 @@ def final_scores(contexts: list[Context], scores: list[float] | None = None) -> 
         ctx.score = round(scores[rank - 1] if scores is not None else 1.0 / rank, 6)
 
 
+class Highlight(BaseModel):
+    """A sentence of a result's contexts likely to answer the question: the extractive
+    answer. ``context`` is the 1-based number of the context it is from, ``node_id`` the
+    chunk it is in, ``score`` the sentence model's probability that it holds evidence."""
+
+    text: str
+    context: int
+    source: str
+    node_id: str
+    heading_path: list[str] = Field(default_factory=list)
+    score: float = 0.0
+
+
 class RoutingDecision(BaseModel):
     """Why a question went where it went."""
 
@@ -104,6 +117,7 @@ class QueryResult(BaseModel):
     notes: list[str] = Field(default_factory=list)  # fallbacks and cuts, in plain words
     retrieved: dict[str, list[str]] = Field(default_factory=dict)  # retriever -> node ids
     budget_cut: list[str] = Field(default_factory=list)  # node ids dropped by the budget
+    highlights: list[Highlight] = Field(default_factory=list)  # the extractive answer, best first
 
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         """The JSON contract, as ``arborgraph/data/result.schema.json`` describes it:
@@ -116,6 +130,7 @@ class QueryResult(BaseModel):
             "routing": self.routing.model_dump(mode="json"),
             "mode": {**self.mode.model_dump(mode="json"), "label": self.mode.label},
             "answer": self.answer,
+            "highlights": [h.model_dump(mode="json") for h in self.highlights],
             "notes": list(self.notes),
             "contexts": [c.to_dict() for c in self.contexts],
         }
@@ -132,7 +147,14 @@ class QueryResult(BaseModel):
             f" — {html.escape(self.routing.reason)}<br><small>index: {html.escape(self.mode.label)}</small>"
         )
         notes = "".join(f"<br><small>⚠ {html.escape(n)}</small>" for n in self.notes)
-        answer = f"<p>{html.escape(self.answer)}</p>" if self.answer else ""
+        if self.answer:
+            answer = f"<p>{html.escape(self.answer)}</p>"
+        elif self.highlights:
+            answer = "<ul>" + "".join(
+                f"<li>{html.escape(h.text)} <small>[{h.context}]</small></li>" for h in self.highlights
+            ) + "</ul>"
+        else:
+            answer = ""
         cards = []
         for i, ctx in enumerate(self.contexts, start=1):
             where = html.escape(" > ".join(ctx.heading_path) or ctx.source)
@@ -157,6 +179,8 @@ class QueryResult(BaseModel):
         lines.append(f"index built: {self.mode.label}")
         for note in self.notes:
             lines.append(f"note: {note}")
+        for h in self.highlights:
+            lines.append(f"highlight [{h.context}] p={h.score:.2f}: {h.text}")
         for name, ids in self.retrieved.items():
             shown = ", ".join(ids[:8]) + (" …" if len(ids) > 8 else "")
             lines.append(f"{name}: {len(ids)} hits: {shown}")

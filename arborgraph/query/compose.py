@@ -119,6 +119,10 @@ def focus_tree(found: Retrieval, lookup_hits: list[Context], settings: TreeSearc
     return found.header + fuse_contexts({"tree": leaves, "lookup": inside}, weights)
 
 
+# contexts that are the manual's own words: a chunk, or sentences of one (a digest)
+MANUALS_WORDS = ("chunk", "digest")
+
+
 def assemble(
     contexts: Sequence[Context], budget_tokens: int, top_k: int, tokens: Callable[[Context], int]
 ) -> tuple[list[Context], list[str]]:
@@ -143,8 +147,8 @@ def assemble(
             continue
         kept.append(ctx)
         used += cost
-    first_chunk = next((c for c in contexts if c.kind == "chunk"), None)
-    if first_chunk is not None and not any(c.kind == "chunk" for c in kept):
+    first_chunk = next((c for c in contexts if c.kind in MANUALS_WORDS), None)
+    if first_chunk is not None and not any(c.kind in MANUALS_WORDS for c in kept):
         # never answer with derived text alone: make room for the manual's own words
         cost = tokens(first_chunk)
         while kept and (used + cost > budget_tokens or len(kept) >= top_k):

@@ -295,8 +295,12 @@ class QueryEngine:
             mode = mode.model_copy(update={"lexical_fallback": True})
         if include_stale:
             flag_stale(found.contexts, self.index.store.stale_docs(when), self._doc_of_chunk)
-        kept, cut = assemble(found.contexts, s.budget_tokens, s.top_k, self.tokens)
+        contexts = self._digested(question, decision.route, found.contexts, s)
+        kept, cut = assemble(contexts, s.budget_tokens, s.top_k, self.tokens)
         final_scores(kept, relevance_scores(kept))
+        from arborgraph.query.digest import highlights, load_model
+
+        picked = highlights(question, kept, load_model(s.retrieval.digest_model).scorer)
         text = None
         checks: list[str] = []  # answer sentences with figures their sources lack
         if answer:
@@ -315,6 +319,23 @@ class QueryEngine:
             notes=([fallback] if fallback else []) + found.notes + checks,
             retrieved=found.rankings,
             budget_cut=cut,
+            highlights=picked,
+        )
+
+    def _digested(self, question: str, route: str, contexts: list[Context], s: QuerySettings) -> list[Context]:
+        """The route's candidates as a digest when the digest model has a plan for the
+        route (see :mod:`arborgraph.query.digest`), else as they are."""
+        if not s.retrieval.digest or not contexts:
+            return contexts
+        from arborgraph.query.digest import digest, load_model
+
+        model = load_model(s.retrieval.digest_model)
+        plan = model.plans.get(route)
+        if plan is None:
+            return contexts
+        return digest(
+            question, contexts, plan, scorer=model.scorer, budget_tokens=s.budget_tokens,
+            count_tokens=self.count_tokens, max_contexts=s.top_k,
         )
 
     def chat_model(self, model: str | None = None, *, settings: "LLMConfig | None" = None) -> "ChatModel":
