@@ -552,6 +552,11 @@ def _print_result(res: Any, explain: bool) -> None:
     if res.answer:
         out.print()
         say(out, ("answer:", "bold"), f" {res.answer}")
+    elif res.highlights:
+        out.print()
+        say(out, ("answer (the manual's sentences most likely to answer):", "bold"))
+        for h in res.highlights:
+            say(out, "  ", (f"[{h.context}]", "bold cyan"), f" {printable(h.text)}")
     for i, ctx in enumerate(res.contexts, start=1):
         out.print()
         say(out, *_context_header(i, ctx))

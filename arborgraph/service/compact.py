@@ -59,6 +59,9 @@ def compact_search(result: dict[str, Any], max_chars: int = SEARCH_CHARS) -> dic
     }
     if result.get("answer"):
         out["answer"] = result["answer"]
+    elif result.get("highlights"):
+        # the sentences most likely to answer, each citing its context's number "n"
+        out["highlights"] = [{"n": h["context"], "text": h["text"]} for h in result["highlights"]]
     notes = result.get("notes") or []
     if notes:
         out["notes"] = notes

@@ -139,6 +139,17 @@ def test_piped_output_is_not_wrapped(sample_index: Path) -> None:
     assert all(" · score " in line for line in headers)  # each header whole on its line
 
 
+def test_a_query_without_an_llm_opens_with_the_sentences_most_likely_to_answer(sample_index: Path) -> None:
+    result = run("query", "--index", str(sample_index), "--route", "lookup",
+                 "How does a checkpoint move WAL content back into the database?")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("answer (the manual's sentences"))
+    cited = [line for line in lines[at + 1 : at + 4] if line.startswith("  [")]
+    assert cited and "checkpoint" in " ".join(cited).lower()
+    assert at < next(i for i, line in enumerate(lines) if line.startswith("[1]"))  # before the contexts
+
+
 def test_summary_header_names_its_title_and_source_once(sample_index: Path) -> None:
     from arborgraph.cli import _context_header
     from arborgraph.core.results import Context

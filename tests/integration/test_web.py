@@ -208,7 +208,7 @@ def test_ask_on_each_route_shows_ranked_contexts_and_why(web_server: Server, bro
         taken = page.inner_text("#route-taken")
         assert taken in ROUTES[1:] and (route == "auto" or taken == route), (route, taken)
         first = cards.first
-        assert first.get_attribute("data-kind") in {"chunk", "summary", "entity", "relation", "community_report"}
+        assert first.get_attribute("data-kind") in {"chunk", "digest", "summary", "entity", "relation", "community_report"}
         assert first.locator(".ctx-rank").inner_text() == "[1]"
         assert re.search(r"score \d", first.inner_text())
         assert "route" in page.inner_text("#routing") and page.locator("#explain").count() == 1
@@ -233,6 +233,14 @@ def test_a_citation_opens_its_passage_highlighted_in_its_page(web_server: Server
     assert cited.count() == 1 and snippet.split("\n")[0][:40] in cited.inner_text()
     assert page.locator("#doc-dialog .passage").count() > 1  # the whole page, the passage marked in it
     page.screenshot(path=str(screens / "passage.png"))
+    page.click("#doc-close")
+
+    # without an LLM answer: the manual's sentences most likely to answer, each opening its passage
+    marks = page.locator("#highlights li")
+    assert 1 <= marks.count() <= 3 and "checkpoint" in page.inner_text("#highlights").lower()
+    marks.first.locator(".cite").click()
+    page.locator("#doc-dialog .passage.cited").wait_for()
+    page.screenshot(path=str(screens / "highlights.png"))
     page.click("#doc-close")
 
     # with the server's LLM: the streamed answer, its [n] citations opening their passages

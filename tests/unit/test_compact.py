@@ -48,3 +48,14 @@ def test_pages_of_a_document_cover_every_passage_once() -> None:
         seen += [p["chunk_id"] for p in page["passages"]]
         offset = page["next_offset"]
     assert seen == [f"wal.md#{i}" for i in range(12)]
+
+
+def test_a_search_without_an_llm_answer_carries_the_highlights_citing_contexts() -> None:
+    result = _result(3, 200) | {
+        "answer": None,
+        "highlights": [{"text": "Passage 1.", "context": 2, "source": "page1.md", "node_id": "page1.md#0",
+                        "heading_path": [], "score": 0.7}],
+    }
+    out = compact_search(result, max_chars=8000)
+    assert out["highlights"] == [{"n": 2, "text": "Passage 1."}]
+    assert "highlights" not in compact_search(result | {"answer": "It is [2]."}, max_chars=8000)

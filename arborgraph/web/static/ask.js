@@ -92,6 +92,20 @@ function linkCitations(target, answer, contexts, env) {
   target.append(answer.slice(last));
 }
 
+// without an LLM: the manual's sentences most likely to answer, each opening its passage
+function highlightsPanel(highlights, contexts, env) {
+  return h("section", { class: "panel", id: "highlights" },
+    h("h2", {}, "Answer"),
+    h("p", { class: "muted small" }, "The manual's sentences most likely to answer (no LLM wrote this)."),
+    h("ol", { class: "highlights" }, highlights.map((hl) => {
+      const ctx = contexts[hl.context - 1];
+      const [doc, chunk] = ctx ? passageOf(ctx) : [hl.source, hl.node_id];
+      return h("li", {}, hl.text, " ",
+        h("button", { type: "button", class: "cite", "aria-label": `citation ${hl.context}: open the passage`, onclick: () => env.openPassage(doc, chunk) }, `[${hl.context}]`),
+        h("span", { class: "muted small" }, " ", (hl.heading_path || []).join(" › ") || hl.source));
+    })));
+}
+
 function conversationPanel(env) {
   if (!conversation.length) return null;
   return h("section", { class: "panel", id: "conversation" }, h("h2", {}, `Conversation (${conversation.length} earlier ${conversation.length === 1 ? "turn" : "turns"})`),
@@ -117,6 +131,8 @@ function showResult(out, res, env, answerText) {
       a.cites.append(h("li", { value: c.n }, h("button", { type: "button", class: "cite", onclick: () => env.openPassage(doc, chunk) }, `[${c.n}]`), " ", (c.heading_path || []).join(" › ") || c.source));
     }
     left.append(a.el);
+  } else if ((res.highlights || []).length) {
+    left.append(highlightsPanel(res.highlights, contexts, env));
   }
   left.append(h("section", { class: "panel" }, h("h2", {}, `Contexts (${contexts.length})`),
     contexts.length ? list : h("p", { class: "muted" }, "Nothing this key may read answers that question.")));
