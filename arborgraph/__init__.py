@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arborgraph.core.lazy import lazy_exports
 from arborgraph.core.version import __version__
 
 if TYPE_CHECKING:
@@ -27,20 +28,15 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # the error classes, imported on first use so ``import arborgraph`` stays light
-    if name in ("IndexUnusable", "IndexNotFound", "IndexDamaged"):
-        from arborgraph.index import store
-        return getattr(store, name)
-    if name == "QueryError":
-        from arborgraph.core.errors import QueryError
-
-        return QueryError
-    if name == "QuerySettings":
-        from arborgraph.query.settings import QuerySettings
-
-        return QuerySettings
-    raise AttributeError(f"module 'arborgraph' has no attribute {name!r}")
+# the error classes and the settings type, imported on first use so that
+# ``import arborgraph`` stays light
+__getattr__ = lazy_exports(__name__, {
+    "IndexUnusable": "arborgraph.index.store",
+    "IndexNotFound": "arborgraph.index.store",
+    "IndexDamaged": "arborgraph.index.store",
+    "QueryError": "arborgraph.core.errors",
+    "QuerySettings": "arborgraph.query.settings",
+}, globals())
 
 
 def build(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ingest.lazy import lazy_exports
+from arborgraph.core.lazy import lazy_exports
 
 # Public names -> the module defining them. Imported on first use so that a process
 # needing one piece (e.g. a pool worker running the rule extractor) does not pay for

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ingest.lazy import lazy_exports
+from arborgraph.core.lazy import lazy_exports
 
 # Public names -> the module defining them. Imported on first use so that the loader
 # sandbox, which only parses files, does not pay for chunking, the collection walk and

@@ -9,9 +9,9 @@ config stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from arborgraph.core.lazy import lazy_exports
 from raptor.config import RaptorConfig
 from raptor.summary import Cluster, ClusterMember, Summariser, Summary
 from raptor.tree import Leaf, Node, Tree
@@ -65,10 +65,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'raptor' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, globals())

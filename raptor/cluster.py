@@ -331,9 +331,6 @@ class RaptorClusterer(ClusterMixin, BaseEstimator):
         self.labels_ = self._primary_labels(X)
         return self
 
-    def fit_predict(self, X: np.ndarray, y: None = None, **kwargs: object) -> np.ndarray:
-        return self.fit(X, **kwargs).labels_  # type: ignore[arg-type]
-
     # -- passes -----------------------------------------------------------------
 
     def _cluster(self, X: np.ndarray, size: np.ndarray, runner: JobRunner | None) -> list[list[int]]:

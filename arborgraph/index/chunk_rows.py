@@ -8,7 +8,7 @@ that build or read tables.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from arborgraph.index import schema as S
 from ingest.models import Chunk, Document
@@ -54,11 +54,6 @@ def chunks_table(chunks: Sequence[Chunk], prefixes: Sequence[str] | None = None)
     if prefixes is not None:
         columns[S.CHUNK_PREFIX] = pa.array(list(prefixes), pa.string())
     return pa.table(columns)
-
-
-def chunk_columns(table: "pa.Table") -> dict[str, list[Any]]:
-    """The chunk columns of a ``chunks`` table as Python lists, by column name."""
-    return table.select(list(CHUNK_COLUMNS)).to_pydict()
 
 
 def chunks_from_table(table: "pa.Table") -> list[Chunk]:

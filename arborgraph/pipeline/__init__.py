@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ingest.lazy import lazy_exports
+from arborgraph.core.lazy import lazy_exports
 
 _EXPORTS = {
     "BuildError": "arborgraph.core.errors",

@@ -9,13 +9,12 @@ names are imported on first use, so the command line starts without them.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from arborgraph.core.lazy import lazy_exports
 
 _WHERE = {
-    "KeyError_": "arborgraph.service.keys",
     "KeyRecord": "arborgraph.service.keys",
     "KeyStore": "arborgraph.service.keys",
+    "KeyStoreError": "arborgraph.service.keys",
     "ServedIndex": "arborgraph.service.swap",
     "ServeSettings": "arborgraph.service.limits",
     "Authenticator": "arborgraph.service.auth",
@@ -26,7 +25,4 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'arborgraph.service' has no attribute {name!r}")
-    return getattr(import_module(_WHERE[name]), name)
+__getattr__ = lazy_exports(__name__, _WHERE, globals())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from arborgraph.service.keys import KeyError_, KeyStore
+from arborgraph.service.keys import KeyStoreError, KeyStore
 
 
 class Unauthorized(Exception):
@@ -80,7 +80,7 @@ class Authenticator:
             return None
         try:
             self.keys.records()
-        except KeyError_ as exc:
+        except KeyStoreError as exc:
             return self._without_path(exc)
         return None
 
@@ -97,7 +97,7 @@ class Authenticator:
             return ANONYMOUS
         try:
             record = self.keys.resolve(key) if self.keys is not None else None
-        except KeyError_ as exc:
+        except KeyStoreError as exc:
             raise KeysUnavailable(f"keys cannot be checked now: {self._without_path(exc)}") from None
         # one message for both: a caller learns nothing about which keys exist
         if record is None or record.revoked:

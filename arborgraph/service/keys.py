@@ -41,7 +41,7 @@ KEY_PREFIX = "ag_"
 FILE_VERSION = 1
 
 
-class KeyError_(UserError, ValueError):
+class KeyStoreError(UserError, ValueError):
     """A keys file that cannot be used, or a key operation that cannot be done (the
     CLI says so in one line and exits 2, as for every :class:`UserError`)."""
 
@@ -65,11 +65,11 @@ def hash_key(key: str) -> str:
 
 
 def check_principal(name: str) -> str:
-    """The principal name, or KeyError_ if it could never match a document's acl."""
+    """The principal name, or KeyStoreError if it could never match a document's acl."""
     if not name.strip():
-        raise KeyError_("a principal name is empty")
+        raise KeyStoreError("a principal name is empty")
     if any(c in name for c in PRINCIPAL_FORBIDDEN):
-        raise KeyError_(f"principal name {name!r} contains ',' or a line break")
+        raise KeyStoreError(f"principal name {name!r} contains ',' or a line break")
     return name
 
 
@@ -115,7 +115,7 @@ class KeyStore:
             if not all(isinstance(r.write, bool) and isinstance(r.revoked, bool) for r in records):
                 raise TypeError("a flag is not true or false")
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise KeyError_(f"{self.path}: not a keys file ({type(exc).__name__})") from None
+            raise KeyStoreError(f"{self.path}: not a keys file ({type(exc).__name__})") from None
         self._records, self._stamp = records, stamp
         return records
 
@@ -126,7 +126,7 @@ class KeyStore:
 
     def resolve(self, key: str) -> KeyRecord | None:
         """The record of ``key`` (revoked or not), or None for a key this file never issued.
-        Raises :class:`KeyError_` when the file cannot be read as a keys file."""
+        Raises :class:`KeyStoreError` when the file cannot be read as a keys file."""
         digest = hash_key(key)
         with self._lock:
             records = self._load()
@@ -175,7 +175,7 @@ class KeyStore:
         """Mark the key with this id revoked (it stays listed, so the id is not reused)."""
         with self._changing() as records:
             if not any(r.id == key_id for r in records):
-                raise KeyError_(f"no key with id {key_id!r} in {self.path}")
+                raise KeyStoreError(f"no key with id {key_id!r} in {self.path}")
             updated = [
                 KeyRecord(**{**asdict(r), "revoked": True}) if r.id == key_id else r for r in records
             ]
@@ -212,11 +212,11 @@ def check_permissions(path: Path) -> None:
     another user (root's files excepted): its writer decides every caller's principal."""
     st = path.stat()
     if not stat.S_ISREG(st.st_mode):
-        raise KeyError_(f"{path}: not a regular file")
+        raise KeyStoreError(f"{path}: not a regular file")
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise KeyError_(
+        raise KeyStoreError(
             f"{path}: writable by {'others' if st.st_mode & stat.S_IWOTH else 'its group'}; "
             f"refusing it (chmod 600 {path})"
         )
     if st.st_uid not in (os.getuid(), 0):
-        raise KeyError_(f"{path}: owned by another user (uid {st.st_uid}); refusing it")
+        raise KeyStoreError(f"{path}: owned by another user (uid {st.st_uid}); refusing it")

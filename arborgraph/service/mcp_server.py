@@ -99,8 +99,9 @@ def build_mcp(
     @server.tool(structured_output=False)
     async def explain_routing(question: str, ctx: Context) -> str:
         """Which route (lookup, tree, graph, global) a question goes to, with what
-        confidence and why, and what each retriever found: for understanding a search
-        result, not for answering."""
+        confidence and why, each route's score, and the route it is fused with when the
+        router is unsure: for understanding a search result, not for answering (no
+        passages: search returns those)."""
         return compact_json(await run(ctx, views.routing, checked(question)))
 
     @server.tool(structured_output=False)

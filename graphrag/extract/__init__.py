@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ingest.lazy import lazy_exports
+from arborgraph.core.lazy import lazy_exports
 
 # Imported on first use: a pool worker (and the fork server that preloads the rule
 # extractor for it) never needs the chat-model extractor and its LLM client

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from service_server import cli, cli_env
 
-from arborgraph.service.keys import KeyError_, KeyStore
+from arborgraph.service.keys import KeyStoreError, KeyStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +83,7 @@ def test_a_keys_file_others_may_write_is_refused(tmp_path: Path, mode: int, who:
     path = tmp_path / "keys.json"
     key, _ = KeyStore(path).add("ops")
     os.chmod(path, mode)
-    with pytest.raises(KeyError_, match=f"writable by {who}; refusing it"):
+    with pytest.raises(KeyStoreError, match=f"writable by {who}; refusing it"):
         KeyStore(path).resolve(key)
     run = cli("keys", "list", "--keys", str(path))
     assert run.returncode == 2 and "refusing it (chmod 600" in run.stderr and "Traceback" not in run.stderr
@@ -95,5 +95,5 @@ def test_a_garbled_keys_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "keys.json"
     path.write_text(json.dumps({"version": 1, "keys": [{"id": 5}]}))
     os.chmod(path, 0o600)
-    with pytest.raises(KeyError_, match="not a keys file"):
+    with pytest.raises(KeyStoreError, match="not a keys file"):
         KeyStore(path).records()

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from arborgraph.cli import _Commands, app
 from arborgraph.core.errors import IndexNotFound, LLMError, MalformedReply, QueryError
-from arborgraph.service.keys import KeyError_
+from arborgraph.service.keys import KeyStoreError
 
 
 def commands_raising(error: BaseException) -> typer.Typer:
@@ -30,7 +30,7 @@ def commands_raising(error: BaseException) -> typer.Typer:
 
 
 @pytest.mark.parametrize("command", [["build"], ["query"], ["keys", "add"]])
-@pytest.mark.parametrize("error", [QueryError("unknown route 'x'"), IndexNotFound("idx: no such directory"), KeyError_("no key")])
+@pytest.mark.parametrize("error", [QueryError("unknown route 'x'"), IndexNotFound("idx: no such directory"), KeyStoreError("no key")])
 def test_a_user_error_is_one_line_and_exit_2(command: list[str], error: Exception) -> None:
     result = CliRunner().invoke(commands_raising(error), command)
     assert result.exit_code == 2

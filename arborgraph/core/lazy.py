@@ -1,4 +1,6 @@
-"""Package namespaces whose public names are imported on first use (PEP 562)."""
+"""Package namespaces whose public names are imported on first use (PEP 562): the one
+helper every package's ``__init__`` uses, so that ``import arborgraph`` (and the CLI's
+``--help``) loads none of the modules a command does not reach."""
 
 from __future__ import annotations
 
