@@ -121,6 +121,7 @@ class QueryEngine:
         self._chat_key: str | None = None  # the LLM settings self._chat was opened with
         self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
         self._masks_lock = threading.Lock()
+        self._ranker_given = ranker is not FROM_SETTINGS
         if ranker is FROM_SETTINGS:
             from arborgraph.query.ranking import load_model
 
@@ -419,14 +420,32 @@ class QueryEngine:
         checkpoint()
         ranked = None
         # a structure that found nothing falls back to the flat hits as they are
-        if self.ranker is not None and s.retrieval.ranker and (route == "lookup" or found.contexts):
+        ranker = self.ranker_for(s)
+        if ranker is not None and (route == "lookup" or found.contexts):
             from arborgraph.query.rerank import rerank
 
-            ranked = rerank(self._ranking_index, self.ranker, q, found, s.retrieval)
+            ranked = rerank(self._ranking_index, ranker, q, found, s.retrieval)
         return compose(
             found, q.hits, top_k=q.top_k, pool=q.pool,
             retrieval=s.retrieval, tree_search=s.tree_search, ranked=ranked,
         )
+
+    def ranker_for(self, s: QuerySettings) -> "AnyRanker | None":
+        """The ranking model a question's settings ask for: none when they turn the stage
+        off; the engine's own (the one it was given, or its settings') when they name the
+        same model file; else the model they name, read once per process."""
+        retrieval = s.retrieval
+        if not retrieval.ranker:
+            return None
+        same_file = retrieval.ranker_model == self.settings.retrieval.ranker_model
+        if same_file and (self._ranker_given or self.settings.retrieval.ranker):
+            return self.ranker
+        from arborgraph.query.ranking import load_model
+
+        try:
+            return load_model(retrieval.ranker_model)
+        except (OSError, ValueError) as exc:
+            raise QueryError(f"retrieval.ranker_model: {exc}") from None
 
     @cached_property
     def _ranking_index(self) -> "RankingIndex":

@@ -159,6 +159,27 @@ def test_query_orders_chunks_by_the_ranker(sample_index: Path) -> None:
     assert [c.node_id for c in again.contexts] == [c.node_id for c in ranked.contexts]
 
 
+def test_a_questions_own_ranker_settings_apply(sample_index: Path, tmp_path: Path) -> None:
+    """The ranking stage a question's settings name is the one that orders it: turned on
+    for one question of an engine opened without it, another model file for one question."""
+    question = "How long does a connection wait on a busy lock?"
+    off = arborgraph.open(sample_index).with_settings({"retrieval": {"ranker": False}})
+    assert "ranker" not in off.query(question, route="lookup").retrieved
+    on = off.query(question, route="lookup", settings={"retrieval": {"ranker": True}})
+    assert "ranker" in on.retrieved and on.contexts[0].trace[0].startswith("ranker: ")
+    path = tmp_path / "bm25.json"
+    path.write_text(json.dumps(_model({"bm25_rel": 1.0}).to_json()))
+    kb = arborgraph.open(sample_index)
+    mine = kb.query(question, route="lookup", top_k=10, settings={"retrieval": {"ranker_model": str(path)}})
+    bm25 = kb.index.lexical.scores(question)
+    got = [bm25[kb.store.row_of[c.node_id]] for c in mine.contexts]
+    assert got == sorted(got, reverse=True)
+    shipped = kb.query(question, route="lookup", top_k=10)
+    assert [c.node_id for c in shipped.contexts] != [c.node_id for c in mine.contexts]
+    with pytest.raises(arborgraph.QueryError, match="ranker_model"):
+        kb.query(question, settings={"retrieval": {"ranker_model": str(tmp_path / "none.json")}})
+
+
 @pytest.mark.parametrize("route", ["tree", "graph", "global"])
 def test_structure_routes_keep_their_header_then_ranked_chunks(sample_index: Path, route: str) -> None:
     kb = arborgraph.open(sample_index).with_settings(ranker=_model({f"{route}_inv_rank": 1.0, "rrf_inv_rank": 0.1}))
