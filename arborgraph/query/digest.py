@@ -46,7 +46,7 @@ FEATURES: tuple[str, ...] = (
     "idf_cover",  # the same, each term weighted by its idf over the candidates' sentences
     "bm25_rel",  # the sentence's BM25 over the candidates' sentences / the best sentence's
     "heading_cover",  # share of the question's terms in the passage's heading path
-    "chunk_cover",  # share of the question's terms anywhere in the passage
+    "chunk_cover",  # share of the question's terms in the passage's sentences
     "neighbour_cover",  # best idf cover of the sentences just before and after
     "first_in_chunk",  # 1 for the passage's first sentence
     "log_position",  # log(1 + the sentence's place in its passage)
@@ -108,13 +108,14 @@ def sentence_features(question: str, passages: Sequence[Context], sentences: Seq
         norm = 1.2 * (0.25 + 0.75 * len(words) / mean_len)
         bm25[row] = sum(idf[t] * counts[t] * 2.2 / (counts[t] + norm) for t in asked if counts[t])
     best_bm25 = bm25.max() or 1.0
+    # a passage's terms are its sentences' (analysing each text once is most of the cost)
     passage_terms: dict[int, set[str]] = {}
     heading_terms: dict[int, set[str]] = {}
-    for s in sentences:
+    for s, ts in zip(sentences, term_sets):
         if s.passage not in passage_terms:
-            ctx = passages[s.passage]
-            passage_terms[s.passage] = set(analyse(ctx.text))
-            heading_terms[s.passage] = set(analyse(" ".join(ctx.heading_path)))
+            passage_terms[s.passage] = set()
+            heading_terms[s.passage] = set(analyse(" ".join(passages[s.passage].heading_path)))
+        passage_terms[s.passage] |= ts
     idf_covers = [_cover(ts, asked, idf)[1] for ts in term_sets]
     for row, s in enumerate(sentences):
         ctx = passages[s.passage]
