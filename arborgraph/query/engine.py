@@ -283,11 +283,10 @@ class QueryEngine:
         decision = self._decide(route, q, llm, s.router.llm if llm_router is None else llm_router, s)
         checkpoint()
         found = self._run(decision.route, q, s)
-        second = second_route(decision, self.index.routes, s.router.min_confidence)
-        if second is not None:
+        if decision.fused_with is not None:
             checkpoint()
-            decision = decision.model_copy(update={"fused_with": second})
-            found = fuse_routes(found, self._run(second, q, s), decision.confidence, s.router.min_confidence)
+            second = self._run(decision.fused_with, q, s)
+            found = fuse_routes(found, second, decision.confidence, s.router.min_confidence)
         checkpoint()
         mode = self.index.mode
         if q.query_vector is None:
@@ -391,14 +390,35 @@ class QueryEngine:
             question, query_vector, mask, readable(self.index.scopes, principal), top_k, pool, hits, scores
         )
 
+    def decide(
+        self,
+        question: str,
+        *,
+        principal: str | None = None,
+        as_of: dt.date | None | Literal["today"] = "today",
+        settings: QuerySettings | None = None,
+    ) -> RoutingDecision:
+        """The route :meth:`query` would give ``question`` asked on ``auto`` by
+        ``principal``, and the route it would fuse with when unsure, without running
+        either: the router reads the caller's flat hits, as in a query."""
+        s = settings or self.settings
+        self._check_query(question, "auto")
+        when = dt.date.today() if as_of == "today" else as_of
+        q = self._retrieval_query(question, principal, self.chunk_mask(principal, when), s.top_k, s.top_k, s)
+        return self._decide("auto", q, None, s.router.llm, s)
+
     def _decide(
         self, route: str, q: RetrievalQuery, llm: "ChatModel | None", use_llm: bool, s: QuerySettings
     ) -> RoutingDecision:
+        """The forced route, or the router's, with the runner-up it is fused with when
+        the router is unsure."""
         if route != "auto":
             return RoutingDecision(route=route, forced=True, reason="route forced by caller")  # type: ignore[arg-type]
-        return self.route_question(
+        decision = self.route_question(
             q.question, q.hits.contexts, llm=(llm or self.chat_model(settings=s.llm)) if use_llm else None
         )
+        second = second_route(decision, self.index.routes, s.router.min_confidence)
+        return decision if second is None else decision.model_copy(update={"fused_with": second})
 
     def _lookup(self, s: QuerySettings) -> LookupRetriever:
         return LookupRetriever(self.index, s.retrieval)

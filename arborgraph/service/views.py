@@ -11,10 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from arborgraph.core.questions import question_problem
 from arborgraph.kb import KnowledgeBase, QueryError
-from arborgraph.query.engine import LOOKUP_DEPTH
-from arborgraph.query.fusion import second_route
 from arborgraph.service.swap import generation_name
 
 RouteName = Literal["auto", "lookup", "tree", "graph", "global"]
@@ -84,15 +81,7 @@ def routing(kb: KnowledgeBase, principal: str | None, question: str) -> dict[str
     ``query`` makes it for this caller (from the caller's flat hits, by the LLM router
     when the settings ask for it, with the route it is fused with when unsure). No
     route's retrieval runs: a routing question costs a lookup, not a whole query."""
-    if (problem := question_problem(question)) is not None:
-        raise QueryError(problem)
-    settings = kb.settings
-    # the hits the query would hand the router: the same depth, under the caller's mask
-    hits = kb.lookup(question, top_k=max(settings.top_k, LOOKUP_DEPTH), principal=principal)
-    decision = kb.route_question(question, hits, kb.chat_model() if settings.router.llm else None)
-    second = second_route(decision, kb.routes, settings.router.min_confidence)
-    if second is not None:
-        decision = decision.model_copy(update={"fused_with": second})
+    decision = kb.engine.decide(question, principal=principal)
     return {
         "question": question,
         "route": decision.route,
