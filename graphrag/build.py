@@ -10,7 +10,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 
 from arborgraph.core.concurrency import run_ordered, workers_for
-from arborgraph.core.leads import opening
+from arborgraph.core.leads import is_fragment, opening, points_elsewhere
 from arborgraph.core.protocols import ProgressCallback, no_progress
 from graphrag import schema
 from graphrag.communities import HierarchicalLeiden, aggregate_edges
@@ -118,14 +118,16 @@ def section_leads(chunks: Sequence[Chunk]) -> dict[str, str]:
     document under its heading path, ``chunks`` in document order): where the manual
     says what a section is about, which a community's report opens with. The lead is the
     first of the chunk's opening sentences (:func:`arborgraph.core.leads.opening`) that
-    is not an aside ("Note that ...", "In other words, ...") and does not go on from
-    text before it."""
+    is not an aside ("Note that ...", "In other words, ..."), does not go on from text
+    before it, does not only send the reader elsewhere or set up an example ("Their use
+    is described in section 10.6.", "Let's say a company named Example, Inc.") and is
+    not a table's row or a definition without its headword."""
     out: dict[str, str] = {}
     previous: tuple[str, tuple[str, ...]] | None = None
     for c in chunks:
         key = (c.doc_id, tuple(c.heading_path))
         if key != previous:
-            lead = next((s for s in opening(c.text, _LEAD_CANDIDATES) if not _NOT_A_LEAD.match(s)), None)
+            lead = next((s for s in opening(c.text, _LEAD_CANDIDATES) if _may_lead(s)), None)
             if lead is not None:
                 out[c.chunk_id] = lead
         previous = key
@@ -140,6 +142,10 @@ _LEAD_CANDIDATES = 3
 _NOT_A_LEAD = re.compile(
     r"^(?:[a-z]+[\s,;:]|(?:Note|NOTE)\b|In other words\b|As (?:before|described|mentioned|noted|you can see)\b)"
 )
+
+
+def _may_lead(sentence: str) -> bool:
+    return not (_NOT_A_LEAD.match(sentence) or points_elsewhere(sentence) or is_fragment(sentence))
 
 
 def default_report_writer(config: GraphConfig) -> ReportWriter:

@@ -15,13 +15,17 @@ relation weight inside it) when the heading names it. A central entity that is a
 common noun ("command line", "author", "cause Git") names nothing a reader looks up:
 then the section holding the most of the community's mentions names it, when that
 section holds a fair share of them (:data:`MOST_SHARE`). Else the page holding the most
-of its mentions names it, with the central entity's name after it when that is a name
-a reader looks up ("omelasticsearch: retryfailures", not a bare "retryfailures"; the
-page alone, not "Table"); a bare entity name only in a graph without headings.
+of its mentions names it: the section of that page headed by the central entity's name
+when there is one ("omelasticsearch: retryfailures"), else the page alone, never a
+member's word tacked on ("Command line options: -odb", not a bare "IP" or "Table"
+either); a bare entity name only in a graph without headings.
 
 Titles are distinct within a level: of communities with one title, the one with the
 best claim keeps it (a member of that name, then the larger share of mentions) and the
-others are told apart by their central entity ("Write-Ahead Logging: checkpoint").
+others are told apart by their own sections (the heading level below their home holding
+the most of each, or another section holding a fair share of it), or where one heading
+stands in several places, by the heading above theirs ("Notes for BIND 9.18.34: Bug
+Fixes"); only where neither differs by a member's name, defined members first.
 """
 
 from __future__ import annotations
@@ -231,11 +235,12 @@ class SectionIndex:
         path = self.paths.get(chunk, ())
         return [path[:d] for d in range(1, len(path) + 1)]
 
-    def title(self, section: Section) -> str | None:
+    def title(self, section: Section, *, in_index: bool = False) -> str | None:
         """A section's title: its heading, after the nearest heading above it that is
-        not generic when it is generic itself; None for an index page or a heading no
-        title can be made of."""
-        if any(section[:d] in self.index_like for d in range(1, len(section) + 1)):
+        not generic when it is generic itself; None for an index page (unless
+        ``in_index``: a reference page naming much of the manual, for members named
+        nowhere else) or a heading no title can be made of."""
+        if not in_index and any(section[:d] in self.index_like for d in range(1, len(section) + 1)):
             return None
         own = section[-1].rstrip(":").strip()
         if not own or len(own.split()) > MAX_TITLE_WORDS:
@@ -251,14 +256,18 @@ class SectionIndex:
                 return f"{above}: {own}"
         return None if is_generic_heading(own, self.structural) else own
 
-    def held(self, kg: KnowledgeGraph, members: Iterable[str]) -> tuple[Counter[Section], float]:
+    def held(
+        self, kg: KnowledgeGraph, members: Iterable[str], *, in_index: bool = False
+    ) -> tuple[Counter[Section], float]:
         """The weight of ``members``' mentions each section holds, and their total: each
-        member's mentions outside index pages weigh 1 in all."""
+        member's mentions outside index pages (or anywhere, ``in_index``: for members
+        named only there) weigh 1 in all."""
         counts: Counter[Section] = Counter()
         total = 0.0
         for m in members:
             # a mention in an index says nothing of where an entity is discussed
-            chunks = [mention.chunk_id for mention in kg.entities[m].mentions if not self.in_index(mention.chunk_id)]
+            chunks = [mention.chunk_id for mention in kg.entities[m].mentions
+                      if in_index or not self.in_index(mention.chunk_id)]
             for chunk in chunks:
                 total += 1 / len(chunks)
                 for section in self.sections(chunk):
@@ -369,10 +378,15 @@ def _title(kg: KnowledgeGraph, index: SectionIndex, community: Community, above:
     if page is not None:
         # spread over the manual: a bare name ("mail_owner", "Table") does not say where
         # it lives; the page holding the most of its mentions does, and its report quotes
-        # that page only. A name a reader looks up stays, after its page.
+        # that page only.
         section, share = page
-        title = index.title(section) or section[0]
-        text = title if is_common_noun(entity.name) else f"{title}: {entity.name}"
+        # a member's name after the page is right only where it heads a section of that
+        # page ("omelasticsearch: retryfailures"): a keyword tacked on ("Command line
+        # options: -odb", "File and database lookups: IP") names nothing the page shows
+        headed = _headed_section(index, kg, entity, section)
+        if headed is not None and (text := index.title(headed)):
+            return Title(text, "page", round(share, 4), lead, (), headed)
+        text = index.title(section) or index.title(section, in_index=True) or section[0]
         return Title(text, "page", round(share, 4), lead, (), section)
     return Title(capitalised(entity.name), "entity", 0.0, lead)
 
@@ -394,6 +408,16 @@ def _most_held_page(kg: KnowledgeGraph, index: SectionIndex, members: Iterable[s
         total = sum(everywhere.values())
         pages = [(n, index.order.get(s, 0), s) for s, n in everywhere.items()
                  if not is_generic_heading(s[0], index.structural) and len(s[0].split()) <= MAX_TITLE_WORDS]
+        if not pages:
+            # a reference page of generic name ("Configuration Reference"): its section
+            # holding the most of them, where a term alone ("Dnstap messages") says
+            # nothing of where it lives
+            sections: Counter[Section] = Counter(
+                s for m in members for mention in kg.entities[m].mentions for s in index.sections(mention.chunk_id)
+                if len(s) > 1 and len(s[-1]) > 2 and index.title(s, in_index=True)
+                and not is_generic_heading(s[-1], index.structural)
+            )
+            pages = [(n, -len(s), s) for s, n in sections.items()]
     if not pages or not total:
         return None
     n, _, section = min(pages, key=lambda t: (-t[0], t[1]))
@@ -409,6 +433,24 @@ def is_common_noun(name: str) -> bool:
     ("Variables", "Author"): a phrase of prose, not a name an identifier, an acronym or
     a title gives ("--staged", "IPv4", "Write-Ahead Log")."""
     return bool(_COMMON_NOUN_RE.match(name.strip())) or is_generic_heading(name)
+
+
+def _headed_section(index: SectionIndex, kg: KnowledgeGraph, entity: Entity, within: Section) -> Section | None:
+    """The section below ``within`` whose heading is ``entity``'s name (or names it and
+    its kind only: "The VALUES clause"), the first in reading order; None when no
+    heading there is the entity."""
+    own = set(entity_key(entity.name).split())
+    if not own:
+        return None
+    found = []
+    for section in index.order:
+        if len(section) <= len(within) or section[: len(within)] != within:
+            continue
+        words = set(heading_key(section[-1]).split())
+        rest = {w for w in words - own if w not in ENTITY_STOPWORDS and w not in HEAD_NOUN_TYPES}
+        if own <= words and not rest:
+            found.append(section)
+    return min(found, key=lambda s: index.order[s]) if found else None
 
 
 def _readable(kg: KnowledgeGraph, ids: Sequence[str]) -> list[str]:
@@ -445,11 +487,12 @@ def _distinct(
     above: Mapping[int, Title],
 ) -> dict[int, Title]:
     """One level's titles made distinct: of communities sharing a title, the one with the
-    best claim keeps it and the others are told apart by a central member's name; so is
-    a community titled as one of its ancestors (``above``: the shallower levels' titles).
-    A community told apart takes a section below its home that holds a third of its
-    mentions too, or the section introducing its central entity, when one is free, or
-    else its central entity's name after the title."""
+    best claim keeps it and the others are told apart; so is a community titled as one
+    of its ancestors (``above``: the shallower levels' titles). A community told apart
+    takes, when one is free, a section below its home that holds a third of its mentions
+    too, the section introducing its central entity, or another of its own sections
+    (:func:`_own_sections`); else, when its home is a heading of the same name elsewhere,
+    that heading after the one above it; else a member's name after the title."""
     groups: dict[str, list[Community]] = defaultdict(list)
     for c in communities:
         groups[_norm(first[c.id].text)].append(c)
@@ -468,16 +511,82 @@ def _distinct(
             if i == 0 and key not in ancestral:
                 continue
             base = first[c.id]
-            free = [s for s in base.deeper if (t := index.title(s)) and _norm(t) not in taken | ancestral]
+            free = [
+                s for s in (*base.deeper, *_own_sections(kg, index, c, base.section))
+                if (t := _section_title(index, s)) and _norm(t) not in taken | ancestral
+            ]
+            # the heading above tells apart only sections of one name in different places,
+            # not one section ("How WAL Works: Checkpointing" is "Checkpointing" again)
+            elsewhere = all(first[o.id].section != base.section for o in group if o.id != c.id) and all(
+                above[a].section != base.section for a in _ancestors(kg, c) if a in above
+            )
+            qualified = [
+                t for t in _qualified(index, base.section) if elsewhere and _norm(t) not in taken | ancestral
+            ]
             if free:
-                text, section = index.title(free[0]) or "", free[0]
+                text, section = _section_title(index, free[0]) or "", free[0]
+            elif qualified:
+                # its home's heading after the heading above it: "Notes for BIND 9.18.34:
+                # Bug Fixes", one of many "Bug Fixes" told apart by where it is
+                text, section = qualified[0], base.section
             else:
                 # a page's title with a member's name after it is told apart after the page
-                named = (index.title(base.section) or base.section[0]) if base.source == "page" and base.section else None
+                named = None
+                if base.source == "page" and base.section:
+                    named = _section_title(index, base.section) or base.section[0]
                 text, section = _told_apart(kg, c, named or base.text, taken | ancestral), base.section
             taken.add(_norm(text))
             out[c.id] = Title(text, base.source, base.share, base.entity, (), section)
     return out
+
+
+# the share of a community's mentions a section beside its home must hold to tell it
+# apart from another community with that home (its own second home)
+APART_SHARE = 0.15
+
+
+def _own_sections(kg: KnowledgeGraph, index: SectionIndex, community: Community, home: Section | None) -> list[Section]:
+    """The sections that tell ``community`` apart from another with the same ``home``, in
+    order of preference: the sections below its home, the next heading level down first,
+    each level's holding the most of its mentions first; then its other sections holding
+    :data:`APART_SHARE` of its mentions (its own second home), the most first. Never a
+    member's word: "Bug Fixes: take advantage" names nothing of the manual."""
+    counts, total = index.held(kg, community.members)
+    if not total:
+        counts, total = index.held(kg, community.members, in_index=True)  # named in a reference page only
+    if not total:
+        return []
+    home = home or ()
+    # a heading every page has ("Exim Internet Mailer", "Options") tells nothing apart
+    counts = Counter({s: n for s, n in counts.items() if not is_generic_heading(s[-1], index.structural)})
+    below = sorted(
+        (s for s, n in counts.items() if n > 0 and len(s) > len(home) and s[: len(home)] == home),
+        key=lambda s: (len(s), -counts[s], index.order.get(s, 0)),
+    )
+    beside = sorted(
+        (s for s, n in counts.items()
+         if n >= APART_SHARE * total - 1e-9 and s[: len(home)] != home and s != home[: len(s)]),
+        key=lambda s: (-counts[s], -len(s), index.order.get(s, 0)),
+    )
+    return below + beside
+
+
+def _section_title(index: SectionIndex, section: Section) -> str | None:
+    """A section's title, or for a section of a reference page taken for an index (its
+    members named nowhere else) its title there."""
+    return index.title(section) or (index.title(section, in_index=True) if len(section) > 1 else None)
+
+
+def _qualified(index: SectionIndex, section: Section | None) -> list[str]:
+    """``section``'s title after each heading above it that is not generic, the nearest
+    first ("Notes for BIND 9.18.34: Bug Fixes", then "Release Notes: Bug Fixes")."""
+    if not section or len(section) < 2 or (own := _section_title(index, section)) is None:
+        return []
+    return [
+        f"{above}: {own}" for above in reversed(section[:-1])
+        if not is_generic_heading(above, index.structural) and len(above.split()) <= MAX_TITLE_WORDS
+        and not own.startswith(f"{above}:") and _norm(above) != _norm(own)
+    ]
 
 
 def _told_apart(kg: KnowledgeGraph, community: Community, title: str, taken: set[str]) -> str:
@@ -485,9 +594,13 @@ def _told_apart(kg: KnowledgeGraph, community: Community, title: str, taken: set
     two of them when one is not enough; a name before a common noun ("Postfix TLS
     Support: smtpd_starttls_timeout", not "...: read operations")."""
     central = central_members(kg, community)
-    names = [kg.entities[m].name for m in _readable(kg, central) or central]
+    ranked = _readable(kg, central) or central
+    # a member the manual defines (its introducing sentence is known) is a term of the
+    # section, where a phrase of its prose ("take advantage") is not: defined names first,
+    # then names before common nouns, each kind most central first
+    ranked = sorted(ranked, key=lambda m: (not kg.entities[m].description_chunk, is_common_noun(kg.entities[m].name)))
+    names = [kg.entities[m].name for m in ranked]
     names = [n for n in dict.fromkeys(names) if _norm(n) not in _norm(title)] or names
-    names = sorted(names, key=is_common_noun)  # stable: most central first among each kind
     for n in names:
         text = f"{title}: {n}"
         if _norm(text) not in taken:

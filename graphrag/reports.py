@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from arborgraph.core.concurrency import run_ordered, workers_for
+from arborgraph.core.leads import is_fragment, points_elsewhere
 from arborgraph.core.text import reads_alone
 from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
@@ -100,9 +101,10 @@ class CommunityContext:
     # (section title, lead sentence, chunk id): the sections it lives in, its title's
     # first (title "" there: the report's title says it), the others in reading order
     leads: list[tuple[str, str, str]] = field(default_factory=list)
-    # the chunks of the page its title is on: the summary quotes only them, so that a
-    # community spread over the manual is not told by sentences from unrelated pages
-    # (None: any chunk, for a graph without headings)
+    # the chunks of the section its title is (and the sections below it): the summary
+    # quotes only them, so that a community spread over the manual is not told by
+    # sentences from unrelated pages or sections (None: any chunk, for a graph without
+    # headings)
     page_chunks: frozenset[str] | None = None
 
 
@@ -248,7 +250,7 @@ def _evidence_chunk(rel: Relation) -> str | None:
 # section other than its title's must hold to be one of them: a fifth, or a tenth where
 # a central entity is introduced (a large community spread over the manual has no such
 # sections: their leads would be sentences from unrelated places)
-_LEADS = 3
+_LEADS = 2
 _LEAD_SHARE = 0.2
 _DEFINING_SHARE = 0.1
 
@@ -257,11 +259,12 @@ def home_leads(
     kg: KnowledgeGraph, index: SectionIndex, community: Community, title: Title, central: Sequence[str]
 ) -> list[tuple[str, str, str]]:
     """(section title, lead sentence, chunk id) of the sections ``community`` lives in:
-    its title's section first (title ""), then in reading order the sections below or
-    beside it where its ``central`` entities (ids, most central first) are introduced
-    or that hold :data:`_LEAD_SHARE` of its mentions, and whose opening names one of
-    its members (else the lead is about something else: a section on LDP that mentions
-    SSM once); at most :data:`_LEADS`."""
+    its title's section first (title ""), then in reading order the sections below it
+    where its ``central`` entities (ids, most central first) are introduced or that hold
+    :data:`_LEAD_SHARE` of its mentions, and whose opening names one of its members
+    (else the lead is about something else: a section on LDP that mentions SSM once); at
+    most :data:`_LEADS`. With none of these, the lead of the section holding the most of
+    its mentions that names a member."""
     members = set(community.members)
     counts, total = index.held(kg, community.members)
     wanted: list[Section] = []
@@ -280,8 +283,11 @@ def home_leads(
         seen.add(found[0])
     # the sections above the title's say more than the community is about; those on
     # other pages are about something else (a community told by its page keeps to it)
+    # beside them only the sections below the title's: a section beside it on its page is
+    # another topic, and its lead under its heading reads as a sentence pasted in
+    # ("Private options for appendfile: Setting this option permits ...")
     others = sorted(
-        (s for s in dict.fromkeys(wanted) if s != home[: len(s)] and index.title(s) and s[:1] == home[:1]),
+        (s for s in dict.fromkeys(wanted) if s != home[: len(s)] and index.title(s) and s[: len(home)] == home),
         key=lambda s: index.order.get(s, 0),
     )
     for section in others:
@@ -297,7 +303,10 @@ def home_leads(
             # on the title's page: its heading without the page's title before it
             label = _lead_heading(index, section)
             page = index.title(home[:1]) if home else None
-            out.append((label.removeprefix(f"{page}: ") if page else label, *found))
+            label = label.removeprefix(f"{page}: ") if page else label
+            # a heading that repeats the report's title ("The dnslookup router" on its
+            # own page) says nothing before its lead
+            out.append(("" if label.lower() in {title.text.lower(), (page or "").lower()} else label, *found))
     if not out and home:
         # a page opening with a list or a table: the lead of its section holding the most
         # of the community's mentions (one naming a member first) says what it is about,
@@ -309,6 +318,20 @@ def home_leads(
         )
         if on_page:
             out.append(("", *index.leads[on_page[0]]))
+    if not out:
+        # nothing on its page opens a section: the lead of the section holding the most
+        # of its mentions that names a member, a sentence where a list of names with
+        # their pages would be a fragment ("no_sslv2 and no_sslv3, in Main configuration.");
+        # members named only in a reference page taken for an index: its sections
+        if not total:
+            counts, total = index.held(kg, community.members, in_index=True)
+        anywhere = sorted(
+            (s for s in index.leads
+             if counts[s] > 0 and members.intersection(kg.chunk_entities.get(index.leads[s][1], ()))),
+            key=lambda s: (-counts[s], -len(s), index.order.get(s, 0)),
+        )
+        if anywhere:
+            out.append(("", *index.leads[anywhere[0]]))
     return out
 
 
@@ -398,6 +421,8 @@ class ExtractiveReportWriter:
             key = _said(sentence)
             if key in said or len(sentence) > self.max_quote_chars or is_credit(sentence):
                 return False
+            if points_elsewhere(sentence) or is_fragment(sentence):
+                return False  # "see section 3.10", "Let's say ...", a table's row: nothing of the topic itself
             if parts and len(" ".join([*parts, line]).split()) > self.max_words:
                 return False
             used.add(sentence)
@@ -575,7 +600,11 @@ def write_reports(
         if cid in names and leads:
             ctx.leads = home_leads(kg, index, ctx.community, names[cid], [e.id for e, _ in ctx.entities])
         if cid in names and (section := names[cid].section):
-            ctx.page_chunks = on_page.get(section[0], frozenset())
+            # the title's section, not its whole page: a sentence from a section beside it
+            # is about another topic
+            ctx.page_chunks = frozenset(
+                c for c in on_page.get(section[0], frozenset()) if index.paths[c][: len(section)] == section
+            )
     # rank: internal weight relative to the heaviest community of the same level
     weight = {cid: ctx.internal_weight for cid, ctx in contexts.items()}
     top: dict[int, float] = {}

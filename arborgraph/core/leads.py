@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from arborgraph.core.text import SUMMARY_SENTENCES, leans_on_context, reads_alone, sentence_spans
+from arborgraph.core.text import SUMMARY_SENTENCES, leans_on_context, opens_without_subject, reads_alone, sentence_spans
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
@@ -153,3 +153,41 @@ def lead_sentence(text: str) -> str | None:
     """The first sentence of ``text`` that says what it is about (:func:`opening`)."""
     found = opening(text)
     return found[0] if found else None
+
+
+# a sentence that sends the reader elsewhere says where a topic is told, not what it is
+# ("Their use is described in section 10.6.", "For details, see section 44.24.", "More
+# examples can be found in the Exim book."): no lead of a section or a report
+_POINTS_ELSEWHERE = re.compile(
+    r"\b(?:see|described|discussed|explained|covered|documented|detailed|found|given|listed)\b"
+    r"[^.;]{0,60}?\b(?:(?:sections?|chapters?|appendix|appendices|parts?)\s+[\dA-Z]"
+    r"|(?:a |the |this )?(?:separate |next |following |previous |later |earlier )?"
+    r"(?:document|book|manual|chapter|section|appendix|page)s?\b)"
+    r"|^(?:Please )?(?:see|refer to|consult)\b"
+    r"|\b(?:found|available|downloaded|obtained)\s+(?:at|from)\s+<?(?:https?://|www\.)"
+    r"|^(?:For (?:details|more (?:details|information)|further (?:details|information)|an? (?:[a-z]+ )?"
+    r"(?:description|discussion|explanation|overview)\b)[^,]*,\s*see\b)",
+    re.IGNORECASE,
+)
+# a sentence setting up an example ("Let's say a company named Example, Inc.", "Suppose
+# you have two servers"): the example's premise, not what the section is about
+_SETS_UP_EXAMPLE = re.compile(
+    r"^(?:Let(?:'|’)?s (?:say|assume|suppose|imagine)|Let us (?:say|assume|suppose|imagine)|Suppose|Assume|Imagine"
+    r"|Say (?:you|we)|Consider (?:a|an|the following|this)\b|In (?:this|the following|our) example\b"
+    r"|For (?:example|instance),? (?:let(?:'|’)?s|suppose|assume|imagine|say|consider)\b)",
+    re.IGNORECASE,
+)
+
+
+def points_elsewhere(sentence: str) -> bool:
+    """Whether ``sentence`` only sends the reader to another part of the manual or sets up
+    an example: text that says nothing of its topic on its own, so no lead."""
+    body = sentence.strip()
+    return bool(_POINTS_ELSEWHERE.search(body) or _SETS_UP_EXAMPLE.match(body))
+
+
+def is_fragment(sentence: str) -> bool:
+    """Whether ``sentence`` is a table's row run into text ("Statement | Description
+    buffered | Controls ...") or a definition's entry without its headword ("Controls
+    the size of journal files."): a piece of a structure, which a report never ends on."""
+    return " | " in sentence or opens_without_subject(sentence)

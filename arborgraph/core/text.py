@@ -267,6 +267,13 @@ _SUBJECTLESS = frozenset(
 )
 
 
+def opens_without_subject(sentence: str) -> bool:
+    """Whether ``sentence`` is a definition list's entry without its headword ("Controls
+    the size of journal files.", "Configures plugins in named.conf.")."""
+    words = _BULLET.sub("", sentence).split()
+    return bool(words) and words[0].lower() in _SUBJECTLESS
+
+
 def reads_alone(sentence: str, *, opens_chunk: bool = False) -> bool:
     """Whether a sentence (or list item) reads as a whole statement on its own, in a
     digest or a report: not the tail of a sentence cut at a chunk's start

@@ -280,8 +280,9 @@ def test_a_common_noun_with_no_home_is_titled_by_the_section_holding_most_of_its
     # no section holds a third of it; "How VACUUM works" holds 29 %: a title a reader
     # finds in the manual, where "Command line" is a phrase of its prose
     assert titles("command line") == "How VACUUM works"
-    # a name that is a name stays, after the page holding the most of its mentions
-    assert titles("--command-line") == "VACUUM: --command-line"
+    # a name no heading of that page is: the page holding the most of its mentions alone,
+    # no keyword tacked on (issue #35, third rating: "Command line options: -odb")
+    assert titles("--command-line") == "VACUUM"
     # a glossary (or an index) says what a term means in a line, and is nobody's title
     assert titles("command line", glossary=True) != "Glossary"
 

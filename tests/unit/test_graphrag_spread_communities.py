@@ -9,35 +9,15 @@ SectionIndex, community_titles, write_reports)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from arborgraph.core.text import reads_alone
 from arborgraph.index.structure_check import is_template_sentence
 from graphrag.build import section_leads
-from graphrag.graph import KnowledgeGraph
-from graphrag.model import Community, Entity, Mention, Relation
+from graphrag.model import Community, Relation
 from graphrag.naming import SectionIndex, community_titles, page_title
 from graphrag.reports import ExtractiveReportWriter, is_credit, write_reports
-from ingest.models import Chunk
-
-
-def _entity(eid: str, name: str, chunks: Sequence[str], description: str = "",
-            description_chunk: str | None = None) -> Entity:
-    return Entity(id=eid, name=name, type="term", mentions=[Mention(c, 0, len(name)) for c in chunks],
-                  description=description, description_chunk=description_chunk)
-
-
-def _graph(entities: list[Entity], relations: list[Relation], communities: list[Community]) -> KnowledgeGraph:
-    return KnowledgeGraph({e.id: e for e in entities}, {r.id: r for r in relations}, {c.id: c for c in communities})
-
-
-def _chunks(pages: dict[str, list[tuple[list[str], str]]]) -> list[Chunk]:
-    out = []
-    for doc, sections in pages.items():
-        for i, (path, text) in enumerate(sections):
-            out.append(Chunk(chunk_id=f"{doc}#{i}", doc_id=doc, text=text, heading_path=path, ordinal=i, start=0,
-                             end=len(text), n_tokens=len(text.split())))
-    return out
+from hand_graphs import entity as _entity
+from hand_graphs import graph as _graph
+from hand_graphs import page_chunks as _chunks
 
 
 # four pages of a mail server's manual: a reference of parameters, a TLS guide, a queue
@@ -85,10 +65,10 @@ def test_a_spread_community_is_titled_by_the_page_holding_most_of_it_and_told_by
         [Community(0, 0, ["owner", "dir"])],
     )
     titles = community_titles(kg, headings)
-    # an identifier after the page it lives on most, not a bare "queue_directory" (the
-    # central member: a tie broken by id); (a common noun by the page alone:
-    # test_graphrag_home_titles.py)
-    assert (titles[0].text, titles[0].source) == ("TLS Support: queue_directory", "page")
+    # the page it lives on most, not a bare "queue_directory" (the central member: a tie
+    # broken by id), nor that name tacked on: no heading of the TLS guide is it
+    # (test_graphrag_member_titles.py)
+    assert (titles[0].text, titles[0].source) == ("TLS Support", "page")
     reports = write_reports(kg, ExtractiveReportWriter(), headings=headings, leads=section_leads(chunks))
     # the page's lead, not queue_directory's sentence from the queue guide, nor a list of
     # names and pages
