@@ -19,13 +19,14 @@ the ranking stage do not run on the store yet.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arborgraph.core.errors import ExportError
-from arborgraph.neo4j.connection import export_errors, verify
+from arborgraph.neo4j.connection import export_errors, neo4j_driver, verify
 from arborgraph.neo4j.records import CHUNK, MARK, UID, chunk_uid
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ class Neo4jStore:
         embedding ``vector``, if any); ``depth`` of each at most."""
         rankings: dict[str, list[str]] = {}
         params = {"principal": principal, "k": depth}
-        with export_errors(), self.driver.session(database=self.database) as session:
+        with export_errors(), self.driver.session(database=self.database) as session, self._search_indexes():
             query = lucene_query(question)
             if query:
                 rankings["bm25"] = [r["id"] for r in session.run(text_search_cypher(), {**params, "query": query})]
@@ -166,6 +167,23 @@ class Neo4jStore:
                 )
                 rankings["dense"] = [r["id"] for r in found]
         return rankings
+
+    @contextmanager
+    def _search_indexes(self) -> Iterator[None]:
+        """A search on a database exported without its search indexes fails with the
+        procedure's Java exception: say in one line what to run instead."""
+        neo4j = neo4j_driver()
+        try:
+            yield
+        except neo4j.exceptions.ClientError as exc:
+            text = str(exc.message or exc)
+            if "no such" not in text.lower() or not (TEXT_INDEX in text or VECTOR_INDEX in text):
+                raise
+            database = f"database '{self.database}'" if self.database else "the database"
+            raise ExportError(
+                f"{database} has no search indexes ({TEXT_INDEX}, {VECTOR_INDEX}): export them with "
+                "`arborgraph export-neo4j --index DIR --search` to the same server, then ask again"
+            ) from None
 
     def contexts(
         self, ranked: Sequence[tuple[str, float]], rankings: dict[str, list[str]], *, principal: str | None = None

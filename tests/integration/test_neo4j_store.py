@@ -119,3 +119,26 @@ def test_query_store_from_the_command_line(store: X.Neo4jStore, neo4j: Neo4jServ
                                    "--password", neo4j.password, "--search", "--json"])
     assert exported.exit_code == 0, exported.output
     assert json.loads(exported.output)["search"] == {"embeddings": 0, "dimensions": 384}  # all there already
+
+
+def test_a_database_without_search_indexes_is_one_line_saying_what_to_run(
+    store: X.Neo4jStore, neo4j: Neo4jServer, tenant_index: Path  # noqa: F811
+) -> None:
+    """Exported without ``--search``: not Neo4j's Java exception but what to run."""
+    from arborgraph.cli import app
+    from arborgraph.neo4j.store import TEXT_INDEX, VECTOR_INDEX
+
+    with neo4j.driver().session() as session:
+        for name in (TEXT_INDEX, VECTOR_INDEX):
+            session.run(f"DROP INDEX {name} IF EXISTS").consume()
+    try:
+        with pytest.raises(X.ExportError, match="no search indexes") as caught:
+            arborgraph.open(tenant_index).query_store("Bluefin launch code", store)
+        assert "export-neo4j --index DIR --search" in str(caught.value)
+        failed = CliRunner().invoke(app, ["query", "-i", str(tenant_index), "Bluefin", "--store", neo4j.uri,
+                                          "--graph-password", neo4j.password])
+        assert failed.exit_code == 2 and failed.output.startswith("error: ") and len(failed.output.splitlines()) == 1
+        assert "--search" in failed.output and "IllegalArgumentException" not in failed.output, failed.output
+    finally:
+        X.export_search(tenant_index, neo4j.driver())  # the other tests' indexes back
+    assert store.search("Bluefin launch code", None)["bm25"]
