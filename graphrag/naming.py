@@ -30,6 +30,7 @@ Fixes"); only where neither differs by a member's name, defined members first.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from arborgraph.core.text import ENTITY_STOPWORDS
 from graphrag.extract.terms import heading_key
 from graphrag.graph import KnowledgeGraph
+from graphrag.lexicon import word_classes
 from graphrag.model import Community, Entity
 from graphrag.text import entity_key
 from graphrag.vocab import GENERIC_WORDS, HEAD_NOUN_TYPES
@@ -171,6 +173,9 @@ class Title:
     # the home that hold a third too, then the section introducing its central entity
     deeper: tuple[Section, ...] = ()
     section: Section | None = None  # the section the title is (None for an entity's name)
+    # the member whose name tells the title apart ("Command line options: -bv"), if any:
+    # its report says what that member is first
+    named: str | None = None
 
 
 class SectionIndex:
@@ -332,8 +337,26 @@ def community_titles(
     for level in kg.levels:  # top down: a community's ancestors are named before it
         communities = sorted((c for c in kg.communities.values() if c.level == level), key=lambda c: c.id)
         first = {c.id: _title(kg, index, c, [titles[a] for a in _ancestors(kg, c)]) for c in communities}
-        titles.update(_distinct(kg, index, communities, first, titles))
+        titles.update(_placed(index, _distinct(kg, index, communities, first, titles)))
     return titles
+
+
+def _placed(index: SectionIndex, level: Mapping[int, Title]) -> dict[int, Title]:
+    """One level's titles with each that is one common word alone ("Constants",
+    "Modifiers", "Table": a word of the dictionary, not a term of the manual such as
+    "Checkpointing" or "Savepoints") said after the heading above its section, as an
+    acronym below its page is ("SQL Language Expressions: Constants"), when that title
+    is free."""
+    out = dict(level)
+    taken = {_norm(t.text) for t in level.values()}
+    for cid, t in sorted(level.items()):
+        if not (t.section and len(t.section) > 1 and _WORD_RE.match(t.text) and word_classes(t.text.lower())):
+            continue
+        placed = next((q for q in _qualified(index, t.section) if _norm(q) not in taken), None)
+        if placed is not None:
+            taken.add(_norm(placed))
+            out[cid] = dataclasses.replace(t, text=placed)
+    return out
 
 
 def name_communities(kg: KnowledgeGraph, headings: Mapping[str, Sequence[str]]) -> dict[int, str]:
@@ -529,12 +552,23 @@ def _distinct(
                 # its home's heading after the heading above it: "Notes for BIND 9.18.34:
                 # Bug Fixes", one of many "Bug Fixes" told apart by where it is
                 text, section = qualified[0], base.section
+            elif not _names_a_term(kg, c) and (
+                weak := [s for s in _own_sections(kg, index, c, base.section, 0.0)
+                         if (t := _section_title(index, s)) and _norm(t) not in taken | ancestral]
+            ):
+                # its members are phrases of prose ("take advantage", "recipient address"):
+                # any other section where it is mentioned is a place a reader finds, a
+                # phrase after the title is not
+                text, section = _section_title(index, weak[0]) or "", weak[0]
             else:
                 # a page's title with a member's name after it is told apart after the page
                 named = None
                 if base.source == "page" and base.section:
                     named = _section_title(index, base.section) or base.section[0]
-                text, section = _told_apart(kg, c, named or base.text, taken | ancestral), base.section
+                text, member = _told_apart(kg, c, named or base.text, taken | ancestral)
+                taken.add(_norm(text))
+                out[c.id] = Title(text, base.source, base.share, base.entity, (), base.section, member)
+                continue
             taken.add(_norm(text))
             out[c.id] = Title(text, base.source, base.share, base.entity, (), section)
     return out
@@ -545,12 +579,14 @@ def _distinct(
 APART_SHARE = 0.15
 
 
-def _own_sections(kg: KnowledgeGraph, index: SectionIndex, community: Community, home: Section | None) -> list[Section]:
+def _own_sections(
+    kg: KnowledgeGraph, index: SectionIndex, community: Community, home: Section | None, need: float = APART_SHARE
+) -> list[Section]:
     """The sections that tell ``community`` apart from another with the same ``home``, in
     order of preference: the sections below its home, the next heading level down first,
     each level's holding the most of its mentions first; then its other sections holding
-    :data:`APART_SHARE` of its mentions (its own second home), the most first. Never a
-    member's word: "Bug Fixes: take advantage" names nothing of the manual."""
+    ``need`` of its mentions (its own second home), the most first. Never a member's
+    word: "Bug Fixes: take advantage" names nothing of the manual."""
     counts, total = index.held(kg, community.members)
     if not total:
         counts, total = index.held(kg, community.members, in_index=True)  # named in a reference page only
@@ -565,7 +601,7 @@ def _own_sections(kg: KnowledgeGraph, index: SectionIndex, community: Community,
     )
     beside = sorted(
         (s for s, n in counts.items()
-         if n >= APART_SHARE * total - 1e-9 and s[: len(home)] != home and s != home[: len(s)]),
+         if n > 0 and n >= need * total - 1e-9 and s[: len(home)] != home and s != home[: len(s)]),
         key=lambda s: (-counts[s], -len(s), index.order.get(s, 0)),
     )
     return below + beside
@@ -589,27 +625,34 @@ def _qualified(index: SectionIndex, section: Section | None) -> list[str]:
     ]
 
 
-def _told_apart(kg: KnowledgeGraph, community: Community, title: str, taken: set[str]) -> str:
+def _names_a_term(kg: KnowledgeGraph, community: Community) -> bool:
+    """Whether a member of ``community`` is a name a title may end on: an identifier, an
+    acronym or a proper name, not a phrase of prose ("activation date")."""
+    return any(not is_common_noun(kg.entities[m].name) for m in _readable(kg, community.members))
+
+
+def _told_apart(kg: KnowledgeGraph, community: Community, title: str, taken: set[str]) -> tuple[str, str | None]:
     """``title`` with the name of the most central member it does not already name, or
     two of them when one is not enough; a name before a common noun ("Postfix TLS
-    Support: smtpd_starttls_timeout", not "...: read operations")."""
+    Support: smtpd_starttls_timeout", not "...: read operations"). With the id of the
+    member named (the first, of two)."""
     central = central_members(kg, community)
     ranked = _readable(kg, central) or central
-    # a member the manual defines (its introducing sentence is known) is a term of the
-    # section, where a phrase of its prose ("take advantage") is not: defined names first,
-    # then names before common nouns, each kind most central first
-    ranked = sorted(ranked, key=lambda m: (not kg.entities[m].description_chunk, is_common_noun(kg.entities[m].name)))
+    # a name ("-bv") before a phrase of prose ("recipient address"), and of each kind
+    # one the manual defines (its introducing sentence is known) first, most central first
+    ranked = sorted(ranked, key=lambda m: (is_common_noun(kg.entities[m].name), not kg.entities[m].description_chunk))
+    ids = {kg.entities[m].name: m for m in reversed(ranked)}  # a name's most central member
     names = [kg.entities[m].name for m in ranked]
-    names = [n for n in dict.fromkeys(names) if _norm(n) not in _norm(title)] or names
+    names = [n for n in dict.fromkeys(names) if _norm(n) not in _norm(title)] or list(dict.fromkeys(names))
     for n in names:
         text = f"{title}: {n}"
         if _norm(text) not in taken:
-            return text
+            return text, ids[n]
     for a, b in zip(names, names[1:]):
         text = f"{title}: {a} and {b}"
         if _norm(text) not in taken:
-            return text
-    return f"{title}: {' and '.join(names)}"
+            return text, ids[a]
+    return f"{title}: {' and '.join(names)}", ids[names[0]] if names else None
 
 
 def _norm(text: str) -> str:

@@ -106,6 +106,10 @@ class CommunityContext:
     # sentences from unrelated pages or sections (None: any chunk, for a graph without
     # headings)
     page_chunks: frozenset[str] | None = None
+    # the member whose name tells its title apart from a community of the same section
+    # ("Command line options: -bv"): the summary says what it is first, where the
+    # section's lead would repeat the other community's
+    named: str | None = None
 
 
 def community_context(
@@ -431,6 +435,9 @@ class ExtractiveReportWriter:
             return True
 
         on_page = context.page_chunks
+        named = [(s, c) for eid, s, c in context.introductions if eid == context.named]
+        if named:
+            take(named[0][0], named[0][0])
         for heading, sentence, _ in context.leads:
             take(sentence, f"{heading}: {sentence}" if heading else sentence)
         # with leads, the introductions and relations add to them, not replace them
@@ -597,6 +604,8 @@ def write_reports(
         ctx.name = names[cid].text if cid in names else ""
         if headings is not None:
             ctx.pages = pages_to_read(kg, ctx.community, titles)
+        if cid in names:
+            ctx.named = names[cid].named
         if cid in names and leads:
             ctx.leads = home_leads(kg, index, ctx.community, names[cid], [e.id for e, _ in ctx.entities])
         if cid in names and (section := names[cid].section):

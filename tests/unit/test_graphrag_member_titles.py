@@ -49,6 +49,7 @@ PAGES = {
     ],
     "install": [(["Installing"], "The install script copies the binaries into the configured directory.")],
     "faq": [(["Questions and answers"], "Most questions about delivery are answered by the logs.")],
+    "session": [(["Session Interface", "Constants"], "These constants are the return codes of the session calls.")],
 }
 
 
@@ -135,3 +136,38 @@ def test_a_summary_keeps_to_its_section_and_never_ends_on_a_list_of_names() -> N
     report = write_reports(kg, ExtractiveReportWriter(), headings=headings, leads=leads)[0]
     assert report.title == "TLS options"
     assert "queue runner starts" not in report.summary and "Queue options:" not in report.summary
+
+
+def test_one_common_word_alone_is_said_after_the_heading_above_it() -> None:
+    titles = _titles([_entity("a", "SQLITE_CHANGESET_DATA", ["session#0"]), _entity("b", "return code", ["session#0"])],
+                     [Community(0, 0, ["a", "b"])])
+    # "Constants" alone says nothing of what they are constants of
+    assert titles[0] == "Session Interface: Constants"
+
+
+def test_a_title_told_apart_by_a_member_is_summarised_by_what_that_member_is() -> None:
+    chunks = _chunks(PAGES)
+    said = "The -bv option verifies the addresses given as arguments without delivering."
+    kg = _graph(
+        [_entity("odb", "-odb", ["cmd#0"]), _entity("odi", "-odi", ["cmd#0"]),
+         _entity("bv", "-bv", ["cmd#0"], said, "cmd#0"), _entity("bt", "-bt", ["cmd#0"])],
+        [], [Community(0, 0, ["odb", "odi"]), Community(1, 0, ["bv", "bt"])],
+    )
+    reports = write_reports(kg, ExtractiveReportWriter(), headings={c.chunk_id: list(c.heading_path) for c in chunks},
+                            leads=section_leads(chunks))
+    assert reports[0].title == "Command line options"
+    assert reports[1].title == "Command line options: -bv"
+    # not the section's lead both communities share first
+    assert reports[1].summary.split("\n")[0] == said
+
+
+def test_a_community_of_prose_phrases_is_told_apart_by_another_section_it_is_in() -> None:
+    titles = _titles(
+        [_entity("v", "protocol version", ["main#1"]), _entity("c", "cipher list", ["main#1"]),
+         _entity("cs", "client side", ["main#1", "main#1", "main#1", "notes#0"]),
+         _entity("ss", "server side", ["main#1"])],
+        [Community(0, 0, ["v", "c"]), Community(1, 0, ["cs", "ss"])],
+    )
+    assert titles[0] == "TLS options"
+    # not "TLS options: client side": the one other place it is mentioned
+    assert titles[1] == "Bug Fixes", titles
