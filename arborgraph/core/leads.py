@@ -165,6 +165,7 @@ _POINTS_ELSEWHERE = re.compile(
     r"(?:document|book|manual|chapter|section|appendix|page)s?\b)"
     r"|^(?:Please )?(?:see|refer to|consult)\b"
     r"|\b(?:found|available|downloaded|obtained)\s+(?:at|from)\s+<?(?:https?://|www\.)"
+    r"|\bcan (?:also )?be found (?:in|at|on|under)\b"
     r"|^(?:For (?:details|more (?:details|information)|further (?:details|information)|an? (?:[a-z]+ )?"
     r"(?:description|discussion|explanation|overview)\b)[^,]*,\s*see\b)",
     re.IGNORECASE,
@@ -186,8 +187,14 @@ def points_elsewhere(sentence: str) -> bool:
     return bool(_POINTS_ELSEWHERE.search(body) or _SETS_UP_EXAMPLE.match(body))
 
 
+# a reference's list of authors ("T. Bates, Y. Rekhter, R. Chandra, D. Katz.")
+_AUTHORS = re.compile(r"^(?:[A-Z]\.\s?)+[A-Z][\w'-]+(?:,?\s(?:and\s)?(?:[A-Z]\.\s?)+[A-Z][\w'-]+)+")
+
+
 def is_fragment(sentence: str) -> bool:
     """Whether ``sentence`` is a table's row run into text ("Statement | Description
-    buffered | Controls ...") or a definition's entry without its headword ("Controls
-    the size of journal files."): a piece of a structure, which a report never ends on."""
-    return " | " in sentence or opens_without_subject(sentence)
+    buffered | Controls ..."), a definition's entry without its headword ("Controls the
+    size of journal files.") or a reference's list of authors ("T. Bates, Y. Rekhter, R.
+    Chandra, D. Katz."): a piece of a structure, which a report never ends on."""
+    body = sentence.strip()
+    return " | " in body or opens_without_subject(body) or bool(_AUTHORS.match(body))

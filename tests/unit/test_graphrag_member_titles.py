@@ -110,6 +110,9 @@ def test_a_lead_is_no_cross_reference_example_set_up_table_row_or_headless_defin
     assert is_fragment("Statement | Description buffered | Controls flushing of log messages.")
     assert is_fragment("Controls the size of journal files.")
     assert not is_fragment("The queue options say how often the queue runner starts.")
+    assert is_fragment("T. Bates, Y. Rekhter, R. Chandra, D. Katz.")
+    assert not is_fragment("T. Bates wrote the first multiprotocol extensions for BGP-4.")
+    assert points_elsewhere("The definition of struct rev_cmdline_info can be found in revision.h.")
     leads = section_leads(_chunks(PAGES))
     assert leads["main#0"] == "The main configuration holds the options that apply to the whole server."
     assert leads["main#1"] == "The TLS options say which protocol versions the server offers to its clients."
