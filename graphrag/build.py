@@ -18,7 +18,7 @@ from graphrag.config import GraphConfig
 from graphrag.extract.base import CorpusAwareExtractor, Extractor
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import ChunkExtraction, Community, Entity, Relation
-from graphrag.reports import ExtractiveReportWriter, ReportWriter, write_reports
+from graphrag.reports import ExtractiveReportWriter, ReportWriter, sets_terms, states_something, write_reports
 from graphrag.resolve import resolve
 from ingest.models import Chunk
 
@@ -145,7 +145,10 @@ _NOT_A_LEAD = re.compile(
 
 
 def _may_lead(sentence: str) -> bool:
-    return not (_NOT_A_LEAD.match(sentence) or points_elsewhere(sentence) or is_fragment(sentence))
+    return not (
+        _NOT_A_LEAD.match(sentence) or sets_terms(sentence) or points_elsewhere(sentence)
+        or is_fragment(sentence) or not states_something(sentence)
+    )
 
 
 def default_report_writer(config: GraphConfig) -> ReportWriter:

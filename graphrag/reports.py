@@ -26,7 +26,7 @@ from arborgraph.core.leads import is_fragment, points_elsewhere
 from arborgraph.core.text import reads_alone
 from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
-from graphrag.lexicon import PREPOSITIONS, is_gerund, relation_words, word_classes
+from graphrag.lexicon import PREPOSITIONS, is_gerund, relation_words, verb_lemma, word_classes
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
 from graphrag.naming import (
     Section,
@@ -227,6 +227,56 @@ def _finite_verb(word: str) -> bool:
     return "NOUN" not in classes or word.endswith("s")
 
 
+# a version requirement, a warning or a default says under what terms the section
+# applies, not what it is ("For having an effect, a nghttp2 library version 1.5.0 or
+# newer is necessary.", "Available in version 2.4.30 and later.", "By default, the
+# variable contains ..."): no lead nor summary sentence, as the fourth rating asked
+_TERMS = re.compile(
+    r"^(?:Warning|Caution|Important|Danger|Deprecated|Compatibility|By default|Should|For having)\b"
+    r"|\b(?:version|release|v)\s?\d[\w.]*\s+(?:or|and) (?:newer|later|above|higher|greater)\b"
+    r"|^(?:(?:This|The)\s+(?:\w+\s+){0,2})?(?:is |was )?(?:only )?(?:available|introduced|added|new) (?:in|since|as of|from)\s"
+    r"(?:\w+\s+){0,4}?(?:version|release|v?\d)",
+    re.IGNORECASE,
+)
+
+
+def sets_terms(sentence: str) -> bool:
+    """Whether ``sentence`` states a version requirement, a warning or a default
+    (:data:`_TERMS`): a side detail, never what a section or a community is about."""
+    return bool(_TERMS.search(sentence.strip()))
+
+
+_DETERMINERS = frozenset("the a an this that these those each every any some no its their our your".split())
+
+
+def states_something(sentence: str) -> bool:
+    """Whether ``sentence`` has a verb a subject could have, so says something instead of
+    naming it: a table's cell or a definition without its headword is a noun phrase
+    ("Minimum number of idle threads to handle request spikes.", "Current time of day, in
+    24-hour format.", "The filename of the DBM format file."), which the fourth rating
+    marked down as a pasted fragment. A verb is an auxiliary ("is", "can"), a word only a
+    verb ("appends"), an opening base form ("Use ..."), or an -s or -ed form with words
+    after it that does not follow a determiner or an adjective ("A checkpoint copies
+    frames ..."; not "idle threads" nor the closing "request spikes"); never after "to"."""
+    words = [w.lower() for w in _WORD.findall(sentence)]
+    for i, word in enumerate(words):
+        classes = word_classes(word)
+        before = words[i - 1] if i else ""
+        if word == "am" and before != "i":
+            continue  # "am/pm format"
+        if "AUX" in classes:
+            return True
+        if "VERB" not in classes or is_gerund(word) or before == "to" or word in PREPOSITIONS:
+            continue
+        if i == 0 or not classes & {"NOUN", "ADJ"}:
+            return True
+        # an inflected form ("copies", "stored"), not a word ending so ("access")
+        if (word.endswith("s") or word.endswith("ed")) and verb_lemma(word) not in (None, word) \
+                and i < len(words) - 1 and before not in _DETERMINERS and "ADJ" not in word_classes(before):
+            return True
+    return False
+
+
 def introduction(entity: Entity, relations: Sequence[Relation]) -> tuple[str, str] | None:
     """(sentence, chunk id): the manual's sentence introducing ``entity``, one it is the
     subject of and that reads on its own: its description first, then the sentences
@@ -336,6 +386,21 @@ def home_leads(
         )
         if anywhere:
             out.append(("", *index.leads[anywhere[0]]))
+    if not out and total:
+        # no lead names a member: the lead of the page holding the most of its mentions,
+        # which says what that page is about, where the fourth rating marked down the list
+        # of names "X, Y and Z, in A and B." a report would else be
+        pages: Counter[Section] = Counter()
+        for s, n in counts.items():
+            pages[s[:1]] += n
+        for page, _ in sorted(pages.items(), key=lambda pn: (-pn[1], index.order.get(pn[0], 0))):
+            found = index.opening(page) or next(
+                (index.leads[s] for s in sorted(index.leads, key=lambda s: index.order.get(s, 0)) if s[:1] == page),
+                None,
+            )
+            if found is not None:
+                out.append(("", *found))
+                break
     return out
 
 
@@ -425,8 +490,9 @@ class ExtractiveReportWriter:
             key = _said(sentence)
             if key in said or len(sentence) > self.max_quote_chars or is_credit(sentence):
                 return False
-            if points_elsewhere(sentence) or is_fragment(sentence):
-                return False  # "see section 3.10", "Let's say ...", a table's row: nothing of the topic itself
+            if points_elsewhere(sentence) or is_fragment(sentence) or not states_something(sentence) \
+                    or sets_terms(sentence):
+                return False  # "see section 3.10", "Let's say ...", a table's row or cell: nothing of the topic itself
             if parts and len(" ".join([*parts, line]).split()) > self.max_words:
                 return False
             used.add(sentence)

@@ -1,0 +1,108 @@
+"""Community titles and summaries as the fourth blind rating asked (issue #35 item 3,
+Apache httpd and zsh): no title bar's site name in a title, no version requirement, side
+detail or table cell for a section's lead, no list of names for a summary.
+
+The chunks are the manuals' own text (Apache httpd 2.4's mpm_common, mod_http2 and core
+pages, zsh's Prompt Expansion chapter, as the HTML loader reads them); the graphs are made
+by hand so that each rule's answer is known; sections, leads, titles and reports are made
+by the real code."""
+
+from __future__ import annotations
+
+from arborgraph.index.structure_check import is_template_sentence
+from graphrag.build import section_leads
+from graphrag.model import Community
+from graphrag.naming import SectionIndex, community_titles, shared_title_suffix
+from graphrag.reports import ExtractiveReportWriter, sets_terms, states_something, write_reports
+from hand_graphs import entity as _entity
+from hand_graphs import graph as _graph
+from hand_graphs import page_chunks as _chunks
+
+_BAR = " - Apache HTTP Server Version 2.4"
+
+APACHE = {
+    "mpm_common": [
+        ([f"mpm_common{_BAR}", "Apache MPM Common Directives"],
+         "A collection of directives that are implemented by more than one multi-processing module (MPM)."),
+        ([f"mpm_common{_BAR}", "Apache MPM Common Directives", "MinSpareThreads Directive ¶"],
+         "Description: | Minimum number of idle threads available to handle request spikes\n"
+         "Syntax: | MinSpareThreads number\nDefault: | See usage for details\n\n"
+         "Minimum number of idle threads to handle request spikes. Different MPMs deal with this directive"
+         " differently."),
+    ],
+    "mod_http2": [
+        ([f"mod_http2{_BAR}", "Apache Module mod_http2", "H2PushPriority Directive ¶"],
+         "Description: | H2 Server Push Priority\nSyntax: | H2PushPriority mime-type [after|before|interleaved]"
+         " [weight]\nCompatibility: | Available in version 2.4.18 and later.\n\n"
+         "For having an effect, a nghttp2 library version 1.5.0 or newer is necessary. This directive defines"
+         " the priority handling of pushed responses based on the content-type of the response."),
+    ],
+    "core": [
+        ([f"core{_BAR}", "Apache Core Features", "QualifyRedirectURL Directive ¶"],
+         "Description: | Controls whether the REDIRECT_URL environment variable is fully qualified\n\n"
+         "By default, the variable contains the verbatim URL requested by the client, such as \"/index.html\"."
+         " This directive ensures that the REDIRECT_URL variable is fully qualified."),
+    ],
+}
+
+ZSH = {
+    "prompt": [
+        (["13 Prompt Expansion", "13.2 Simple Prompt Escapes", "13.2.4 Date and time"],
+         "%D\n\nThe date in yy-mm-dd format.\n\n%T\n\nCurrent time of day, in 24-hour format.\n\n%t\n\n%@\n\n"
+         "Current time of day, in 12-hour, am/pm format."),
+    ],
+}
+
+
+def test_the_site_name_every_title_bar_repeats_is_no_part_of_a_title() -> None:
+    chunks = _chunks(APACHE)
+    assert shared_title_suffix(c.heading_path[0] for c in chunks) == _BAR
+    # a manual whose pages have their own titles has no such suffix
+    assert shared_title_suffix(["Prompt Expansion", "Zsh Line Editor", "Parameters - Array Subscripts"]) == ""
+    kg = _graph([_entity("m", "MinSpareThreads", ["mpm_common#0", "mpm_common#1"])], [], [Community(0, 0, ["m"])])
+    index = SectionIndex(kg, {c.chunk_id: list(c.heading_path) for c in chunks})
+    # the page's own heading below the title bar is its title
+    assert index.paths["mpm_common#0"] == ("Apache MPM Common Directives",)
+    titles = community_titles(kg, {c.chunk_id: list(c.heading_path) for c in chunks})
+    assert "Apache HTTP Server" not in titles[0].text
+
+
+def test_a_table_cell_or_a_headword_less_definition_states_nothing() -> None:
+    assert not states_something("Minimum number of idle threads to handle request spikes.")
+    assert not states_something("Current time of day, in 24-hour format.")
+    assert not states_something("The filename of the DBM format file.")
+    assert not states_something("The restriction of access to network realms.")  # "access" is no "-s" form
+    assert states_something("A checkpoint copies frames back into the database.")
+    assert states_something("This directive defines the priority handling of pushed responses.")
+    assert states_something("The server closes the connection after a timeout.")
+    assert states_something("Use the following command to start the server.")
+
+
+def test_a_lead_is_no_version_requirement_default_or_table_cell() -> None:
+    leads = section_leads(_chunks(APACHE) + _chunks(ZSH))
+    # the noun phrase repeating the Description cell is no lead ("this directive" after it
+    # leans on the heading: none)
+    assert leads.get("mpm_common#1") != "Minimum number of idle threads to handle request spikes."
+    # a library's version requirement is the terms the directive applies on, not what it
+    # is; a default is one detail ("This directive ..." after them leans on the heading)
+    assert "mod_http2#0" not in leads
+    assert "core#0" not in leads
+    assert not states_something("Current time of day, in 12-hour, am/pm format.")
+    # nor a summary's sentence (mod_reqtimeout's report quoted it)
+    assert sets_terms("The handshake stage is available since version 2.4.39.")
+    assert not sets_terms("The version 2 protocol is used by default on every listener.")
+    # a definition list's cells with their headwords on lines of their own: no lead
+    assert "prompt#0" not in leads
+
+
+def test_a_community_no_lead_names_is_told_by_its_pages_lead_not_a_list_of_names() -> None:
+    chunks = _chunks(APACHE)
+    headings = {c.chunk_id: list(c.heading_path) for c in chunks}
+    # two names the manual mentions in the directive's table only: no sentence of them
+    kg = _graph(
+        [_entity("n", "number", ["mpm_common#1"]), _entity("s", "MinSpareThreads number", ["mpm_common#1"])],
+        [], [Community(0, 0, ["n", "s"])],
+    )
+    summary = write_reports(kg, ExtractiveReportWriter(), headings=headings, leads=section_leads(chunks))[0].summary
+    assert not is_template_sentence(summary)
+    assert ", in " not in summary
