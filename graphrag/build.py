@@ -127,7 +127,11 @@ def section_leads(chunks: Sequence[Chunk]) -> dict[str, str]:
     for c in chunks:
         key = (c.doc_id, tuple(c.heading_path))
         if key != previous:
-            lead = next((s for s in opening(c.text, _LEAD_CANDIDATES) if _may_lead(s)), None)
+            candidates = [s for s in opening(c.text, _LEAD_CANDIDATES) if _may_lead(s)]
+            # a sentence with a verb first; a noun phrase ("Macro to provide an option
+            # dependent on other options.") only when the section has nothing else: it
+            # says what its own heading is, and a report quotes it under no other title
+            lead = next((s for s in candidates if states_something(s)), candidates[0] if candidates else None)
             if lead is not None:
                 out[c.chunk_id] = lead
         previous = key
@@ -147,7 +151,7 @@ _NOT_A_LEAD = re.compile(
 def _may_lead(sentence: str) -> bool:
     return not (
         _NOT_A_LEAD.match(sentence) or sets_terms(sentence) or points_elsewhere(sentence)
-        or is_fragment(sentence) or not states_something(sentence)
+        or is_fragment(sentence)
     )
 
 

@@ -352,7 +352,8 @@ def home_leads(
             # an "OPTIONS" or "Examples" lead says what the section above it is about only
             # when it opens that section
             found = found if index.opening(section[:-1]) == found else None
-        if found is not None and found[0] not in seen and members.intersection(kg.chunk_entities.get(found[1], ())):
+        if found is not None and found[0] not in seen and members.intersection(kg.chunk_entities.get(found[1], ())) \
+                and states_something(found[0]):  # a noun phrase under another heading: a pasted cell
             seen.add(found[0])
             # on the title's page: its heading without the page's title before it
             label = _lead_heading(index, section)
@@ -365,8 +366,9 @@ def home_leads(
         # a page opening with a list or a table: the lead of its section holding the most
         # of the community's mentions (one naming a member first) says what it is about,
         # in the page's words, where a list of names would not
+        # (a noun phrase opening another section says what that heading is, not this one)
         on_page = sorted(
-            (s for s in index.leads if s[:1] == home[:1]),
+            (s for s in index.leads if s[:1] == home[:1] and states_something(index.leads[s][0])),
             key=lambda s: (not members.intersection(kg.chunk_entities.get(index.leads[s][1], ())), -counts[s],
                            index.order.get(s, 0)),
         )
@@ -381,7 +383,8 @@ def home_leads(
             counts, total = index.held(kg, community.members, in_index=True)
         anywhere = sorted(
             (s for s in index.leads
-             if counts[s] > 0 and members.intersection(kg.chunk_entities.get(index.leads[s][1], ()))),
+             if counts[s] > 0 and members.intersection(kg.chunk_entities.get(index.leads[s][1], ()))
+             and states_something(index.leads[s][0])),
             key=lambda s: (-counts[s], -len(s), index.order.get(s, 0)),
         )
         if anywhere:
@@ -395,7 +398,8 @@ def home_leads(
             pages[s[:1]] += n
         for page, _ in sorted(pages.items(), key=lambda pn: (-pn[1], index.order.get(pn[0], 0))):
             found = index.opening(page) or next(
-                (index.leads[s] for s in sorted(index.leads, key=lambda s: index.order.get(s, 0)) if s[:1] == page),
+                (index.leads[s] for s in sorted(index.leads, key=lambda s: index.order.get(s, 0))
+                 if s[:1] == page and states_something(index.leads[s][0])),
                 None,
             )
             if found is not None:
@@ -484,14 +488,15 @@ class ExtractiveReportWriter:
 
         said: set[str] = set()  # what was said, in any case and spacing
 
-        def take(sentence: str, line: str) -> bool:
+        def take(sentence: str, line: str, own_lead: bool = False) -> bool:
             """Add ``line`` (saying ``sentence``) when the sentence is new, whole, fits and
-            says something of the topic (not who added it)."""
+            says something of the topic (not who added it). A noun phrase only as the lead
+            of the title's own section (``own_lead``), which says what that heading is."""
             key = _said(sentence)
             if key in said or len(sentence) > self.max_quote_chars or is_credit(sentence):
                 return False
-            if points_elsewhere(sentence) or is_fragment(sentence) or not states_something(sentence) \
-                    or sets_terms(sentence):
+            if points_elsewhere(sentence) or is_fragment(sentence) or sets_terms(sentence) \
+                    or not (own_lead or states_something(sentence)):
                 return False  # "see section 3.10", "Let's say ...", a table's row or cell: nothing of the topic itself
             if parts and len(" ".join([*parts, line]).split()) > self.max_words:
                 return False
@@ -504,8 +509,9 @@ class ExtractiveReportWriter:
         named = [(s, c) for eid, s, c in context.introductions if eid == context.named]
         if named:
             take(named[0][0], named[0][0])
-        for heading, sentence, _ in context.leads:
-            take(sentence, f"{heading}: {sentence}" if heading else sentence)
+        for k, (heading, sentence, _) in enumerate(context.leads):
+            # home_leads gives a noun phrase only as the first, its title's section's lead
+            take(sentence, f"{heading}: {sentence}" if heading else sentence, own_lead=k == 0 and not heading)
         # with leads, the introductions and relations add to them, not replace them
         intros = self.n_introductions - (1 if context.leads else 0)
         for _, sentence, chunk in context.introductions:

@@ -80,9 +80,12 @@ def test_a_table_cell_or_a_headword_less_definition_states_nothing() -> None:
 
 def test_a_lead_is_no_version_requirement_default_or_table_cell() -> None:
     leads = section_leads(_chunks(APACHE) + _chunks(ZSH))
-    # the noun phrase repeating the Description cell is no lead ("this directive" after it
-    # leans on the heading: none)
-    assert leads.get("mpm_common#1") != "Minimum number of idle threads to handle request spikes."
+    # a noun phrase (the Description cell again) leads only a section with nothing else
+    # ("this directive" after it leans on the heading): it says what that heading is
+    assert leads["mpm_common#1"] == "Minimum number of idle threads to handle request spikes."
+    assert section_leads(_chunks({"p": [(["CMakeDependentOption"], "Macro to provide an option dependent on"
+                                        " other options. CMake presents the option only when its conditions"
+                                        " hold.")]})) == {"p#0": "CMake presents the option only when its conditions hold."}
     # a library's version requirement is the terms the directive applies on, not what it
     # is; a default is one detail ("This directive ..." after them leans on the heading)
     assert "mod_http2#0" not in leads
@@ -91,8 +94,6 @@ def test_a_lead_is_no_version_requirement_default_or_table_cell() -> None:
     # nor a summary's sentence (mod_reqtimeout's report quoted it)
     assert sets_terms("The handshake stage is available since version 2.4.39.")
     assert not sets_terms("The version 2 protocol is used by default on every listener.")
-    # a definition list's cells with their headwords on lines of their own: no lead
-    assert "prompt#0" not in leads
 
 
 def test_a_community_no_lead_names_is_told_by_its_pages_lead_not_a_list_of_names() -> None:
@@ -106,3 +107,25 @@ def test_a_community_no_lead_names_is_told_by_its_pages_lead_not_a_list_of_names
     summary = write_reports(kg, ExtractiveReportWriter(), headings=headings, leads=section_leads(chunks))[0].summary
     assert not is_template_sentence(summary)
     assert ", in " not in summary
+
+
+def test_a_noun_phrase_is_quoted_only_under_its_own_heading() -> None:
+    # the page's opening is a table: the report of a community titled by the page must not
+    # quote the noun phrase opening a directive's section ("Apache MPM Common Directives:
+    # Minimum number of idle threads to handle request spikes." was marked a pasted cell)
+    pages = {"mpm_common": [
+        ([f"mpm_common{_BAR}", "Apache MPM Common Directives"], "Directive | Module\nMinSpareThreads | event"),
+        *APACHE["mpm_common"][1:],
+        ([f"mpm_common{_BAR}", "Apache MPM Common Directives", "ListenBacklog Directive ¶"],
+         "The maximum length of the queue of pending connections sets how many clients may wait."),
+    ]}
+    chunks = _chunks(pages)
+    headings = {c.chunk_id: list(c.heading_path) for c in chunks}
+    kg = _graph(
+        [_entity("m", "MinSpareThreads", ["mpm_common#0", "mpm_common#1", "mpm_common#2"]),
+         _entity("e", "event", ["mpm_common#0", "mpm_common#2"])],
+        [], [Community(0, 0, ["m", "e"])],
+    )
+    report = write_reports(kg, ExtractiveReportWriter(), headings=headings, leads=section_leads(chunks))[0]
+    assert report.title == "Apache MPM Common Directives"
+    assert "Minimum number of idle threads" not in report.summary
