@@ -60,6 +60,15 @@ NAMED_SHARE = 0.15
 # a section whose chunks mention this share of all entities is an index, not a home
 INDEX_SHARE = 0.2
 MIN_ENTITIES_FOR_INDEX = 20
+# a page that calls itself an index or a quick reference ("Directive Quick Reference",
+# "Directive Index") lists what other pages define, though it names less than
+# INDEX_SHARE of a large manual's entities: the fourth rating marked "Directive Quick
+# Reference: AliasPreservePath" down, the directive's own page being its home
+_INDEX_TITLE = re.compile(
+    r"(?:^|\s)(?:Quick Reference|Reference Card|(?:(?:Directive|Module|Option|Command|Function|Keyword|"
+    r"Variable|Parameter|Setting)s?|General|Alphabetical) Index)$",
+    re.IGNORECASE,
+)
 # the share of a community's mentions the section holding the most of them must hold to
 # title it in place of a central entity that is a plain common noun
 MOST_SHARE = 0.25
@@ -252,7 +261,9 @@ class SectionIndex:
         need = max(1.0, INDEX_SHARE * mentioned)
         # a graph of a few pages has no index: one page may name most of its entities
         self.index_like = frozenset(
-            s for s, ids in entities.items() if len(ids) >= need and mentioned >= MIN_ENTITIES_FOR_INDEX
+            s for s, ids in entities.items()
+            if mentioned >= MIN_ENTITIES_FOR_INDEX
+            and (len(ids) >= need or (len(s) == 1 and len(ids) >= MIN_ENTITIES_FOR_INDEX and _INDEX_TITLE.search(s[0])))
         )
 
     def opening(self, section: Section) -> tuple[str, str] | None:

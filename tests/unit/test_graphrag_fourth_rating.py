@@ -129,3 +129,25 @@ def test_a_noun_phrase_is_quoted_only_under_its_own_heading() -> None:
     report = write_reports(kg, ExtractiveReportWriter(), headings=headings, leads=section_leads(chunks))[0]
     assert report.title == "Apache MPM Common Directives"
     assert "Minimum number of idle threads" not in report.summary
+
+
+def test_a_page_calling_itself_a_quick_reference_is_an_index_not_a_home() -> None:
+    # Apache httpd's "Directive Quick Reference" names a few hundred of its thousands of
+    # entities, under a fifth of them, in one table; the directive's own page is its home
+    rows = "\n".join(f"Directive{i} on|off | off | svdh | E" for i in range(24))
+    pages = {
+        "quickreference": [([f"Directive Quick Reference{_BAR}", "Directive Quick Reference"], rows)],
+        **{f"p{k}": [([f"page{k}{_BAR}", f"Page {k}"], f"Page {k} explains some other topic at length.")]
+           for k in range(200)},
+        "mod_dir": [([f"mod_dir{_BAR}", "Apache Module mod_dir", "DirectoryIndex Directive ¶"],
+                     "The DirectoryIndex directive sets the list of resources to look for.")],
+    }
+    chunks = _chunks(pages)
+    headings = {c.chunk_id: list(c.heading_path) for c in chunks}
+    entities = [_entity(f"d{i}", f"Directive{i}", ["quickreference#0"]) for i in range(24)]
+    entities += [_entity(f"x{k}", f"Topic{k}", [f"p{k}#0"]) for k in range(200)]
+    entities += [_entity("di", "DirectoryIndex", ["quickreference#0", "quickreference#0", "mod_dir#0"])]
+    kg = _graph(entities, [], [Community(0, 0, ["di", "d1"])])
+    index = SectionIndex(kg, headings)
+    assert ("Directive Quick Reference",) in index.index_like
+    assert not community_titles(kg, headings)[0].text.startswith("Directive Quick Reference")
