@@ -305,7 +305,7 @@ def main() -> None:
             "leidenalg": leiden,
         },
         "store_lookup": store,
-        "graph_route": {**route, "questions_file": str(args.questions.relative_to(ROOT)), "target_top5_shared": TARGET_TOP5_SHARED},
+        "graph_route": {**route, "questions_file": str(args.questions.resolve().relative_to(ROOT)), "target_top5_shared": TARGET_TOP5_SHARED},
         "settings": {
             "rounds": args.rounds,
             "warmup_rounds": args.warmup,
