@@ -189,12 +189,6 @@ class LexicalIndex:
             return np.zeros(self.n_rows, dtype=np.float32)
         return np.asarray(self._postings.scores(tokens), dtype=np.float32)
 
-    def token_scores(self, token: str) -> np.ndarray:
-        """BM25 score of every row for one already analysed token (see :func:`analyse`)."""
-        if self.n_rows == 0:
-            return np.zeros(0, dtype=np.float32)
-        return np.asarray(self._postings.scores([token]), dtype=np.float32)
-
     def postings(self, token: str) -> np.ndarray:
         """The rows holding one analysed token (ascending): its posting list, read from
         the index without scoring any other row."""

@@ -96,9 +96,6 @@ def test_scores_of_a_loaded_index_are_bm25s_scores_bit_for_bit(tmp_path: Path) -
         expected = np.asarray(reference.get_scores(tokens), dtype=np.float32)
         assert _same_bits(loaded.scores(query), expected), query
         assert _same_bits(built.scores(query), expected), query
-        for token in tokens[:3]:
-            one = np.asarray(reference.get_scores([token]), dtype=np.float32)
-            assert _same_bits(loaded.token_scores(token), one), token
 
 
 def test_postings_are_the_rows_holding_the_term(tmp_path: Path) -> None:
@@ -129,7 +126,6 @@ def test_an_index_without_terms_or_rows_scores_zero(tmp_path: Path) -> None:
         LexicalIndex.build(texts).save(tmp_path / name)
         loaded = LexicalIndex.load(tmp_path / name)
         assert loaded.scores("busy timeout").tolist() == [0.0] * len(texts)
-        assert loaded.token_scores("busy").tolist() == [0.0] * len(texts)
         assert loaded.postings("busy").tolist() == []
 
 
