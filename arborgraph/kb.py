@@ -260,7 +260,14 @@ class KnowledgeBase:
         )
 
     def query_store(
-        self, question: str, store: "Neo4jStore", *, principal: str | None = None, top_k: int | None = None
+        self,
+        question: str,
+        store: "Neo4jStore",
+        *,
+        principal: str | None = None,
+        top_k: int | None = None,
+        answer: bool = False,
+        llm: "ChatModel | None" = None,
     ) -> QueryResult:
         """The lookup route answered by ``store``, the Neo4j database this index was
         exported to with its search indexes (``arborgraph export-neo4j --search``): its
@@ -268,7 +275,10 @@ class KnowledgeBase:
         (the check runs inside the database: nothing else leaves it), fused by
         reciprocal rank with this index's retrieval weights. The question is embedded
         here, with the index's model. Document validity dates, the ranking stage and the
-        other routes do not run on the store."""
+        other routes do not run on the store. The result carries the extractive answer
+        (``highlights``) as ``query``'s does; ``answer=True`` asks the configured LLM (or
+        ``llm``) for an answer over the store's contexts."""
+        from arborgraph.query.digest import highlights, load_model
         from arborgraph.query.fusion import reciprocal_rank_fusion
 
         k = top_k if top_k is not None else self.settings.top_k
@@ -278,14 +288,24 @@ class KnowledgeBase:
         )
         weights = {"bm25": retrieval.weight_bm25, "dense": retrieval.weight_dense}
         fused = reciprocal_rank_fusion(rankings, weights, k=retrieval.rrf_k)[:k] if rankings else []
+        contexts = store.contexts(fused, rankings, principal=principal)
+        notes = [] if "dense" in rankings else ["no query embedding: full-text search only"]
+        text = None
+        if answer:
+            from arborgraph.query.answer import figure_notes, generate_answer
+
+            text = generate_answer(llm or self.chat_model(), question, contexts)
+            notes += figure_notes(text, contexts, question) if contexts else []
         return QueryResult(
             question=question,
             route="lookup",
             routing=RoutingDecision(route="lookup", forced=True, reason="answered by the Neo4j store"),
-            contexts=store.contexts(fused, rankings, principal=principal),
+            contexts=contexts,
             mode=self.index.mode,
-            notes=[] if "dense" in rankings else ["no query embedding: full-text search only"],
+            answer=text,
+            notes=notes,
             retrieved=rankings,
+            highlights=highlights(question, contexts, load_model(retrieval.digest_model).scorer),
         )
 
     def lookup(

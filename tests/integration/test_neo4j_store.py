@@ -110,6 +110,8 @@ def test_query_store_from_the_command_line(store: X.Neo4jStore, neo4j: Neo4jServ
     for extra in (["--route", "graph"], ["--as-of", "2026-01-01"]):
         bad = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin", *login, *extra])
         assert bad.exit_code == 2 and bad.output.startswith("error: --store answers the lookup route only"), bad.output
+    highlighted = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin launch code", *login, "--as", "team-a"])
+    assert highlighted.exit_code == 0 and "answer (the manual's sentences most likely to answer):" in highlighted.output
     for json_flag in ([], ["--json"]):  # a failed login names neither password
         wrong = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin", "--store", neo4j.uri,
                                     "--graph-password", "Wr0ng-Passw0rd", *json_flag])
@@ -142,3 +144,29 @@ def test_a_database_without_search_indexes_is_one_line_saying_what_to_run(
     finally:
         X.export_search(tenant_index, neo4j.driver())  # the other tests' indexes back
     assert store.search("Bluefin launch code", None)["bm25"]
+
+
+def test_the_store_answers_with_the_llm_over_what_the_caller_may_read(
+    store: X.Neo4jStore, tenant_index: Path, tmp_path: Path
+) -> None:
+    """--answer on the store: one LLM call over the store's passages, which are the
+    caller's only; the extractive answer cites them too."""
+    from llm_server import FakeOpenAIServer
+
+    from arborgraph.llm import LLMCache, LLMConfig, LLMUsage
+    from arborgraph.llm.provider import OpenAIChatModel
+
+    kb = arborgraph.open(tenant_index)
+    with FakeOpenAIServer() as server:
+        server.set_reply(lambda body: "The launch code is in the Bluefin plan [1].")
+        chat = OpenAIChatModel(
+            LLMConfig(model="stand-in", base_url=server.base_url, api_key="k"), LLMCache(tmp_path / "llm.sqlite"), LLMUsage()
+        )
+        mine = kb.query_store("Bluefin launch code", store, principal="team-a", answer=True, llm=chat)
+        assert mine.answer == "The launch code is in the Bluefin plan [1]." and server.count() == 1
+        assert mine.contexts[0].source == "bluefin.md" and mine.highlights
+        assert all(1 <= h.context <= len(mine.contexts) for h in mine.highlights)
+        anonymous = kb.query_store("Bluefin launch code", store, answer=True, llm=chat)
+        prompt = json.dumps(server.requests[-1].body)
+        assert "ZEBRA" not in prompt and "bluefin.md" not in prompt  # the LLM saw only public passages
+        assert not _leaks(anonymous, None)
