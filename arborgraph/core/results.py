@@ -8,6 +8,8 @@ from pydantic import BaseModel, Field
 
 ContextKind = Literal["chunk", "digest", "summary", "entity", "relation", "community_report"]
 Route = Literal["lookup", "tree", "graph", "global"]
+# the kinds of context that hold the manual's own words: a chunk, or sentences of one
+MANUALS_WORDS: tuple[ContextKind, ...] = ("chunk", "digest")
 
 
 class Context(BaseModel):

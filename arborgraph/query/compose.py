@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
 from arborgraph.core.retrieval import Retrieval
 from arborgraph.query.fusion import fuse_contexts
-from arborgraph.core.results import Context
+from arborgraph.core.results import MANUALS_WORDS, Context
 from arborgraph.query.safety import INJECTION_FLAG, context_looks_injected
 
 
@@ -117,10 +117,6 @@ def focus_tree(found: Retrieval, lookup_hits: list[Context], settings: TreeSearc
     inside = [c for c in lookup_hits if c.source in docs]
     weights = {"tree": 1.0, "lookup": settings.focus_lookup_weight}
     return found.header + fuse_contexts({"tree": leaves, "lookup": inside}, weights)
-
-
-# contexts that are the manual's own words: a chunk, or sentences of one (a digest)
-MANUALS_WORDS = ("chunk", "digest")
 
 
 def assemble(

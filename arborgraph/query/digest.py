@@ -26,14 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from arborgraph.core.results import Context, Highlight
+from arborgraph.core.results import MANUALS_WORDS, Context, Highlight
 from arborgraph.core.text import analyse, sentence_spans
 
 MODEL_FILE = Path(__file__).resolve().parents[1] / "data" / "sentence_model.json"
 MODEL_FORMAT = "arborgraph-sentences/1"
 DIGEST = "digest"
-# contexts holding the manual's own sentences
-MANUALS_WORDS = ("chunk", "digest")
 # a sentence sharing this share of its terms with one already picked adds nothing
 REPEAT_SHARE = 0.8
 # sentences shorter than this many words are list debris, not statements
