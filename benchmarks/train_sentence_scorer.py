@@ -49,6 +49,7 @@ from arborgraph.query.digest import (  # noqa: E402
     pack,
     sentence_features,
 )
+from arborgraph.query.compose import assemble  # noqa: E402
 from arborgraph.query.settings import DEFAULT_BUDGET_TOKENS, DEFAULT_TOP_K  # noqa: E402
 from arborgraph.query.evaluation import load_questions, normalize, paired_bootstrap, score_contexts  # noqa: E402
 
@@ -234,12 +235,8 @@ def main() -> int:
             for item in items[name]:
                 if item.route != item.auto:
                     continue
-                shown, used = [], 0
-                for ctx in item.passages[:DEFAULT_TOP_K]:
-                    used += count(ctx.text)
-                    if used > DEFAULT_BUDGET_TOKENS and shown:
-                        break
-                    shown.append(ctx)
+                # what a query keeps at the default settings
+                shown, _ = assemble(item.passages, DEFAULT_BUDGET_TOKENS, DEFAULT_TOP_K, lambda c: count(c.text))
                 picked = highlights(item.question, shown, scorer)
                 lead = candidate_sentences(shown, 0, len(shown))
                 n += 1
