@@ -457,7 +457,7 @@ def query(
         settings = {"graph_backend": {k: v for k, v in server.items() if v}} if graph_backend is not None else None
         kb = _open(index, settings, graph_password=graph_password)
         if answer or llm_router:
-            kwargs["llm"] = kb.chat_model(llm_model)
+            kwargs["llm"] = kb.engine.chat_model(llm_model)
         if llm_router:
             kwargs["llm_router"] = True
         ask = partial(kb.query, **kwargs)
@@ -579,7 +579,7 @@ def inspect(
 ) -> None:
     """Show what an index holds: manifest, counts, sizes (or, with --structure, how readable its structures are)."""
     if structure:
-        report = _open(index).structure(principal=as_principal)
+        report = _open(index).explorer.structure(principal=as_principal)
         if json_out:
             print(report.model_dump_json(indent=2))
         else:

@@ -14,7 +14,7 @@ Relations come back with id, ends, type, exact weight (from ``weight_key``) and 
 ids; description and evidence stay on the server.
 
 The graph route of a :class:`~arborgraph.kb.KnowledgeBase` uses a server when
-``kb.graph_backend`` is a :class:`GraphServer` (from the ``graph_backend`` config
+``kb.engine.graph_servers`` is a :class:`GraphServer` (from the ``graph_backend`` config
 section, ``arborgraph query --graph-backend bolt://...``, or set by the caller): it
 connects on first use and checks that the server holds the index's graph.
 """

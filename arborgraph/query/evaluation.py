@@ -254,8 +254,8 @@ def evaluate(
     """Score ``auto``, every built route and the flat baselines on ``questions``."""
     top_k = 100
     budget_tokens = budget_words * 4  # the word window, not the token budget, is the cut
-    available = ["auto", *kb.routes, "baseline:bm25", "baseline:dense", "baseline:hybrid"]
-    if kb.mode.embedding is None:
+    available = ["auto", *kb.index.routes, "baseline:bm25", "baseline:dense", "baseline:hybrid"]
+    if kb.index.mode.embedding is None:
         available = [s for s in available if s != "baseline:dense"]
     wanted = list(systems) if systems else available
 
@@ -268,7 +268,7 @@ def evaluate(
 
     def flat(mode: str) -> Callable[[Question], tuple[list[Context], str | None]]:
         def run(q: Question) -> tuple[list[Context], str | None]:
-            return kb.lookup(q.question, mode=mode, top_k=top_k), None
+            return kb.engine.lookup(q.question, mode=mode, top_k=top_k), None
 
         return run
 
@@ -276,7 +276,7 @@ def evaluate(
     for name in wanted:
         if name.startswith("baseline:"):
             fn = flat(name.split(":", 1)[1])
-        elif name == "auto" or name in kb.routes:
+        elif name == "auto" or name in kb.index.routes:
             fn = routed(name)
         else:
             raise EvalError(f"system '{name}' is not available on this index")
@@ -286,8 +286,8 @@ def evaluate(
             if name != REFERENCE_SYSTEM:
                 system.vs_reference = _differences(system, reports[REFERENCE_SYSTEM])
     return EvalReport(
-        index=str(kb.index_dir),
-        mode=kb.mode.label,
+        index=str(kb.index.index_dir),
+        mode=kb.index.mode.label,
         budget_words=budget_words,
         questions=len(questions),
         systems=reports,

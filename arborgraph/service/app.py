@@ -115,7 +115,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
     if settings.docs_dir is not None:
         folder = DocumentFolder(settings.docs_dir)
         rebuilds = Rebuilds(
-            folder.root, served.index_dir, config=lambda: served.kb.config, served_generation=lambda: served.generation,
+            folder.root, served.index_dir, config=lambda: served.kb.engine.config, served_generation=lambda: served.generation,
         )
     service = Service(
         served=served, settings=settings, authenticator=authenticator, metrics=Metrics(),

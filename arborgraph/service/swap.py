@@ -58,7 +58,7 @@ def validate(kb: KnowledgeBase) -> None:
     scope's tree and graph loaded now (a later rebuild may prune this generation's
     files; nothing may be left to read from them)."""
     kb.engine.warm()
-    for route in kb.routes:
+    for route in kb.index.routes:
         kb.query(PROBE_QUESTION, route=route, top_k=3, budget_tokens=200)  # type: ignore[arg-type]
     kb.info()
 
@@ -211,7 +211,7 @@ class ServedIndex:
         way, but a restart would read them)."""
         from arborgraph.index.store import changed_on_disk, intact_problem, last_intact_generation
 
-        gen = self._current.kb.on_disk
+        gen = self._current.kb.index.on_disk
         problem = changed_on_disk(gen)
         # a known problem is looked at again sooner: it clears soon after it is mended
         interval = self.verify_seconds if "disk" not in self.problems else min(self.verify_seconds, 30.0)

@@ -48,7 +48,7 @@ def query(
 ) -> dict[str, Any]:
     """The object ``arborgraph query --json`` prints, plus the generation that answered.
     ``llm_model`` names the chat model for ``answer`` (default: the index's config)."""
-    llm = kb.chat_model(llm_model) if options.answer else None
+    llm = kb.engine.chat_model(llm_model) if options.answer else None
     res = kb.query(
         question,
         route=options.route,
@@ -70,9 +70,9 @@ def query(
 
 def check_route(kb: KnowledgeBase, route: str) -> None:
     """QueryError now for a route the index has not built (before any output is sent)."""
-    if route != "auto" and route not in kb.routes:
+    if route != "auto" and route not in kb.index.routes:
         raise QueryError(
-            f"this index has no '{route}' route (built: {', '.join(kb.routes)})"
+            f"this index has no '{route}' route (built: {', '.join(kb.index.routes)})"
         )
 
 
@@ -132,7 +132,7 @@ def _node(node: Any) -> dict[str, Any]:
 
 
 def _tree(kb: KnowledgeBase, principal: str | None, scope: str | None) -> Any:
-    return kb.tree_view(principal, scope=scope)
+    return kb.explorer.tree_view(principal, scope=scope)
 
 
 def _tree_node(view: Any, node_id: str) -> Any:
@@ -145,7 +145,7 @@ def _tree_node(view: Any, node_id: str) -> Any:
 def tree_outline(kb: KnowledgeBase, principal: str | None, scope: str | None = None, depth: int = 2) -> dict[str, Any]:
     view = _tree(kb, principal, scope)
     return {
-        "scope": scope or kb.readable_scopes(principal)[0],
+        "scope": scope or kb.explorer.readable_scopes(principal)[0],
         "root": view.tree.root_id,
         "outline": view.outline(depth=depth),
         "stats": view.stats(),
@@ -182,7 +182,7 @@ def tree_path(kb: KnowledgeBase, principal: str | None, node_id: str, scope: str
 # -- the graph ------------------------------------------------------------------------
 
 def _graph(kb: KnowledgeBase, principal: str | None, scope: str | None) -> Any:
-    return kb.graph_view(principal, scope=scope)
+    return kb.explorer.graph_view(principal, scope=scope)
 
 
 def _entity(view: Any, name: str) -> Any:
@@ -255,7 +255,7 @@ def documents(
     """The documents the caller may read (any date), by doc id, optionally only those
     whose id or title contains ``contains`` (any case), ``limit`` from ``offset``; with
     the access scopes the caller may browse, most specific first."""
-    store = kb.store
+    store = kb.index.store
     needle = (contains or "").casefold()
     rows = []
     for doc_id in sorted(store.allowed_docs(principal, None, include_stale=True)):
@@ -267,7 +267,7 @@ def documents(
         "documents": page,
         "total": len(rows),
         "next_offset": offset + len(page) if offset + len(page) < len(rows) else None,
-        "scopes": kb.readable_scopes(principal),
+        "scopes": kb.explorer.readable_scopes(principal),
         "generation": generation_name(kb),
     }
 
@@ -283,7 +283,7 @@ def document(
 ) -> dict[str, Any]:
     """A document's passages in page order (``chunk_id`` marks the cited one), if the
     caller may see the document on ``as_of`` (default today)."""
-    store = kb.store
+    store = kb.index.store
     allowed = store.allowed_docs(principal, as_of or dt.date.today(), include_stale)
     if doc_id not in allowed:
         raise NotFound(f"no document {doc_id!r} readable by this caller")

@@ -2,8 +2,8 @@
 one compact JSON (for the icicle), communities by level, an entity search by name, and
 a community's entities with the relations between them.
 
-Each computes from the same per-principal views (``kb.tree_view(principal)``,
-``kb.graph_view(principal)``) the service's routes use, so they show no more than the
+Each computes from the same per-principal views (``kb.explorer.tree_view(principal)``,
+``kb.explorer.graph_view(principal)``) the service's routes use, so they show no more than the
 caller may read.
 """
 
@@ -21,7 +21,7 @@ from arborgraph.service.views import NotFound
 def tree_nodes(kb: KnowledgeBase, principal: str | None, scope: str | None, depth: int, max_nodes: int) -> dict[str, Any]:
     """The tree from its root, breadth first, ``depth`` levels down, at most ``max_nodes``
     nodes; each node once (a node with several parents is listed under its first)."""
-    view = kb.tree_view(principal, scope=scope)
+    view = kb.explorer.tree_view(principal, scope=scope)
     root = view.tree.root_id
     seen = {root}
     order: list[dict[str, Any]] = []
@@ -50,7 +50,7 @@ def tree_nodes(kb: KnowledgeBase, principal: str | None, scope: str | None, dept
 
 def communities(kb: KnowledgeBase, principal: str | None, scope: str | None, level: int) -> dict[str, Any]:
     """The communities of one level (shallower leaves included), largest rank first."""
-    view = kb.graph_view(principal, scope=scope)
+    view = kb.explorer.graph_view(principal, scope=scope)
     levels = list(view.kg.levels)
     rows = view.communities(level).to_pylist() if level in levels else []
     rows.sort(key=lambda r: (-(r["rank"] or 0), -r["size"], r["id"]))
@@ -60,7 +60,7 @@ def communities(kb: KnowledgeBase, principal: str | None, scope: str | None, lev
 def search_entities(kb: KnowledgeBase, principal: str | None, scope: str | None, text: str, limit: int) -> dict[str, Any]:
     """Entities whose name or an alias contains ``text`` (case ignored); exact matches
     first, then the most connected."""
-    view = kb.graph_view(principal, scope=scope)
+    view = kb.explorer.graph_view(principal, scope=scope)
     kg = view.kg
     needle = text.casefold()
     hits = []
@@ -82,7 +82,7 @@ def search_entities(kb: KnowledgeBase, principal: str | None, scope: str | None,
 
 def community_graph(kb: KnowledgeBase, principal: str | None, scope: str | None, community_id: int, max_nodes: int) -> dict[str, Any]:
     """A community's most connected entities and the relations among them."""
-    view = kb.graph_view(principal, scope=scope)
+    view = kb.explorer.graph_view(principal, scope=scope)
     kg = view.kg
     try:
         detail = view.community(community_id)
@@ -121,7 +121,7 @@ def graph_overview(
     relations are those among the entities kept; ``entities`` counts the readable
     graph's, so "N of M" is always true.
     """
-    view = kb.graph_view(principal, scope=scope)
+    view = kb.explorer.graph_view(principal, scope=scope)
     kg = view.kg
     levels = list(kg.levels)
     cut = kg.community_cut(level) if level in levels else []

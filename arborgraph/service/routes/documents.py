@@ -33,7 +33,7 @@ UPLOAD_TIMEOUT_S = 2 * LOAD_TIMEOUT_S + 10
 
 def load_limits(kb: Any) -> LoadLimits:
     """The served index's load settings, which its rebuild loads the folder with."""
-    ingest = kb.config.ingest
+    ingest = kb.engine.config.ingest
     return LoadLimits(max_file_bytes=int(ingest.max_file_mb * 2**20), part_bytes=max(1, int(ingest.part_mb * 2**20)))
 
 
@@ -60,8 +60,8 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
 
         def rows(kb: Any) -> dict[str, Any]:
             readable = kb.info(who.principal)["documents"]
-            hashes = kb.index_manifest.documents
-            indexed = {doc_id: hashes.get(doc_id, "") for doc_id in kb.store.docs}
+            hashes = kb.index.manifest.documents
+            indexed = {doc_id: hashes.get(doc_id, "") for doc_id in kb.index.store.docs}
             return {
                 "documents": listing(readable, indexed, folder, who.principal, who.can_write, load_limits(kb)),
                 "writable": folder is not None and who.can_write and who.principal is not None,
@@ -101,8 +101,8 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
 
         def delete(kb: Any) -> bool:
             docs.check_name(doc_id)
-            indexed = doc_id in kb.store.docs
-            readable = doc_id in kb.store.readable_docs(who.principal)
+            indexed = doc_id in kb.index.store.docs
+            readable = doc_id in kb.index.store.readable_docs(who.principal)
             return docs.may_change(doc_id, indexed, readable, who.principal, load_limits(kb)) and docs.remove(doc_id)
 
         try:

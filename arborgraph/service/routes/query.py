@@ -117,7 +117,7 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
     CallerDep = Annotated[Caller, Depends(service.caller)]
 
     def asks_the_model(options: views.QueryOptions) -> bool:
-        return options.answer or (options.route == "auto" and service.served.kb.settings.router.llm)
+        return options.answer or (options.route == "auto" and service.served.kb.engine.settings.router.llm)
 
     async def run(pinned: Any, work: Callable[[Any], Any], *, model: bool) -> Any:
         """``work(kb)`` on the generation ``pinned`` holds (None: the current one), on the
@@ -179,7 +179,7 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
         question = body.question  # type: ignore[attr-defined]
         history = [(turn.question, turn.answer) for turn in body.history]  # type: ignore[attr-defined]
         # QueryError (400) now, before the stream starts, if there is no LLM
-        await service.run(lambda kb: kb.chat_model(settings.llm_model))
+        await service.run(lambda kb: kb.engine.chat_model(settings.llm_model))
         setattr(request.state, ROUTE_LABEL, options.route)
         return StreamingResponse(_answer_events(question, options, who.principal, history), media_type="application/x-ndjson")
 
@@ -195,7 +195,7 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
                 contexts = [Context.model_validate(c) for c in result["contexts"]]
                 # the LLM client returns whole completions: the answer is one token event
                 text = await run(
-                    pinned, lambda kb: generate_answer(kb.chat_model(settings.llm_model), question, contexts, history),
+                    pinned, lambda kb: generate_answer(kb.engine.chat_model(settings.llm_model), question, contexts, history),
                     model=True,
                 )
                 yield json.dumps({"event": "token", "text": text}, ensure_ascii=False) + "\n"
