@@ -201,7 +201,7 @@ def main() -> None:
     if base is None:
         parser.error("the index has no vectors")
     questions = [json.loads(line)["question"] for line in (ROOT / "benchmarks" / "questions" / "sqlite.jsonl").open()]
-    queries = np.stack([kb.embed_query(q) for q in questions]).astype(np.float32)
+    queries = np.stack([kb.engine.embed_query(q) for q in questions]).astype(np.float32)
     chosen = candidates()
     if args.only:
         chosen = {k: v for k, v in chosen.items() if k in args.only.split(",")}

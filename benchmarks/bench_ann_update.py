@@ -86,7 +86,7 @@ def main() -> None:
     kb = arborgraph.open(args.index, warm=False)
     base = np.asarray(kb.index.dense.vectors, dtype=np.float32)
     questions = [json.loads(line)["question"] for line in (ROOT / "benchmarks" / "questions" / "sqlite.jsonl").open()]
-    queries = np.stack([kb.embed_query(q) for q in questions]).astype(np.float32)
+    queries = np.stack([kb.engine.embed_query(q) for q in questions]).astype(np.float32)
     results: dict[str, Any] = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_1m_before": os.getloadavg()[0]},

@@ -91,7 +91,7 @@ def time_queries(index: Path, questions: list[str]) -> dict:
 
     kb = arborgraph.open(index)
     results = {}
-    for route in ["lookup", *[r for r in ("tree", "graph", "global") if r in kb.routes], "auto"]:
+    for route in ["lookup", *[r for r in ("tree", "graph", "global") if r in kb.index.routes], "auto"]:
         for q in questions[:3]:  # warm-up: model load, lazy structures
             kb.query(q, route=route)
         times = []

@@ -62,9 +62,9 @@ def _tables(kb: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], set[st
 
 def measure(index_dir: Path, sample_ids: list[int] | None = None) -> dict[str, Any]:
     with arborgraph.open(index_dir) as kb:
-        structure = kb.structure().model_dump(mode="json")
+        structure = kb.explorer.structure().model_dump(mode="json")
         communities, reports, headings = _tables(kb)
-        built = {"arborgraph_version": kb.index_manifest.arborgraph_version, "mode": kb.mode.label}
+        built = {"arborgraph_version": kb.index.manifest.arborgraph_version, "mode": kb.index.mode.label}
     (scope,) = [s for s in structure["scopes"] if s["scope"] == "public"]
     shape = scope["communities"]
     by_id = {r[G.COMMUNITY_ID]: r for r in reports}

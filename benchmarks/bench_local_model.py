@@ -101,7 +101,7 @@ def _reports(no_llm: Path, scratch: Path, limit: int) -> dict[str, Any]:
     from graphrag.reports import community_context
 
     with arborgraph.open(no_llm) as kb:
-        kg = kb.graph_view(None).kg
+        kg = kb.explorer.graph_view(None).kg
     chosen = sorted((c for c in kg.communities.values() if len(c.members) >= 3), key=lambda c: (-len(c.members), c.id))[:limit]
     provider = open_provider(LLMConfig(model="local"), scratch)
     rows = []

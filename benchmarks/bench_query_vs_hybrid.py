@@ -6,7 +6,7 @@ Usage::
 
 For each index, in a fresh process: the time to ``open()`` it and to answer its first
 question, then every question three ways, interleaved so that the machine's drift hits
-them alike: ``baseline:hybrid`` (``kb.lookup(mode="hybrid")``, what ``arborgraph eval``
+them alike: ``baseline:hybrid`` (``kb.engine.lookup(mode="hybrid")``, what ``arborgraph eval``
 scores as the reference), the ``lookup`` route and ``auto``, all with ``arborgraph
 eval``'s settings (top 100, a 1,500-word window). Reports each one's mean, p50 and p95
 and the ratios the engine is judged by: auto p95 and lookup p95 over hybrid's mean, and
@@ -37,7 +37,7 @@ questions = [json.loads(line)["question"] for line in open(sys.argv[2]) if line.
 TOP_K, BUDGET = 100, 1500 * 4  # arborgraph eval's
 t = time.perf_counter(); kb.query(questions[0], top_k=TOP_K, budget_tokens=BUDGET); first = (time.perf_counter() - t) * 1000
 runs = {
-    "baseline:hybrid": lambda q: kb.lookup(q, mode="hybrid", top_k=TOP_K),
+    "baseline:hybrid": lambda q: kb.engine.lookup(q, mode="hybrid", top_k=TOP_K),
     "lookup": lambda q: kb.query(q, route="lookup", top_k=TOP_K, budget_tokens=BUDGET),
     "auto": lambda q: kb.query(q, top_k=TOP_K, budget_tokens=BUDGET),
 }
@@ -52,7 +52,7 @@ def summary(xs):
 out = {name: summary(xs) for name, xs in times.items()}
 hybrid = out["baseline:hybrid"]["mean_ms"]
 print(json.dumps({
-    "chunks": len(kb.store.chunk_ids), "questions": len(questions), "open_s": round(opened, 2),
+    "chunks": len(kb.index.store.chunk_ids), "questions": len(questions), "open_s": round(opened, 2),
     "first_query_ms": round(first, 1), "systems": out,
     "auto_p95_over_hybrid_mean": round(out["auto"]["p95_ms"] / hybrid, 2),
     "lookup_p95_over_hybrid_mean": round(out["lookup"]["p95_ms"] / hybrid, 2),

@@ -316,7 +316,7 @@ def bench_eval(index_dir: Path, tree_dir: Path, questions: Path, budget_words: i
         chunk_scores = kb.index.lexical.scores(question)
         out = {}
         for leaf in leaves:
-            row = kb.store.row_of.get(leaf.node_id)
+            row = kb.index.store.row_of.get(leaf.node_id)
             if row is not None and chunk_scores[row] > 0:
                 out[leaf.node_id] = float(chunk_scores[row])
         for node, value in zip(summaries, summary_lexical.scores(question)):
@@ -333,7 +333,7 @@ def bench_eval(index_dir: Path, tree_dir: Path, questions: Path, budget_words: i
         )
     per_type: dict[str, dict[str, list[float]]] = {}
     for question in load_questions(questions):
-        vector, lexical = kb.embed_query(question.question), lexical_scores(question.question)
+        vector, lexical = kb.engine.embed_query(question.question), lexical_scores(question.question)
         evidence = [e.text for e in question.evidence]
         for name, run in systems.items():
             found, _ = score_contexts(run(question.question, vector, lexical), evidence, budget_words)  # type: ignore[operator]

@@ -46,7 +46,7 @@ TARGET_WINDOW = 1500
 
 def _contexts(kb: KnowledgeBase, system: str, question: str) -> list[Context]:
     if system.startswith("baseline:"):
-        return kb.lookup(question, mode=system.split(":", 1)[1], top_k=TOP_K)  # type: ignore[arg-type]
+        return kb.engine.lookup(question, mode=system.split(":", 1)[1], top_k=TOP_K)  # type: ignore[arg-type]
     res = kb.query(question, route=system, top_k=TOP_K, budget_tokens=ROUTE_BUDGET_TOKENS)  # type: ignore[arg-type]
     return res.contexts
 
@@ -71,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
 
     kb = KnowledgeBase.open(args.index)
     questions = load_questions(args.questions)
-    systems = ["auto", *kb.routes, "baseline:bm25", "baseline:dense", "baseline:hybrid"]
-    if kb.mode.embedding is None:
+    systems = ["auto", *kb.index.routes, "baseline:bm25", "baseline:dense", "baseline:hybrid"]
+    if kb.index.mode.embedding is None:
         systems.remove("baseline:dense")
 
     started = dt.datetime.now(dt.timezone.utc)
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         }
 
     at = WINDOWS.index(TARGET_WINDOW)
-    routes = [s for s in systems if s in kb.routes]
+    routes = [s for s in systems if s in kb.index.routes]
     oracle: dict[str, list[float]] = defaultdict(list)
     expected: dict[str, list[float]] = defaultdict(list)
     for q in questions:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         "what": "evidence recall of each system against the window size (words); oracle router at 1,500 words",
         "command": "python benchmarks/bench_recall_ceiling.py --index IDX",
         "index": str(args.index),
-        "mode": kb.mode.label,
+        "mode": kb.index.mode.label,
         "questions": len(questions),
         "date_utc": started.isoformat(timespec="seconds"),
         "seconds": round(time.perf_counter() - t0, 1),

@@ -131,7 +131,7 @@ for route in ("lookup", "auto"):
     for q in questions:
         t = time.perf_counter(); kb.query(q, route=route); times[route].append((time.perf_counter() - t) * 1000)
 def p95(xs): xs = sorted(xs); return xs[int(0.95 * (len(xs) - 1))]
-print(json.dumps({"chunks": len(kb.store.chunk_ids), "open_s": round(opened, 2), "first_query_ms": round(first, 1),
+print(json.dumps({"chunks": len(kb.index.store.chunk_ids), "open_s": round(opened, 2), "first_query_ms": round(first, 1),
                   "auto_p95_ms": round(p95(times["auto"]), 1), "auto_mean_ms": round(sum(times["auto"]) / len(times["auto"]), 1),
                   "lookup_p95_ms": round(p95(times["lookup"]), 1), "lookup_mean_ms": round(sum(times["lookup"]) / len(times["lookup"]), 1),
                   "query_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))

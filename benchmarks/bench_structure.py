@@ -61,9 +61,9 @@ def targets_met(scope: dict[str, Any]) -> dict[str, bool | None]:
 
 def check(index_dir: Path) -> dict[str, Any]:
     with arborgraph.open(index_dir) as kb:
-        report = kb.structure().model_dump(mode="json")
-        report["built_by"] = {"arborgraph_version": kb.index_manifest.arborgraph_version, "mode": kb.mode.label}
-        report["chunks"] = len(kb.store.chunk_ids)
+        report = kb.explorer.structure().model_dump(mode="json")
+        report["built_by"] = {"arborgraph_version": kb.index.manifest.arborgraph_version, "mode": kb.index.mode.label}
+        report["chunks"] = len(kb.index.store.chunk_ids)
     for scope in report["scopes"]:
         scope["targets"] = targets_met(scope)
     return report

@@ -44,14 +44,14 @@ def main() -> int:
     for item in args.index:
         label, _, path = item.partition("=")
         kb = arborgraph.open(Path(path))
-        trees[label] = kb.tree_view().tree
-        builds[label] = kb.index_manifest.timings_s
+        trees[label] = kb.explorer.tree_view().tree
+        builds[label] = kb.index.manifest.timings_s
         kb.close()
     base_builds = {}
     for item in args.base:
         label, _, path = item.partition("=")
         kb = arborgraph.open(Path(path))
-        base_builds[label] = kb.index_manifest.timings_s
+        base_builds[label] = kb.index.manifest.timings_s
         kb.close()
     seconds: dict[str, list[float]] = {label: [] for label in trees}
     for _ in range(args.rounds):

@@ -49,7 +49,7 @@ def kind(rel_type: str) -> str:
 
 def sample(index: Path, n: int, seed: int) -> dict[str, Any]:
     with arborgraph.open(index) as kb:
-        kg = kb.graph_view().kg
+        kg = kb.explorer.graph_view().kg
         typed = sorted((r for r in kg.relations.values() if r.type != CO_OCCURS and r.description), key=lambda r: r.id)
         picked = random.Random(seed).sample(typed, min(n, len(typed)))
         items = [

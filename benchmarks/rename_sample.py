@@ -32,10 +32,10 @@ def _metrics(kb: object, tree: object) -> dict[str, object]:
 
     leaves = tree.leaves()  # type: ignore[attr-defined]
     chunk_text = {leaf.node_id: leaf.text for leaf in leaves}
-    titles = sorted({info.title for info in kb.store.docs.values() if info.title})  # type: ignore[attr-defined]
-    fresh = resummarised_tree(tree, kb.count_tokens)  # type: ignore[attr-defined]
+    titles = sorted({info.title for info in kb.index.store.docs.values() if info.title})  # type: ignore[attr-defined]
+    fresh = resummarised_tree(tree, kb.engine.count_tokens)  # type: ignore[attr-defined]
     out: dict[str, object] = {}
-    kg = kb.graph_view().kg  # type: ignore[attr-defined]
+    kg = kb.explorer.graph_view().kg  # type: ignore[attr-defined]
     for label, t in (("stored", tree), ("recomputed", fresh)):
         shape = tree_shape(next(iter(tree_to_tables(t).values())), chunk_text, titles)
         if label == "recomputed":
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                         " metrics, stored against recomputed, instead of a sample")
     args = parser.parse_args(argv)
     with arborgraph.open(args.index) as kb:
-        tree = kb.tree_view().tree
+        tree = kb.explorer.tree_view().tree
         rng = random.Random(args.seed)
         if args.metrics:
             text = json.dumps({"index": str(args.index), **_metrics(kb, tree)}, indent=1) + "\n"
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.out.write_text(text, encoding="utf-8")
             return 0
         if args.communities:
-            kg = kb.graph_view().kg
+            kg = kb.explorer.graph_view().kg
             old = {c: (r.title, r.summary) for c, r in kg.reports.items()}
             new = rewritten_reports(kg, leaf_headings(tree))
             for cid in sorted(rng.sample(sorted(new), min(args.n, len(new)))):
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.summaries:
                     print(f"  summary: {new[cid].summary}\n")
             return 0
-        fresh = resummarised_tree(tree, kb.count_tokens)
+        fresh = resummarised_tree(tree, kb.engine.count_tokens)
         ids = sorted(n.node_id for n in tree.summaries() if n.level >= args.min_level)
         for node_id in sorted(rng.sample(ids, min(args.n, len(ids)))):
             before, after = tree.node(node_id), fresh.node(node_id)

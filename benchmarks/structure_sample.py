@@ -41,10 +41,10 @@ PAGES_SHOWN = 5
 def tree_items(kb: Any, rng: random.Random, count: int) -> list[Item]:
     """``count`` summary nodes of the public tree, drawn uniformly with ``rng``: name,
     summary, parent's name and covered pages (most covered first)."""
-    tree = kb.tree_view().tree
+    tree = kb.explorer.tree_view().tree
     ids = sorted(n.node_id for n in tree.summaries())
     picked = sorted(rng.sample(ids, min(count, len(ids))))
-    titles = {doc_id: info.title or doc_id for doc_id, info in kb.store.docs.items()}
+    titles = {doc_id: info.title or doc_id for doc_id, info in kb.index.store.docs.items()}
     items = []
     for node_id in picked:
         node = tree.node(node_id)
@@ -68,14 +68,25 @@ SAMPLERS: dict[str, Sampler] = {"tree": tree_items}
 class _Recomputed:
     """An opened index seen with its tree's digests and names recomputed by this
     checkout's code (:func:`benchmarks.restructure.resummarised_tree`): the stored
-    tree's shape, today's text."""
+    tree's shape, today's text. Only ``explorer.tree_view()`` differs from ``kb``."""
+
+    def __init__(self, kb: Any) -> None:
+        self._kb = kb
+        self.explorer = _RecomputedExplorer(kb)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kb, name)
+
+
+class _RecomputedExplorer:
+    """``kb.explorer`` whose public tree is recomputed (see :class:`_Recomputed`)."""
 
     def __init__(self, kb: Any) -> None:
         self._kb = kb
         self._view: Any = None
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._kb, name)
+        return getattr(self._kb.explorer, name)
 
     def tree_view(self) -> Any:
         if self._view is None:
@@ -83,7 +94,7 @@ class _Recomputed:
 
             from benchmarks.restructure import resummarised_tree
 
-            self._view = SimpleNamespace(tree=resummarised_tree(self._kb.tree_view().tree, self._kb.count_tokens))
+            self._view = SimpleNamespace(tree=resummarised_tree(self._kb.explorer.tree_view().tree, self._kb.engine.count_tokens))
         return self._view
 
 

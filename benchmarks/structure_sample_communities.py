@@ -40,11 +40,11 @@ def draw(index: Path, n: int, seed: int, recompute: bool = False) -> list[dict[s
     ``recompute``, its names and extractive reports are written again with this
     checkout's code first (:mod:`benchmarks.restructure`)."""
     with arborgraph.open(index) as kb:
-        kg = kb.graph_view().kg
+        kg = kb.explorer.graph_view().kg
         if recompute:
             from benchmarks.restructure import leaf_headings, rewritten_reports
 
-            rewritten_reports(kg, leaf_headings(kb.tree_view().tree))
+            rewritten_reports(kg, leaf_headings(kb.explorer.tree_view().tree))
         reports = [kg.reports[c] for c in sorted(kg.reports)]
         picked = random.Random(seed).sample(reports, min(n, len(reports)))
         return [

@@ -3,7 +3,7 @@
 For every manual of role ``train`` in ``corpora.json`` that has an index and a question
 set (``questions/NAME.jsonl``), each question's candidates and features are computed on
 every route the index has, exactly as a query computes them
-(:meth:`arborgraph.kb.KnowledgeBase.ranking_candidates`), and labelled by whether the
+(:meth:`arborgraph.query.engine.QueryEngine.ranking_candidates`), and labelled by whether the
 chunk holds one of the question's evidence strings. Then, leave one manual out: a
 pairwise logistic model is trained on the other manuals' questions and scored on the
 held-out one through the real query path (``kb.query`` with the fold's model), next to
@@ -100,9 +100,9 @@ def label_rows(texts: list[str], evidence: list[str]) -> np.ndarray:
 def collect(kb: arborgraph.KnowledgeBase, questions: list[Question]) -> list[Group]:
     groups = []
     for q in questions:
-        for route in kb.routes:
-            ids, matrix = kb.ranking_candidates(q.question, route, top_k=EVAL_TOP_K)  # type: ignore[arg-type]
-            texts = [kb.store.texts[kb.store.row_of[c]] for c in ids]
+        for route in kb.index.routes:
+            ids, matrix = kb.engine.ranking_candidates(q.question, route, top_k=EVAL_TOP_K)  # type: ignore[arg-type]
+            texts = [kb.index.store.texts[kb.index.store.row_of[c]] for c in ids]
             groups.append(Group(q.id, q.type, route, ids, matrix, label_rows(texts, [e.text for e in q.evidence])))
     return groups
 
@@ -304,7 +304,7 @@ def choose_learner(groups: dict[str, list[Group]], names: list[str], texts: dict
 
 
 def systems_for(kb: arborgraph.KnowledgeBase, full: AnyRanker | None, ablation: AnyRanker | None) -> dict:
-    header = kb.config.retrieval.structure_header
+    header = kb.engine.config.retrieval.structure_header
 
     def routed(route: str, model: AnyRanker | None, structure_header: int = header):  # type: ignore[no-untyped-def]
         variant = kb.with_settings({"retrieval": {"structure_header": structure_header}}, ranker=model)
@@ -316,14 +316,14 @@ def systems_for(kb: arborgraph.KnowledgeBase, full: AnyRanker | None, ablation: 
         return run
 
     def hybrid(q: Question):  # type: ignore[no-untyped-def]
-        return kb.lookup(q.question, mode="hybrid", top_k=EVAL_TOP_K), None
+        return kb.engine.lookup(q.question, mode="hybrid", top_k=EVAL_TOP_K), None
 
     systems = {REFERENCE_SYSTEM: hybrid, "auto:no-ranker": routed("auto", None)}
     if full is not None:
         systems["auto"] = routed("auto", full)
         # the structures' own context (summary, chain, report) left out: what it costs
         systems["auto:no-header"] = routed("auto", full, 0)
-        for route in kb.routes:
+        for route in kb.index.routes:
             systems[route] = routed(route, full)
     if ablation is not None:
         systems["ranker:hybrid-only"] = routed("lookup", ablation)
@@ -432,7 +432,7 @@ def main() -> int:
         return 0
 
     # chunk ids repeat across manuals (index.html#0): texts are looked up per manual
-    texts = {n: {c: kbs[n].store.texts[kbs[n].store.row_of[c]] for g in groups[n] for c in g.chunk_ids}
+    texts = {n: {c: kbs[n].index.store.texts[kbs[n].index.store.row_of[c]] for g in groups[n] for c in g.chunk_ids}
              for n in train_names}
     evidence = {q.id: [e.text for e in q.evidence] for n in train_names for q in questions[n]}
     folds: dict[str, dict[str, SystemReport]] = {}

@@ -94,7 +94,7 @@ def spreads(questions: list[dict], index: Path) -> list[dict[str, float]]:
     kb = KnowledgeBase.open(index)
     out = []
     for q in questions:
-        hits = kb.lookup(q["question"], top_k=20, as_of=None)
+        hits = kb.engine.lookup(q["question"], top_k=20, as_of=None)
         out.append(spread_features([(c.source, c.heading_path) for c in hits]))
     return out
 

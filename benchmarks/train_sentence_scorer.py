@@ -77,7 +77,7 @@ def harvest(kb: arborgraph.KnowledgeBase, name: str, cache: Path) -> dict:
     for q in questions:
         item = {"id": q.id, "type": q.type, "question": q.question, "evidence": [e.text for e in q.evidence], "routes": {}}
         item["auto"] = kb.query(q.question, top_k=1, settings=WHOLE).route
-        for route in kb.routes:
+        for route in kb.index.routes:
             res = kb.query(q.question, route=route, top_k=POOL_TOP_K, budget_tokens=10**7, settings=WHOLE)
             item["routes"][route] = [c.to_dict() for c in res.contexts]
         out["questions"].append(item)

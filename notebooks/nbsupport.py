@@ -131,7 +131,7 @@ def open_or_build(path: Path | None = None, *, build: bool | None = None) -> Kno
     path = path or index_dir()
     if has_index(path):
         kb = arborgraph.open(path)
-        print(f"opened the index at {path} ({len(kb.store.docs)} pages)")
+        print(f"opened the index at {path} ({len(kb.index.store.docs)} pages)")
         return kb
     chosen = pages()
     if not (build_requested() if build is None else build):

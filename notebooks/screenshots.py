@@ -77,14 +77,14 @@ def main() -> int:
     import raptor
 
     kb = nbsupport.open_or_build(build=True)  # this command is the request to build
-    tree = kb.tree
+    tree = kb.explorer.tree_view()
     res = kb.query(QUESTION, route="tree")
     highlight = nbsupport.ids_on_path(step for c in res.contexts for step in c.trace)
     highlight += [c.node_id for c in res.contexts if c.kind == "chunk"]
     sunburst = tree.plot_sunburst(highlight=highlight)
-    sunburst.update_layout(title=f"RAPTOR tree of {len(kb.store.docs)} pages of the SQLite manual; red: the path of “{QUESTION}”")
+    sunburst.update_layout(title=f"RAPTOR tree of {len(kb.index.store.docs)} pages of the SQLite manual; red: the path of “{QUESTION}”")
 
-    graph = kb.graph
+    graph = kb.explorer.graph_view()
     community = graph.community_of("WAL", level=0)
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
