@@ -53,12 +53,12 @@ def built(docs: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, P
 def test_the_index_is_in_the_generation_and_memory_mapped(built: tuple[Path, Path]) -> None:
     ann, exact = built
     kb = arborgraph.open(ann)
-    assert layout.CHUNKS_ANN in kb.index_manifest.files
+    assert layout.CHUNKS_ANN in kb.index.manifest.files
     assert kb.index.dense is not None and kb.index.dense.approximate
     assert isinstance(kb.index.dense.vectors, np.memmap)  # read as touched, not loaded
-    assert kb.index_manifest.report.stages["dense_index"]["reused"] == 0
+    assert kb.index.manifest.report.stages["dense_index"]["reused"] == 0
     plain = arborgraph.open(exact)
-    assert layout.CHUNKS_ANN not in plain.index_manifest.files and not plain.index.dense.approximate
+    assert layout.CHUNKS_ANN not in plain.index.manifest.files and not plain.index.dense.approximate
 
 
 def test_approximate_search_finds_what_exact_search_finds(built: tuple[Path, Path]) -> None:
@@ -77,7 +77,7 @@ def test_the_same_vectors_give_the_same_file_and_an_unchanged_rebuild_takes_it_o
     build_index([docs], again, ANN)
     first = arborgraph.open(built[0])
     second = arborgraph.open(again)
-    assert (first.on_disk.path / layout.CHUNKS_ANN).read_bytes() == (second.on_disk.path / layout.CHUNKS_ANN).read_bytes()
+    assert (first.index.on_disk.path / layout.CHUNKS_ANN).read_bytes() == (second.index.on_disk.path / layout.CHUNKS_ANN).read_bytes()
     copy = tmp_path / "copy"
     shutil.copytree(built[0], copy)
     assert build_index([docs], copy, ANN).unchanged  # nothing to do: no new generation
@@ -98,7 +98,7 @@ def keys_hold_their_rows(index: Path) -> int:
 
     kb = arborgraph.open(index)
     vectors = np.asarray(kb.index.dense.vectors)
-    ann = Index.restore(str(kb.on_disk.path / layout.CHUNKS_ANN))
+    ann = Index.restore(str(kb.index.on_disk.path / layout.CHUNKS_ANN))
     assert ann.size == len(vectors)
     stored = np.asarray(ann.get(np.arange(len(vectors), dtype=np.uint64)), dtype=np.float32)
     assert np.abs(stored - vectors).max() < 2e-3
@@ -117,13 +117,13 @@ def test_a_small_change_updates_the_index_in_place_of_building_it(docs: Path, bu
     stage = added.stages["dense_index"]
     assert stage["updated"] == 1 and stage["added"] == added.chunks - before == 1 and stage["removed"] == 0
     assert keys_hold_their_rows(copy) == added.chunks
-    hits = arborgraph.open(copy).lookup("Which pages does the page cache keep in memory?", mode="dense", top_k=3)
+    hits = arborgraph.open(copy).engine.lookup("Which pages does the page cache keep in memory?", mode="dense", top_k=3)
     assert hits[0].source == "notes.md"
     # and back: the page's chunk is removed, the rows after it renumbered
     removed = build_index([docs], copy, ANN).stages["dense_index"]
     assert removed["updated"] == 1 and removed["removed"] == 1 and removed["added"] == 0
     assert keys_hold_their_rows(copy) == before
-    assert all(c.source != "notes.md" for c in arborgraph.open(copy).lookup("page cache", mode="dense", top_k=before))
+    assert all(c.source != "notes.md" for c in arborgraph.open(copy).engine.lookup("page cache", mode="dense", top_k=before))
 
 
 def test_a_large_change_builds_the_index_afresh(docs: Path, built: tuple[Path, Path], tmp_path: Path) -> None:
@@ -147,7 +147,7 @@ def test_the_caller_mask_holds_under_approximate_search(built: tuple[Path, Path]
         assert anonymous.contexts and not any(c.source == "heron.md" for c in anonymous.contexts)
         owner = kb.query(question, route=route, top_k=20, principal="team-a")
         assert owner.contexts[0].source == "heron.md"
-    dense = kb.lookup(question, mode="dense", top_k=20)
+    dense = kb.engine.lookup(question, mode="dense", top_k=20)
     assert len(dense) == 20 and not any(c.source == "heron.md" for c in dense)
 
 
@@ -156,7 +156,7 @@ def test_the_search_goes_deeper_while_the_caller_may_read_too_few_hits(built: tu
 
     kb = arborgraph.open(built[0])
     question = "How does WAL mode work?"
-    vector = kb.embed_query(question)
+    vector = kb.engine.embed_query(question)
     exact = np.asarray(kb.index.dense.vectors) @ vector
     few = score_question(kb.index, question, vector, depth=5)
     assert few.dense_known is not None and 5 <= few.dense_known.sum() < len(exact)
@@ -184,7 +184,7 @@ def test_without_usearch_a_large_collection_builds_without_the_index_and_says_so
     assert report.stages["dense_index"]["skipped"].startswith("usearch is not installed")
     assert any("pip install 'arborgraph[scale]'" in w for w in report.warnings)
     kb, exact = arborgraph.open(tmp_path / "plain"), arborgraph.open(built[1])
-    assert layout.CHUNKS_ANN not in kb.index_manifest.files and not kb.index.dense.approximate
+    assert layout.CHUNKS_ANN not in kb.index.manifest.files and not kb.index.dense.approximate
     for question in QUESTIONS:
         assert [c.node_id for c in kb.query(question, top_k=10).contexts] == [
             c.node_id for c in exact.query(question, top_k=10).contexts

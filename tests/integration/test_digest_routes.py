@@ -30,7 +30,7 @@ def test_a_planned_route_answers_with_the_manuals_sentences(sample_kb, tree_plan
     digests = [c for c in res.contexts if c.kind == "digest"]
     assert digests and not [c for c in whole.contexts if c.kind == "digest"]
     assert res.contexts[0].node_id == whole.contexts[0].node_id  # the plan keeps the first whole
-    store = sample_kb.store
+    store = sample_kb.index.store
     for d in digests:
         (passage,) = d.provenance
         text = store.texts[store.row_of[passage]]
@@ -49,7 +49,7 @@ def test_the_shipped_model_plans_only_routes_where_digests_gained(sample_kb) -> 
     """benchmarks/train_sentence_scorer.py ships a plan only where its leave-one-manual-out
     gain's interval is above 0 (none in benchmarks/results/sentence_scorer.json)."""
     plans = load_model().plans
-    for route in sample_kb.routes:
+    for route in sample_kb.index.routes:
         res = sample_kb.query(QUESTION, route=route)
         assert any(c.kind == "digest" for c in res.contexts) == (route in plans), route
 

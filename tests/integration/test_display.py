@@ -17,13 +17,13 @@ def test_html_cards_show_content(sample_kb) -> None:  # type: ignore[no-untyped-
     res_html = res._repr_html_()
     assert "route <b>tree</b>" in res_html and res.contexts[0].source in res_html
 
-    tree = sample_kb.tree.tree
+    tree = sample_kb.explorer.tree_view().tree
     root_html = tree.root._repr_html_()
     assert f"level {tree.root.level}" in root_html and str(len(tree.root.chunk_ids)) in root_html
     leaf = tree.leaves()[0]
     assert "leaf chunk" in leaf._repr_html_()
 
-    kg = sample_kb.graph.kg
+    kg = sample_kb.explorer.graph_view().kg
     entity = max(kg.entities.values(), key=lambda e: len(e.mentions))
     assert entity.name.replace("&", "&amp;").replace("<", "&lt;") in entity._repr_html_()
     community = next(iter(kg.communities.values()))
@@ -33,7 +33,7 @@ def test_html_cards_show_content(sample_kb) -> None:  # type: ignore[no-untyped-
 
 
 def test_community_detail_card_names_members_and_titles_its_report(sample_kb) -> None:  # type: ignore[no-untyped-def]
-    graph = sample_kb.graph
+    graph = sample_kb.explorer.graph_view()
     kg = graph.kg
     com = graph.community_of("WAL", level=0)
     detail = graph.community(com.id)
@@ -46,7 +46,7 @@ def test_community_detail_card_names_members_and_titles_its_report(sample_kb) ->
 
 
 def test_unknown_ids_say_what_exists(sample_kb) -> None:  # type: ignore[no-untyped-def]
-    graph, tree = sample_kb.graph, sample_kb.tree
+    graph, tree = sample_kb.explorer.graph_view(), sample_kb.explorer.tree_view()
     top = max(c.level for c in graph.kg.communities.values())
     for call in (graph.community, graph.plot_community):
         # the slice's graph may have one level or several: each is listed

@@ -101,8 +101,8 @@ def test_a_rebuild_embeds_every_chunk_again_and_says_so(tmp_path: Path, sample_s
     # the cache holds every chunk's vector under the old name: none of them was reused
     assert f"({chunks} computed, 0 from cache)" in run.stdout
     kb = arborgraph.open(index)
-    assert kb.index_manifest.report.embedding_replaced == OLD_NAME
-    assert kb.mode.embedding == load_embedder(lookup_only().embedding).name
+    assert kb.index.manifest.report.embedding_replaced == OLD_NAME
+    assert kb.index.mode.embedding == load_embedder(lookup_only().embedding).name
     res = kb.query(QUESTION, route="lookup")
     assert res.mode.lexical_fallback is False and res.contexts[0].source == "autoinc.md"
     # the next rebuild writes no generation; a forced one has nothing to embed again, and

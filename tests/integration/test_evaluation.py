@@ -50,7 +50,7 @@ def test_paired_bootstrap_interval() -> None:
 
 def test_eval_reports_differences_against_hybrid(sample_kb, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # evidence from the slice's own text, so that every system can find some of it
-    store = sample_kb.store
+    store = sample_kb.index.store
     rows = []
     for i, kind in enumerate(["lookup", "drilldown", "relational", "global"] * 2):
         words = store.texts[i * 7].split()

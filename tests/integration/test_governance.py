@@ -90,7 +90,7 @@ def test_a_digest_of_the_whole_manual_shows_only_what_the_caller_may_read(tenant
         assert res.route == "global" and res.contexts[0].kind == "summary"
         assert not _all_leaks(res, principal), principal
         # each scope has a tree and communities of its own: a digest or report names whose
-        several = len(kb.readable_scopes(principal)) > 1
+        several = len(kb.explorer.readable_scopes(principal)) > 1
         for c in res.contexts:
             if c.kind in ("summary", "community_report"):
                 base = "tree" if c.kind == "summary" else "community reports"
@@ -102,7 +102,7 @@ def test_filter_runs_before_ranking_not_on_the_final_list(tenant_index: Path, ro
     # The secret is the best match and only one context fits: a filter applied to the
     # final list would leave nothing; filtering before ranking leaves a public passage.
     kb = arborgraph.open(tenant_index)
-    public = set(kb.store.docs) - set(SECRETS)
+    public = set(kb.index.store.docs) - set(SECRETS)
     for question, principal, secret in [
         ("The launch code for Project Bluefin is ZEBRA-7731.", None, "bluefin.md"),
         ("The Tarpon vault PIN is HERON-4242.", "team-a", "private/tarpon.md"),
@@ -132,30 +132,30 @@ def test_owners_see_their_own_documents(tenant_index: Path) -> None:
 
 def test_structures_are_built_per_access_scope(tenant_index: Path) -> None:
     kb = arborgraph.open(tenant_index)
-    scopes = {s["scope"]: s["chunks"] for s in kb.manifest["scopes"]}
+    scopes = {s["scope"]: s["chunks"] for s in kb.index.on_disk.manifest["scopes"]}
     assert set(scopes) == {"public", "acl:team-a", "acl:team-b", "acl:team-c"}
-    public_tree = kb.tree_view(None).tree
+    public_tree = kb.explorer.tree_view(None).tree
     assert not any("bluefin.md" in n.doc_ids or "marlin.md" in n.doc_ids for n in public_tree.nodes)
 
 
 def test_a_tenant_explores_its_own_tree_and_graph(tenant_index: Path) -> None:
     kb = arborgraph.open(tenant_index)
-    assert kb.readable_scopes(None) == ["public"]
-    assert kb.readable_scopes("team-a") == ["acl:team-a", "public"]
+    assert kb.explorer.readable_scopes(None) == ["public"]
+    assert kb.explorer.readable_scopes("team-a") == ["acl:team-a", "public"]
     # default: the most specific scope the principal may read
-    own = kb.tree_view("team-a").tree
+    own = kb.explorer.tree_view("team-a").tree
     assert any("bluefin.md" in n.doc_ids for n in own.nodes)
-    assert not any("bluefin.md" in n.doc_ids for n in kb.tree_view("team-a", scope="public").tree.nodes)
-    graph = kb.graph_view("team-a")
+    assert not any("bluefin.md" in n.doc_ids for n in kb.explorer.tree_view("team-a", scope="public").tree.nodes)
+    graph = kb.explorer.graph_view("team-a")
     mentions = [c for e in graph.kg.entities.values() for c in e.chunk_ids]
     assert mentions and all(c.startswith("bluefin.md#") for c in mentions)
     assert graph.text(mentions[0])  # the tenant reads its passages through the view
     with pytest.raises(arborgraph.kb.QueryError, match="readable: acl:team-a, public"):
-        kb.tree_view("team-a", scope="acl:team-b")
+        kb.explorer.tree_view("team-a", scope="acl:team-b")
     with pytest.raises(arborgraph.kb.QueryError):
-        kb.graph_view(None, scope="acl:team-a")
-    # notebooks' kb.tree / kb.graph stay the public structures
-    assert not any("bluefin.md" in n.doc_ids for n in kb.tree.tree.nodes)
+        kb.explorer.graph_view(None, scope="acl:team-a")
+    # without a principal, kb.explorer.tree_view() / graph_view() (the notebooks' views) stay public
+    assert not any("bluefin.md" in n.doc_ids for n in kb.explorer.tree_view().tree.nodes)
 
 
 def test_the_structure_check_reads_only_the_callers_scopes(tenant_index: Path) -> None:
@@ -432,7 +432,7 @@ def test_acl_given_to_the_build_rescopes_on_rebuild(tmp_path: Path, sample_slice
     moved = build_index([docs], index, cfg, metadata={"private/tarpon.md": {"acl": ["team-d"]}})
     assert moved.stages["tree"]["reused"] == 1  # the public tree; the secret moved scope
     kb = arborgraph.open(index)
-    assert {s["scope"] for s in kb.manifest["scopes"]} == {"public", "acl:team-d"}
+    assert {s["scope"] for s in kb.index.on_disk.manifest["scopes"]} == {"public", "acl:team-d"}
     for route in ("lookup", "tree"):
         for principal in (None, "team-c"):
             res = kb.query("Tarpon vault PIN HERON-4242", route=route, principal=principal, top_k=50, budget_tokens=4000)
@@ -453,15 +453,15 @@ def test_graph_view_shows_passages_current_on_its_date(tmp_path: Path) -> None:
     )
     build_index([docs], tmp_path / "idx", load_config(overrides={"build_tree": False}))
     kb = arborgraph.open(tmp_path / "idx")
-    old_chunk = next(c for c, d in zip(kb.store.chunk_ids, kb.store.doc_ids) if d == "old-policy.md")
-    new_chunk = next(c for c, d in zip(kb.store.chunk_ids, kb.store.doc_ids) if d == "current.md")
+    old_chunk = next(c for c, d in zip(kb.index.store.chunk_ids, kb.index.store.doc_ids) if d == "old-policy.md")
+    new_chunk = next(c for c, d in zip(kb.index.store.chunk_ids, kb.index.store.doc_ids) if d == "current.md")
     # the entity links to both passages; the graph itself is not dated
-    entity = kb.graph_view().entity("backup_retention_days")
+    entity = kb.explorer.graph_view().entity("backup_retention_days")
     assert {old_chunk, new_chunk} <= set(entity.chunk_ids)
 
-    today = kb.graph_view()
+    today = kb.explorer.graph_view()
     assert "backup_scheduler" in today.text(new_chunk)
     with pytest.raises(KeyError):
         today.text(old_chunk)  # expired: not shown today
-    assert "ninety days" in kb.graph_view(as_of=dt.date(2020, 6, 1)).text(old_chunk)
-    assert "ninety days" in kb.graph_view(as_of=None).text(old_chunk)  # no date check
+    assert "ninety days" in kb.explorer.graph_view(as_of=dt.date(2020, 6, 1)).text(old_chunk)
+    assert "ninety days" in kb.explorer.graph_view(as_of=None).text(old_chunk)  # no date check

@@ -42,8 +42,8 @@ def test_budget_counts_the_same_tokens_as_the_tokenizer(sample_kb: Any, route: s
     res = kb.query("How does WAL mode change locking and checkpoints?", route=route, budget_tokens=900)
     assert any(c.kind == "chunk" for c in res.contexts)
     # stored counts stand in for the tokenizer on whole chunks only, and agree with it
-    assert all(kb.engine.tokens(c) == kb.count_tokens(c.text) for c in res.contexts)
-    assert sum(kb.count_tokens(c.text) for c in res.contexts) <= 900
+    assert all(kb.engine.tokens(c) == kb.engine.count_tokens(c.text) for c in res.contexts)
+    assert sum(kb.engine.count_tokens(c.text) for c in res.contexts) <= 900
 
 
 def test_global_route_keeps_the_page_leads_global_search_put_into_the_window(sample_index: Path) -> None:
@@ -57,7 +57,7 @@ def test_global_route_keeps_the_page_leads_global_search_put_into_the_window(sam
     assert leads
     # the lookup ranking leads and the page lead follows it inside the 1,500-word
     # window: fusing with the lookup ranking again would push the lead out
-    flat = [c.node_id for c in kb.lookup(q, top_k=100)]
+    flat = [c.node_id for c in kb.engine.lookup(q, top_k=100)]
     before = [c.node_id for c in chunks[: leads[0]]]
     assert before == flat[: len(before)]
     assert sum(len(c.text.split()) for c in res.contexts[: res.contexts.index(chunks[leads[0]])]) < 1500
@@ -87,7 +87,7 @@ def test_a_question_about_the_whole_manual_leads_with_the_tree_root_and_main_rep
     res = kb.query("What are the main themes of this documentation?")
     assert res.route == "global" and "asks about the manual as a whole" in res.routing.reason
     first, *rest = res.contexts
-    roots = {scope.tree.root_id for scope in kb.scopes if scope.scope in kb.readable_scopes(None)}
+    roots = {scope.tree.root_id for scope in kb.index.scopes if scope.scope in kb.explorer.readable_scopes(None)}
     assert first.kind == "summary" and first.node_id in roots
     reports = [c for c in rest if c.kind == "community_report"]
     # the most important reports of the top level, not one report matching "themes"

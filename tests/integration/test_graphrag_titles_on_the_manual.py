@@ -69,7 +69,7 @@ def test_summaries_are_the_manuals_sentences_with_no_counts(kg: KnowledgeGraph, 
 
 
 def test_the_structure_check_measures_the_titles_and_summaries(sample_kb) -> None:  # type: ignore[no-untyped-def]
-    (scope,) = sample_kb.structure().scopes
+    (scope,) = sample_kb.explorer.structure().scopes
     shape = scope.communities
     assert shape.untitled == 0.0 and shape.template_summaries == 0.0 and shape.repeated_titles == 0.0
     assert shape.manual_titles is not None and shape.manual_titles >= 0.4

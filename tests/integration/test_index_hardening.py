@@ -187,11 +187,11 @@ def test_an_open_knowledge_base_survives_rebuilds(sample_slice: Path, tmp_path: 
     for route in ("tree", "graph", "global", "auto"):
         res = kb.query("How does a checkpoint move WAL content into the database?", route=route)
         assert res.contexts, route
-    assert len(kb.tree.levels) > 1
+    assert len(kb.explorer.tree_view().levels) > 1
     assert kb.generation == opened and (index / opened).is_dir()
 
     newest = kb.refresh()
-    assert newest.generation == live(index) and newest.routes == ["lookup"]
+    assert newest.generation == live(index) and newest.index.routes == ["lookup"]
     assert kb.query("What is a checkpoint?", route="tree").contexts  # the old one still works
     kb.close()
     with newest:
@@ -310,7 +310,7 @@ def test_a_malformed_manifest_is_refused_as_damaged(name: str, index: Path) -> N
 
 def test_an_edited_scope_is_refused(index: Path) -> None:
     kb = arborgraph.open(index)
-    assert "acl:team-a" in kb.readable_scopes("team-a")
+    assert "acl:team-a" in kb.explorer.readable_scopes("team-a")
     assert "ZEBRA-7731" not in " ".join(c.text for c in kb.query("Bluefin launch code", route="lookup").contexts)
     kb.close()
 

@@ -104,7 +104,7 @@ def test_sigkilled_build_resumes_with_only_the_missing_calls(
     # queries embed the question with the index's OpenAI-compatible embedder
     with arborgraph.open(index) as kb:
         res = kb.query("What does AUTOINCREMENT do?", route="lookup")
-    assert kb.mode.embedding == "openai/stand-in-embed" and res.contexts
+    assert kb.index.mode.embedding == "openai/stand-in-embed" and res.contexts
     assert not any("lexical fallback" in n for n in res.notes), res.notes
 
 

@@ -137,7 +137,7 @@ def test_a_community_report_by_the_local_model(sample_index: Path, tmp_path: Pat
     from graphrag.llm_reports import build_prompt
     from graphrag.reports import community_context
 
-    kg = arborgraph.open(sample_index).graph_view(None).kg
+    kg = arborgraph.open(sample_index).explorer.graph_view(None).kg
     community = min((c for c in kg.communities.values() if len(c.members) >= 3), key=lambda c: (-len(c.members), c.id))
     config = load_config(overrides={"llm": {"model": "local"}})
     provider = open_provider(LLMConfig(model="local"), tmp_path)

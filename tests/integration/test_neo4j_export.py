@@ -225,7 +225,7 @@ def test_opening_an_index_with_the_graph_in_memory_loads_no_neo4j_code(index_v1:
     script = (
         "import sys, arborgraph\n"
         f"kb = arborgraph.open({str(index_v1)!r})\n"
-        "assert kb.graph_backend is None\n"
+        "assert kb.engine.graph_servers is None\n"
         "def loaded(): return sorted(m for m in sys.modules if m.split('.')[0] in ('neo4j', 'typer')"
         " or m.startswith('arborgraph.neo4j'))\n"
         "print(loaded())\n"
@@ -842,7 +842,7 @@ def test_graph_route_on_the_server_returns_what_memory_returns(
 
     X.export_index(index_v1, server.driver())
     kb = arborgraph.open(index_v1)
-    assert kb.graph_backend is None  # the default: in memory
+    assert kb.engine.graph_servers is None  # the default: in memory
     memory = {q: kb.query(q, route="graph") for q in QUESTIONS}
     # every question reached the graph (no fallback to lookup), so the walk ran
     assert all("graph" in res.retrieved for res in memory.values())

@@ -65,8 +65,8 @@ def test_tenants_never_see_each_others_secrets_on_the_store(store: X.Neo4jStore,
 
 
 def _readable_chunks(kb: Any, principal: str | None) -> set[str]:
-    docs = kb.store.readable_docs(principal)
-    return {cid for cid, doc in zip(kb.store.chunk_ids, kb.store.doc_ids) if doc in docs}
+    docs = kb.index.store.readable_docs(principal)
+    return {cid for cid, doc in zip(kb.index.store.chunk_ids, kb.index.store.doc_ids) if doc in docs}
 
 
 def test_owners_find_their_own_secrets_and_the_filter_runs_before_ranking(store: X.Neo4jStore, tenant_index: Path) -> None:

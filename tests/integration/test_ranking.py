@@ -149,7 +149,7 @@ def test_query_orders_chunks_by_the_ranker(sample_index: Path) -> None:
     kb = opened.with_settings(ranker=_model({"bm25_rel": 1.0}))
     ranked = kb.query(question, route="lookup", top_k=10)
     bm25 = kb.index.lexical.scores(question)
-    got = [bm25[kb.store.row_of[c.node_id]] for c in ranked.contexts]
+    got = [bm25[kb.index.store.row_of[c.node_id]] for c in ranked.contexts]
     assert got == sorted(got, reverse=True)
     assert all(c.trace[0].startswith("ranker: ") for c in ranked.contexts)
     assert [c.node_id for c in plain.contexts] != [c.node_id for c in ranked.contexts]
@@ -172,7 +172,7 @@ def test_a_questions_own_ranker_settings_apply(sample_index: Path, tmp_path: Pat
     kb = arborgraph.open(sample_index)
     mine = kb.query(question, route="lookup", top_k=10, settings={"retrieval": {"ranker_model": str(path)}})
     bm25 = kb.index.lexical.scores(question)
-    got = [bm25[kb.store.row_of[c.node_id]] for c in mine.contexts]
+    got = [bm25[kb.index.store.row_of[c.node_id]] for c in mine.contexts]
     assert got == sorted(got, reverse=True)
     shipped = kb.query(question, route="lookup", top_k=10)
     assert [c.node_id for c in shipped.contexts] != [c.node_id for c in mine.contexts]
@@ -188,8 +188,8 @@ def test_structure_routes_keep_their_header_then_ranked_chunks(sample_index: Pat
     assert chunks and all(c.trace[0].startswith("ranker: ") for c in chunks)
     # at most the configured header before the chunks
     first_chunk = next(i for i, c in enumerate(res.contexts) if c.kind == "chunk")
-    assert first_chunk <= kb.config.retrieval.structure_header
-    ids, matrix = kb.ranking_candidates("How do checkpoints move WAL content into the database?", route)
+    assert first_chunk <= kb.engine.config.retrieval.structure_header
+    ids, matrix = kb.engine.ranking_candidates("How do checkpoints move WAL content into the database?", route)
     reached = matrix[:, FEATURES.index(f"{route}_inv_rank")]
     assert reached.max() == 1.0  # the route's own first chunk is among the candidates
 
@@ -204,14 +204,14 @@ def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     kb = arborgraph.open(sample_index)
     question = "What does the busy timeout do while the WAL is checkpointed?"
     hidden_doc = "c3ref_busy_timeout.md"
-    hidden = np.array([d == hidden_doc for d in kb.store.doc_ids])
+    hidden = np.array([d == hidden_doc for d in kb.index.store.doc_ids])
     assert hidden.any()
-    mask = kb.chunk_mask(None, None) & ~hidden
-    vector = kb.embed_query(question)
+    mask = kb.engine.chunk_mask(None, None) & ~hidden
+    vector = kb.engine.embed_query(question)
     scores = score_question(kb.index, question, vector)
-    hits = lookup_search(kb.store, scores, mask=mask, top_k=50, config=kb.config.retrieval)
-    query = RetrievalQuery(question, vector, mask, readable(kb.scopes, None), top_k=20, pool=60, hits=hits, scores=scores)
-    signals = query_signals(RankingIndex(kb.index, kb.routes), query, hits, kb.config.retrieval)
+    hits = lookup_search(kb.index.store, scores, mask=mask, top_k=50, config=kb.engine.config.retrieval)
+    query = RetrievalQuery(question, vector, mask, readable(kb.index.scopes, None), top_k=20, pool=60, hits=hits, scores=scores)
+    signals = query_signals(RankingIndex(kb.index, kb.index.routes), query, hits, kb.engine.config.retrieval)
     rows = set(np.flatnonzero(hidden).tolist())
     assert not rows & {r for lst in signals.rank_lists.values() for r in lst}
     assert np.all(signals.bm25[hidden] == 0) and signals.dense is not None and np.all(signals.dense[hidden] == -1)

@@ -25,7 +25,7 @@ def test_lookup_hits_in_the_walks_documents_move_up(sample_index: Path) -> None:
     walk_ids, focused_ids = _chunk_ids(walk), _chunk_ids(focused)
     assert set(focused_ids) <= set(walk_ids)  # nothing from outside the tree's leaves
     docs = {c.source for c in [c for c in walk.contexts if c.kind == "chunk"][:3]}
-    hits = [c.node_id for c in kb.lookup(QUESTION, top_k=50) if c.source in docs and c.node_id in walk_ids]
+    hits = [c.node_id for c in kb.engine.lookup(QUESTION, top_k=50) if c.source in docs and c.node_id in walk_ids]
     assert hits
     moves = [walk_ids.index(h) - focused_ids.index(h) for h in hits[:5]]
     assert max(moves) > 0  # the lookup's best hits in those documents rank higher

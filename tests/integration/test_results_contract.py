@@ -93,7 +93,7 @@ def test_scores_are_the_final_orderings(sample_kb, route: str) -> None:  # type:
 def test_summaries_and_community_reports_say_what_they_are_not_a_members_page(sample_kb) -> None:  # type: ignore[no-untyped-def]
     res = sample_kb.query("What are the main themes of this documentation?", route="global", top_k=20, budget_tokens=100_000)
     root, reports = res.contexts[0], [c for c in res.contexts if c.kind == "community_report"]
-    assert root.kind == "summary" and root.node_id == sample_kb.tree.tree.root_id
+    assert root.kind == "summary" and root.node_id == sample_kb.explorer.tree_view().tree.root_id
     assert root.source == "tree" and root.heading_path == ["Tree root", root.extra["title"]]
     assert reports
     for r in reports:
@@ -101,7 +101,7 @@ def test_summaries_and_community_reports_say_what_they_are_not_a_members_page(sa
         assert r.heading_path == [f"Community {r.extra['community_id']}: {r.extra['title']}"]
     # the passages they draw on stay in provenance, as chunk ids of real pages
     for c in [root, *reports]:
-        assert c.provenance and all(sample_kb.store.row_of.get(p) is not None for p in c.provenance)
+        assert c.provenance and all(sample_kb.index.store.row_of.get(p) is not None for p in c.provenance)
     walk = sample_kb.query("How does a WAL checkpoint work?", route="tree", top_k=20, budget_tokens=100_000)
     summaries = [c for c in walk.contexts if c.kind == "summary"]
     assert summaries and all(c.source == "tree" and c.heading_path[0].startswith("Tree ") for c in summaries)

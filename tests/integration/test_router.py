@@ -162,7 +162,7 @@ def test_llm_router_decides_and_the_classifier_orders_the_rest(sample_kb, llm_se
 
     assert res.route == "graph" and res.routing.reason == "LLM router: two things relate"
     # not confident: fused with the runner-up, which the classifier picks (lookup here)
-    assert res.routing.fused_with == route_question(question, available=sample_kb.routes).route == "lookup"
+    assert res.routing.fused_with == route_question(question, available=sample_kb.index.routes).route == "lookup"
     assert sum(res.routing.scores.values()) == pytest.approx(1.0, abs=1e-3)
     body = llm_server.requests[-1].body
     assert body["messages"][1]["content"] == f"<question>\n{question}\n</question>"
@@ -180,5 +180,5 @@ def test_llm_router_failure_falls_back_to_the_classifier(sample_kb, llm_server, 
 
     res = sample_kb.query(question, llm=_chat(llm_server, tmp_path), llm_router=True)
 
-    assert res.route == route_question(question, available=sample_kb.routes).route
+    assert res.route == route_question(question, available=sample_kb.index.routes).route
     assert "LLM router failed" in res.routing.reason and res.contexts

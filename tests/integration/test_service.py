@@ -166,7 +166,7 @@ def test_query_answers_like_the_library_plus_its_generation(server: Server, tena
     status, body = post(server, "/v1/query", {"question": question, "route": "lookup", "top_k": 5}, key=keys["team-a"])
     assert status == 200
     expected = {"id": None, **kb.query(question, route="lookup", top_k=5, principal="team-a").to_dict()}
-    assert body.pop("generation") == kb.manifest["generation"]
+    assert body.pop("generation") == kb.index.on_disk.manifest["generation"]
     assert body == expected
     assert "ZEBRA-7731" in body["contexts"][0]["text"]  # the owner reads its own document
     # the same question without the key: public passages only
@@ -277,7 +277,7 @@ def test_exploration_routes(server: Server, tenant_index: Path, keys: dict[str, 
     status, path = get(server, "/v1/tree/path", key=keys["team-a"], id=node["children"][0])
     assert [p["node_id"] for p in path["path"]] == [node["children"][0], root]
     assert get(server, "/v1/tree/node", id="L9:999")[0] == 404
-    public = kb.graph_view(None)
+    public = kb.explorer.graph_view(None)
     name = max(public.kg.entities.values(), key=lambda e: public.kg.degree(e.id)).name
     status, neighbours = get(server, "/v1/graph/neighbours", name=name, limit=3)
     assert status == 200 and 0 < len(neighbours["neighbours"]) <= 3
@@ -285,7 +285,7 @@ def test_exploration_routes(server: Server, tenant_index: Path, keys: dict[str, 
     assert status == 200 and ent["communities"]
     status, com = get(server, f"/v1/graph/communities/{ent['communities'][0]}")
     assert status == 200 and ent["name"] in com["members"]
-    chunk = next(c for c, d in zip(kb.store.chunk_ids, kb.store.doc_ids) if d == "wal.md")
+    chunk = next(c for c, d in zip(kb.index.store.chunk_ids, kb.index.store.doc_ids) if d == "wal.md")
     status, doc = get(server, "/v1/documents/wal.md", chunk=chunk)
     assert status == 200 and doc["cited"] == chunk and chunk in [p["chunk_id"] for p in doc["passages"]]
     status, info = get(server, "/v1/index")
@@ -296,11 +296,11 @@ def test_exploration_routes(server: Server, tenant_index: Path, keys: dict[str, 
 
 def test_index_info_is_what_each_caller_may_read(server: Server, tenant_index: Path, keys: dict[str, Any]) -> None:
     kb = arborgraph.open(tenant_index)
-    public_docs = kb.store.readable_docs(None)
+    public_docs = kb.index.store.readable_docs(None)
     status, anonymous = get(server, "/v1/index")
     assert status == 200 and set(anonymous["documents"]) == public_docs
     assert anonymous["counts"]["documents"] == len(public_docs)
-    assert anonymous["counts"]["chunks"] == sum(d in public_docs for d in kb.store.doc_ids)
+    assert anonymous["counts"]["chunks"] == sum(d in public_docs for d in kb.index.store.doc_ids)
     public_tags = {s["tag"] for s in anonymous["scopes"]}
     assert [s["scope"] for s in anonymous["scopes"]] == ["public"]
     scoped = [name for name in anonymous["tables"] if re.search(r"\.s\d+\.", name)]
@@ -350,14 +350,14 @@ def _secret_targets(tenant_index: Path) -> dict[str, list[Any]]:
     kb = arborgraph.open(tenant_index)
     targets: dict[str, list[Any]] = {"scopes": [], "nodes": [], "entities": [], "communities": [], "docs": []}
     for doc, (owner, _) in SECRETS.items():
-        scope = next(s for s in kb.readable_scopes(owner) if s != "public")
+        scope = next(s for s in kb.explorer.readable_scopes(owner) if s != "public")
         targets["scopes"].append(scope)
-        targets["nodes"] += [n.node_id for n in kb.tree_view(owner, scope=scope).tree.nodes]
-        graph = kb.graph_view(owner, scope=scope)
+        targets["nodes"] += [n.node_id for n in kb.explorer.tree_view(owner, scope=scope).tree.nodes]
+        graph = kb.explorer.graph_view(owner, scope=scope)
         targets["entities"] += [e.name for e in graph.kg.entities.values()][:6]
         targets["communities"] += list(graph.kg.communities)[:4]
         targets["docs"].append(doc)
-    targets["chunks"] = [c for c, d in zip(kb.store.chunk_ids, kb.store.doc_ids) if d in SECRETS]
+    targets["chunks"] = [c for c, d in zip(kb.index.store.chunk_ids, kb.index.store.doc_ids) if d in SECRETS]
     return targets
 
 

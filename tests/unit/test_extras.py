@@ -1,7 +1,7 @@
 """What each optional extra must declare for the features it is installed for.
 
-The notebooks' tables are Arrow tables (``kb.graph.entities()``,
-``kb.graph.communities()``) that a notebook user turns into data frames with
+The notebooks' tables are Arrow tables (``kb.explorer.graph_view().entities()``,
+``kb.explorer.graph_view().communities()``) that a notebook user turns into data frames with
 ``.to_pandas()``; pyarrow imports pandas only then, so nothing fails until a notebook
 calls it. The check reads ``pyproject.toml`` itself: the installed metadata may be
 older than the file.
