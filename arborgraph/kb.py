@@ -10,32 +10,25 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import ValidationError
 
 from arborgraph.config import Config
 from arborgraph.core.errors import IndexDamaged, QueryError
 from arborgraph.core.protocols import Embedder
-from arborgraph.core.results import BuildMode, Context, QueryResult, Route, RoutingDecision
-from arborgraph.index.chunk_store import ChunkStore
-from arborgraph.index.manifest import Manifest
+from arborgraph.core.results import QueryResult, RoutingDecision
 from arborgraph.index.opened import Index
-from arborgraph.index.scoped import Scope
-from arborgraph.index.store import Generation
 from arborgraph.query.engine import FROM_SETTINGS, QueryEngine
 from arborgraph.query.explorer import Explorer
-from arborgraph.query.lookup import LookupMode
 from arborgraph.query.settings import QuerySettings
 
 if TYPE_CHECKING:
     from arborgraph.config import GraphBackendConfig
     from arborgraph.core.protocols import ChatModel
     from arborgraph.neo4j.store import Neo4jStore
-    from arborgraph.index.structure_check import StructureReport
     from arborgraph.query.ranking import AnyRanker
     from arborgraph.query.retrievers import GraphServers
 
@@ -50,6 +43,19 @@ class KnowledgeBase:
     It reads the generation that was live when it was opened (:attr:`generation`),
     whatever builds follow: it pins that generation, so no build prunes it until
     :meth:`close`. :meth:`refresh` opens the newest one.
+
+    Its own surface is small: opening, settings, refreshing and closing, :meth:`query`,
+    :meth:`query_store` and :meth:`info`. The rest lives on its three parts:
+
+    - :attr:`index`, the opened generation (:class:`~arborgraph.index.opened.Index`):
+      ``index_dir``, ``manifest`` (typed), ``on_disk`` (its ``manifest`` as read from
+      disk), ``store`` (the chunks), ``mode``, ``routes``, ``scopes``;
+    - :attr:`engine`, the :class:`~arborgraph.query.engine.QueryEngine`: ``settings``,
+      ``config`` (the one the index was built with), ``ranker``, ``graph_servers``,
+      ``count_tokens``, ``lookup()``, ``route_question()``, ``ranking_candidates()``,
+      ``embed_query()``, ``chat_model()``, ``chunk_mask()``;
+    - :attr:`explorer`, the :class:`~arborgraph.query.explorer.Explorer`:
+      ``tree_view()``, ``graph_view()``, ``readable_scopes()``, ``structure()``.
     """
 
     def __init__(
@@ -107,9 +113,9 @@ class KnowledgeBase:
         """A knowledge base on the same opened index with other query settings (or another
         ``ranker`` model, e.g. one being trained). It shares this one's index and query
         embedder; closing it closes only its own graph server connections."""
-        resolved = resolve_settings(self.settings, settings)
+        resolved = resolve_settings(self.engine.settings, settings)
         engine = QueryEngine(
-            self.index, self.config, resolved, embedder=self.engine.embedder or self.engine._given_embedder,
+            self.index, self.engine.config, resolved, embedder=self.engine.embedder or self.engine._given_embedder,
             ranker=ranker, graph_servers=_graph_servers(resolved.graph_backend, graph_password),
         )
         return KnowledgeBase(self.index, engine, owns_index=False, settings_given=resolved)
@@ -121,10 +127,10 @@ class KnowledgeBase:
         generation, until it is closed."""
         loaded = self.engine.embedder
         newer = KnowledgeBase.open(
-            self.index_dir, self._settings_given, embedder=self.engine._given_embedder,
+            self.index.index_dir, self._settings_given, embedder=self.engine._given_embedder,
             graph_password=self._graph_password, warm=False,
         )
-        if loaded is not None and loaded.name == newer.mode.embedding:
+        if loaded is not None and loaded.name == newer.index.mode.embedding:
             newer.engine._embedder = loaded
         newer.engine.warm()
         return newer
@@ -147,69 +153,10 @@ class KnowledgeBase:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- what it is -------------------------------------------------------------------
-
-    @property
-    def index_dir(self) -> Path:
-        return self.index.index_dir
-
     @property
     def generation(self) -> str:
         """The generation served ("gen-000007")."""
         return self.index.generation
-
-    @property
-    def on_disk(self) -> Generation:
-        return self.index.on_disk
-
-    @property
-    def index_manifest(self) -> Manifest:
-        return self.index.manifest
-
-    @property
-    def manifest(self) -> dict[str, Any]:
-        """The manifest as read from disk (the typed one is :attr:`index_manifest`)."""
-        return self.index.on_disk.manifest
-
-    @property
-    def config(self) -> Config:
-        """The config the index was built with."""
-        return self.engine.config
-
-    @property
-    def settings(self) -> QuerySettings:
-        """The query settings every question uses unless given others."""
-        return self.engine.settings
-
-    @property
-    def store(self) -> ChunkStore:
-        return self.index.store
-
-    @property
-    def mode(self) -> BuildMode:
-        return self.index.mode
-
-    @property
-    def routes(self) -> list[str]:
-        return self.index.routes
-
-    @property
-    def scopes(self) -> list[Scope]:
-        return self.index.scopes
-
-    @property
-    def ranker(self) -> "AnyRanker | None":
-        """The ranking stage's model (None: the routes' own orders)."""
-        return self.engine.ranker
-
-    @property
-    def graph_backend(self) -> "GraphServers | None":
-        """Where the graph route expands: None in memory, else the Bolt server."""
-        return self.engine.graph_servers
-
-    @property
-    def count_tokens(self) -> Callable[[str], int]:
-        return self.engine.count_tokens
 
     # -- questions ----------------------------------------------------------------------
 
@@ -251,7 +198,7 @@ class KnowledgeBase:
         the ``router.llm`` setting) lets that LLM pick the route of an ``auto`` question.
         """
         changes = {k: v for k, v in (("top_k", top_k), ("budget_tokens", budget_tokens), ("candidates", candidates)) if v is not None}
-        s = resolve_settings(self.settings, settings)
+        s = resolve_settings(self.engine.settings, settings)
         if changes:
             s = resolve_settings(s, changes)
         return self.engine.query(
@@ -281,8 +228,8 @@ class KnowledgeBase:
         from arborgraph.query.digest import highlights, load_model
         from arborgraph.query.fusion import reciprocal_rank_fusion
 
-        k = top_k if top_k is not None else self.settings.top_k
-        retrieval = self.settings.retrieval
+        k = top_k if top_k is not None else self.engine.settings.top_k
+        retrieval = self.engine.settings.retrieval
         rankings = store.search(
             question, self.engine.embed_query(question), principal=principal, depth=max(k, retrieval.candidates)
         )
@@ -294,7 +241,7 @@ class KnowledgeBase:
         if answer:
             from arborgraph.query.answer import figure_notes, generate_answer
 
-            text = generate_answer(llm or self.chat_model(), question, contexts)
+            text = generate_answer(llm or self.engine.chat_model(), question, contexts)
             notes += figure_notes(text, contexts, question) if contexts else []
         return QueryResult(
             question=question,
@@ -307,75 +254,6 @@ class KnowledgeBase:
             retrieved=rankings,
             highlights=highlights(question, contexts, load_model(retrieval.digest_model).scorer),
         )
-
-    def lookup(
-        self,
-        question: str,
-        *,
-        mode: LookupMode = "hybrid",
-        top_k: int | None = None,
-        principal: str | None = None,
-        as_of: dt.date | None | Literal["today"] = "today",
-    ) -> list[Context]:
-        """Flat retrieval only (BM25, dense or hybrid): the baselines the eval compares to."""
-        return self.engine.lookup(question, mode=mode, top_k=top_k, principal=principal, as_of=as_of)
-
-    def route_question(
-        self, question: str, hits: list[Context] | None = None, llm: "ChatModel | None" = None
-    ) -> RoutingDecision:
-        """Pick a route for ``question`` among the routes this index has built (see
-        :meth:`arborgraph.query.engine.QueryEngine.route_question`)."""
-        return self.engine.route_question(question, hits, llm)
-
-    def ranking_candidates(
-        self, question: str, route: Route, *, principal: str | None = None, top_k: int | None = None,
-    ) -> tuple[list[str], np.ndarray]:
-        """The chunk ids the ranking stage orders for ``question`` on ``route``, and their
-        feature matrix, computed exactly as :meth:`query` computes them."""
-        return self.engine.ranking_candidates(question, route, principal=principal, top_k=top_k)
-
-    def embed_query(self, text: str) -> np.ndarray | None:
-        """The query vector, or None when the index (or this machine) has no model."""
-        return self.engine.embed_query(text)
-
-    def chat_model(self, model: str | None = None) -> "ChatModel":
-        """The chat model of the settings (``model`` overrides its name); QueryError when none."""
-        return self.engine.chat_model(model)
-
-    def chunk_mask(self, principal: str | None, as_of: dt.date | None, include_stale: bool = False) -> np.ndarray:
-        """The chunk rows ``principal`` may read on ``as_of`` (read-only)."""
-        return self.engine.chunk_mask(principal, as_of, include_stale)
-
-    # -- exploration --------------------------------------------------------------------
-
-    def readable_scopes(self, principal: str | None = None) -> list[str]:
-        """The access scopes ``principal`` may read, the most specific first."""
-        return self.explorer.readable_scopes(principal)
-
-    def tree_view(self, principal: str | None = None, *, scope: str | None = None) -> Any:
-        """A :class:`raptor.TreeView` of one tree ``principal`` may read (see :class:`Explorer`)."""
-        return self.explorer.tree_view(principal, scope=scope)
-
-    def graph_view(
-        self, principal: str | None = None, *, scope: str | None = None,
-        as_of: dt.date | None | Literal["today"] = "today",
-    ) -> Any:
-        """A :class:`graphrag.GraphView` of one graph ``principal`` may read (see :class:`Explorer`)."""
-        return self.explorer.graph_view(principal, scope=scope, as_of=as_of)
-
-    @property
-    def tree(self) -> Any:
-        """The public tree: levels, nodes, outline, plots (see :class:`raptor.TreeView`)."""
-        return self.explorer.tree_view()
-
-    @property
-    def graph(self) -> Any:
-        """The public graph: entities, communities, paths (see :class:`graphrag.GraphView`)."""
-        return self.explorer.graph_view()
-
-    def structure(self, principal: str | None = None) -> "StructureReport":
-        """How readable the structures ``principal`` may read are (see :class:`Explorer`)."""
-        return self.explorer.structure(principal)
 
     def info(self, principal: str | None = None) -> dict[str, Any]:
         """What the index holds, as far as ``principal`` may know it (see :meth:`Explorer.info`)."""
