@@ -35,6 +35,7 @@ import numpy as np
 
 from arborgraph.config import Config
 from arborgraph.core.cancel import checkpoint
+from arborgraph.core.math_threads import on_one_math_thread
 from arborgraph.core.errors import EmbedderMismatch, EmbedderUnavailable, QueryError
 from arborgraph.core.protocols import Embedder
 from arborgraph.core.questions import question_problem
@@ -256,6 +257,7 @@ class QueryEngine:
 
     # -- the query pipeline -----------------------------------------------------------
 
+    @on_one_math_thread
     def query(
         self,
         question: str,
@@ -390,6 +392,7 @@ class QueryEngine:
             question, query_vector, mask, readable(self.index.scopes, principal), top_k, pool, hits, scores
         )
 
+    @on_one_math_thread
     def decide(
         self,
         question: str,
@@ -508,6 +511,7 @@ class QueryEngine:
             return decision.model_copy(update={"reason": f"{decision.reason} (LLM router failed: {exc})"})
         return with_llm_choice(decision, chosen)
 
+    @on_one_math_thread
     def ranking_candidates(
         self, question: str, route: Route, *, principal: str | None = None, top_k: int | None = None,
     ) -> tuple[list[str], np.ndarray]:
@@ -523,6 +527,7 @@ class QueryEngine:
         rows, matrix = candidates(self._ranking_index, q, found, s.retrieval)
         return [self.index.store.chunk_ids[r] for r in rows], matrix
 
+    @on_one_math_thread
     def lookup(
         self,
         question: str,
