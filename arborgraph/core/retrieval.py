@@ -60,6 +60,16 @@ class Retrieval:
         return marked + [c for c in self.header if not c.extra.get(OVERVIEW)][:n]
 
 
+@dataclass(frozen=True)
+class Ranked:
+    """The ranking stage's order of a query's candidates: every candidate's chunk id,
+    best first (``order``), and the first of them as contexts (``contexts``: as many
+    as the query can return; the rest are never turned into contexts)."""
+
+    order: list[str]
+    contexts: list[Context]
+
+
 @dataclass(frozen=True, eq=False)  # arrays inside: compared by identity
 class QueryScores:
     """One question's scores over the index's chunk rows, computed once per query and

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
-from arborgraph.core.retrieval import Retrieval
+from arborgraph.core.retrieval import Ranked, Retrieval
 from arborgraph.query.fusion import fuse_contexts
 from arborgraph.core.results import MANUALS_WORDS, Context
 from arborgraph.query.safety import INJECTION_FLAG, context_looks_injected
@@ -31,20 +31,21 @@ def compose(
     pool: int,
     retrieval: RetrievalConfig,
     tree_search: TreeSearchConfig,
-    ranked: Sequence[Context] | None = None,
+    ranked: Ranked | None = None,
 ) -> Retrieval:
     """The route's candidates, best first: ``top_k`` flat hits for lookup, ``pool``
     contexts for a structured route, with the rankings that produced them.
 
     ``found`` is what the route's retriever returned (for lookup: ``hits``, the flat
     ranking); ``ranked`` the ranking stage's order of the route's chunk candidates,
-    when it ran. A structured route keeps its own context first (overview, chain,
+    when it ran (its contexts are the first of that order; the whole order is kept
+    in the rankings). A structured route keeps its own context first (overview, chain,
     report, at most ``retrieval.structure_header`` of them) and the ranker orders the
     chunks it reached together with lookup's candidates.
     """
     if found.route == "lookup":
         if ranked is not None:
-            return Retrieval("lookup", list(ranked[:top_k]), hits.rankings | {"ranker": [c.node_id for c in ranked]})
+            return Retrieval("lookup", ranked.contexts[:top_k], hits.rankings | {"ranker": list(ranked.order)})
         return Retrieval("lookup", hits.contexts[:top_k], dict(hits.rankings))
     if not found.contexts:
         note = f"{found.route} route found nothing ({found.why_empty}); fell back to lookup"
@@ -52,8 +53,8 @@ def compose(
     rankings = {f"lookup/{k}": v for k, v in hits.rankings.items()} | found.rankings
     if ranked is not None:
         header = found.leading(retrieval.structure_header)
-        rankings["ranker"] = [c.node_id for c in ranked]
-        return Retrieval(found.route, (header + list(ranked))[:pool], rankings)
+        rankings["ranker"] = list(ranked.order)
+        return Retrieval(found.route, (header + ranked.contexts)[:pool], rankings)
     return Retrieval(found.route, arrange(found, hits.contexts, retrieval, tree_search)[:pool], rankings)
 
 

@@ -146,10 +146,6 @@ def _inv_ranks(rows: Sequence[int], ranked: Sequence[int]) -> np.ndarray:
     return np.array([1.0 / (1 + place[r]) if r in place else 0.0 for r in rows])
 
 
-def _cover(terms: frozenset[str], question_terms: frozenset[str]) -> float:
-    return len(terms & question_terms) / len(question_terms) if question_terms else 0.0
-
-
 def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayout) -> np.ndarray:
     """One row of :data:`FEATURES` per candidate row."""
     idx = np.asarray(rows, dtype=np.int64)
@@ -166,10 +162,12 @@ def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayou
     doc = layout.doc_index
     # page aggregates over the candidates' pages only (their rows, not the collection's)
     pages, page_of = np.unique(doc[idx], return_inverse=True)
-    spans = [layout.order[layout.page_start[d] : layout.page_start[d + 1]] for d in pages.tolist()]
+    page_rows = layout.page_rows(pages)  # no page is empty: each holds a candidate
+    page_sizes = layout.page_start[pages + 1] - layout.page_start[pages]
+    page_offsets = np.cumsum(page_sizes) - page_sizes
 
     def page_best(values: np.ndarray) -> np.ndarray:
-        return np.array([float(values[span].max()) for span in spans])[page_of]
+        return np.maximum.reduceat(values[page_rows], page_offsets)[page_of]
 
     out[:, col["page_bm25_rel"]] = np.maximum(page_best(bm25), 0.0) / best_bm25
     prev, nxt = layout.previous[idx], layout.following[idx]
@@ -210,8 +208,14 @@ def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayou
         counts[int(doc[r])] = counts.get(int(doc[r]), 0) + 1
     out[:, col["page_candidates"]] = [math.log1p(counts[int(doc[r])]) for r in rows]
     q = signals.question_terms
-    out[:, col["heading_cover"]] = [_cover(layout.heading_terms[r] | layout.title_terms[r], q) for r in rows]
-    out[:, col["title_cover"]] = [_cover(layout.title_terms[r], q) for r in rows]
+    if q:
+        heading_hits, title_hits = [], []
+        for r in rows:
+            title = layout.title_terms[r] & q
+            heading_hits.append(len((layout.heading_terms[r] & q) | title))
+            title_hits.append(len(title))
+        out[:, col["heading_cover"]] = np.array(heading_hits, dtype=np.float64) / len(q)
+        out[:, col["title_cover"]] = np.array(title_hits, dtype=np.float64) / len(q)
     pos = layout.position[idx]
     out[:, col["first_in_page"]] = (pos == 0).astype(np.float64)
     out[:, col["log_position"]] = np.log1p(pos)
@@ -442,21 +446,25 @@ def load_model(path: str | None = None) -> AnyRanker | None:
     return model_from_json(json.loads(target.read_text(encoding="utf-8")))
 
 
-def rank(rows: Sequence[int], scores: np.ndarray) -> list[tuple[int, float]]:
-    """Candidate rows best first with their model ``scores``; ties keep the given order."""
-    order = sorted(range(len(rows)), key=lambda i: (-scores[i], i))
-    return [(rows[i], float(scores[i])) for i in order]
+def rank(scores: np.ndarray) -> list[int]:
+    """Candidate positions best first by their model ``scores``; ties keep the given order."""
+    return np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable").tolist()
 
 
-def explain_features(model: AnyRanker, matrix_row: np.ndarray, top: int = 3) -> list[str]:
-    """The features that raised a candidate's score most, as 'name +contribution'.
+def explain_rows(model: AnyRanker, matrix: np.ndarray, top: int = 3) -> list[list[str]]:
+    """For each candidate row of ``matrix``, the features that raised its score most,
+    as 'name +contribution'.
 
     For a linear model a feature's contribution is its term of the sum; for trees, how
     much the score drops when that feature alone is set to the candidates' typical value
     is not defined without them, so the features the trees split on most are named."""
     if isinstance(model, TreeRankerModel):
-        return [f"{name} (split on)" for name in model.most_used(top)]
+        named = [f"{name} (split on)" for name in model.most_used(top)]
+        return [list(named) for _ in range(len(matrix))]
     cols = [FEATURES.index(f) for f in model.features]
-    contrib = (matrix_row[cols] - model.mean) / model.scale * model.coef
-    best = np.argsort(-contrib)[:top]
-    return [f"{model.features[i]} {contrib[i]:+.2f}" for i in best if contrib[i] > 0]
+    contrib = (matrix[:, cols] - model.mean) / model.scale * model.coef
+    best = np.argsort(-contrib, axis=1)[:, :top]
+    return [
+        [f"{model.features[i]} {row[i]:+.2f}" for i in picked if row[i] > 0]
+        for row, picked in zip(contrib.tolist(), best.tolist(), strict=True)
+    ]

@@ -14,13 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from arborgraph.index.chunk_store import ChunkStore
 from arborgraph.config import RetrievalConfig
-from arborgraph.core.retrieval import Retrieval, RetrievalQuery
+from arborgraph.core.retrieval import Ranked, Retrieval, RetrievalQuery
 from arborgraph.core.text import analyse
 from arborgraph.query.scores import cosines_of
 from arborgraph.index.opened import Index
@@ -30,12 +30,15 @@ from arborgraph.query.ranking import (
     QuerySignals,
     AnyRanker,
     candidate_rows,
-    explain_features,
+    explain_rows,
     feature_matrix,
     page_layout,
     rank,
 )
 from arborgraph.core.results import Context
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 STRUCTURE_ROUTES = ("tree", "graph", "global")
 
@@ -50,6 +53,7 @@ class RankingIndex:
     routes: Sequence[str]
     _layout: PageLayout | None = field(default=None, init=False, repr=False)
     _parents: dict[str, dict[int, list[int]]] = field(default_factory=dict, init=False, repr=False)
+    _graph_rows: dict[str, "GraphRows"] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def store(self) -> ChunkStore:
@@ -82,6 +86,44 @@ class RankingIndex:
                     out.setdefault(row, []).append(parent)
             self._parents[scope.tag] = out
         return self._parents[scope.tag]
+
+
+    def graph_rows(self, scope: Any) -> "GraphRows":
+        """``scope``'s graph as the chunk rows see it (worked out once per scope)."""
+        if scope.tag not in self._graph_rows:
+            self._graph_rows[scope.tag] = graph_rows(scope.graph, self.store.chunk_ids)
+        return self._graph_rows[scope.tag]
+
+
+@dataclass(frozen=True)
+class GraphRows:
+    """A graph's mentions and communities indexed by chunk row: ``mention_col[row]`` is
+    the row's column in the graph's mention index (-1: no entity mentioned there);
+    ``communities`` (rows x report positions) marks the communities of the entities
+    each row mentions."""
+
+    mention_col: np.ndarray
+    communities: sp.csr_matrix
+
+
+def graph_rows(kg: Any, chunk_ids: Sequence[str]) -> GraphRows:
+    import scipy.sparse as sp  # with the graph's own indexes, not for every question
+
+    from graphrag.search_index import mention_index, report_index
+
+    mentions = mention_index(kg)
+    col = mentions.chunk_col
+    mention_col = np.array([col.get(c, -1) for c in chunk_ids], dtype=np.int64)
+    position = report_index(kg).position
+    rows: list[int] = []
+    cols: list[int] = []
+    for row, chunk_id in enumerate(chunk_ids):
+        found = {position[c] for e in kg.chunk_entities.get(chunk_id, ()) for c in kg.membership.get(e, ()) if c in position}
+        rows.extend([row] * len(found))
+        cols.extend(sorted(found))
+    shape = (len(chunk_ids), len(position))
+    communities = sp.csr_matrix((np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=shape)
+    return GraphRows(mention_col, communities)
 
 
 class RowTerms(Sequence[frozenset[str]]):
@@ -199,15 +241,13 @@ def _graph_signals(
     from graphrag.linking import link_entities
     from graphrag.search_index import mention_index, report_index
 
-    ids = source.store.chunk_ids
-    visible = [r for r in rows if mask[r]]
-
-    def keep(name: str, row: int, value: float) -> None:
-        if value > out[name].get(row, 0.0):
-            out[name][row] = value
-
+    visible = np.array(sorted(r for r in rows if mask[r]), dtype=np.int64)
+    if visible.size == 0:
+        return out
+    best = {name: np.zeros(visible.size) for name in GRAPH_SIGNALS}
     for scope in scopes:
         kg = scope.graph
+        indexed = source.graph_rows(scope)
         linked = link_entities(kg, question)
         if linked:
             mentions = mention_index(kg)
@@ -216,17 +256,26 @@ def _graph_signals(
             spread_entities = mentions.present @ reached
             spread_entities /= np.maximum(np.asarray(mentions.present.sum(axis=1)).ravel(), 1.0)
             spread = mentions.present.T @ spread_entities
-            for row in visible:
-                column = mentions.chunk_col.get(ids[row])
-                if column is not None:
-                    keep("entity_direct", row, float(direct[column]))
-                    keep("entity_spread", row, float(spread[column]))
+            cols = indexed.mention_col[visible]
+            known = cols >= 0
+            for name, values in (("entity_direct", direct), ("entity_spread", spread)):
+                column = np.zeros(visible.size)
+                column[known] = values[cols[known]]
+                np.maximum(best[name], column, out=best[name])
         reports = report_index(kg).scores(question)
         if reports:
-            for row in visible:
-                communities = {c for e in kg.chunk_entities.get(ids[row], ()) for c in kg.membership.get(e, ())}
-                best = max((reports.get(c, 0.0) for c in communities), default=0.0)
-                keep("community_rel", row, best)
+            by_position = np.fromiter(reports.values(), dtype=np.float64, count=len(reports))
+            picked = indexed.communities[visible]
+            column = np.zeros(visible.size)
+            filled = np.diff(picked.indptr) > 0
+            if filled.any():
+                values = by_position[picked.indices]
+                column[filled] = np.maximum.reduceat(values, picked.indptr[:-1][filled])
+            np.maximum(best["community_rel"], np.maximum(column, 0.0), out=best["community_rel"])
+    rows_list = visible.tolist()
+    for name, values in best.items():
+        # a signal of 0 is the default: only the rows that score are kept
+        out[name] = {row: value for row, value in zip(rows_list, values.tolist()) if value > 0.0}
     return out
 
 
@@ -241,34 +290,31 @@ def candidates(
 
 def rerank(
     source: RankingIndex, model: AnyRanker, q: RetrievalQuery, reached: Retrieval, cfg: RetrievalConfig
-) -> list[Context]:
-    """The candidates as chunk contexts, best first by ``model``; each trace says the
-    ranker's score and the features that raised it most, and (when the model is
-    calibrated) ``extra["relevance"]`` the probability that it holds the evidence."""
+) -> Ranked:
+    """The candidates best first by ``model``, the first ``max(pool, top_k)`` as chunk
+    contexts; each trace says the ranker's score and the features that raised it most,
+    and (when the model is calibrated) ``extra["relevance"]`` the probability that it
+    holds the evidence."""
     rows, matrix = candidates(source, q, reached, cfg)
-    earlier = {c.node_id: c for c in [*q.hits.contexts, *route_chunks(reached)] if c.kind == "chunk"}
-    position = {r: i for i, r in enumerate(rows)}
-    # only these can be returned (a route hands at most its pool on): the others' traces
-    # say their score without working out why
-    explained = max(q.pool, q.top_k)
+    store = source.store
     scores = model.score(matrix)
-    ranked = rank(rows, scores)
+    order = rank(scores)
+    kept = order[: max(q.pool, q.top_k)]
+    earlier = {c.node_id: c for c in [*q.hits.contexts, *route_chunks(reached)] if c.kind == "chunk"}
     relevance = (
-        dict(zip(rows, model.calibration.probabilities(scores, matrix).tolist()))
-        if model.calibration is not None and rows else {}
+        model.calibration.probabilities(scores, matrix)
+        if model.calibration is not None and rows else None
     )
-    out = []
-    for place, (row, score) in enumerate(ranked):
-        chunk_id = source.store.chunk_ids[row]
-        if place < explained:
-            why = ", ".join(explain_features(model, matrix[position[row]])) or "no feature above average"
-            trace = [f"ranker: {score:+.3f} ({why})"]
-        else:
-            trace = [f"ranker: {score:+.3f}"]
+    reasons = explain_rows(model, matrix[kept]) if kept else []
+    contexts = []
+    for i, why in zip(kept, reasons, strict=True):
+        row, score = rows[i], float(scores[i])
+        chunk_id = store.chunk_ids[row]
+        trace = [f"ranker: {score:+.3f} ({', '.join(why) or 'no feature above average'})"]
         if chunk_id in earlier:
             trace += earlier[chunk_id].trace
-        context = source.store.context(row, score=round(score, 6), trace=trace)
-        if row in relevance:
-            context.extra = {"relevance": round(relevance[row], 6)}
-        out.append(context)
-    return out
+        context = store.context(row, score=round(score, 6), trace=trace)
+        if relevance is not None:
+            context.extra = {"relevance": round(float(relevance[i]), 6)}
+        contexts.append(context)
+    return Ranked([store.chunk_ids[rows[i]] for i in order], contexts)

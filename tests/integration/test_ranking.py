@@ -19,7 +19,7 @@ from arborgraph.query.ranking import (
     MODEL_FILE,
     QuerySignals,
     RankerModel,
-    explain_features,
+    explain_rows,
     feature_matrix,
     load_model,
     page_layout,
@@ -128,9 +128,9 @@ def test_rank_orders_by_score_and_keeps_ties_stable() -> None:
     model = _model({"first_in_page": 1.0})
     rows = [0, 3, 1, 2]
     m = feature_matrix(rows, _signals(rank_lists={"rrf": rows}), _layout())
-    order = [r for r, _ in rank(rows, model.score(m))]
+    order = [rows[i] for i in rank(model.score(m))]
     assert order == [3, 1, 0, 2]  # the two first chunks, then the rest in given order
-    assert explain_features(model, m[1]) == ["first_in_page +1.00"]
+    assert explain_rows(model, m[1:2]) == [["first_in_page +1.00"]]
 
 
 def test_shipped_model_is_valid_json_over_known_features() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from arborgraph.query.compose import assemble, compose, flag_stale
 from arborgraph.config import RetrievalConfig, TreeSearchConfig
-from arborgraph.core.retrieval import Retrieval
+from arborgraph.core.retrieval import Ranked, Retrieval
 from arborgraph.query.fusion import fuse_routes, second_route
 from arborgraph.core.results import Context, RoutingDecision
 from arborgraph.query.router import with_llm_choice
@@ -36,9 +36,10 @@ def ids(contexts: list[Context]) -> list[str]:
 def test_lookup_hands_its_top_k_and_the_rankers_order_when_it_ran() -> None:
     plain = composed(HITS)
     assert ids(plain.contexts) == ["a#0", "b#0"] and plain.rankings == HITS.rankings and not plain.notes
-    ranked = composed(HITS, ranked=[chunk("a#1"), chunk("a#0")])
-    assert ids(ranked.contexts) == ["a#1", "a#0"]
-    assert ranked.rankings == {"bm25": ["a#0", "b#0", "a#1"], "ranker": ["a#1", "a#0"]}
+    # the ranker's whole order is kept in the rankings, though only its first are contexts
+    ranked = composed(HITS, ranked=Ranked(["a#1", "a#0", "b#0"], [chunk("a#1"), chunk("a#0")]))
+    assert ids(ranked.contexts) == ["a#1", "a#0"] and ranked.rankings["ranker"] == ["a#1", "a#0", "b#0"]
+    assert ranked.rankings == {"bm25": ["a#0", "b#0", "a#1"], "ranker": ["a#1", "a#0", "b#0"]}
 
 
 def test_a_structure_that_found_nothing_falls_back_to_lookup_and_says_why() -> None:
@@ -50,7 +51,7 @@ def test_a_structure_that_found_nothing_falls_back_to_lookup_and_says_why() -> N
 def test_a_ranked_structure_keeps_its_header_then_the_ranked_chunks_within_the_pool() -> None:
     found = Retrieval("tree", [summary("s1"), summary("s2"), chunk("c#0")], {"tree": ["summary:s1", "summary:s2", "chunk:c#0"]})
     ranked = [chunk("c#0"), chunk("a#0"), chunk("a#1"), chunk("b#0")]
-    out = composed(found, ranked=ranked)
+    out = composed(found, ranked=Ranked(ids(ranked), ranked))
     assert ids(out.contexts) == ["s1", "c#0", "a#0", "a#1"]  # structure_header 1, pool 4
     assert list(out.rankings) == ["lookup/bm25", "tree", "ranker"]
 
