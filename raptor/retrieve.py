@@ -49,7 +49,7 @@ def traverse(
     query_vec: np.ndarray,
     node_vectors: np.ndarray,
     *,
-    lexical_scores: Mapping[str, float] | None = None,
+    lexical_scores: Mapping[str, float] | np.ndarray | None = None,
     beam: int = 50,
     budget_tokens: int,
     count_tokens: CountTokens,
@@ -68,8 +68,8 @@ def traverse(
     ``node_tokens(node)`` when given (e.g. a chunk's count stored at index time).
 
     Scoring: each node gets a within-level score in [0, 1] (cosine to ``query_vec``,
-    fused by reciprocal rank with ``lexical_scores`` where given, then min-max scaled
-    per level). Descent starts at the root's children: at each level the ``beam``
+    fused by reciprocal rank with ``lexical_scores`` where given, by node id or as an
+    array with one score per row of the tree, then min-max scaled per level). Descent starts at the root's children: at each level the ``beam``
     nodes with the best *path score* (own score + ``path_decay`` x best selected
     parent's path score) are selected. Leaves are ranked by own score +
     ``subtree_weight`` x (scaled path score of their best selected parent), so the
@@ -91,42 +91,47 @@ def traverse(
     if vectors.shape[0] != len(tree):
         raise ValueError("node_vectors must have one row per tree node")
     own_rows = _own_scores(tree, vectors, np.asarray(query_vec, dtype=np.float32), lexical_scores)
-    own = {  # summaries only: leaves are scored as arrays below
-        tree.nodes[row].node_id: float(own_rows[row])
-        for level in range(1, tree.height + 1)
-        for row in tree.level_rows(level)
-    }
+    arrays = tree.arrays()
+    no_rows = np.zeros(0, dtype=np.int64)
 
-    path: dict[str, float] = {tree.root_id: 0.0}
+    # path scores and best selected parents, by row (summaries only): the descent below
+    # weighs every summary of a level at once
+    path = np.zeros(len(tree))
+    best_parent = np.full(len(tree), -1, dtype=np.int64)
+    root_row = tree.position(tree.root_id)
     selected: dict[int, list[str]] = {tree.root.level: [tree.root_id]}
-    best_parent: dict[str, str] = {}
     # Every node selected so far: a node's parents sit at higher levels, though not
     # always at the next one (an outline tree's pages hold sections of any depth).
-    chosen: set[str] = {tree.root_id}
+    chosen = np.zeros(len(tree), dtype=bool)
+    chosen[root_row] = True
     for level in range(tree.root.level - 1, 0, -1):
-        ranked: list[tuple[float, int, str]] = []
-        for nid in tree.level_ids(level):
-            parent = _best(tree.node(nid).parents, chosen, path)
-            bonus = path[parent] if parent else 0.0
-            if parent:
-                best_parent[nid] = parent
-            path[nid] = own[nid] + path_decay * bonus
-            ranked.append((-path[nid], tree.position(nid), nid))
-        ranked.sort()
-        selected[level] = [nid for _, _, nid in ranked[:beam]]
-        chosen.update(selected[level])
+        rows = arrays.level_rows.get(level, no_rows)
+        child, parent = arrays.links.get(level, (no_rows, no_rows))
+        open_link = chosen[parent]
+        child, parent = child[open_link], parent[open_link]
+        if len(child):
+            # per child, its chosen parent with the best (path score, node id)
+            order = np.lexsort((arrays.id_rank[parent], path[parent], child))
+            child, parent = child[order], parent[order]
+            last = np.r_[child[1:] != child[:-1], True]
+            best_parent[child[last]] = parent[last]
+        has_parent = best_parent[rows] >= 0
+        path[rows] = own_rows[rows] + path_decay * np.where(has_parent, path[np.maximum(best_parent[rows], 0)], 0.0)
+        top = rows[np.lexsort((rows, -path[rows]))[:beam]]
+        selected[level] = [tree.nodes[row].node_id for row in top.tolist()]
+        chosen[top] = True
 
     depth = max(tree.root.level - 1, 1)
     scale = sum(path_decay**i for i in range(depth)) or 1.0
     # a leaf's parents: level-1 summaries in a clustered tree, sections and pages of
     # any level in an outline tree
-    level1 = chosen - {tree.root_id} if len(chosen) > 1 else chosen
+    level1 = chosen.copy()
+    if chosen.sum() > 1:
+        level1[root_row] = False
     # a leaf's boost is the path score of its best selected parent (vectorised: a tree
     # has thousands of leaves and this runs per question)
-    leaf_rows = np.asarray(tree.level_rows(0), dtype=np.int64)
-    parent_path = np.full(len(tree), -np.inf)
-    for nid in level1:
-        parent_path[tree.position(nid)] = path[nid]
+    leaf_rows = arrays.level_rows.get(0, no_rows)
+    parent_path = np.where(level1, path, -np.inf)
     link_leaf, link_parent = tree.leaf_parent_rows()
     best = np.full(len(leaf_rows), -np.inf)
     np.maximum.at(best, link_leaf, parent_path[link_parent])
@@ -139,10 +144,22 @@ def traverse(
     leaf_rank = [(-float(total[i]), int(leaf_rows[i]), tree.nodes[leaf_rows[i]].node_id) for i in order]
     leaf_rank, neighbour_of = _expand_anchors(tree, leaf_rank, anchors, neighbours, neighbour_pool)
 
+    leaf_parents: dict[str, str] = {}
+
+    def parent_of(nid: str) -> str | None:
+        """The best selected parent on the walk's path (leaves: once asked for)."""
+        if nid in leaf_parents:
+            return leaf_parents[nid]
+        row = tree.position(nid)
+        return tree.nodes[best_parent[row]].node_id if row != root_row and best_parent[row] >= 0 else None
+
     def leaf_parent(nid: str) -> str | None:
-        parent = _best(tree.node(nid).parents, level1, path)
-        if parent:
-            best_parent[nid] = parent
+        rows_ = [tree.position(p) for p in tree.node(nid).parents if p in tree]
+        pool = [r for r in rows_ if level1[r]]
+        if not pool:
+            return None
+        parent = tree.nodes[max(pool, key=lambda r: (path[r], tree.nodes[r].node_id))].node_id
+        leaf_parents[nid] = parent
         return parent
 
     def cost_of(node: Node) -> int:
@@ -158,7 +175,7 @@ def traverse(
         # the overview's trace runs through summaries only: best_parent has them all
         if cost + first_leaf <= budget_tokens:
             used = cost
-            out.append(node_context(node, path[overview], [_trace(overview, best_parent, tree, "overview")]))
+            out.append(node_context(node, float(path[tree.position(overview)]), [_trace(overview, parent_of, "overview")]))
     leaves_added = 0
     for neg_score, _, nid in leaf_rank:
         if max_leaves is not None and leaves_added >= max_leaves:
@@ -169,14 +186,14 @@ def traverse(
             continue
         used += cost
         leaves_added += 1
-        route = _trace(nid, best_parent, tree, "chunk") if leaf_parent(nid) else "tree: leaf outside the beam"
+        route = _trace(nid, parent_of, "chunk") if leaf_parent(nid) else "tree: leaf outside the beam"
         trace = [route] + ([f"tree: next to {neighbour_of[nid]}"] if nid in neighbour_of else [])
         out.append(node_context(node, -neg_score, trace))
     if leaves_added == 0 and leaf_rank:
         # Never summaries alone: the best leaf goes in even if it overflows the budget.
         nid = leaf_rank[0][2]
         leaf_parent(nid)
-        ctx = node_context(tree.node(nid), -leaf_rank[0][0], [_trace(nid, best_parent, tree, "chunk")])
+        ctx = node_context(tree.node(nid), -leaf_rank[0][0], [_trace(nid, parent_of, "chunk")])
         ctx.flags.append("over_budget")
         out = [ctx]
     return out
@@ -193,8 +210,9 @@ def _expand_anchors(
     if anchors == 0 or radius == 0:
         return ranked, {}
     plausible = {item[2] for item in ranked[:pool]}
-    leaves = tree.leaves()  # in reading order
-    index = {n.node_id: i for i, n in enumerate(leaves)}
+    arrays = tree.arrays()
+    leaves = _Leaves(tree, arrays.level_rows.get(0, np.zeros(0, dtype=np.int64)))  # in reading order
+    index = arrays.leaf_place
     entry = {item[2]: item for item in ranked}
     out: list[tuple[float, int, str]] = []
     placed: set[str] = set()
@@ -222,20 +240,37 @@ def _expand_anchors(
     return out, neighbour_of
 
 
+class _Leaves(Sequence[Node]):
+    """A tree's leaves in reading order, read where they are (no list per question)."""
+
+    def __init__(self, tree: Tree, rows: np.ndarray) -> None:
+        self._nodes, self._rows = tree.nodes, rows.tolist()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i: int) -> Node:  # type: ignore[override]
+        return self._nodes[self._rows[i]]
+
+
 def _own_scores(
-    tree: Tree, vectors: np.ndarray, query: np.ndarray, lexical: Mapping[str, float] | None
+    tree: Tree, vectors: np.ndarray, query: np.ndarray, lexical: "Mapping[str, float] | np.ndarray | None"
 ) -> np.ndarray:
     """Each node's within-level score in [0, 1], by row."""
     norm = float(np.linalg.norm(query))
     dense = vectors @ (query / norm if norm > 0 else query)
     scores = np.zeros(len(tree))
-    lexical_rows = np.zeros(len(tree))
-    for nid, value in (lexical or {}).items():
-        if nid in tree:
-            lexical_rows[tree.position(nid)] = value
-    for level in range(tree.height + 1):
-        rows = tree.level_rows(level)
-        if not rows:
+    if isinstance(lexical, np.ndarray):
+        lexical_rows = np.asarray(lexical, dtype=np.float64)
+        if lexical_rows.shape != (len(tree),):
+            raise ValueError("lexical scores given as an array need one per tree node")
+    else:
+        lexical_rows = np.zeros(len(tree))
+        for nid, value in (lexical or {}).items():
+            if nid in tree:
+                lexical_rows[tree.position(nid)] = value
+    for rows in tree.arrays().level_rows.values():
+        if not len(rows):
             continue
         raw = dense[rows].astype(np.float64)
         lex = lexical_rows[rows]
@@ -260,24 +295,19 @@ def _rrf(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
     return fused
 
 
-def _best(candidates: Sequence[str], allowed: set[str], score: Mapping[str, float]) -> str | None:
-    pool = [c for c in candidates if c in allowed]
-    return max(pool, key=lambda c: (score[c], c)) if pool else None
-
-
-def _overview(tree: Tree, selected: Mapping[int, list[str]], path: Mapping[str, float], level: int) -> str | None:
+def _overview(tree: Tree, selected: Mapping[int, list[str]], path: np.ndarray, level: int) -> str | None:
     summary_levels = [lv for lv in selected if lv >= 1]
     if not summary_levels:
         return None
     target = min(max(level, min(summary_levels)), max(summary_levels))
     pool = selected[target]
-    return max(pool, key=lambda nid: (path[nid], -tree.position(nid))) if pool else None
+    return max(pool, key=lambda nid: (path[tree.position(nid)], -tree.position(nid))) if pool else None
 
 
-def _trace(node_id: str, best_parent: Mapping[str, str], tree: Tree, tail: str) -> str:
+def _trace(node_id: str, parent_of: Callable[[str], str | None], tail: str) -> str:
     chain = [node_id]
-    while chain[-1] in best_parent:
-        chain.append(best_parent[chain[-1]])
+    while (parent := parent_of(chain[-1])) is not None:
+        chain.append(parent)
     chain.reverse()
     if tail == "chunk":
         chain[-1] = "chunk"

@@ -111,6 +111,7 @@ class Tree:
     # rows of each level, in node order (the tree is immutable: computed once)
     _rows_by_level: dict[int, list[int]] = field(default_factory=dict, repr=False, compare=False)
     _leaf_parents: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
+    _arrays: list["TreeArrays"] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         index = {n.node_id: i for i, n in enumerate(self.nodes)}
@@ -185,12 +186,44 @@ class Tree:
     def leaves(self) -> list[Node]:
         return [self.nodes[row] for row in self._rows_by_level.get(0, [])]
 
+    def arrays(self) -> "TreeArrays":
+        """The tree's shape as arrays, for walks that run per question (computed once)."""
+        if not self._arrays:
+            self._arrays.append(TreeArrays.of(self))
+        return self._arrays[0]
+
     def summaries(self) -> list[Node]:
         return [n for n in self.nodes if n.level > 0]
 
     def with_vectors(self, vectors: np.ndarray) -> Tree:
         """The same tree with ``vectors`` attached (one row per node, in node order)."""
         return Tree(nodes=self.nodes, root_id=self.root_id, vectors=np.asarray(vectors))
+
+
+@dataclass(frozen=True)
+class TreeArrays:
+    """A tree's shape by row: each level's rows, every (child, parent) link grouped by
+    the child's level, each node's rank in node id order (ties between equal scores go
+    to the greater id), and each leaf's place among the leaves in reading order."""
+
+    level_rows: dict[int, np.ndarray]
+    links: dict[int, tuple[np.ndarray, np.ndarray]]  # child level -> (child rows, parent rows)
+    id_rank: np.ndarray
+    leaf_place: dict[str, int]
+
+    @classmethod
+    def of(cls, tree: "Tree") -> "TreeArrays":
+        index = tree._index
+        level_rows = {level: np.asarray(rows, dtype=np.int64) for level, rows in tree._rows_by_level.items()}
+        links: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for level, rows in tree._rows_by_level.items():
+            pairs = [(row, index[parent]) for row in rows for parent in tree.nodes[row].parents if parent in index]
+            arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+            links[level] = (arr[:, 0].copy(), arr[:, 1].copy())
+        id_rank = np.empty(len(tree.nodes), dtype=np.int64)
+        id_rank[sorted(range(len(tree.nodes)), key=lambda row: tree.nodes[row].node_id)] = np.arange(len(tree.nodes))
+        leaf_place = {tree.nodes[row].node_id: i for i, row in enumerate(tree._rows_by_level.get(0, []))}
+        return cls(level_rows, links, id_rank, leaf_place)
 
 
 def ordered_union(groups: Sequence[Sequence[str]], order: dict[str, int]) -> tuple[str, ...]:

@@ -98,7 +98,7 @@ class Index:
                 scope.tree  # noqa: B018 - cached properties: loading is the point
                 scope.tree_lexical  # noqa: B018
                 scope.leaf_rows(self.store.row_of)
-                scope.summary_ids  # noqa: B018
+                scope.summary_rows  # noqa: B018
             if "graph" in self.routes:
                 scope.graph  # noqa: B018
 

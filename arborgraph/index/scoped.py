@@ -51,7 +51,7 @@ class Scope:
     generation: Generation
     tag: str
     scope: str
-    _leaf_rows: tuple[list[str], np.ndarray] | None = field(default=None, init=False, repr=False)
+    _leaf_rows: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False)
 
     @cached_property
     def has_tree(self) -> bool:
@@ -68,17 +68,20 @@ class Scope:
     def tree_lexical(self) -> LexicalIndex:
         return LexicalIndex.load(self.generation.subdir(layout.tree_bm25_dir(self.tag)))
 
-    def leaf_rows(self, row_of: Mapping[str, int]) -> tuple[list[str], np.ndarray]:
-        """The tree's leaves that are chunks of the index, and their rows in it
-        (computed once: the generation's chunk rows do not change)."""
+    def leaf_rows(self, row_of: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """The tree's leaves that are chunks of the index: their rows in the tree and
+        their rows in the index (computed once: the generation's rows do not change)."""
         if self._leaf_rows is None:
-            ids = [leaf.node_id for leaf in self.tree.leaves() if leaf.node_id in row_of]
-            self._leaf_rows = (ids, np.array([row_of[i] for i in ids], dtype=np.int64))
+            tree = self.tree
+            leaves = [(tree.position(leaf.node_id), row_of[leaf.node_id]) for leaf in tree.leaves() if leaf.node_id in row_of]
+            pairs = np.array(leaves, dtype=np.int64).reshape(-1, 2)
+            self._leaf_rows = (pairs[:, 0].copy(), pairs[:, 1].copy())
         return self._leaf_rows
 
     @cached_property
-    def summary_ids(self) -> list[str]:
-        return [n.node_id for n in self.tree.summaries()]
+    def summary_rows(self) -> np.ndarray:
+        """The tree rows of its summaries, in the order of the summaries' BM25 index."""
+        return np.array([row for row, node in enumerate(self.tree.nodes) if node.level > 0], dtype=np.int64)
 
     @cached_property
     def graph(self) -> Any:
