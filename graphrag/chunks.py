@@ -43,12 +43,21 @@ def doc_of(chunk_id: str) -> str:
     return chunk_id.rsplit("#", 1)[0]
 
 
-class ChunkFetcher:
-    """Resolves chunk ids through a :data:`ChunkSource`, once each."""
+# chunk id -> its heading path whoever asks (None: no such chunk); see ChunkFetcher
+ChunkHeadings = Callable[[str], "Sequence[str] | None"]
 
-    def __init__(self, source: ChunkSource) -> None:
+
+class ChunkFetcher:
+    """Resolves chunk ids through a :data:`ChunkSource`, once each.
+
+    ``headings``, when given, reads any chunk's heading path, visible or not: what the
+    graph's structure says about where an entity is at home can then be worked out once
+    for every caller, each caller keeping only the chunks it may see."""
+
+    def __init__(self, source: ChunkSource, headings: ChunkHeadings | None = None) -> None:
         self._source = source
         self._cache: dict[str, ChunkRef | None] = {}
+        self.headings = headings
 
     def get(self, chunk_id: str) -> ChunkRef | None:
         if chunk_id not in self._cache:

@@ -14,6 +14,7 @@ window when they match the question better than those chunks do.
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
@@ -162,13 +163,7 @@ def page_leads(
     (``chunk_lexical``, else computed over the leads) and, with vectors, dense
     similarity.
     """
-    first: dict[str, tuple[int, str]] = {}
-    for cid in mention_index(kg).chunk_ids:
-        doc, _, n = cid.rpartition("#")
-        pos = int(n) if n.isdigit() else 0
-        if doc not in first or pos < first[doc][0]:
-            first[doc] = (pos, cid)
-    ids = sorted(c for _, c in first.values() if fetch.visible(c))
+    ids = [c for c in first_chunks(kg) if fetch.visible(c)]
     if not ids:
         return []
     fused = np.zeros(len(ids))
@@ -177,6 +172,24 @@ def page_leads(
             order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
             fused[order] += 1.0 / (60 + np.arange(1, len(ids) + 1))
     return [ids[i] for i in np.argsort(-fused, kind="stable")]
+
+
+def first_chunks(kg: KnowledgeGraph) -> list[str]:
+    """The first chunk the graph knows of each page, in id order (worked out once per
+    graph: it is the same for every question and caller)."""
+    found = _first_chunks.get(kg)
+    if found is None:
+        first: dict[str, tuple[int, str]] = {}
+        for cid in mention_index(kg).chunk_ids:
+            doc, _, n = cid.rpartition("#")
+            pos = int(n) if n.isdigit() else 0
+            if doc not in first or pos < first[doc][0]:
+                first[doc] = (pos, cid)
+        found = _first_chunks[kg] = sorted(c for _, c in first.values())
+    return found
+
+
+_first_chunks: "weakref.WeakKeyDictionary[KnowledgeGraph, list[str]]" = weakref.WeakKeyDictionary()
 
 
 def _with_page_leads(

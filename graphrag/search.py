@@ -21,6 +21,7 @@ the weakest flat chunk of the answer's window; then the graph's own candidates.
 from __future__ import annotations
 
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from arborgraph.core.protocols import Embedder
 from arborgraph.core.results import Context
 from arborgraph.core.cancel import checkpoint
 from graphrag.chunks import (
+    ChunkHeadings,
     ChunkFetcher,
     ChunkRef,
     ChunkSource,
@@ -79,6 +81,7 @@ def graph_search(
     backend: GraphBackend | None = None,
     query_vector: np.ndarray | None = None,
     chunk_lexical: ChunkScores | None = None,
+    chunk_headings: ChunkHeadings | None = None,
 ) -> Retrieval:
     """Relation chain and supporting chunks for a relational question.
 
@@ -93,7 +96,9 @@ def graph_search(
     walk's neighbour lookups (see :func:`expand`; default: ``kg`` in memory).
     ``query_vector`` (the question embedded by ``embedder``) saves embedding it again;
     ``chunk_lexical`` (chunk ids -> BM25 scores from a full-text index) replaces the
-    BM25 computed over the candidates alone.
+    BM25 computed over the candidates alone; ``chunk_headings`` (any chunk id -> its
+    heading path, see :class:`graphrag.chunks.ChunkFetcher`) lets the entities' home
+    sections be worked out once for every caller.
     """
     cfg = config or GraphSearchConfig()
     linked = link_entities(
@@ -101,7 +106,7 @@ def graph_search(
     )
     if not linked:
         return Retrieval(route="graph", why_empty="no entity named in the question is in the graph")
-    fetch = ChunkFetcher(chunk_text)
+    fetch = ChunkFetcher(chunk_text, chunk_headings)
     # the limit bounds the walk alone: linking (which in a fresh process also loads the
     # entity index) must not eat into it, or a slow start changes what the walk finds
     scores = expand(kg, linked, cfg, deadline=time.perf_counter() + cfg.time_limit_s, backend=backend)
@@ -488,18 +493,44 @@ def heading_homes(
     does (or the graph marked it as the entity's home), 0.5 when only an enclosing
     heading does (the page title: "Clustered Indexes and the WITHOUT ROWID
     Optimization" is about WITHOUT ROWID in every section)."""
+    if fetch.headings is not None:
+        # the same for every caller: worked out once per entity, then cut to what the
+        # caller may see
+        known = _homes.setdefault(kg, {})
+        key = (entity_id, max_mentions)
+        if key not in known:
+            known[key] = _heading_homes(kg, entity_id, lambda c: True, fetch.headings, max_mentions)
+        return {c: how for c, how in known[key].items() if fetch.visible(c)}
+
+    def visible_headings(chunk_id: str) -> Sequence[str] | None:
+        ref = fetch.get(chunk_id)
+        return None if ref is None else ref.heading_path
+
+    return _heading_homes(kg, entity_id, fetch.visible, visible_headings, max_mentions)
+
+
+_homes: "weakref.WeakKeyDictionary[KnowledgeGraph, dict[tuple[str, int], dict[str, float]]]" = weakref.WeakKeyDictionary()
+
+
+def _heading_homes(
+    kg: KnowledgeGraph,
+    entity_id: str,
+    visible: Callable[[str], bool],
+    headings: Callable[[str], Sequence[str] | None],
+    max_mentions: int,
+) -> dict[str, float]:
     ent = kg.entities[entity_id]
     names = [w for w in {_name_words(n) for n in [ent.name, *ent.aliases]} if w]
-    out = {c: 1.0 for c in kg.home_chunks(entity_id) if fetch.visible(c)}
+    out = {c: 1.0 for c in kg.home_chunks(entity_id) if visible(c)}
     if not names or len(ent.mentions) > max_mentions:
         return out
     for m in ent.mentions:
         if m.chunk_id in out:
             continue
-        ref = fetch.get(m.chunk_id)
-        if ref is None or not ref.heading_path:
+        heading_path = headings(m.chunk_id)
+        if not heading_path:
             continue
-        *outer, own = ref.heading_path
+        *outer, own = heading_path
         if _names_in(_name_words(own), names):
             out[m.chunk_id] = 1.0
         elif any(_names_in(_name_words(h), names) for h in outer):

@@ -15,6 +15,7 @@ returned, nor a summary, relation or report drawing on one.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -55,18 +56,48 @@ def chunk_refs(store: ChunkStore, mask: np.ndarray) -> Callable[[str], "ChunkRef
     mask hides it: how graph code reads chunks, and never one the caller may not read."""
     from graphrag import ChunkRef
 
-    visible = visible_chunks(store, mask)
+    row_of = store.row_of
+    made = _refs_of(store)
 
     def fetch(chunk_id: str) -> ChunkRef | None:
-        if not visible(chunk_id):
+        row = row_of.get(chunk_id)
+        if row is None or not mask[row]:
             return None
-        row = store.row_of[chunk_id]
-        return ChunkRef(
-            text=store.texts[row], doc_id=store.doc_ids[row],
-            heading_path=list(store.heading_paths[row]), start=store.starts[row], end=store.ends[row],
-        )
+        ref = made.get(row)
+        if ref is None:
+            ref = made[row] = ChunkRef(
+                text=store.texts[row], doc_id=store.doc_ids[row],
+                heading_path=list(store.heading_paths[row]), start=store.starts[row], end=store.ends[row],
+            )
+        return ref
 
     return fetch
+
+
+# a chunk's ref is the same for every question that reads it: made once per store
+# (stores compare by value, so they are kept by identity, and dropped with the store)
+_refs: dict[int, dict[int, Any]] = {}
+
+
+def _refs_of(store: ChunkStore) -> dict[int, Any]:
+    key = id(store)
+    made = _refs.get(key)
+    if made is None:
+        made = _refs[key] = {}
+        weakref.finalize(store, _refs.pop, key, None)
+    return made
+
+
+def chunk_headings(store: ChunkStore) -> Callable[[str], "Sequence[str] | None"]:
+    """Any chunk id -> its heading path, whoever asks (see :class:`graphrag.chunks.ChunkFetcher`:
+    graph search keeps only the chunks the caller may see)."""
+    row_of = store.row_of
+
+    def headings(chunk_id: str) -> Sequence[str] | None:
+        row = row_of.get(chunk_id)
+        return None if row is None else store.heading_paths[row]
+
+    return headings
 
 
 def context_ids(contexts: Sequence[Context]) -> list[str]:
@@ -100,16 +131,13 @@ class LookupRetriever:
 
 def tree_node_lexical_scores(
     scope: "Scope", question: str, chunk_scores: np.ndarray, row_of: Mapping[str, int]
-) -> dict[str, float]:
-    """Positive BM25 scores of the scope's tree nodes: leaves from the chunk index
-    (``chunk_scores[row_of[chunk id]]``), summaries from the scope's summary index."""
-    leaf_ids, rows = scope.leaf_rows(row_of)
-    values = chunk_scores[rows]
-    scores: dict[str, float] = {leaf_ids[i]: float(values[i]) for i in np.flatnonzero(values > 0).tolist()}
-    summary_scores = scope.tree_lexical.scores(question)
-    for node_id, value in zip(scope.summary_ids, summary_scores):
-        if value > 0:
-            scores[node_id] = float(value)
+) -> np.ndarray:
+    """BM25 scores of the scope's tree nodes, one per tree row (0 where none):
+    leaves from the chunk index, summaries from the scope's summary index."""
+    tree_rows, chunk_rows = scope.leaf_rows(row_of)
+    scores = np.zeros(len(scope.tree))
+    scores[tree_rows] = np.maximum(chunk_scores[chunk_rows], 0.0)
+    scores[scope.summary_rows] = np.maximum(scope.tree_lexical.scores(question), 0.0)
     return scores
 
 
@@ -145,7 +173,8 @@ class TreeRetriever:
                     node_tokens=self._node_tokens, **beam,
                 )
             else:
-                found = collapsed_search(scope.tree, lexical, WALK_BUDGET_TOKENS, self.count_tokens)
+                by_id = {scope.tree.nodes[row].node_id: float(lexical[row]) for row in np.flatnonzero(lexical > 0).tolist()}
+                found = collapsed_search(scope.tree, by_id, WALK_BUDGET_TOKENS, self.count_tokens)
             # stale (or otherwise hidden) sources: derived nodes drawing on them go too
             kept = [c for c in found if all(visible(cid) for cid in c.provenance)]
             if len(query.scopes) > 1:
@@ -238,7 +267,10 @@ class GraphRetriever(_GraphRoute):
         found = []
         for scope in query.scopes:
             server = {"backend": self.servers.backend(scope.scope, scope.graph)} if self.servers else {}
-            found.append(graph_search(scope.graph, query.question, config=self.settings, **inputs, **server))
+            found.append(graph_search(
+                scope.graph, query.question, config=self.settings, chunk_headings=chunk_headings(self.index.store),
+                **inputs, **server,
+            ))
         return self._merge(self.route, found)
 
 
