@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -63,6 +62,22 @@ class Sentence:
     position: int
 
 
+# passages whose sentences were split and analysed lately (the same chunks answer many
+# questions): a few thousand chunks' sentences, some MB
+PASSAGES_KEPT = 4096
+
+
+@lru_cache(maxsize=PASSAGES_KEPT)
+def passage_sentences(text: str) -> tuple[tuple[tuple[int, int], tuple[str, ...]], ...]:
+    """A passage's sentences, without the short debris of lists and tables: each one's
+    ``(start, end)`` offsets and analysed terms."""
+    out = []
+    for start, end in sentence_spans(text):
+        if len(text[start:end].split()) >= MIN_WORDS:
+            out.append(((start, end), tuple(analyse(text[start:end]))))
+    return tuple(out)
+
+
 def candidate_sentences(
     passages: Sequence[Context], first: int, last: int, kinds: Collection[str] = ("chunk",)
 ) -> list[Sentence]:
@@ -73,18 +88,11 @@ def candidate_sentences(
         ctx = passages[index]
         if ctx.kind not in kinds:
             continue
-        spans = [s for s in sentence_spans(ctx.text) if len(ctx.text[s[0] : s[1]].split()) >= MIN_WORDS]
-        out.extend(Sentence(index, start, end, position) for position, (start, end) in enumerate(spans))
+        out.extend(
+            Sentence(index, start, end, position)
+            for position, ((start, end), _) in enumerate(passage_sentences(ctx.text))
+        )
     return out
-
-
-def _cover(terms: set[str], question: Sequence[str], idf: dict[str, float]) -> tuple[float, float]:
-    if not question:
-        return 0.0, 0.0
-    plain = sum(t in terms for t in question) / len(question)
-    total = sum(idf[t] for t in question)
-    weighted = sum(idf[t] for t in question if t in terms) / total if total > 0 else 0.0
-    return plain, weighted
 
 
 def sentence_features(question: str, passages: Sequence[Context], sentences: Sequence[Sentence]) -> np.ndarray:
@@ -93,47 +101,75 @@ def sentence_features(question: str, passages: Sequence[Context], sentences: Seq
     if not sentences:
         return matrix
     asked = sorted(set(analyse(question)))
-    terms = [analyse(passages[s.passage].text[s.start : s.end]) for s in sentences]
-    term_sets = [set(t) for t in terms]
-    n = len(sentences)
-    df = Counter(t for ts in term_sets for t in ts if t in asked)
-    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in asked}
-    # BM25 over the candidates' sentences: how much each says about the question's terms
-    mean_len = sum(len(t) for t in terms) / n or 1.0
-    bm25 = np.zeros(n, dtype=np.float64)
-    for row, words in enumerate(terms):
-        counts = Counter(words)
-        norm = 1.2 * (0.25 + 0.75 * len(words) / mean_len)
-        bm25[row] = sum(idf[t] * counts[t] * 2.2 / (counts[t] + norm) for t in asked if counts[t])
-    best_bm25 = bm25.max() or 1.0
-    # a passage's terms are its sentences' (analysing each text once is most of the cost)
-    passage_terms: dict[int, set[str]] = {}
-    heading_terms: dict[int, set[str]] = {}
-    for s, ts in zip(sentences, term_sets):
-        if s.passage not in passage_terms:
-            passage_terms[s.passage] = set()
-            heading_terms[s.passage] = set(analyse(" ".join(passages[s.passage].heading_path)))
-        passage_terms[s.passage] |= ts
-    idf_covers = [_cover(ts, asked, idf)[1] for ts in term_sets]
+    column = {t: i for i, t in enumerate(asked)}
+    n, width = len(sentences), len(asked)
+    # occurrences of each question term in each sentence, and the sentences' lengths
+    counts = np.zeros((n, width), dtype=np.float64)
+    lengths = np.zeros(n, dtype=np.float64)
+    terms_of = {}
     for row, s in enumerate(sentences):
-        ctx = passages[s.passage]
-        plain, weighted = _cover(term_sets[row], asked, idf)
-        neighbours = [
-            idf_covers[i] for i in (row - 1, row + 1) if 0 <= i < n and sentences[i].passage == s.passage
-        ]
-        matrix[row] = (
-            1.0 / (s.passage + 1),
-            float(ctx.extra.get("relevance", 0.0) or 0.0),
-            plain,
-            weighted,
-            bm25[row] / best_bm25,
-            _cover(heading_terms[s.passage], asked, idf)[0],
-            _cover(passage_terms[s.passage], asked, idf)[0],
-            max(neighbours, default=0.0),
-            1.0 if s.position == 0 else 0.0,
-            math.log1p(s.position),
-            math.log1p(len(ctx.text[s.start : s.end].split())),
-        )
+        text = passages[s.passage].text
+        if s.passage not in terms_of:
+            terms_of[s.passage] = dict(passage_sentences(text))
+        words = terms_of[s.passage].get((s.start, s.end))
+        if words is None:  # a span passage_sentences did not cut (a caller's own)
+            words = tuple(analyse(text[s.start : s.end]))
+        lengths[row] = len(words)
+        for word in words:
+            i = column.get(word)
+            if i is not None:
+                counts[row, i] += 1
+    present = counts > 0
+    df = present.sum(axis=0)
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    total_idf = float(idf.sum())
+
+    def covers(hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Plain and idf-weighted shares of the question's terms in each row of ``hits``."""
+        if not width:
+            return np.zeros(len(hits)), np.zeros(len(hits))
+        plain = hits.sum(axis=1) / width
+        weighted = (hits @ idf) / total_idf if total_idf > 0 else np.zeros(len(hits))
+        return plain, weighted
+
+    # BM25 over the candidates' sentences: how much each says about the question's terms
+    mean_len = float(lengths.mean()) or 1.0
+    norm = 1.2 * (0.25 + 0.75 * lengths / mean_len)
+    bm25 = (idf * counts * 2.2 / (counts + norm[:, None])).sum(axis=1)
+    best_bm25 = bm25.max() or 1.0
+    # a passage's terms are its sentences'; its heading's, analysed once per passage
+    passage_of = np.array([s.passage for s in sentences], dtype=np.int64)
+    order, where = np.unique(passage_of, return_inverse=True)
+    in_passage = np.zeros((len(order), width), dtype=bool)
+    np.logical_or.at(in_passage, where, present)
+    in_heading = np.zeros((len(order), width), dtype=bool)
+    for i, passage in enumerate(order.tolist()):
+        for word in analyse(" ".join(passages[passage].heading_path)):
+            if word in column:
+                in_heading[i, column[word]] = True
+    plain, weighted = covers(present)
+    heading_plain, _ = covers(in_heading)
+    passage_plain, _ = covers(in_passage)
+    same_before = np.r_[False, passage_of[1:] == passage_of[:-1]]
+    same_after = np.r_[passage_of[:-1] == passage_of[1:], False]
+    before = np.where(same_before, np.r_[0.0, weighted[:-1]], 0.0)
+    after = np.where(same_after, np.r_[weighted[1:], 0.0], 0.0)
+    positions = np.array([s.position for s in sentences], dtype=np.float64)
+    words = np.array([len(passages[s.passage].text[s.start : s.end].split()) for s in sentences], dtype=np.float64)
+    relevance = np.array([float(passages[p].extra.get("relevance", 0.0) or 0.0) for p in passage_of.tolist()])
+    matrix[:] = np.column_stack([
+        1.0 / (passage_of + 1),
+        relevance,
+        plain,
+        weighted,
+        bm25 / best_bm25,
+        heading_plain[where],
+        passage_plain[where],
+        np.maximum(before, after),
+        (positions == 0).astype(np.float64),
+        np.log1p(positions),
+        np.log1p(words),
+    ])
     return matrix
 
 

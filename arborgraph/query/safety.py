@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -130,6 +131,11 @@ _TRIGGERS = (
 )
 
 
+# the same passages are checked for every question that returns them
+CHECKS_KEPT = 4096
+
+
+@lru_cache(maxsize=CHECKS_KEPT)
 def looks_like_injection(text: str) -> bool:
     """True when ``text`` reads like an instruction to an AI model rather than content."""
     folded = " " + normalise(text)
