@@ -120,6 +120,7 @@ class QueryEngine:
         self._embedder_lock = threading.Lock()
         self._chat: Any = None
         self._chat_key: str | None = None  # the LLM settings self._chat was opened with
+        self._chat_lock = threading.Lock()
         self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
         self._masks_lock = threading.Lock()
         self._ranker_given = ranker is not FROM_SETTINGS
@@ -355,13 +356,16 @@ class QueryEngine:
             )
         llm = base.model_copy(update={"model": name})
         key = llm.model_dump_json()
-        if self._chat is None or self._chat_key != key:
-            try:  # checked before the cache is opened: a missing key is the user's to fix
-                self._chat = open_provider(llm, self.index.index_dir).chat
-            except (ProviderMissing, ValueError) as exc:
-                raise QueryError(str(exc)) from None
-            self._chat_key = key
-        return self._chat
+        # one at a time: two answers starting together would each open the model (a
+        # local one loaded twice) and its cache
+        with self._chat_lock:
+            if self._chat is None or self._chat_key != key:
+                try:  # checked before the cache is opened: a missing key is the user's to fix
+                    self._chat = open_provider(llm, self.index.index_dir).chat
+                except (ProviderMissing, ValueError) as exc:
+                    raise QueryError(str(exc)) from None
+                self._chat_key = key
+            return self._chat
 
     def _check_query(self, question: object, route: str) -> None:
         """Raise QueryError for a question or route :meth:`query` cannot take."""

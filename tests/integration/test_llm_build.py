@@ -135,6 +135,41 @@ def test_one_questions_llm_settings_answer_that_question(sample_kb, llm_server) 
     assert llm_server.requests[-1].body["model"] == "another-model"
 
 
+def test_answers_starting_together_open_the_chat_model_once(sample_kb, llm_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Two answers starting at once each opened the model and its cache (a local model
+    loaded twice; once its cache said "database is locked")."""
+    import threading
+    import time
+
+    from arborgraph.llm import factory
+
+    opened = []
+    real_open = factory.open_provider
+
+    def slow_open(*args, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(threading.get_ident())
+        time.sleep(0.2)  # as a model loading: the other answers arrive meanwhile
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(factory, "open_provider", slow_open)
+    llm_server.set_reply(lambda body: "WAL is a journal mode [1].")
+    own = {"llm": {"model": "model-opened-once", "base_url": llm_server.base_url, "api_key": "k"}}
+    answers: list[str | None] = []
+    start = threading.Barrier(4)
+
+    def ask() -> None:
+        start.wait()
+        answers.append(sample_kb.query("What is WAL?", route="lookup", answer=True, settings=own).answer)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert answers == ["WAL is a journal mode [1]."] * 4
+    assert len(opened) == 1
+
+
 def test_answer_without_llm_is_a_clear_error(sample_kb) -> None:  # type: ignore[no-untyped-def]
     from arborgraph.kb import QueryError
 
