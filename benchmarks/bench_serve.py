@@ -18,6 +18,7 @@ Writes benchmarks/results/serve.json.
 
     python benchmarks/bench_serve.py --index /work/idx/sqlite-full
     python benchmarks/bench_serve.py --index IDX --duration 10 --fuzz 100 --out /tmp/serve.json   # smoke run
+    python benchmarks/bench_serve.py --index /work/idx/sqlite --workers 2 --out benchmarks/results/serve_workers2.json
 """
 
 from __future__ import annotations
@@ -88,10 +89,11 @@ class Server:
     def _sample(self) -> None:
         proc = psutil.Process(self.process.pid)
         while self._sampling:
-            try:
-                self.peak_rss = max(self.peak_rss, proc.memory_info().rss)
+            try:  # with --workers, the processes that answer are the server's children
+                rss = proc.memory_info().rss + sum(c.memory_info().rss for c in proc.children(recursive=True))
             except psutil.Error:
                 return
+            self.peak_rss = max(self.peak_rss, rss)
             time.sleep(0.5)
 
     def stop(self) -> None:
@@ -207,7 +209,7 @@ def summary(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
 
 
 def steady(index: Path, args: argparse.Namespace, questions: list[dict[str, Any]], log_dir: Path) -> dict[str, Any]:
-    server = Server(index, log_dir)
+    server = Server(index, log_dir, "--workers", str(args.workers))
     try:
         startup = first_answer_s(server)
         # one client first: what a request costs without queueing behind the others
@@ -231,7 +233,7 @@ def swap(index: Path, args: argparse.Namespace, questions: list[dict[str, Any]],
     docs = work / "docs"
     shutil.copytree(args.docs, docs)
     (docs / NEW_PAGE).write_text(NEW_TEXT)
-    server = Server(copy, log_dir, "--poll-seconds", "0.5")
+    server = Server(copy, log_dir, "--poll-seconds", "0.5", "--workers", str(args.workers))
     try:
         first_answer_s(server)
         old = health(server)["generation"]
@@ -363,6 +365,7 @@ def main() -> None:
     parser.add_argument("--index", type=Path, required=True, help="a build of the sample manual")
     parser.add_argument("--docs", type=Path, default=MANUAL, help="the pages INDEX was built from (for the rebuild)")
     parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=1, help="the server's worker processes (serve --workers)")
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--fuzz", type=int, default=1000, help="generated requests (0: skip)")
     parser.add_argument("--skip-swap", action="store_true")
@@ -373,6 +376,7 @@ def main() -> None:
         "when": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "index": args.index.name,
         "clients": args.clients,
+        "workers": args.workers,
         "duration_s": args.duration,
         "questions": {"file": QUESTIONS.name, "n": len(questions), "route": "auto"},
         "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2)},
