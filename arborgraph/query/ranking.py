@@ -69,7 +69,7 @@ class QuerySignals:
     """What a query's features are computed from, all aligned with the chunk rows.
 
     ``bm25`` and ``dense`` hold every row's score (``dense`` None without vectors);
-    ``term_rows`` the rows each distinct question term occurs in, with its idf;
+    ``term_rows`` the rows each distinct question term occurs in (a sorted array), with its idf;
     ``rank_lists`` the ordered chunk rows of each retriever ("bm25", "dense", "rrf",
     and the structure route's name when one ran); ``parent_cos`` the cosine of each
     candidate row's tree parent summary with the question (rows absent: no parent).
@@ -77,7 +77,7 @@ class QuerySignals:
 
     bm25: np.ndarray
     dense: np.ndarray | None
-    term_rows: Sequence[tuple[frozenset[int], float]]
+    term_rows: Sequence[tuple[np.ndarray, float]]
     question_terms: frozenset[str]
     rank_lists: Mapping[str, Sequence[int]]
     rrf_scores: Mapping[int, float]
@@ -192,21 +192,18 @@ def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayou
     # query-term coverage, per chunk and per page (over the candidates of that page)
     total_idf = sum(idf for _, idf in signals.term_rows) or 1.0
     n_terms = len(signals.term_rows) or 1
-    present = np.array([[r in term for term, _ in signals.term_rows] for r in rows], dtype=bool).reshape(
-        n, len(signals.term_rows)
-    )
+    present = np.zeros((n, len(signals.term_rows)), dtype=bool)
+    for j, (term, _) in enumerate(signals.term_rows):  # each term's rows, sorted
+        at = np.minimum(np.searchsorted(term, idx), len(term) - 1)
+        present[:, j] = term[at] == idx
     idfs = np.array([idf for _, idf in signals.term_rows])
     out[:, col["term_cover"]] = present.sum(axis=1) / n_terms
     out[:, col["idf_cover"]] = (present @ idfs) / total_idf if idfs.size else 0.0
-    page_terms: dict[int, np.ndarray] = {}
-    for i, r in enumerate(rows):
-        d = int(doc[r])
-        page_terms[d] = page_terms[d] | present[i] if d in page_terms else present[i].copy()
-    out[:, col["page_cover"]] = [page_terms[int(doc[r])].sum() / n_terms for r in rows]
-    counts: dict[int, int] = {}
-    for r in rows:
-        counts[int(doc[r])] = counts.get(int(doc[r]), 0) + 1
-    out[:, col["page_candidates"]] = [math.log1p(counts[int(doc[r])]) for r in rows]
+    # a page's terms and count over its candidates (page_of: each candidate's page)
+    page_terms = np.zeros((len(pages), present.shape[1]), dtype=bool)
+    np.logical_or.at(page_terms, page_of, present)
+    out[:, col["page_cover"]] = page_terms.sum(axis=1)[page_of] / n_terms
+    out[:, col["page_candidates"]] = np.log1p(np.bincount(page_of, minlength=len(pages)))[page_of]
     q = signals.question_terms
     if q:
         heading_hits, title_hits = [], []

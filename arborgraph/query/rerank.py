@@ -133,15 +133,19 @@ class RowTerms(Sequence[frozenset[str]]):
     def __init__(self, key_of: Callable[[int], Hashable], terms_of: Callable[[Any], frozenset[str]], n: int) -> None:
         self._key_of, self._terms_of, self._n = key_of, terms_of, n
         self._memo: dict[Hashable, frozenset[str]] = {}
+        self._by_row: dict[int, frozenset[str]] = {}  # rows read before: no key to build
 
     def __len__(self) -> int:
         return self._n
 
     def __getitem__(self, row: int) -> frozenset[str]:  # type: ignore[override]
-        key = self._key_of(int(row))
-        found = self._memo.get(key)
+        found = self._by_row.get(row)
         if found is None:
-            found = self._memo[key] = self._terms_of(key)
+            key = self._key_of(int(row))
+            found = self._memo.get(key)
+            if found is None:
+                found = self._memo[key] = self._terms_of(key)
+            self._by_row[int(row)] = found
         return found
 
 
@@ -166,9 +170,9 @@ def query_signals(
     n_rows = max(len(store), 1)
     term_rows = []
     for _term, postings in scores.terms:
-        rows = frozenset(postings[mask[postings]].tolist())
-        if rows:
-            term_rows.append((rows, math.log(1 + n_rows / len(rows))))
+        rows = postings[mask[postings]]  # postings are sorted and distinct
+        if rows.size:
+            term_rows.append((rows, math.log(1 + n_rows / rows.size)))
     rank_lists: dict[str, list[int]] = {
         name: [row_of[c] for c in ids if c in row_of] for name, ids in hits.rankings.items()
     }
