@@ -53,7 +53,8 @@ class KnowledgeBase:
     - :attr:`engine`, the :class:`~arborgraph.query.engine.QueryEngine`: ``settings``,
       ``config`` (the one the index was built with), ``ranker``, ``graph_servers``,
       ``count_tokens``, ``lookup()``, ``route_question()``, ``ranking_candidates()``,
-      ``embed_query()``, ``chat_model()``, ``chunk_mask()``;
+      ``embed_query()``, ``chat_model()``, ``access()`` (what a caller may read),
+      ``request()`` and ``run()`` (one question as a value, and its answer);
     - :attr:`explorer`, the :class:`~arborgraph.query.explorer.Explorer`:
       ``tree_view()``, ``graph_view()``, ``readable_scopes()``, ``structure()``.
     """
@@ -63,7 +64,7 @@ class KnowledgeBase:
     ) -> None:
         self.index = index
         self.engine = engine
-        self.explorer = Explorer(index, engine.chunk_mask)
+        self.explorer = Explorer(index, engine.access)
         self._owns_index = owns_index
         # what the caller asked for, applied again to the newer generation on refresh()
         self._settings_given = settings_given
@@ -96,6 +97,7 @@ class KnowledgeBase:
             engine = QueryEngine(
                 index, config, resolved, embedder=embedder,
                 graph_servers=_graph_servers(resolved.graph_backend, graph_password),
+                open_graph_servers=lambda backend: _graph_servers(backend, graph_password),
             )
             kb = cls(index, engine, settings_given=settings)
             kb._graph_password = graph_password
@@ -117,6 +119,7 @@ class KnowledgeBase:
         engine = QueryEngine(
             self.index, self.engine.config, resolved, embedder=self.engine.embedder or self.engine._given_embedder,
             ranker=ranker, graph_servers=_graph_servers(resolved.graph_backend, graph_password),
+            open_graph_servers=lambda backend: _graph_servers(backend, graph_password),
         )
         return KnowledgeBase(self.index, engine, owns_index=False, settings_given=resolved)
 

@@ -41,16 +41,18 @@ from arborgraph.core.protocols import Embedder
 from arborgraph.core.questions import question_problem
 from arborgraph.core.results import Context, QueryResult, Route, RoutingDecision, final_scores
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery, Retriever
+from arborgraph.index.access import Access, access_for
 from arborgraph.index.opened import Index
-from arborgraph.index.scoped import readable
 from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale
 from arborgraph.query.fusion import fuse_routes, second_route
 from arborgraph.query.lookup import LookupMode
 from arborgraph.query.scores import score_question
 from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, GraphServers, LookupRetriever, TreeRetriever
 from arborgraph.query.settings import QuerySettings
+from arborgraph.query.request import QueryRequest
 
 if TYPE_CHECKING:
+    from arborgraph.config import GraphBackendConfig
     from arborgraph.core.protocols import ChatModel
     from arborgraph.llm.config import LLMConfig
     from arborgraph.query.ranking import AnyRanker
@@ -59,8 +61,8 @@ if TYPE_CHECKING:
 ROUTES: tuple[Route, ...] = ("lookup", "tree", "graph", "global")
 # structured routes fuse their chunks with this many flat hits
 LOOKUP_DEPTH = 50
-# visibility masks kept: one per (principal, date, include_stale) seen lately
-MASKS_KEPT = 64
+# callers' access kept: one per (principal, date, include_stale) seen lately
+ACCESS_KEPT = 64
 # token counts of texts kept (tree summaries, reports): a few MB at most
 TOKEN_COUNTS_KEPT = 50_000
 
@@ -97,7 +99,8 @@ class QueryEngine:
     ``name`` must equal the index's, else queries are refused with
     :class:`EmbedderMismatch`: rebuilding the index embeds it again). ``ranker`` replaces the settings' ranking model (None: no ranking stage).
     ``graph_servers`` is where the graph route expands when not in memory; the engine
-    closes it in :meth:`close`.
+    closes it in :meth:`close`. ``open_graph_servers`` opens the graph server another
+    question's settings name (``graph_backend``), kept until :meth:`close`.
     """
 
     def __init__(
@@ -109,11 +112,13 @@ class QueryEngine:
         embedder: Embedder | None = None,
         ranker: "AnyRanker | None" = FROM_SETTINGS,
         graph_servers: GraphServers | None = None,
+        open_graph_servers: "Callable[[GraphBackendConfig], GraphServers | None] | None" = None,
     ) -> None:
         self.index = index
         self.config = config
         self.settings = settings
         self.graph_servers = graph_servers
+        self._open_graph_servers = open_graph_servers
         self._given_embedder = embedder
         self._embedder: Embedder | None = None
         self._embedder_error: str | None = None
@@ -121,8 +126,11 @@ class QueryEngine:
         self._chat: Any = None
         self._chat_key: str | None = None  # the LLM settings self._chat was opened with
         self._chat_lock = threading.Lock()
-        self._masks: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
-        self._masks_lock = threading.Lock()
+        self._access: OrderedDict[tuple[Any, ...], Access] = OrderedDict()
+        self._access_lock = threading.Lock()
+        # graph servers a question's own settings name (the engine's are graph_servers)
+        self._other_servers: dict[str, GraphServers | None] = {}
+        self._servers_lock = threading.Lock()
         self._ranker_given = ranker is not FROM_SETTINGS
         if ranker is FROM_SETTINGS:
             from arborgraph.query.ranking import load_model
@@ -173,6 +181,11 @@ class QueryEngine:
         """Close the graph server's connections (the index is its owner's to close)."""
         if self.graph_servers is not None:
             self.graph_servers.close()
+        with self._servers_lock:
+            others, self._other_servers = list(self._other_servers.values()), {}
+        for servers in others:
+            if servers is not None:
+                servers.close()
 
     @cached_property
     def count_tokens(self) -> Callable[[str], int]:
@@ -239,26 +252,48 @@ class QueryEngine:
 
     # -- who sees what ------------------------------------------------------------
 
-    def chunk_mask(self, principal: str | None, as_of: dt.date | None, include_stale: bool = False) -> np.ndarray:
-        """The chunk rows ``principal`` may read on ``as_of`` (read-only; kept per caller)."""
+    def access(self, principal: str | None, as_of: dt.date | None, include_stale: bool = False) -> Access:
+        """What ``principal`` may read on ``as_of`` (see :class:`~arborgraph.index.access.Access`):
+        worked out once per caller and date, and kept for the next questions."""
         key = (principal, as_of, include_stale)
-        with self._masks_lock:
-            mask = self._masks.get(key)
-            if mask is not None:
-                self._masks.move_to_end(key)
-                return mask
-        store = self.index.store
-        mask = store.chunk_mask(store.allowed_docs(principal, as_of, include_stale))
-        mask.flags.writeable = False
-        with self._masks_lock:
-            self._masks[key] = mask
-            while len(self._masks) > MASKS_KEPT:
-                self._masks.popitem(last=False)
-        return mask
+        with self._access_lock:
+            found = self._access.get(key)
+            if found is not None:
+                self._access.move_to_end(key)
+                return found
+        found = access_for(self.index.store, self.index.scopes, principal, as_of, include_stale)
+        with self._access_lock:
+            self._access[key] = found
+            while len(self._access) > ACCESS_KEPT:
+                self._access.popitem(last=False)
+        return found
 
     # -- the query pipeline -----------------------------------------------------------
 
-    @on_one_math_thread
+    def request(
+        self,
+        question: str,
+        route: Literal["auto", "lookup", "tree", "graph", "global"] = "auto",
+        *,
+        principal: str | None = None,
+        as_of: dt.date | None | Literal["today"] = "today",
+        include_stale: bool = False,
+        answer: bool = False,
+        llm: "ChatModel | None" = None,
+        llm_router: bool | None = None,
+        settings: QuerySettings | None = None,
+    ) -> QueryRequest:
+        """One question as :meth:`run` takes it: checked, with the caller's
+        :class:`~arborgraph.index.access.Access` worked out and the settings it runs
+        with (``settings``, else the engine's); QueryError for a question or route
+        this engine cannot take."""
+        self._check_query(question, route)
+        when = dt.date.today() if as_of == "today" else as_of
+        return QueryRequest(
+            question=question, route=route, access=self.access(principal, when, include_stale),
+            settings=settings or self.settings, answer=answer, llm=llm, llm_router=llm_router,
+        )
+
     def query(
         self,
         question: str,
@@ -272,18 +307,23 @@ class QueryEngine:
         llm_router: bool | None = None,
         settings: QuerySettings | None = None,
     ) -> QueryResult:
-        """Answer ``question`` (see :meth:`arborgraph.kb.KnowledgeBase.query`); ``settings``
-        replaces the engine's for this question."""
-        s = settings or self.settings
-        self._check_query(question, route)
-        when = dt.date.today() if as_of == "today" else as_of
-        q = self._retrieval_query(
-            question, principal, self.chunk_mask(principal, when, include_stale), s.top_k,
-            3 * s.top_k if s.candidates is None else s.candidates, s,
-        )
+        """Answer ``question`` (see :meth:`arborgraph.kb.KnowledgeBase.query`): the
+        :meth:`request` of these arguments, :meth:`run`."""
+        return self.run(self.request(
+            question, route, principal=principal, as_of=as_of, include_stale=include_stale,
+            answer=answer, llm=llm, llm_router=llm_router, settings=settings,
+        ))
+
+    @on_one_math_thread
+    def run(self, request: QueryRequest) -> QueryResult:
+        """Answer one :class:`~arborgraph.query.request.QueryRequest`: every part of it
+        (the caller's access, the settings, the chat model) is the request's own."""
+        s, access, question, llm = request.settings, request.access, request.question, request.llm
+        q = self._retrieval_query(question, access, s.top_k, 3 * s.top_k if s.candidates is None else s.candidates, s)
         fallback = self.fallback_note()
         checkpoint()
-        decision = self._decide(route, q, llm, s.router.llm if llm_router is None else llm_router, s)
+        use_llm_router = s.router.llm if request.llm_router is None else request.llm_router
+        decision = self._decide(request.route, q, llm, use_llm_router, s)
         checkpoint()
         found = self._run(decision.route, q, s)
         if decision.fused_with is not None:
@@ -296,8 +336,8 @@ class QueryEngine:
             flag_lexical_fallback(found.contexts)
             # also when the index has vectors but the model failed to load for this query
             mode = mode.model_copy(update={"lexical_fallback": True})
-        if include_stale:
-            flag_stale(found.contexts, self.index.store.stale_docs(when), self._doc_of_chunk)
+        if access.include_stale:
+            flag_stale(found.contexts, access.stale, self._doc_of_chunk)
         contexts = self._digested(question, decision.route, found.contexts, s)
         kept, cut = assemble(contexts, s.budget_tokens, s.top_k, self.tokens)
         final_scores(kept, relevance_scores(kept))
@@ -306,7 +346,7 @@ class QueryEngine:
         picked = highlights(question, kept, load_model(s.retrieval.digest_model).scorer)
         text = None
         checks: list[str] = []  # answer sentences with figures their sources lack
-        if answer:
+        if request.answer:
             from arborgraph.query.answer import figure_notes, generate_answer
 
             checkpoint()
@@ -379,24 +419,19 @@ class QueryEngine:
                 "rebuild it with that structure enabled"
             )
 
-    def _retrieval_query(
-        self, question: str, principal: str | None, mask: np.ndarray, top_k: int, pool: int, s: QuerySettings
-    ) -> RetrievalQuery:
+    def _retrieval_query(self, question: str, access: Access, top_k: int, pool: int, s: QuerySettings) -> RetrievalQuery:
         """The query every route and the ranking stage see: the question embedded, and
-        its flat hits under ``mask`` (every route starts from them: structures fuse with
-        them, the router reads their spread), ranked once."""
+        its flat hits under the caller's mask (every route starts from them: structures
+        fuse with them, the router reads their spread), ranked once."""
         query_vector = self.embed_query(question)
         depth = max(top_k, LOOKUP_DEPTH)
         scores = score_question(
-            self.index, question, query_vector, mask=mask,
+            self.index, question, query_vector, mask=access.mask,
             depth=max(depth, s.retrieval.candidates), expansion=s.retrieval.ann_expansion,
         )
-        hits = self._lookup(s).search(scores, mask, depth)
-        return RetrievalQuery(
-            question, query_vector, mask, readable(self.index.scopes, principal), top_k, pool, hits, scores
-        )
+        hits = self._lookup(s).search(scores, access.mask, depth)
+        return RetrievalQuery(question, query_vector, access.mask, list(access.scopes), top_k, pool, hits, scores)
 
-    @on_one_math_thread
     def decide(
         self,
         question: str,
@@ -411,7 +446,7 @@ class QueryEngine:
         s = settings or self.settings
         self._check_query(question, "auto")
         when = dt.date.today() if as_of == "today" else as_of
-        q = self._retrieval_query(question, principal, self.chunk_mask(principal, when), s.top_k, s.top_k, s)
+        q = self._retrieval_query(question, self.access(principal, when), s.top_k, s.top_k, s)
         return self._decide("auto", q, None, s.router.llm, s)
 
     def _decide(
@@ -437,7 +472,7 @@ class QueryEngine:
         if route == "tree":
             return TreeRetriever(self.index, s.tree_search, self.count_tokens)
         if route == "graph":
-            return GraphRetriever(self.index, self._embedder, settings=s.graph_search, servers=self.graph_servers)
+            return GraphRetriever(self.index, self._embedder, settings=s.graph_search, servers=self.graph_servers_for(s))
         return GlobalRetriever(self.index, self._embedder, settings=s.global_search)
 
     def _run(self, route: str, q: RetrievalQuery, s: QuerySettings) -> Retrieval:
@@ -473,6 +508,20 @@ class QueryEngine:
             return load_model(retrieval.ranker_model)
         except (OSError, ValueError) as exc:
             raise QueryError(f"retrieval.ranker_model: {exc}") from None
+
+    def graph_servers_for(self, s: QuerySettings) -> GraphServers | None:
+        """Where a question with settings ``s`` walks the graph: the engine's graph
+        server for its own ``graph_backend``, else the one ``s`` names (opened on first
+        use, kept until :meth:`close`; None: in memory)."""
+        if s.graph_backend == self.settings.graph_backend:
+            return self.graph_servers
+        key = s.graph_backend.model_dump_json()
+        with self._servers_lock:
+            if key not in self._other_servers:
+                if self._open_graph_servers is None:
+                    raise QueryError("graph_backend: this engine opens no other graph server than its own")
+                self._other_servers[key] = self._open_graph_servers(s.graph_backend)
+            return self._other_servers[key]
 
     @cached_property
     def _ranking_index(self) -> "RankingIndex":
@@ -526,7 +575,7 @@ class QueryEngine:
 
         s = self.settings
         k = top_k or s.top_k
-        q = self._retrieval_query(question, principal, self.chunk_mask(principal, dt.date.today()), k, 3 * k, s)
+        q = self._retrieval_query(question, self.access(principal, dt.date.today()), k, 3 * k, s)
         found = self._retriever(route, s).retrieve(q)
         rows, matrix = candidates(self._ranking_index, q, found, s.retrieval)
         return [self.index.store.chunk_ids[r] for r in rows], matrix
@@ -545,7 +594,7 @@ class QueryEngine:
         when = dt.date.today() if as_of == "today" else as_of
         vector = None if mode == "bm25" else self.embed_query(question)
         k = top_k or self.settings.top_k
-        mask = self.chunk_mask(principal, when)
+        mask = self.access(principal, when).mask
         retrieval = self.settings.retrieval
         scores = score_question(
             self.index, question, vector, mask=mask, depth=max(k, retrieval.candidates), expansion=retrieval.ann_expansion

@@ -14,28 +14,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 
 from arborgraph.core.errors import QueryError
 from arborgraph.index import layout
 from arborgraph.index import schema as S
 from arborgraph.index.opened import Index
-from arborgraph.index.scoped import PUBLIC, Scope, readable, scope_principals, scope_readable
+from arborgraph.index.access import Access
+from arborgraph.index.scoped import Scope, scope_readable
 from arborgraph.query.retrievers import chunk_refs
 
 if TYPE_CHECKING:
     from arborgraph.index.structure_check import StructureReport
 
-MaskOf = Callable[[str | None, dt.date | None], np.ndarray]
+AccessOf = Callable[[str | None, dt.date | None], Access]
 
 
 class Explorer:
-    """Views of ``index`` for a principal; ``mask_of(principal, as_of)`` gives the chunk
-    rows that principal may read on that date (the query engine's, shared)."""
+    """Views of ``index`` for a principal; ``access_of(principal, as_of)`` says what that
+    principal may read on that date (the query engine's :meth:`~arborgraph.query.engine.QueryEngine.access`,
+    shared, so a view and a query see the same)."""
 
-    def __init__(self, index: Index, mask_of: MaskOf) -> None:
+    def __init__(self, index: Index, access_of: AccessOf) -> None:
         self.index = index
-        self.mask_of = mask_of
+        self.access_of = access_of
 
     def readable_scopes(self, principal: str | None = None) -> list[str]:
         """The access scopes ``principal`` may read: 'public' and 'acl:a,b' keys, each
@@ -43,10 +44,7 @@ class Explorer:
         return [s.scope for s in self._scopes_for(principal)]
 
     def _scopes_for(self, principal: str | None) -> list[Scope]:
-        return sorted(
-            readable(self.index.scopes, principal),
-            key=lambda s: (s.scope == PUBLIC, len(scope_principals(s.scope)), s.scope),
-        )
+        return self.access_of(principal, None).most_specific_first
 
     def _pick_scope(self, principal: str | None, scope: str | None, what: str) -> Scope:
         scopes = self._scopes_for(principal)
@@ -89,7 +87,7 @@ class Explorer:
         from graphrag import GraphView
 
         when = dt.date.today() if as_of == "today" else as_of
-        return GraphView(chosen.graph, chunk_text=chunk_refs(self.index.store, self.mask_of(principal, when)))
+        return GraphView(chosen.graph, chunk_text=chunk_refs(self.index.store, self.access_of(principal, when).mask))
 
     def structure(self, principal: str | None = None) -> "StructureReport":
         """How readable the trees, graphs and communities ``principal`` may read are: name

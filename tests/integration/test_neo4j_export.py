@@ -866,6 +866,15 @@ def test_graph_route_on_the_server_returns_what_memory_returns(
         top5_shared.append(len(set(_view(res)[:5]) & set(_view(memory[q])[:5])) / min(5, len(memory[q].contexts)))
     assert sum(top5_shared) / len(top5_shared) >= 0.8  # the target; the same contexts, in fact
     assert len(lookups) >= 2 * len(QUESTIONS)  # the walk's hops and the PageRank edges, on the server
+    # one question's own settings name the server (issue #37: they were ignored, the
+    # walk stayed in memory); the next question without them walks in memory again
+    lookups.clear()
+    own = {"graph_backend": {"uri": server.uri, "timeout_s": 3}}
+    assert _view(kb.query(QUESTIONS[0], route="graph", settings=own)) == _view(memory[QUESTIONS[0]])
+    assert lookups
+    lookups.clear()
+    kb.query(QUESTIONS[0], route="graph")
+    assert not lookups
     # a server that does not hold the index's graph is an error, not other results
     server.clear()
     emptied = kb.with_settings({"graph_backend": {"uri": server.uri, "timeout_s": 3}})

@@ -206,7 +206,7 @@ def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     hidden_doc = "c3ref_busy_timeout.md"
     hidden = np.array([d == hidden_doc for d in kb.index.store.doc_ids])
     assert hidden.any()
-    mask = kb.engine.chunk_mask(None, None) & ~hidden
+    mask = kb.engine.access(None, None).mask & ~hidden
     vector = kb.engine.embed_query(question)
     scores = score_question(kb.index, question, vector)
     hits = lookup_search(kb.index.store, scores, mask=mask, top_k=50, config=kb.engine.config.retrieval)

@@ -1,0 +1,34 @@
+"""One question as the engine answers it: the question, the caller's access, the settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from arborgraph.index.access import Access
+from arborgraph.query.settings import QuerySettings
+
+if TYPE_CHECKING:
+    from arborgraph.core.protocols import ChatModel
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    """Everything one answer depends on, made by
+    :meth:`~arborgraph.query.engine.QueryEngine.request` and answered by
+    :meth:`~arborgraph.query.engine.QueryEngine.run`.
+
+    ``access`` is what the caller may read (its chunk mask, readable scopes and the
+    stale documents, worked out once); ``settings`` every setting the answer reads,
+    the resources they name (ranking model, chat model, graph server) included;
+    ``answer`` asks for a written answer from ``llm`` (default: the settings' chat
+    model), ``llm_router`` for the LLM to route (None: as the settings say).
+    """
+
+    question: str
+    route: Literal["auto", "lookup", "tree", "graph", "global"]
+    access: Access
+    settings: QuerySettings
+    answer: bool = False
+    llm: "ChatModel | None" = None
+    llm_router: bool | None = None
