@@ -48,7 +48,7 @@ from graphrag import (  # noqa: E402
 )
 from graphrag.build import detect_communities  # noqa: E402
 from graphrag.reports import ExtractiveReportWriter, write_reports  # noqa: E402
-from graphrag.resolve import resolve  # noqa: E402
+from graphrag.resolution import resolve  # noqa: E402
 from ingest import ChunkingConfig, Document, chunk_document, iter_collection, load_token_counter  # noqa: E402
 from ingest.models import Chunk  # noqa: E402
 

@@ -50,12 +50,12 @@ _EXPORTS = {
     "build_graph": "graphrag.build",
     "detect_communities": "graphrag.build",
     "extract_all": "graphrag.build",
-    "global_search": "graphrag.global_search",
+    "global_search": "graphrag.search_global",
     "graph_from_tables": "graphrag.tables",
     "graph_search": "graphrag.search",
     "graph_to_tables": "graphrag.tables",
     "link_entities": "graphrag.linking",
-    "resolve": "graphrag.resolve",
+    "resolve": "graphrag.resolution",
     "write_reports": "graphrag.reports",
 }
 
@@ -70,13 +70,13 @@ if TYPE_CHECKING:
     from graphrag.extract.base import CorpusAwareExtractor, Extractor
     from graphrag.extract.llm import LLMExtractor, LLMExtractorConfig
     from graphrag.extract.rules import RuleExtractor, RuleExtractorConfig
-    from graphrag.global_search import global_search
+    from graphrag.search_global import global_search
     from graphrag.graph import KnowledgeGraph
     from graphrag.linking import LinkedEntity, link_entities
     from graphrag.llm_reports import LLMReportWriter
     from graphrag.model import ChunkExtraction, Community, CommunityReport, Entity, Evidence, ExtractedEntity, ExtractedRelation, Finding, Mention, Relation
     from graphrag.reports import ExtractiveReportWriter, ReportWriter, write_reports
-    from graphrag.resolve import resolve
+    from graphrag.resolution import resolve
     from graphrag.search import graph_search
     from graphrag.tables import graph_from_tables, graph_to_tables
 

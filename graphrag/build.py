@@ -19,7 +19,7 @@ from graphrag.extract.base import CorpusAwareExtractor, Extractor
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import ChunkExtraction, Community, Entity, Relation
 from graphrag.reports import ExtractiveReportWriter, ReportWriter, sets_terms, states_something, write_reports
-from graphrag.resolve import resolve
+from graphrag.resolution import resolve
 from ingest.models import Chunk
 
 _PROGRESS_EVERY = 100

@@ -86,7 +86,7 @@ class GraphSearchConfig(BaseModel):
 
 
 class GlobalSearchConfig(BaseModel):
-    """Limits and weights of :func:`graphrag.global_search.global_search` (``Config.global_search``)."""
+    """Limits and weights of :func:`graphrag.search_global.global_search` (``Config.global_search``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -55,7 +55,7 @@ from graphrag.extract.base import CorpusAwareExtractor, Extractor
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import ChunkExtraction, Community, CommunityReport, Entity, Relation
 from graphrag.reports import CommunityContext, ReportWriter, community_context, write_reports
-from graphrag.resolve import resolve
+from graphrag.resolution import resolve
 from graphrag.tables import (
     extractions_from_table,
     extractions_to_table,

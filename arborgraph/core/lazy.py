@@ -22,4 +22,5 @@ def lazy_exports(package: str, exports: Mapping[str, str], namespace: dict[str, 
         namespace[name] = value
         return value
 
+    __getattr__.exports = dict(exports)  # type: ignore[attr-defined]  # what it serves, for checks
     return __getattr__

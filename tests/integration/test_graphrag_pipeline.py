@@ -27,7 +27,7 @@ from arborgraph.index.structure_check import is_comma_list
 from graphrag.build import detect_communities, extract_all
 from graphrag.communities import HierarchicalLeiden
 from graphrag.model import Community
-from graphrag.resolve import resolve
+from graphrag.resolution import resolve
 from ingest.models import Chunk
 from manual_chunks import manual_chunks
 
@@ -419,7 +419,7 @@ def test_searches_use_the_given_question_vector_and_lexical_scores(
 
 
 def test_report_context_shows_the_findings_that_match_the_question(kg: KnowledgeGraph) -> None:
-    from graphrag.global_search import _report_context
+    from graphrag.search_global import _report_context
 
     report = next(r for r in kg.reports.values() if len(r.findings) >= 3)
     last = report.findings[-1]
@@ -444,7 +444,7 @@ def _window_ids(contexts: list, budget_words: int) -> list[str]:  # type: ignore
 def test_global_search_puts_leads_of_pages_its_flat_window_misses_into_the_window(
     kg: KnowledgeGraph, by_id: dict[str, Chunk]
 ) -> None:
-    from graphrag.global_search import GlobalSearchConfig
+    from graphrag.search_global import GlobalSearchConfig
 
     q = "How do the write-ahead log, file locking and transaction isolation work together?"
     flat = [c for c in by_id if c.startswith("pragma.md#")]  # one page fills the window

@@ -7,7 +7,7 @@ from pathlib import Path
 from graphrag import GraphConfig, RuleExtractor
 from graphrag.build import extract_all
 from graphrag.model import ChunkExtraction, ExtractedEntity, ExtractedRelation
-from graphrag.resolve import resolve
+from graphrag.resolution import resolve
 from ingest import ChunkingConfig, chunk_document, iter_collection, load_token_counter
 
 MANUAL = Path(__file__).resolve().parents[2] / "examples" / "sqlite"
