@@ -204,10 +204,11 @@ class KnowledgeBase:
         s = resolve_settings(self.engine.settings, settings)
         if changes:
             s = resolve_settings(s, changes)
-        return self.engine.query(
+        engine = self.engine
+        return engine.run(engine.request(
             question, route, principal=principal, as_of=as_of, include_stale=include_stale,
             answer=answer, llm=llm, llm_router=llm_router, settings=s,
-        )
+        ))
 
     def query_store(
         self,

@@ -9,6 +9,7 @@ Pure functions over :class:`~arborgraph.core.retrieval.Retrieval` values:
   found nothing falls back to lookup, and says so.
 * :func:`assemble` keeps, in order, up to ``top_k`` distinct contexts that fit the
   token budget (always with one of the manual's own chunks), flagging injected text.
+* :func:`relevance_scores` gives the scores to show for what is kept.
 * :func:`flag_stale` marks contexts drawn on stale documents.
 """
 
@@ -91,7 +92,7 @@ def flat_first(found: Retrieval, lookup_hits: list[Context], structure_header: i
 
     Graph and global search were given the lookup hits and already lead with them
     (see :func:`graphrag.search.graph_search` and
-    :func:`graphrag.global_search.global_search`); they only insert the
+    :func:`graphrag.search_global.global_search`); they only insert the
     second-hop sections or page leads they are confident of, in place of the
     weakest flat chunks of the window. Fusing with the lookup ranking again would
     undo exactly those insertions.
@@ -159,6 +160,23 @@ def assemble(
         if INJECTION_FLAG not in ctx.flags and context_looks_injected(ctx):
             ctx.flags.append(INJECTION_FLAG)
     return kept, cut
+
+
+def relevance_scores(contexts: list[Context]) -> list[float] | None:
+    """The scores to show: each passage's calibrated relevance (the probability that it
+    holds the evidence, from the ranking stage), a structure's own context (overview,
+    chain, report) that of the best passage, never increasing down the list; None (the
+    reciprocal rank) when no context was scored by a calibrated ranking stage."""
+    given = [c.extra.get("relevance") for c in contexts]
+    known = [r for r in given if r is not None]
+    if not known:
+        return None
+    best = max(known)
+    out: list[float] = []
+    for value in given:
+        value = best if value is None else value
+        out.append(min(value, out[-1]) if out else value)
+    return out
 
 
 def flag_stale(

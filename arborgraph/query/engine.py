@@ -1,10 +1,13 @@
 """The query engine: a question in, cited contexts out, on the route that suits it.
 
 A :class:`QueryEngine` answers over one opened :class:`~arborgraph.index.opened.Index`
-with one :class:`~arborgraph.query.settings.QuerySettings`. For each question it:
+with one :class:`~arborgraph.query.settings.QuerySettings`. :meth:`QueryEngine.request`
+makes a question one :class:`~arborgraph.query.request.QueryRequest` and
+:meth:`QueryEngine.run` answers it:
 
 1. checks the question and options;
-2. builds the caller's visibility mask (``principal``, ``as_of``; kept per caller);
+2. works out the caller's :class:`~arborgraph.index.access.Access` (``principal``,
+   ``as_of``; kept per caller);
 3. embeds the question (the index's own model, or lexical only when there is none);
 4. scores the collection once (BM25 and dense, :mod:`arborgraph.query.scores`) and takes
    the flat hybrid hits from those scores;
@@ -43,7 +46,7 @@ from arborgraph.core.results import Context, QueryResult, Route, RoutingDecision
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery, Retriever
 from arborgraph.index.access import Access, access_for
 from arborgraph.index.opened import Index
-from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale
+from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale, relevance_scores
 from arborgraph.query.fusion import fuse_routes, second_route
 from arborgraph.query.lookup import LookupMode
 from arborgraph.query.scores import score_question
@@ -65,23 +68,6 @@ LOOKUP_DEPTH = 50
 ACCESS_KEPT = 64
 # token counts of texts kept (tree summaries, reports): a few MB at most
 TOKEN_COUNTS_KEPT = 50_000
-
-
-def relevance_scores(contexts: list[Context]) -> list[float] | None:
-    """The scores to show: each passage's calibrated relevance (the probability that it
-    holds the evidence, from the ranking stage), a structure's own context (overview,
-    chain, report) that of the best passage, never increasing down the list; None (the
-    reciprocal rank) when no context was scored by a calibrated ranking stage."""
-    given = [c.extra.get("relevance") for c in contexts]
-    known = [r for r in given if r is not None]
-    if not known:
-        return None
-    best = max(known)
-    out: list[float] = []
-    for value in given:
-        value = best if value is None else value
-        out.append(min(value, out[-1]) if out else value)
-    return out
 
 
 class _Default:
@@ -143,8 +129,9 @@ class QueryEngine:
 
     def warm(self) -> None:
         """Load now what questions would otherwise load on first use: the query
-        embedder, every scope's tree and graph and their search indexes, the ranking
-        stage's page layout, the router's model and the token counter."""
+        embedder, every scope's tree and graph and their search indexes and arrays, the
+        ranking stage's page layout and graph rows, the router's model and the token
+        counter."""
         from arborgraph.query.router import default_model
 
         self.index.warm()
@@ -155,18 +142,15 @@ class QueryEngine:
                     self._load_embedder(embedding)
         default_model()
         count = self.count_tokens
+        graphs = bool({"graph", "global"} & set(self.index.routes))
         if "tree" in self.index.routes:
             for scope in self.index.scopes:
+                scope.tree.arrays()  # the walk's arrays
                 for node in scope.tree.summaries()[:TOKEN_COUNTS_KEPT]:
                     count(node.text)  # every walk's budget counts the summaries it passes
-        if self.ranker is not None:
-            ranking = self._ranking_index
-            ranking.layout()
-            if "tree" in self.index.routes:
-                for scope in self.index.scopes:
-                    ranking.parent_rows(scope)
-        if {"graph", "global"} & set(self.index.routes):
+        if graphs:
             from graphrag import lexicon
+            from graphrag.search_global import first_chunks
             from graphrag.search_index import mention_index, report_index
 
             lexicon.load()  # relation chains are phrased with it
@@ -176,6 +160,15 @@ class QueryEngine:
                 kg.adjacency, kg.chunk_entities, kg.name_index, kg.word_keys, kg.membership  # noqa: B018
                 mention_index(kg)
                 report_index(kg)
+                first_chunks(kg)
+        if self.ranker is not None:
+            ranking = self._ranking_index
+            ranking.layout()
+            for scope in self.index.scopes:
+                if "tree" in self.index.routes:
+                    ranking.parent_rows(scope)
+                if graphs:
+                    ranking.graph_rows(scope)
 
     def close(self) -> None:
         """Close the graph server's connections (the index is its owner's to close)."""
@@ -283,7 +276,8 @@ class QueryEngine:
         llm_router: bool | None = None,
         settings: QuerySettings | None = None,
     ) -> QueryRequest:
-        """One question as :meth:`run` takes it: checked, with the caller's
+        """One question as :meth:`run` takes it (see :meth:`arborgraph.kb.KnowledgeBase.query`
+        for the arguments): checked, with the caller's
         :class:`~arborgraph.index.access.Access` worked out and the settings it runs
         with (``settings``, else the engine's); QueryError for a question or route
         this engine cannot take."""
@@ -293,26 +287,6 @@ class QueryEngine:
             question=question, route=route, access=self.access(principal, when, include_stale),
             settings=settings or self.settings, answer=answer, llm=llm, llm_router=llm_router,
         )
-
-    def query(
-        self,
-        question: str,
-        route: Literal["auto", "lookup", "tree", "graph", "global"] = "auto",
-        *,
-        principal: str | None = None,
-        as_of: dt.date | None | Literal["today"] = "today",
-        include_stale: bool = False,
-        answer: bool = False,
-        llm: "ChatModel | None" = None,
-        llm_router: bool | None = None,
-        settings: QuerySettings | None = None,
-    ) -> QueryResult:
-        """Answer ``question`` (see :meth:`arborgraph.kb.KnowledgeBase.query`): the
-        :meth:`request` of these arguments, :meth:`run`."""
-        return self.run(self.request(
-            question, route, principal=principal, as_of=as_of, include_stale=include_stale,
-            answer=answer, llm=llm, llm_router=llm_router, settings=settings,
-        ))
 
     @on_one_math_thread
     def run(self, request: QueryRequest) -> QueryResult:
@@ -408,7 +382,7 @@ class QueryEngine:
             return self._chat
 
     def _check_query(self, question: object, route: str) -> None:
-        """Raise QueryError for a question or route :meth:`query` cannot take."""
+        """Raise QueryError for a question or route :meth:`run` cannot take."""
         if (problem := question_problem(question)) is not None:
             raise QueryError(problem)
         if route != "auto" and route not in ROUTES:
@@ -440,7 +414,7 @@ class QueryEngine:
         as_of: dt.date | None | Literal["today"] = "today",
         settings: QuerySettings | None = None,
     ) -> RoutingDecision:
-        """The route :meth:`query` would give ``question`` asked on ``auto`` by
+        """The route :meth:`run` would give ``question`` asked on ``auto`` by
         ``principal``, and the route it would fuse with when unsure, without running
         either: the router reads the caller's flat hits, as in a query."""
         s = settings or self.settings
@@ -570,7 +544,7 @@ class QueryEngine:
     ) -> tuple[list[str], np.ndarray]:
         """The chunk ids the ranking stage orders for ``question`` on ``route``, and their
         feature matrix (columns: :data:`arborgraph.query.ranking.FEATURES`), computed exactly
-        as :meth:`query` computes them; for training and inspecting the ranker."""
+        as :meth:`run` computes them; for training and inspecting the ranker."""
         from arborgraph.query.rerank import candidates
 
         s = self.settings
