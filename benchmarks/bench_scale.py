@@ -119,7 +119,13 @@ def build(size: int, work: Path, embedder: VariantEmbedder, base_chunks: int, st
 
 
 PROBE = r"""
-import json, sys, time, resource
+import json, sys, time
+def peak_rss_mb():
+    # this process's own peak (VmHWM): ru_maxrss would carry over the parent's, the
+    # builder's, from before exec
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
 began = time.perf_counter()
 import arborgraph
 kb = arborgraph.open(sys.argv[1])
@@ -134,7 +140,7 @@ def p95(xs): xs = sorted(xs); return xs[int(0.95 * (len(xs) - 1))]
 print(json.dumps({"chunks": len(kb.index.store.chunk_ids), "open_s": round(opened, 2), "first_query_ms": round(first, 1),
                   "auto_p95_ms": round(p95(times["auto"]), 1), "auto_mean_ms": round(sum(times["auto"]) / len(times["auto"]), 1),
                   "lookup_p95_ms": round(p95(times["lookup"]), 1), "lookup_mean_ms": round(sum(times["lookup"]) / len(times["lookup"]), 1),
-                  "query_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}))
+                  "query_rss_mb": peak_rss_mb()}))
 """
 
 
