@@ -187,6 +187,10 @@ def main() -> None:
             (builds["lookup+tree:warm-numba"]["wall_s"] - builds["lookup"]["wall_s"]) / base, 3),
         "numba_first_use_s": round(builds["lookup+tree"]["wall_s"] - builds["lookup+tree:warm-numba"]["wall_s"], 2),
         "graph_adds_vs_lookup": round((builds["lookup+graph"]["wall_s"] - builds["lookup"]["wall_s"]) / base, 3),
+        # the whole build (tree and graph, numba's cache warm) against the flat lookup
+        # build, both with cold embeddings: the "full build / flat baseline"
+        "full_build_vs_lookup": round((base + builds["all"]["wall_s"] - builds["lookup"]["wall_s"]) / base, 3),
+        "embedding_chunks_per_s": round(cold["chunks"] / cold["timings_s"]["embed"], 1) if cold["timings_s"].get("embed") else None,
         # the same ratios in CPU seconds, against the cold (embedding) lookup build
         "tree_adds_vs_lookup_cpu": round((builds["lookup+tree"]["cpu_s"] - builds["lookup"]["cpu_s"]) / cold["cpu_s"], 3),
         "tree_adds_vs_lookup_warm_numba_cpu": round(
