@@ -52,9 +52,7 @@ def access_for(
     """The :class:`Access` of ``principal`` on ``as_of`` over an index's ``store`` and
     its ``scopes``."""
     stale = store.stale_docs(as_of)
-    readable_docs = store.readable_docs(principal)
-    allowed = readable_docs if include_stale else readable_docs - stale.keys()
-    mask = store.chunk_mask(allowed)
+    mask = store.chunk_mask(store.allowed_docs(principal, as_of, include_stale))
     mask.flags.writeable = False
     readable_scopes = tuple(s for s in scopes if scope_readable(s.scope, principal))
     return Access(principal, as_of, include_stale, mask, readable_scopes, MappingProxyType(stale))

@@ -8,7 +8,7 @@ and the per-scope lists are merged by reciprocal rank
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -106,7 +106,3 @@ def load_scope_tree(generation: Generation, tag: str) -> Any:
 def load_scopes(generation: Generation) -> list[Scope]:
     """The access scopes of an index generation, in manifest order (nothing loaded yet)."""
     return [Scope(generation=generation, tag=s.tag, scope=s.scope) for s in index_manifest(generation).scopes]
-
-
-def readable(scopes: Sequence[Scope], principal: str | None) -> list[Scope]:
-    return [s for s in scopes if scope_readable(s.scope, principal)]

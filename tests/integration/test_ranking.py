@@ -199,7 +199,6 @@ def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     from arborgraph.query.lookup import lookup_search
     from arborgraph.query.scores import score_question
     from arborgraph.query.rerank import RankingIndex, query_signals
-    from arborgraph.index.scoped import readable
 
     kb = arborgraph.open(sample_index)
     question = "What does the busy timeout do while the WAL is checkpointed?"
@@ -210,7 +209,7 @@ def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     vector = kb.engine.embed_query(question)
     scores = score_question(kb.index, question, vector)
     hits = lookup_search(kb.index.store, scores, mask=mask, top_k=50, config=kb.engine.config.retrieval)
-    query = RetrievalQuery(question, vector, mask, readable(kb.index.scopes, None), top_k=20, pool=60, hits=hits, scores=scores)
+    query = RetrievalQuery(question, vector, mask, list(kb.engine.access(None, None).scopes), top_k=20, pool=60, hits=hits, scores=scores)
     signals = query_signals(RankingIndex(kb.index, kb.index.routes), query, hits, kb.engine.config.retrieval)
     rows = set(np.flatnonzero(hidden).tolist())
     assert not rows & {r for lst in signals.rank_lists.values() for r in lst}
