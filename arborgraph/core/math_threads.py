@@ -2,8 +2,8 @@
 
 A question's matrix work is small (a question vector against a few thousand rows), and
 OpenBLAS splitting it over its own threads costs more than it saves; on two busy cores
-(a service answering several questions at once, or a build beside it) it cost 40 times
-as much: 10.9 ms against 0.26 ms for one 6,068 x 384 product. While questions are
+(a service answering several questions at once, or a build beside it) it cost tens of
+times as much as on one thread in a trial. While questions are
 answered, the BLAS libraries the process has loaded use one thread; when the last is
 done, the setting from before comes back (a build keeps its threads).
 """
