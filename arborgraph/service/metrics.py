@@ -1,104 +1,98 @@
-"""Prometheus text metrics: requests, errors and latency per endpoint and route."""
+"""Prometheus metrics (prometheus_client): requests, errors and latency per endpoint and
+route, and the server's state at each scrape (generation, swaps, worker threads, problems).
+
+Each app has a registry of its own (several apps can live in one process, as in the
+tests), and each process of ``serve --workers N`` its own counts: prometheus_client's
+multiprocess mode is chosen by an environment variable read when it is imported, process-wide.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 # seconds; queries on the sample manual take tens of milliseconds
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
-def _labels(**labels: str) -> str:
-    inner = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-    return "{" + inner + "}"
+@dataclass(frozen=True)
+class _State:
+    generation: str
+    swaps: int
+    refused: bool
+    uptime_s: float
+    busy: int
+    busy_max: int
+    problems: int
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+class _StateCollector(Collector):
+    """The values the server holds elsewhere, read at scrape time (set by ``render``)."""
+
+    def __init__(self) -> None:
+        self.state: _State | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.state
+        if s is None:
+            return
+        yield InfoMetricFamily("arborgraph_generation", "The generation being served.", value={"generation": s.generation})
+        yield CounterMetricFamily("arborgraph_generation_swaps", "Generations swapped in since start.", value=s.swaps)
+        yield GaugeMetricFamily(
+            "arborgraph_generation_refused", "Whether the latest new generation was refused.", value=int(s.refused)
+        )
+        yield GaugeMetricFamily("arborgraph_uptime_seconds", "Seconds since the server started.", value=s.uptime_s)
+        yield GaugeMetricFamily(
+            "arborgraph_index_problems", "Problems with the index on disk or the keys file (see /v1/health).",
+            value=s.problems,
+        )
+        yield GaugeMetricFamily(
+            "arborgraph_workers_busy", "Worker threads running a request's work now (timed-out work included).",
+            value=s.busy,
+        )
+        yield GaugeMetricFamily(
+            "arborgraph_workers_busy_max", "The most worker threads that ever ran at once.", value=s.busy_max
+        )
 
 
 class Metrics:
-    """Counters and latency histograms, rendered in the Prometheus text format."""
+    """Counters and latency histograms in a registry of this app's own."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._requests: dict[tuple[str, str, str, str], int] = defaultdict(int)
-        self._buckets: dict[tuple[str, str], list[int]] = {}
-        self._sums: dict[tuple[str, str], float] = defaultdict(float)
-        self._counts: dict[tuple[str, str], int] = defaultdict(int)
+        self.registry = CollectorRegistry()
+        self._requests = Counter(
+            "arborgraph_requests", "Requests by endpoint, route and status.",
+            ["method", "endpoint", "route", "status"], registry=self.registry,
+        )
+        self._errors = Counter(
+            "arborgraph_request_errors", "Requests answered with a 4xx or 5xx status.",
+            ["endpoint", "route", "kind"], registry=self.registry,
+        )
+        self._seconds = Histogram(
+            "arborgraph_request_seconds", "Request latency by endpoint and route.",
+            ["endpoint", "route"], buckets=BUCKETS, registry=self.registry,
+        )
+        self._state = _StateCollector()
+        self.registry.register(self._state)
+        self._render_lock = threading.Lock()
 
     def observe(self, method: str, endpoint: str, route: str, status: int, seconds: float) -> None:
-        key = (endpoint, route)
-        with self._lock:
-            self._requests[(method, endpoint, route, str(status))] += 1
-            buckets = self._buckets.setdefault(key, [0] * len(BUCKETS))
-            for i, bound in enumerate(BUCKETS):
-                if seconds <= bound:
-                    buckets[i] += 1
-            self._sums[key] += seconds
-            self._counts[key] += 1
+        self._requests.labels(method, endpoint, route, str(status)).inc()
+        if status >= 400:
+            self._errors.labels(endpoint, route, "server" if status >= 500 else "client").inc()
+        self._seconds.labels(endpoint, route).observe(seconds)
 
     def render(
         self, *, generation: str, swaps: int, refused: bool, uptime_s: float, busy: int = 0, busy_max: int = 0,
         problems: int = 0,
-    ) -> str:
-        lines = [
-            "# HELP arborgraph_requests_total Requests by endpoint, route and status.",
-            "# TYPE arborgraph_requests_total counter",
-        ]
-        with self._lock:
-            requests = dict(self._requests)
-            buckets = {k: list(v) for k, v in self._buckets.items()}
-            sums, counts = dict(self._sums), dict(self._counts)
-        for (method, endpoint, route, status), n in sorted(requests.items()):
-            lines.append(
-                f"arborgraph_requests_total{_labels(method=method, endpoint=endpoint, route=route, status=status)} {n}"
-            )
-        lines += [
-            "# HELP arborgraph_request_errors_total Requests answered with a 4xx or 5xx status.",
-            "# TYPE arborgraph_request_errors_total counter",
-        ]
-        errors: dict[tuple[str, str, str], int] = defaultdict(int)
-        for (_m, endpoint, route, status), n in requests.items():
-            if int(status) >= 400:
-                errors[(endpoint, route, "server" if int(status) >= 500 else "client")] += n
-        for (endpoint, route, kind), n in sorted(errors.items()):
-            lines.append(f"arborgraph_request_errors_total{_labels(endpoint=endpoint, route=route, kind=kind)} {n}")
-        lines += [
-            "# HELP arborgraph_request_seconds Request latency by endpoint and route.",
-            "# TYPE arborgraph_request_seconds histogram",
-        ]
-        for (endpoint, route), counts_le in sorted(buckets.items()):
-            for bound, n in zip(BUCKETS, counts_le):
-                lines.append(
-                    f"arborgraph_request_seconds_bucket{_labels(endpoint=endpoint, route=route, le=str(bound))} {n}"
-                )
-            total = counts[(endpoint, route)]
-            lines.append(f"arborgraph_request_seconds_bucket{_labels(endpoint=endpoint, route=route, le='+Inf')} {total}")
-            lines.append(f"arborgraph_request_seconds_sum{_labels(endpoint=endpoint, route=route)} {sums[(endpoint, route)]:.6f}")
-            lines.append(f"arborgraph_request_seconds_count{_labels(endpoint=endpoint, route=route)} {total}")
-        lines += [
-            "# HELP arborgraph_generation_info The generation being served.",
-            "# TYPE arborgraph_generation_info gauge",
-            f"arborgraph_generation_info{_labels(generation=generation)} 1",
-            "# HELP arborgraph_generation_swaps_total Generations swapped in since start.",
-            "# TYPE arborgraph_generation_swaps_total counter",
-            f"arborgraph_generation_swaps_total {swaps}",
-            "# HELP arborgraph_generation_refused Whether the latest new generation was refused.",
-            "# TYPE arborgraph_generation_refused gauge",
-            f"arborgraph_generation_refused {int(refused)}",
-            "# HELP arborgraph_uptime_seconds Seconds since the server started.",
-            "# TYPE arborgraph_uptime_seconds gauge",
-            f"arborgraph_uptime_seconds {uptime_s:.1f}",
-            "# HELP arborgraph_index_problems Problems with the index on disk or the keys file (see /v1/health).",
-            "# TYPE arborgraph_index_problems gauge",
-            f"arborgraph_index_problems {problems}",
-            "# HELP arborgraph_workers_busy Worker threads running a request's work now (timed-out work included).",
-            "# TYPE arborgraph_workers_busy gauge",
-            f"arborgraph_workers_busy {busy}",
-            "# HELP arborgraph_workers_busy_max The most worker threads that ever ran at once.",
-            "# TYPE arborgraph_workers_busy_max gauge",
-            f"arborgraph_workers_busy_max {busy_max}",
-        ]
-        return "\n".join(lines) + "\n"
+    ) -> bytes:
+        """The exposition text (``CONTENT_TYPE``), with the server's state as given."""
+        with self._render_lock:
+            self._state.state = _State(generation, swaps, refused, uptime_s, busy, busy_max, problems)
+            return generate_latest(self.registry)

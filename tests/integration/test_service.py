@@ -254,11 +254,14 @@ def test_health_metrics_and_openapi(server: Server) -> None:
     post(server, "/v1/query", {"question": "busy timeout", "route": "lookup"})
     status, health = get(server, "/v1/health")
     assert status == 200 and health["status"] == "ok" and health["generation"].startswith("gen-") and health["refused"] is None
-    status, text = get(server, "/metrics")
-    assert status == 200
-    assert 'arborgraph_requests_total{method="POST",endpoint="/v1/query",route="lookup",status="200"}' in text
-    assert 'arborgraph_request_seconds_bucket{endpoint="/v1/query",route="lookup",le="+Inf"}' in text
-    assert f'arborgraph_generation_info{{generation="{health["generation"]}"}} 1' in text
+    status, headers, body = request("GET", server.url + "/metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain; version=")
+    text = body.decode()
+    # prometheus_client writes labels in name order
+    assert 'arborgraph_requests_total{endpoint="/v1/query",method="POST",route="lookup",status="200"}' in text
+    assert 'arborgraph_request_seconds_bucket{endpoint="/v1/query",le="+Inf",route="lookup"}' in text
+    assert f'arborgraph_generation_info{{generation="{health["generation"]}"}} 1.0' in text
+    assert re.search(r"^arborgraph_generation_swaps_total \d+\.0$", text, re.M) and "\narborgraph_workers_busy_max " in text
     status, spec = get(server, "/openapi.json")
     paths = set(spec["paths"])
     assert {"/v1/query", "/v1/query/batch", "/v1/query/stream", "/v1/index", "/v1/tree/outline", "/v1/tree/node",

@@ -25,3 +25,8 @@ def test_the_notebooks_extra_installs_pandas_for_to_pandas_and_the_default_insta
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert "pandas" in _names(project["optional-dependencies"]["notebooks"])
     assert "pandas" not in _names(project["dependencies"])  # ~60 MB no query needs
+
+
+def test_the_serve_extra_installs_prometheus_client_for_metrics() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "prometheus-client" in {n.replace("_", "-") for n in _names(project["optional-dependencies"]["serve"])}

@@ -6,9 +6,10 @@ import time
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 
 from arborgraph.service.context import Service
+from arborgraph.service.metrics import CONTENT_TYPE
 
 
 def router(service: Service) -> APIRouter:
@@ -34,14 +35,15 @@ def router(service: Service) -> APIRouter:
         }
 
     @routes.get("/metrics", response_class=PlainTextResponse)
-    async def prometheus() -> PlainTextResponse:
-        """Prometheus text: requests, errors and latency per endpoint and route, generation."""
-        text = service.metrics.render(
+    async def prometheus() -> Response:
+        """Prometheus text (prometheus_client's exposition): requests, errors and latency
+        per endpoint and route, the generation, swaps, worker threads, problems."""
+        body = service.metrics.render(
             generation=served.generation, swaps=served.swaps,
             refused=served.refused is not None, uptime_s=time.time() - served.started_at,
             busy=threads.busy, busy_max=threads.busy_max,
             problems=len(served.problems) + (authenticator.problem() is not None),
         )
-        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+        return Response(body, media_type=CONTENT_TYPE)
 
     return routes
