@@ -216,6 +216,7 @@ def host_name(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
+# not Starlette's TrustedHostMiddleware: its 400 is text/plain, not problem+json, and it reads only the first Host header
 class HostCheck:
     """400 for a request whose Host header names no host this server answers for."""
 

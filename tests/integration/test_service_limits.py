@@ -153,8 +153,11 @@ def test_the_host_header_must_name_this_server(keyed_server: Any) -> None:
         status, body = _raw(server, "GET", "/v1/index", [("Host", host)])
         assert status == 400 and "Host header" in body["detail"], host
     assert _raw(server, "GET", "/v1/web/entities", [("Host", "rebound.example")])[0] == 400
-    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost"):
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost", f"[::1]:{port}", "[::1]"):
         assert _raw(server, "GET", "/v1/index", [("Host", host)])[0] == 200, host
+    # two Host headers are refused, the loopback one first or not (uvicorn refuses them before HostCheck does)
+    for hosts in ((f"localhost:{port}", "attacker.example"), ("attacker.example", f"localhost:{port}")):
+        assert _raw(server, "GET", "/v1/index", [("Host", h) for h in hosts])[0] == 400, hosts
 
 
 def test_no_page_loads_scripts_from_elsewhere(keyed_server: Any) -> None:
