@@ -97,6 +97,8 @@ def _terms(text: str) -> Counter[str]:
     return Counter(analyse(text))
 
 
+# not arborgraph.core.lexical's BM25 (bm25s's, the same idf): that one counts a term the question repeats each time, which
+# pushes second-hop sections under min_bridge_score (test_graph_search_puts_a_second_hop_section_in_place_of_...)
 def bm25(query: str, texts: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> np.ndarray:
     """BM25 of ``query`` against a small candidate set (idf over the set itself)."""
     q = list(dict.fromkeys(analyse(query)))
