@@ -1,9 +1,12 @@
-"""The index build: a sequence of named stages, each a function plus a thin wrapper.
+"""The index build: a sequence of named stages, each a function from typed inputs to a
+typed output.
 
 :func:`build_index` takes the index's build lock, reads the live generation (what a
-rebuild may reuse), and runs :data:`~arborgraph.pipeline.stages.STAGES` in order over
-one :class:`~arborgraph.pipeline.stages.BuildRun`; the timed ones appear under their
-names in :attr:`BuildReport.timings_s`:
+rebuild may reuse), and runs the stages of :data:`~arborgraph.pipeline.stages.STAGES`
+in order (:func:`~arborgraph.pipeline.stages.build_stages`), each a function handed what
+the earlier ones returned, with what lives for the whole build (lock, executor, report,
+embedders, the new generation) in one :class:`~arborgraph.pipeline.stages.BuildContext`;
+the timed ones appear under their names in :attr:`BuildReport.timings_s`:
 
     load                   read and parse the inputs (parse cache); chunk on a pool while loading
     prepare                (untimed) refuse empty input; open the LLM provider and the new generation
@@ -15,6 +18,7 @@ names in :attr:`BuildReport.timings_s`:
     embed                  chunk vectors, through the embedding cache
     lexical                the BM25 index
     tables                 (untimed) documents and chunks tables, chunk vectors
+    dense_index            (untimed; times itself) the chunk vectors' approximate nearest-neighbour index, large collections only
     scopes                 (untimed) chunks by access scope, their fingerprints
     tree                   a RAPTOR tree per scope (kept, updated or built)
     graph                  an entity graph per scope (kept, updated or built)
@@ -49,7 +53,7 @@ _EXPORTS = {
     "build_index": "arborgraph.pipeline.run",
     "check_index_target": "arborgraph.pipeline.run",
     "STAGES": "arborgraph.pipeline.stages",
-    "BuildRun": "arborgraph.pipeline.stages",
+    "BuildContext": "arborgraph.pipeline.stages",
     "Stage": "arborgraph.pipeline.stages",
     "start_umap_warmup": "arborgraph.pipeline.stages",
     "documents_table": "arborgraph.pipeline.tables",
@@ -71,7 +75,7 @@ if TYPE_CHECKING:
         load_documents,
     )
     from arborgraph.pipeline.run import LOCK_WAIT_STAGE, build_index, check_index_target
-    from arborgraph.pipeline.stages import STAGES, BuildRun, Stage, start_umap_warmup
+    from arborgraph.pipeline.stages import STAGES, BuildContext, Stage, start_umap_warmup
     from arborgraph.pipeline.tables import documents_table
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -57,7 +57,7 @@ def contextual_prefixes(
     return [out[c.chunk_id] for c in chunks]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Embedded:
     """What stage ``embed`` made: the embedder (None: lexical-only, and why), the chunk
     vectors in chunk order, where they came from (the index's embedding cache, the
@@ -70,6 +70,11 @@ class Embedded:
     shared: int = 0
     computed: int = 0
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str | None:
+        """The embedder's name (None: lexical-only), as the manifest records it."""
+        return self.embedder.name if self.embedder is not None else None
 
 
 def embed_texts(

@@ -1,4 +1,6 @@
-"""``build_index``: take the index's build lock, run the stages in order, commit.
+"""``build_index``: take the index's build lock, open what the build uses throughout
+(:class:`~arborgraph.pipeline.stages.BuildContext`), run the stages in order
+(:func:`~arborgraph.pipeline.stages.build_stages`), commit.
 
 Any failure or interruption leaves the previous index as it was: the new generation is
 written beside it and replaces it only at the commit, and a failed build records why in
@@ -27,16 +29,12 @@ from arborgraph.pipeline.incremental import load_previous
 from arborgraph.index.manifest import BuildRecord, ModeRecord
 from arborgraph.pipeline.embed import try_load_embedder
 from arborgraph.pipeline.load import input_kilobytes
-from arborgraph.pipeline.stages import STAGES, BuildRun, EmbedderFactory, Stage, Unchanged
+from arborgraph.pipeline.stages import BuildContext, Built, EmbedderFactory, Embedders, Unchanged, build_stages
 from arborgraph.core.protocols import ProgressCallback, no_progress
 from arborgraph.index.index_dir import check_build_target, check_index_target  # noqa: F401 (re-exported)
 from arborgraph.index.store import BuildLock
 from ingest.metadata import GivenMetadata
 
-# stages that report no counts of their own say that they began, so a status (the CLI's
-# bars, the service's rebuild) never sits on a finished stage; the others report as they
-# go (and a build with nothing to load shows no progress line before its error)
-ANNOUNCED = frozenset({"contradictions", "lexical", "dense_index", "tree", "graph"})
 # the progress stage reported once when a build waits for another build's lock
 LOCK_WAIT_STAGE = "waiting for another build"
 
@@ -93,14 +91,13 @@ def build_index(
         unchanged = set(previous.doc_hashes.values()) if previous is not None else set()
         max_file_bytes = int(config.ingest.max_file_mb * 2**20)
         executor = make_executor(config.executor, input_kilobytes(inputs, unchanged, max_file_bytes=max_file_bytes))
-        run = BuildRun(
-            inputs=inputs, index_dir=index_dir, config=config, lock=lock,
-            metadata=GivenMetadata(metadata), progress=progress, embedder_factory=embedder_factory,
-            previous=previous, executor=executor,
-            report=BuildReport(index_dir=str(index_dir), lock_wait=waited[0] if waited else None),
-            created=created, created_now=created_now, force=force,
+        report = BuildReport(index_dir=str(index_dir), lock_wait=waited[0] if waited else None)
+        ctx = BuildContext(
+            index_dir=index_dir, config=config, lock=lock, progress=progress, executor=executor,
+            previous=previous, report=report, embedders=Embedders(embedder_factory, config, report),
+            created=created, created_now=created_now,
         )
-        return run_stages(run, STAGES, started=started)
+        return run_stages(ctx, inputs, GivenMetadata(metadata), force=force, started=started)
     except (OSError, sqlite3.Error) as exc:
         problem = storage_problem(exc)
         if problem is None:
@@ -131,45 +128,39 @@ def storage_problem(exc: BaseException) -> str | None:
     return None
 
 
-def run_stages(run: BuildRun, stages: Sequence[Stage], *, started: float) -> BuildReport:
-    """Run ``stages`` in order (those the config builds), timing the timed ones, then
-    commit the new generation; on any failure, abort it and record why. ``started``
-    (a ``time.perf_counter()``) is when the build began, for its total time."""
-    report = run.report
+def run_stages(
+    ctx: BuildContext, inputs: Sequence[str | Path], metadata: GivenMetadata, *, force: bool, started: float
+) -> BuildReport:
+    """Run the stages (:func:`~arborgraph.pipeline.stages.build_stages`), then commit the
+    new generation; on any failure, abort it and record why. ``started`` (a
+    ``time.perf_counter()``) is when the build began, for its total time."""
+    report = ctx.report
     try:
-        for stage in stages:
-            if not stage.when(run.config):
-                continue
-            if stage.name in ANNOUNCED:
-                run.progress(stage.name, 0, None)
-            begun = time.perf_counter()
-            stage.run(run)
-            if stage.timed:
-                report.timings_s[stage.name] = round(time.perf_counter() - begun, 3)
+        built = build_stages(ctx, inputs, metadata, force=force)
         report.timings_s["total"] = round(time.perf_counter() - started, 3)
-        commit(run)
+        commit(ctx, built)
     except Unchanged as same:
-        fail(run, same)  # the new generation is dropped, the live one stays
+        fail(ctx, same)  # the new generation is dropped, the live one stays
         report.unchanged, report.generation = True, str(same)
         report.timings_s["total"] = round(time.perf_counter() - started, 3)
     except BaseException as exc:
-        fail(run, exc)
+        fail(ctx, exc)
         raise
     finally:
-        run.close()
-        provider = run.prepared.provider if run.prepared is not None else None
+        ctx.close()
+        provider = ctx.prepared.provider if ctx.prepared is not None else None
         if provider is not None:
             provider.close()
-    provider = run.prepared.provider if run.prepared is not None else None
+    provider = ctx.prepared.provider if ctx.prepared is not None else None
     if provider is not None:
         report.stages["llm"] = provider.usage.to_dict()
     return report
 
 
-def manifest_record(run: BuildRun) -> BuildRecord:
+def manifest_record(ctx: BuildContext, built: Built) -> BuildRecord:
     """What the build records in the new generation's manifest."""
-    config, report, loaded = run.config, run.report, run.loaded
-    provider = run.ready.provider
+    config, report, loaded = ctx.config, ctx.report, built.loaded
+    provider = ctx.prepared.provider if ctx.prepared is not None else None
     return BuildRecord(
         arborgraph_version=__version__,
         built_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -182,61 +173,63 @@ def manifest_record(run: BuildRun) -> BuildRecord:
             lexical_fallback=report.embedding is None,
             lexical_fallback_reason=report.embedding_fallback,
         ),
-        routes=run.routes,
-        scopes=run.scopes.records,
+        routes=built.routes,
+        scopes=built.scopes.records,
         documents={d.doc_id: d.content_hash for d in loaded.docs},
-        counts={"documents": len(loaded.docs), "chunks": len(run.chunked.chunks), "skipped": len(loaded.skipped)},
+        counts={"documents": len(loaded.docs), "chunks": len(built.chunked.chunks), "skipped": len(loaded.skipped)},
         timings_s=report.timings_s,
-        full_build_timings_s=_full_build_timings(run),
+        full_build_timings_s=_full_build_timings(ctx),
         report=report.stored(),
         **(provider.usage.to_dict() if provider is not None else {}),
     )
 
 
-def _full_build_timings(run: BuildRun) -> dict[str, float]:
+def _full_build_timings(ctx: BuildContext) -> dict[str, float]:
     """This build's timings if it reused no document, else the previous generation's
     record of its last full build (its own timings when it predates the record)."""
-    reused = run.report.stages.get("documents", {}).get("unchanged", 0)
-    if run.previous is None or not reused:
-        return dict(run.report.timings_s)
-    before = run.previous.manifest
+    reused = ctx.report.stages.get("documents", {}).get("unchanged", 0)
+    if ctx.previous is None or not reused:
+        return dict(ctx.report.timings_s)
+    before = ctx.previous.manifest
     return dict(before.full_build_timings_s or before.timings_s)
 
 
-def commit(run: BuildRun) -> None:
+def commit(ctx: BuildContext, built: Built) -> None:
     """Write the manifest and make the new generation the live index."""
-    prepared = run.ready
-    record = manifest_record(run)
-    run.executor.close()
-    run.report.generation = prepared.writer.commit(record.to_json()).name
+    prepared = ctx.prepared
+    if prepared is None:
+        raise RuntimeError("stage 'prepare' has not run")
+    record = manifest_record(ctx, built)
+    ctx.executor.close()
+    ctx.report.generation = prepared.writer.commit(record.to_json()).name
     status = prepared.status
-    for doc in run.loaded.docs:
+    for doc in built.loaded.docs:
         status.documents[doc.doc_id].status = "done"
     status.state = "done"
-    status.save(run.index_dir)
+    status.save(ctx.index_dir)
 
 
-def fail(run: BuildRun, exc: BaseException) -> None:
+def fail(ctx: BuildContext, exc: BaseException) -> None:
     """Undo a failed build: abort its generation, stop its workers, and record why in
     the status of every document it had not finished (when it had started writing)."""
-    prepared = run.prepared
+    prepared = ctx.prepared
     if prepared is not None:
         prepared.writer.abort()
-    run.executor.close()
-    if run.warmup is not None and run.warmup.poll() is None:
-        run.warmup.kill()
-    if isinstance(exc, NoUsableDocuments) and run.created_now:
-        shutil.rmtree(run.created, ignore_errors=True)  # a first build that found nothing leaves nothing behind
+    ctx.executor.close()
+    if ctx.warmup is not None and ctx.warmup.poll() is None:
+        ctx.warmup.kill()
+    if isinstance(exc, NoUsableDocuments) and ctx.created_now:
+        shutil.rmtree(ctx.created, ignore_errors=True)  # a first build that found nothing leaves nothing behind
         return
     if prepared is not None and isinstance(exc, Unchanged):
         prepared.status.state = "done"
-        for doc in run.loaded.docs:
-            prepared.status.documents[doc.doc_id].status = "done"
-        prepared.status.save(run.index_dir)
+        for doc_id in exc.doc_ids:
+            prepared.status.documents[doc_id].status = "done"
+        prepared.status.save(ctx.index_dir)
     elif prepared is not None:
         status = prepared.status
         status.state = "failed"
         for record in status.documents.values():
             if record.status in ("pending", "processing"):
                 record.reason = f"build stopped: {type(exc).__name__}: {exc}"[:300]
-        status.save(run.index_dir)
+        status.save(ctx.index_dir)

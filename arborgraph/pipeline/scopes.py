@@ -19,7 +19,7 @@ from arborgraph.pipeline.structures import ScopePart, partition_by_scope
 from ingest.models import Chunk, Document
 
 
-@dataclass
+@dataclass(frozen=True)
 class Scopes:
     """What stage ``scopes`` made: the chunks of each access scope and their records."""
 

@@ -1,10 +1,15 @@
-"""The build's named stages, in order, and the typed state they hand on.
+"""The build's named stages, in order: each a function from typed inputs to a typed
+output, and :func:`build_stages`, the driver that calls them and hands each one's output
+to the stages that need it.
 
-Each stage is a thin wrapper: it takes what it needs from the :class:`BuildRun` (the
-inputs of the build and what earlier stages made), calls the stage's function (in
-``load``, ``embed``, ``tables``, ``scopes``; the tree and graph builders in
-:mod:`arborgraph.pipeline.structures`) and records what that returned. A stage with ``timed``
-has its wall time in ``BuildReport.timings_s[name]``; the untimed ones are quick
+What lives for the whole build (the lock, the executor, the report being written, the
+embedders and the user-level embedding cache, the new generation once stage ``prepare``
+opened it, the UMAP warm-up) is in one :class:`BuildContext`; what the stages make
+(:class:`Parsed`, ``Loaded``, :class:`Chunked`, :class:`Texts`, ``Embedded``,
+``Scopes``) is returned, never stored in it. The stage functions call the work in
+``load``, ``embed``, ``tables``, ``scopes`` and :mod:`arborgraph.pipeline.structures`.
+:data:`STAGES` lists the stages in build order: which ones a config builds, and which
+are timed (wall time in ``BuildReport.timings_s[name]``); the untimed ones are quick
 bookkeeping between them.
 """
 
@@ -15,9 +20,11 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import numpy as np
 
 from arborgraph.index import layout
 from arborgraph.index import schema as S
@@ -43,13 +50,51 @@ from arborgraph.index.store import BuildLock, GenerationWriter
 from arborgraph.pipeline.structures import run_graph_stage, run_tree_stage
 from ingest import load_token_counter
 from ingest.metadata import GivenMetadata
-from ingest.models import Chunk
+from ingest.models import Chunk, Document
 from ingest.parse_cache import ParseCache
 
 EmbedderFactory = Callable[[Config], tuple[Embedder | None, str | None]]
+T = TypeVar("T")
 
 
-@dataclass
+@dataclass(frozen=True)
+class Stage:
+    """One named step of the build: ``when`` says whether this config builds it;
+    ``timed`` puts its wall time in the build report's timings under ``name``."""
+
+    name: str
+    when: Callable[[Config], bool] = lambda config: True
+    timed: bool = True
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("load"),
+    Stage("prepare", timed=False),
+    Stage("chunk"),
+    Stage("documents", timed=False),
+    Stage("contradictions"),
+    Stage("texts", timed=False),
+    Stage("contextual_prefixes", lambda c: c.contextual_prefixes),
+    Stage("embed"),
+    Stage("lexical"),
+    Stage("tables", timed=False),
+    Stage("dense_index", timed=False),  # times itself: it runs for large collections only
+    Stage("scopes", timed=False),
+    Stage("tree", lambda c: c.build_tree),
+    Stage("graph", lambda c: c.build_graph),
+)
+_STAGE = {stage.name: stage for stage in STAGES}
+
+# stages that report no counts of their own say that they began, so a status (the CLI's
+# bars, the service's rebuild) never sits on a finished stage; the others report as they
+# go (and a build with nothing to load shows no progress line before its error)
+ANNOUNCED = frozenset({"contradictions", "lexical", "dense_index", "tree", "graph"})
+
+
+# -- what the stages make -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
 class Parsed:
     """The parse cache's account of stage ``load``."""
 
@@ -58,7 +103,7 @@ class Parsed:
     warnings: list[str]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Prepared:
     """What stage ``prepare`` opened once there is something to index: the per-document
     status on disk, the LLM provider (None without an LLM) and the new generation."""
@@ -72,123 +117,189 @@ class Prepared:
         return self.provider.chat if self.provider is not None else None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Chunked:
-    """What stage ``chunk`` made: every chunk in document order and the token counter;
-    stage ``texts`` adds the texts they are indexed by, which stage
-    ``contextual_prefixes`` may prefix."""
+    """What stage ``chunk`` made: every chunk in document order and the token counter."""
 
     chunks: list[Chunk]
     count_tokens: Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class Texts:
+    """The text each chunk is embedded and BM25-indexed by (stage ``texts``), and the
+    sentence stage ``contextual_prefixes`` put before each one (None without it)."""
+
     texts: list[str]
     prefixes: list[str] | None = None
 
 
-@dataclass
-class BuildRun:
-    """One build: its inputs, then what each stage made (set by that stage: reading a
-    field before its stage ran is an error, an ``AttributeError``)."""
+@dataclass(frozen=True)
+class Built:
+    """What a build that ran to the end made, for its manifest and its commit."""
 
-    inputs: Sequence[str | Path]
-    index_dir: Path
-    config: Config
-    lock: BuildLock
-    metadata: GivenMetadata
-    progress: ProgressCallback
-    embedder_factory: EmbedderFactory
-    previous: PreviousIndex | None
-    executor: Executor
-    report: BuildReport
-    # what the build made before it knew whether there is anything to index
-    created: Path
-    created_now: bool
-    force: bool = False  # a new generation even when nothing changed
-    routes: list[str] = field(default_factory=lambda: ["lookup"])
-    warmup: subprocess.Popen[bytes] | None = None
-    prepared: Prepared | None = None  # None until stage ``prepare`` (a failure before leaves no generation)
-    # set by the stages
-    loaded: Loaded = field(init=False)
-    parsed: Parsed = field(init=False)
-    chunked: Chunked = field(init=False)
-    embedded: Embedded = field(init=False)
-    scopes: Scopes = field(init=False)
-    _embedder: tuple[Embedder | None, str | None] | None = field(default=None, init=False, repr=False)
-    _shared: SharedCacheOpening | None = field(default=None, init=False, repr=False)
+    loaded: Loaded
+    chunked: Chunked
+    scopes: Scopes
+    routes: list[str]
 
-    def load_embedder(self) -> tuple[Embedder | None, str | None]:
-        """The embedder this build uses (or why there is none), loaded once: the check for
-        an unchanged index needs its name, and stage ``embed`` its vectors."""
-        if self._embedder is None:
-            self._embedder = self.embedder_factory(self.config)
-        return self._embedder
+
+class Unchanged(Exception):
+    """Nothing changed since the live generation: documents, metadata and config alike.
+    ``str()`` of it is the live generation's name; ``doc_ids`` are the documents loaded."""
+
+    def __init__(self, generation: str, doc_ids: Sequence[str]) -> None:
+        super().__init__(generation)
+        self.doc_ids = list(doc_ids)
+
+
+# -- what lives for the whole build ---------------------------------------------------
+
+
+class Embedders:
+    """The embedder this build uses (or why there is none), loaded once: the check for
+    an unchanged index needs its name, and stage ``embed`` its vectors; and the
+    user-level embedding cache, opened once per build by the first stage that embeds."""
+
+    def __init__(self, factory: EmbedderFactory, config: Config, report: BuildReport) -> None:
+        self._factory = factory
+        self._config = config
+        self._report = report
+        self._local: tuple[Embedder | None, str | None] | None = None
+        self._shared: SharedCacheOpening | None = None
+
+    def local(self) -> tuple[Embedder | None, str | None]:
+        if self._local is None:
+            self._local = self._factory(self._config)
+        return self._local
 
     def shared_cache(self, embedder: Embedder) -> SharedEmbeddingCache | None:
-        """The user-level embedding cache for ``embedder``, opened once per build (by the
-        first stage that embeds); None when it is off, cannot key this embedder, or cannot
-        be used, which the report says (a note, or a warning)."""
+        """The user-level embedding cache for ``embedder``; None when it is off, cannot key
+        this embedder, or cannot be used, which the report says (a note, or a warning)."""
         if self._shared is None:
-            self._shared = opening = open_shared_cache(self.config.embedding, embedder)
-            self.report.shared_embedding_cache_note = opening.note
+            self._shared = opening = open_shared_cache(self._config.embedding, embedder)
+            self._report.shared_embedding_cache_note = opening.note
             if opening.warning:
-                self.report.warnings.append(opening.warning)
+                self._report.warnings.append(opening.warning)
             if opening.cache is not None:
-                self.report.shared_embedding_cache = str(opening.cache.path)
+                self._report.shared_embedding_cache = str(opening.cache.path)
         return self._shared.cache
 
     def close(self) -> None:
-        """Release what the stages kept open for the whole build (the shared cache)."""
+        """Release the shared cache, if a stage opened it."""
         if self._shared is not None and self._shared.cache is not None:
             self._shared.cache.close()
 
-    @property
-    def ready(self) -> Prepared:
-        if self.prepared is None:
-            raise RuntimeError("stage 'prepare' has not run")
-        return self.prepared
+
+@dataclass
+class BuildContext:
+    """The resources of one build, not what its stages make. The driver sets
+    ``prepared`` and ``warmup`` when the stages that open them return, so that a failed
+    build aborts the generation and stops the warm-up (:func:`arborgraph.pipeline.run.fail`)."""
+
+    index_dir: Path
+    config: Config
+    lock: BuildLock
+    progress: ProgressCallback
+    executor: Executor
+    previous: PreviousIndex | None  # the live generation when the build began
+    report: BuildReport  # written by the stages as they go
+    embedders: Embedders
+    # what the build made before it knew whether there is anything to index
+    created: Path
+    created_now: bool
+    prepared: Prepared | None = None  # None until stage ``prepare`` (a failure before leaves no generation)
+    warmup: subprocess.Popen[bytes] | None = None
+
+    def builds(self, name: str) -> bool:
+        """Whether this build's config builds stage ``name``."""
+        return _STAGE[name].when(self.config)
+
+    def stage(self, name: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` as stage ``name``: announced when it reports no counts
+        of its own, and timed when the stage is."""
+        if name in ANNOUNCED:
+            self.progress(name, 0, None)
+        begun = time.perf_counter()
+        out = fn(*args, **kwargs)
+        if _STAGE[name].timed:
+            self.report.timings_s[name] = round(time.perf_counter() - begun, 3)
+        return out
+
+    def close(self) -> None:
+        """Release what the stages kept open for the whole build (the shared cache)."""
+        self.embedders.close()
 
 
-@dataclass(frozen=True)
-class Stage:
-    """One named step of the build: ``run`` reads from and writes to the build;
-    ``when`` says whether this config builds it; ``timed`` puts its wall time in the
-    build report's timings under ``name``."""
-
-    name: str
-    run: Callable[[BuildRun], None]
-    when: Callable[[Config], bool] = lambda config: True
-    timed: bool = True
+# -- the driver -----------------------------------------------------------------------
 
 
-# -- the stages' wrappers, in build order ---------------------------------------------
+def build_stages(
+    ctx: BuildContext, inputs: Sequence[str | Path], metadata: GivenMetadata, *, force: bool = False
+) -> Built:
+    """Run the stages in order, each given what earlier ones made; raises
+    :class:`Unchanged` (unless ``force``) when nothing changed since the live index."""
+    config = ctx.config
+    loaded, parsed = ctx.stage("load", load, ctx, inputs, metadata)
+    ctx.prepared = prepared = ctx.stage("prepare", prepare, ctx, loaded, parsed, metadata)
+    prepared.status.save(ctx.index_dir)  # once held here: a failure to write it aborts the generation
+    chunked = ctx.stage("chunk", chunk, ctx, prepared.status, loaded.docs, loaded.chunks)
+    ctx.warmup = ctx.stage("documents", documents, ctx, loaded, parsed, chunked.chunks, force=force)
+    ctx.stage("contradictions", contradictions, ctx.report, loaded.docs, chunked.chunks)
+    texts = ctx.stage("texts", chunk_texts, chunked.chunks)
+    if ctx.builds("contextual_prefixes"):
+        texts = ctx.stage(
+            "contextual_prefixes", add_contextual_prefixes, prepared.chat, loaded.docs, chunked.chunks, texts,
+            config, ctx.progress,
+        )
+    embedded = ctx.stage("embed", embed, ctx, prepared.provider, texts.texts)
+    ctx.stage("lexical", build_lexical, texts.texts, config, prepared.writer.dir_for(layout.CHUNKS_BM25))
+    ctx.stage("tables", write_tables, prepared.writer, loaded.docs, chunked.chunks, texts.prefixes, embedded.vectors)
+    ctx.stage("dense_index", dense_index, ctx, prepared.writer, chunked.chunks, embedded.vectors)
+    scopes = ctx.stage("scopes", scope_records, loaded.docs, chunked.chunks, config, embedded.name)
+    routes = ["lookup"]
+    if ctx.builds("tree"):
+        ctx.stage("tree", tree, ctx, prepared, scopes, embedded, chunked.count_tokens, ctx.warmup)
+        routes.append("tree")
+    if ctx.builds("graph"):
+        ctx.stage("graph", graph, ctx, prepared, scopes)
+        routes.extend(["graph", "global"])
+    return Built(loaded=loaded, chunked=chunked, scopes=scopes, routes=routes)
 
 
-def run_load(b: BuildRun) -> None:
-    parsed = ParseCache(layout.parse_cache_file(b.index_dir))
+# -- the stages, in build order -------------------------------------------------------
+
+
+def load(ctx: BuildContext, inputs: Sequence[str | Path], metadata: GivenMetadata) -> tuple[Loaded, Parsed]:
+    """Stage ``load``: the documents read and parsed (through the parse cache), and what
+    the parse cache did."""
+    parse_cache = ParseCache(layout.parse_cache_file(ctx.index_dir))
     try:
-        b.loaded = load_documents(
-            b.inputs, b.config, b.progress, executor=b.executor, previous=b.previous, parsed=parsed,
-            metadata=b.metadata,
+        loaded = load_documents(
+            inputs, ctx.config, ctx.progress, executor=ctx.executor, previous=ctx.previous, parsed=parse_cache,
+            metadata=metadata,
         )
     finally:
-        parsed.close()
-    b.parsed = Parsed(misses=parsed.misses, hits=parsed.hits, warnings=list(parsed.warnings))
+        parse_cache.close()
+    return loaded, Parsed(misses=parse_cache.misses, hits=parse_cache.hits, warnings=list(parse_cache.warnings))
 
 
-def run_prepare(b: BuildRun) -> None:
-    """Refuse an input with nothing to index, then open what the build writes to."""
-    docs, skipped = b.loaded.docs, b.loaded.skipped
-    report = b.report
+def prepare(ctx: BuildContext, loaded: Loaded, parsed: Parsed, metadata: GivenMetadata) -> Prepared:
+    """Stage ``prepare``: refuse an input with nothing to index, then open what the build
+    writes to (the driver saves the status once it holds them)."""
+    docs, skipped = loaded.docs, loaded.skipped
+    report = ctx.report
     report.skipped = skipped
-    report.warnings = list(b.parsed.warnings)
+    report.warnings = list(parsed.warnings)
     report.warnings += [f"{d.doc_id}: {w}" for d in docs for w in d.warnings]
     report.warnings += [
-        f"build metadata for {p!r} matched no loaded document" for p in b.metadata.unmatched(d.doc_id for d in docs)
+        f"build metadata for {p!r} matched no loaded document" for p in metadata.unmatched(d.doc_id for d in docs)
     ]
     if not docs:
-        if b.created_now:  # a first build that found nothing leaves nothing behind
-            shutil.rmtree(b.created, ignore_errors=True)
-            if not (b.index_dir / layout.CURRENT).exists():
-                b.lock.release(remove=True)
+        if ctx.created_now:  # a first build that found nothing leaves nothing behind
+            shutil.rmtree(ctx.created, ignore_errors=True)
+            if not (ctx.index_dir / layout.CURRENT).exists():
+                ctx.lock.release(remove=True)
         reasons = "; ".join(f"{s.path}: {s.reason}" for s in skipped[:5]) or "no files found"
         raise NoUsableDocuments(f"no usable document in the inputs ({reasons})")
     status = BuildStatus(
@@ -199,16 +310,15 @@ def run_prepare(b: BuildRun) -> None:
         },
     )
     # before anything is written: a misconfigured endpoint leaves no generation behind
-    provider = llm_provider(b.config, b.index_dir)
+    provider = llm_provider(ctx.config, ctx.index_dir)
     try:
-        writer = GenerationWriter(b.index_dir, lock=b.lock)
+        writer = GenerationWriter(ctx.index_dir, lock=ctx.lock)
     except BaseException:
         if provider is not None:
             provider.close()
         raise
-    b.prepared = Prepared(status=status, provider=provider, writer=writer)
-    status.save(b.index_dir)
-    report.stages["executor"] = {"name": b.executor.name, "workers": b.executor.workers}
+    report.stages["executor"] = {"name": ctx.executor.name, "workers": ctx.executor.workers}
+    return Prepared(status=status, provider=provider, writer=writer)
 
 
 def llm_provider(config: Config, index_dir: Path) -> Provider | None:
@@ -230,89 +340,90 @@ def llm_provider(config: Config, index_dir: Path) -> Provider | None:
         raise BuildError(f"LLM mode: {exc}") from None
 
 
-def run_chunk(b: BuildRun) -> None:
-    """What a pool has not chunked while loading."""
-    status = b.ready.status
-    docs = b.loaded.docs
+def chunk(
+    ctx: BuildContext, status: BuildStatus, docs: Sequence[Document], chunked: dict[str, list[Chunk]]
+) -> Chunked:
+    """Stage ``chunk``: what a pool has not chunked while loading (``chunked``, by doc id,
+    holds what it has, and what the previous index kept)."""
     count_tokens = load_token_counter()
-    chunks = chunk_remaining(docs, b.loaded.chunks, b.config, count_tokens, b.progress)
-    if not chunks and not b.config.allow_empty:
+    chunks = chunk_remaining(docs, chunked, ctx.config, count_tokens, ctx.progress)
+    if not chunks and not ctx.config.allow_empty:
         raise NoUsableDocuments(
             f"the {len(docs)} usable document(s) hold no text to index (0 chunks: headings or markup only?); "
             "pass --allow-empty to build an empty index anyway"
         )
     for doc in docs:
         status.documents[doc.doc_id].status = "processing"
-    status.save(b.index_dir)
-    b.chunked = Chunked(chunks=chunks, count_tokens=count_tokens, texts=[])
+    status.save(ctx.index_dir)
+    return Chunked(chunks=chunks, count_tokens=count_tokens)
 
 
-class Unchanged(Exception):
-    """Nothing changed since the live generation: documents, metadata and config alike."""
+def documents(
+    ctx: BuildContext, loaded: Loaded, parsed: Parsed, chunks: Sequence[Chunk], *, force: bool
+) -> subprocess.Popen[bytes] | None:
+    """Stage ``documents``: count what was loaded and chunked, stop when nothing changed
+    since the live index (:class:`Unchanged`; unless ``force``), and start the UMAP
+    warm-up beside what follows (the process, or None)."""
+    docs, previous, report = loaded.docs, ctx.previous, ctx.report
+    report.documents, report.chunks = len(docs), len(chunks)
+    changes = document_changes(docs, previous, loaded.reused)
+    report.stages["documents"] = {**changes, "parsed": parsed.misses, "parses_reused": parsed.hits}
+    if not force and previous is not None and not (changes["added"] or changes["changed"] or changes["removed"]):
+        live = previous.generation
+        same_config = live.manifest.get("config") == ctx.config.to_manifest()
+        if same_config and live.table(S.DOCUMENTS).equals(documents_table(docs)) and same_embedder(ctx):
+            raise Unchanged(live.name, [d.doc_id for d in docs])
+    return start_umap_warmup(ctx.config, len(chunks), fresh=previous is None)
 
 
-def run_documents(b: BuildRun) -> None:
-    """Count what was loaded and chunked, stop when nothing changed since the live index
-    (:class:`Unchanged`), and start the UMAP warm-up beside what follows."""
-    docs, chunks = b.loaded.docs, b.chunked.chunks
-    b.report.documents, b.report.chunks = len(docs), len(chunks)
-    changes = document_changes(docs, b.previous, b.loaded.reused)
-    b.report.stages["documents"] = {**changes, "parsed": b.parsed.misses, "parses_reused": b.parsed.hits}
-    if not b.force and b.previous is not None and not (changes["added"] or changes["changed"] or changes["removed"]):
-        previous = b.previous.generation
-        same_config = previous.manifest.get("config") == b.config.to_manifest()
-        if same_config and previous.table(S.DOCUMENTS).equals(documents_table(docs)) and same_embedder(b):
-            raise Unchanged(previous.name)
-    b.warmup = start_umap_warmup(b.config, len(chunks), fresh=b.previous is None)
-
-
-def same_embedder(b: BuildRun) -> bool:
+def same_embedder(ctx: BuildContext) -> bool:
     """Whether the live index's vectors came from the embedder this build would use (an
     index embedded by another model, or lexical-only for want of one, is rebuilt)."""
-    if b.previous is None:
+    if ctx.previous is None:
         return False
-    if b.config.llm.embedding_model:
+    if ctx.config.llm.embedding_model:
         return True  # an endpoint's model: named in the config, which is unchanged
-    embedder, _ = b.load_embedder()
-    return b.previous.manifest.mode.embedding == (embedder.name if embedder is not None else None)
+    embedder, _ = ctx.embedders.local()
+    return ctx.previous.manifest.mode.embedding == (embedder.name if embedder is not None else None)
 
 
-def run_contradictions(b: BuildRun) -> None:
-    versions = {
-        d.doc_id: (d.metadata.source, d.metadata.version)
-        for d in b.loaded.docs
-        if d.metadata.source and d.metadata.version
-    }
-    b.report.contradictions = find_contradictions(b.chunked.chunks, versions=versions)
+def contradictions(report: BuildReport, docs: Sequence[Document], chunks: Sequence[Chunk]) -> None:
+    """Stage ``contradictions``: candidate contradictions between versioned documents,
+    into the report."""
+    versions = {d.doc_id: (d.metadata.source, d.metadata.version) for d in docs if d.metadata.source and d.metadata.version}
+    report.contradictions = find_contradictions(chunks, versions=versions)
 
 
-def run_texts(b: BuildRun) -> None:
-    """The text each chunk is embedded and BM25-indexed by: its heading path and text."""
-    b.chunked.texts = [c.context_text() for c in b.chunked.chunks]
+def chunk_texts(chunks: Sequence[Chunk]) -> Texts:
+    """Stage ``texts``: the text each chunk is embedded and BM25-indexed by, its heading
+    path and text."""
+    return Texts(texts=[c.context_text() for c in chunks])
 
 
-def run_contextual_prefixes(b: BuildRun) -> None:
-    if b.ready.chat is None:
+def add_contextual_prefixes(
+    chat: Any, docs: Sequence[Document], chunks: Sequence[Chunk], texts: Texts, config: Config,
+    progress: ProgressCallback,
+) -> Texts:
+    """Stage ``contextual_prefixes``: a sentence from the LLM situating each chunk in its
+    document, put before its text."""
+    if chat is None:
         raise BuildError("contextual_prefixes needs an LLM: pass --llm-model (or set llm.model)")
-    chunked = b.chunked
-    chunked.prefixes = contextual_prefixes(b.ready.chat, b.loaded.docs, chunked.chunks, b.config, b.progress)
-    chunked.texts = [f"{p}\n{t}" for p, t in zip(chunked.prefixes, chunked.texts)]
+    prefixes = contextual_prefixes(chat, docs, chunks, config, progress)
+    return Texts(texts=[f"{p}\n{t}" for p, t in zip(prefixes, texts.texts)], prefixes=prefixes)
 
 
-def run_embed(b: BuildRun) -> None:
-    provider = b.ready.provider
-    if b.config.llm.embedding_model and provider is not None:
+def embed(ctx: BuildContext, provider: Provider | None, texts: Sequence[str]) -> Embedded:
+    """Stage ``embed``: the chunk vectors, by the endpoint's embedding model when one is
+    configured, else the local one (None: lexical-only), through the index's embedding
+    cache and the shared one."""
+    if ctx.config.llm.embedding_model and provider is not None:
         embedder, why_not = provider.embedder, None
     else:
-        embedder, why_not = b.load_embedder()
-    shared = b.shared_cache(embedder) if embedder is not None else None
-    b.embedded = embedded = embed_texts(
-        b.chunked.texts, embedder, why_not, layout.embedding_cache_file(b.index_dir), b.progress, shared
-    )
-    report = b.report
-    report.embedding, report.embedding_fallback = (
-        (embedder.name, None) if embedder else (None, why_not)
-    )
+        embedder, why_not = ctx.embedders.local()
+    shared = ctx.embedders.shared_cache(embedder) if embedder is not None else None
+    embedded = embed_texts(texts, embedder, why_not, layout.embedding_cache_file(ctx.index_dir), ctx.progress, shared)
+    report = ctx.report
+    report.embedding, report.embedding_fallback = (embedder.name, None) if embedder else (None, why_not)
     if embedder is not None:
         report.embedding_identity = identity_of(embedder)
         report.warnings += embedded.warnings
@@ -322,34 +433,28 @@ def run_embed(b: BuildRun) -> None:
         report.embeddings_from_index_cache = embedded.cached
         report.embeddings_from_shared_cache = embedded.shared
         # the cache is keyed by the embedder's name, so none of the old vectors was reused
-        before = b.previous.manifest.mode.embedding if b.previous is not None else None
+        before = ctx.previous.manifest.mode.embedding if ctx.previous is not None else None
         if before is not None and before != embedder.name:
             report.embedding_replaced = before
+    return embedded
 
 
-def run_lexical(b: BuildRun) -> None:
-    build_lexical(b.chunked.texts, b.config, b.ready.writer.dir_for(layout.CHUNKS_BM25))
-
-
-def run_tables(b: BuildRun) -> None:
-    write_tables(b.ready.writer, b.loaded.docs, b.chunked.chunks, b.chunked.prefixes, b.embedded.vectors)
-
-
-def run_dense_index(b: BuildRun) -> None:
-    """The approximate nearest-neighbour index of the chunk vectors, for a collection of
-    at least ``vectors.ann_min_rows`` chunks: taken over from the previous generation when
-    its vectors are the same, updated from it when a small part changed, else built."""
-    vectors = b.embedded.vectors
-    settings = b.config.vectors
+def dense_index(
+    ctx: BuildContext, writer: GenerationWriter, chunks: Sequence[Chunk], vectors: np.ndarray | None
+) -> None:
+    """Stage ``dense_index``: the approximate nearest-neighbour index of the chunk vectors,
+    for a collection of at least ``vectors.ann_min_rows`` chunks: taken over from the
+    previous generation when its vectors are the same, updated from it when a small part
+    changed, else built."""
+    settings, report = ctx.config.vectors, ctx.report
     if vectors is None or len(vectors) < settings.ann_min_rows:
         return
     if not ann_available():
-        b.report.stages["dense_index"] = {"rows": int(len(vectors)), "skipped": ANN_MISSING}
-        b.report.warnings.append(f"{len(vectors):,} chunks: {ANN_MISSING}")
+        report.stages["dense_index"] = {"rows": int(len(vectors)), "skipped": ANN_MISSING}
+        report.warnings.append(f"{len(vectors):,} chunks: {ANN_MISSING}")
         return
-    writer = b.ready.writer
     written = sha256_file(writer.path / layout.vectors_file(S.CHUNK_VECTORS))
-    previous = b.previous.generation if b.previous is not None else None
+    previous = ctx.previous.generation if ctx.previous is not None else None
     before = previous.record.files if previous is not None else {}
     same_vectors = before.get(layout.vectors_file(S.CHUNK_VECTORS))
     same_settings = previous is not None and previous.manifest.get("config", {}).get("vectors") == settings.model_dump()
@@ -358,7 +463,7 @@ def run_dense_index(b: BuildRun) -> None:
         and same_vectors.sha256 == written and same_settings
     ):
         writer.reuse(previous, (layout.CHUNKS_ANN,))
-        b.report.stages["dense_index"] = {"rows": int(len(vectors)), "reused": 1}
+        report.stages["dense_index"] = {"rows": int(len(vectors)), "reused": 1}
         return
     began = time.perf_counter()
     updated = None
@@ -367,76 +472,60 @@ def run_dense_index(b: BuildRun) -> None:
         # costs that page's inserts, not the whole graph again
         updated = update_ann(
             previous.file(layout.CHUNKS_ANN), previous.table(S.CHUNKS, [S.CHUNK_ID])[S.CHUNK_ID].to_pylist(),
-            previous.vectors(S.CHUNK_VECTORS, mmap=True), [c.chunk_id for c in b.chunked.chunks], vectors,
+            previous.vectors(S.CHUNK_VECTORS, mmap=True), [c.chunk_id for c in chunks], vectors,
             writer.path / layout.CHUNKS_ANN,
         )
     if updated is None:
         build_ann(vectors, writer.path / layout.CHUNKS_ANN, connectivity=settings.connectivity, expansion_add=settings.expansion_add)
-    b.report.stages["dense_index"] = {
+    report.stages["dense_index"] = {
         "rows": int(len(vectors)), "reused": 0, "updated": int(updated is not None), **(updated or {}),
         "seconds": round(time.perf_counter() - began, 3),
     }
 
 
-def run_scopes(b: BuildRun) -> None:
-    b.scopes = scope_records(b.loaded.docs, b.chunked.chunks, b.config, b.report.embedding)
-
-
-def run_tree(b: BuildRun) -> None:
-    if b.warmup is not None:
+def tree(
+    ctx: BuildContext, prepared: Prepared, scopes: Scopes, embedded: Embedded, count_tokens: Callable[[str], int],
+    warmup: subprocess.Popen[bytes] | None,
+) -> None:
+    """Stage ``tree``: a RAPTOR tree per scope, kept, updated or built (after the UMAP
+    warm-up, if one runs); its account goes into the report."""
+    if warmup is not None:
         try:
-            b.warmup.wait(timeout=300)
+            warmup.wait(timeout=300)
         except subprocess.TimeoutExpired:  # a stuck warm-up must not stall the build
-            b.warmup.kill()
-    embedder = b.embedded.embedder
-    reuse = Reuse(b.previous, b.scopes, b.config)
-    cache = EmbeddingCache(layout.embedding_cache_file(b.index_dir)) if embedder else None
-    shared = b.shared_cache(embedder) if embedder else None
+            warmup.kill()
+    embedder, config, report = embedded.embedder, ctx.config, ctx.report
+    reuse = Reuse(ctx.previous, scopes, config)
+    cache = EmbeddingCache(layout.embedding_cache_file(ctx.index_dir)) if embedder else None
+    shared = ctx.embedders.shared_cache(embedder) if embedder else None
     try:
-        b.report.stages["tree"] = run_tree_stage(
-            parts=b.scopes.parts, chunk_vectors=b.embedded.vectors, embedder=embedder, cache=cache, shared=shared,
-            count_tokens=b.chunked.count_tokens, config=b.config, writer=b.ready.writer,
-            progress=b.progress, chat=b.ready.chat, reusable=reuse.reusable("tree", b.ready.writer),
-            previous_tree=reuse.previous_tree, drift_threshold=b.config.tree_drift_threshold,
+        report.stages["tree"] = run_tree_stage(
+            parts=scopes.parts, chunk_vectors=embedded.vectors, embedder=embedder, cache=cache, shared=shared,
+            count_tokens=count_tokens, config=config, writer=prepared.writer,
+            progress=ctx.progress, chat=prepared.chat, reusable=reuse.reusable("tree", prepared.writer),
+            previous_tree=reuse.previous_tree, drift_threshold=config.tree_drift_threshold,
         )
     finally:
         if cache is not None:
             cache.close()
-            b.report.warnings += cache.warnings
+            report.warnings += cache.warnings
         if shared is not None:
-            b.report.warnings += shared.take_warnings()
-    b.routes.append("tree")
+            report.warnings += shared.take_warnings()
 
 
-def run_graph(b: BuildRun) -> None:
-    reuse = Reuse(b.previous, b.scopes, b.config)
-    b.report.stages["graph"] = run_graph_stage(
-        parts=b.scopes.parts, config=b.config, writer=b.ready.writer, progress=b.progress,
-        chat=b.ready.chat, reusable=reuse.reusable("graph", b.ready.writer), executor=b.executor,
-        previous_graph=reuse.previous_graph, drift_threshold=b.config.graph_drift_threshold,
+def graph(ctx: BuildContext, prepared: Prepared, scopes: Scopes) -> None:
+    """Stage ``graph``: an entity graph per scope, kept, updated or built; its account
+    goes into the report."""
+    config = ctx.config
+    reuse = Reuse(ctx.previous, scopes, config)
+    ctx.report.stages["graph"] = run_graph_stage(
+        parts=scopes.parts, config=config, writer=prepared.writer, progress=ctx.progress,
+        chat=prepared.chat, reusable=reuse.reusable("graph", prepared.writer), executor=ctx.executor,
+        previous_graph=reuse.previous_graph, drift_threshold=config.graph_drift_threshold,
     )
-    b.routes.extend(["graph", "global"])
 
 
-STAGES: tuple[Stage, ...] = (
-    Stage("load", run_load),
-    Stage("prepare", run_prepare, timed=False),
-    Stage("chunk", run_chunk),
-    Stage("documents", run_documents, timed=False),
-    Stage("contradictions", run_contradictions),
-    Stage("texts", run_texts, timed=False),
-    Stage("contextual_prefixes", run_contextual_prefixes, lambda c: c.contextual_prefixes),
-    Stage("embed", run_embed),
-    Stage("lexical", run_lexical),
-    Stage("tables", run_tables, timed=False),
-    Stage("dense_index", run_dense_index, timed=False),  # times itself: it runs for large collections only
-    Stage("scopes", run_scopes, timed=False),
-    Stage("tree", run_tree, lambda c: c.build_tree),
-    Stage("graph", run_graph, lambda c: c.build_graph),
-)
-
-
-# -- helpers of the wrappers ----------------------------------------------------------
+# -- helpers of the stages ------------------------------------------------------------
 
 
 def start_umap_warmup(config: Config, n_chunks: int, *, fresh: bool) -> subprocess.Popen[bytes] | None:

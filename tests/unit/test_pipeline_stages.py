@@ -26,6 +26,22 @@ def test_the_timed_stages_are_the_timings_a_build_reports() -> None:
     assert {s.name for s in STAGES if not s.when(lookup_only)} == optional | {"tree", "graph"}
 
 
+def test_the_driver_runs_every_stage_once_in_the_listed_order() -> None:
+    # build_stages names each stage where it calls it (ctx.stage("name", ...)); STAGES
+    # (the timings, the docs' diagram) must list the same names in the same order
+    import ast
+    import inspect
+
+    from arborgraph.pipeline.stages import build_stages
+
+    calls = sorted(
+        (node.lineno, node.col_offset, node.args[0].value)
+        for node in ast.walk(ast.parse(inspect.getsource(build_stages)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "stage"
+    )
+    assert [name for *_, name in calls] == [s.name for s in STAGES]
+
+
 def test_layout_names_the_files_builds_have_always_written() -> None:
     assert layout.generation_name(7) == "gen-000007" and layout.generation_number("gen-000007") == 7
     assert layout.generation_number("gen-7") is None and layout.generation_number(".pruned-gen-000001") is None
