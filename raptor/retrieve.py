@@ -61,6 +61,7 @@ def traverse(
     neighbour_pool: int = 80,
     max_leaves: int | None = None,
     node_tokens: Callable[[Node], int] | None = None,
+    leaf_pool: np.ndarray | None = None,
 ) -> list[Context]:
     """Drill-down retrieval: an overview summary first, then leaf chunks.
 
@@ -84,14 +85,30 @@ def traverse(
     forward, so an unrelated neighbour does not displace a good hit. The result always ends in leaf chunks; the overview is dropped if the
     budget cannot hold it and one leaf. ``max_leaves`` stops after that many leaves
     (callers that cut the list further need not pay for the tail).
+
+    ``leaf_pool`` (tree rows of leaves) makes the leaf ranking approximate, for trees
+    too large to score every leaf per question: only the leaves of the chosen subtrees,
+    the pool (e.g. an approximate nearest-neighbour search's hits) and the best leaves
+    by lexical score are scored and ranked; a leaf's rank among all leaves by cosine,
+    which the fusion needs, is its rank among those, or the rank a fixed sample of
+    leaves implies when that is lower. None scores every leaf (exact).
     """
     if beam < 1 or anchors < 0 or neighbours < 0 or neighbour_pool < 0:
         raise ValueError("beam must be at least 1; anchors and neighbours not negative")
     vectors = np.asarray(node_vectors, dtype=np.float32)
     if vectors.shape[0] != len(tree):
         raise ValueError("node_vectors must have one row per tree node")
-    own_rows = _own_scores(tree, vectors, np.asarray(query_vec, dtype=np.float32), lexical_scores)
+    query = _unit(np.asarray(query_vec, dtype=np.float32))
+    lexical_rows = _lexical_rows(tree, lexical_scores)
     arrays = tree.arrays()
+    own_rows = np.zeros(len(tree))
+    # exact: one product over every row; pooled: the summaries' rows only, level by level
+    every = (vectors @ query).astype(np.float64) if leaf_pool is None else None
+    for level, rows in arrays.level_rows.items():
+        if every is not None:
+            own_rows[rows] = _scaled(every[rows], lexical_rows[rows])
+        elif level > 0:
+            own_rows[rows] = _scaled(_dense_of(vectors, rows, query), lexical_rows[rows])
     no_rows = np.zeros(0, dtype=np.int64)
 
     # path scores and best selected parents, by row (summaries only): the descent below
@@ -130,13 +147,27 @@ def traverse(
         level1[root_row] = False
     # a leaf's boost is the path score of its best selected parent (vectorised: a tree
     # has thousands of leaves and this runs per question)
-    leaf_rows = arrays.level_rows.get(0, no_rows)
+    all_leaves = arrays.level_rows.get(0, no_rows)
     parent_path = np.where(level1, path, -np.inf)
     link_leaf, link_parent = tree.leaf_parent_rows()
-    best = np.full(len(leaf_rows), -np.inf)
+    best = np.full(len(all_leaves), -np.inf)
     np.maximum.at(best, link_leaf, parent_path[link_parent])
+    if leaf_pool is None:
+        leaf_rows, own = all_leaves, own_rows[all_leaves]
+    else:
+        # places among the leaves: the chosen subtrees' leaves, the pool, the lexical head
+        pool = np.asarray(leaf_pool, dtype=np.int64)
+        at = np.minimum(np.searchsorted(all_leaves, pool), max(len(all_leaves) - 1, 0))
+        pooled = at[all_leaves[at] == pool] if len(all_leaves) else at[:0]
+        places = np.union1d(
+            np.union1d(np.flatnonzero(best > -np.inf), pooled),
+            _lexical_head(lexical_rows[all_leaves], _LEXICAL_HEAD),
+        )
+        leaf_rows = all_leaves[places]
+        own = _pooled_leaf_scores(vectors, all_leaves, leaf_rows, query, lexical_rows)
+        best = best[places]
     boost = np.where(best > -np.inf, best / scale, 0.0)
-    total = own_rows[leaf_rows] + subtree_weight * boost
+    total = own + subtree_weight * boost
     if max_leaves is not None:
         # room for leaves the budget skips; the tail is never reached, so only the head
         # is sorted: every leaf scoring at least the head's last one, ties included
@@ -252,58 +283,120 @@ class _Leaves(Sequence[Node]):
     """A tree's leaves in reading order, read where they are (no list per question)."""
 
     def __init__(self, tree: Tree, rows: np.ndarray) -> None:
-        self._nodes, self._rows = tree.nodes, rows.tolist()
+        self._nodes, self._rows = tree.nodes, rows
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def __getitem__(self, i: int) -> Node:  # type: ignore[override]
-        return self._nodes[self._rows[i]]
+        return self._nodes[int(self._rows[i])]
 
 
-def _own_scores(
-    tree: Tree, vectors: np.ndarray, query: np.ndarray, lexical: "Mapping[str, float] | np.ndarray | None"
-) -> np.ndarray:
-    """Each node's within-level score in [0, 1], by row."""
+# the approximate leaf ranking: leaves drawn in by lexical score alone, and the fixed
+# sample of leaves whose cosines place a pooled leaf among all of them
+_LEXICAL_HEAD = 1000
+_RANK_SAMPLE = 2048
+
+
+def _unit(query: np.ndarray) -> np.ndarray:
     norm = float(np.linalg.norm(query))
-    dense = vectors @ (query / norm if norm > 0 else query)
-    scores = np.zeros(len(tree))
-    if isinstance(lexical, np.ndarray):
-        lexical_rows = np.asarray(lexical, dtype=np.float64)
-        if lexical_rows.shape != (len(tree),):
-            raise ValueError("lexical scores given as an array need one per tree node")
+    return query / norm if norm > 0 else query
+
+
+def _dense_of(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosines of ``rows`` (float64); a run of consecutive rows is read as a slice, which
+    a memory-mapped array serves without copying the rows first."""
+    if not len(rows):
+        return np.zeros(0)
+    if int(rows[-1]) - int(rows[0]) + 1 == len(rows):
+        block = vectors[int(rows[0]) : int(rows[-1]) + 1]
     else:
-        lexical_rows = np.zeros(len(tree))
-        for nid, value in (lexical or {}).items():
-            if nid in tree:
-                lexical_rows[tree.position(nid)] = value
-    for rows in tree.arrays().level_rows.values():
-        if not len(rows):
-            continue
-        raw = dense[rows].astype(np.float64)
-        lex = lexical_rows[rows]
-        if (lex > 0).any():
-            raw = _rrf(raw, lex)
-        lo, hi = float(raw.min()), float(raw.max())
-        scores[rows] = (raw - lo) / (hi - lo) if hi > lo else np.ones_like(raw)
-    return scores
+        block = vectors[rows]
+    return (block @ query).astype(np.float64)
+
+
+def _lexical_rows(tree: Tree, lexical: "Mapping[str, float] | np.ndarray | None") -> np.ndarray:
+    if isinstance(lexical, np.ndarray):
+        rows = np.asarray(lexical, dtype=np.float64)
+        if rows.shape != (len(tree),):
+            raise ValueError("lexical scores given as an array need one per tree node")
+        return rows
+    rows = np.zeros(len(tree))
+    for nid, value in (lexical or {}).items():
+        if nid in tree:
+            rows[tree.position(nid)] = value
+    return rows
+
+
+def _scaled(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """One level's within-level scores in [0, 1]: cosine, fused by reciprocal rank with
+    the lexical scores where any is positive, then min-max scaled."""
+    if not len(dense):
+        return dense
+    raw = _rrf(dense, lexical) if (lexical > 0).any() else dense
+    lo, hi = float(raw.min()), float(raw.max())
+    return (raw - lo) / (hi - lo) if hi > lo else np.ones_like(raw)
+
+
+def _dense_ranks(dense: np.ndarray) -> np.ndarray:
+    """1-based ranks by descending score, ties by position (a stable sort keeps them)."""
+    ranks = np.empty(len(dense))
+    ranks[np.argsort(-dense, kind="stable")] = np.arange(1, len(dense) + 1)
+    return ranks
+
+
+def _lexical_bonus(lexical: np.ndarray) -> np.ndarray:
+    """Each row's reciprocal-rank share from its lexical score (0 where not positive).
+
+    Ranks break ties by position. Only the positive scores are ranked: they come before
+    every other row, so their ranks among themselves are their ranks among all (a level
+    of 200,000 leaves has a few thousand)."""
+    bonus = np.zeros(len(lexical))
+    positive = np.flatnonzero(lexical > 0)
+    if positive.size:
+        ranked = positive[np.argsort(-lexical[positive], kind="stable")]
+        bonus[ranked] = 1.0 / (_RRF_K + np.arange(1, ranked.size + 1))
+    return bonus
 
 
 def _rrf(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
-    """Reciprocal-rank fusion of two score vectors (zero lexical scores add nothing).
+    """Reciprocal-rank fusion of two score vectors (zero lexical scores add nothing)."""
+    return 1.0 / (_RRF_K + _dense_ranks(dense)) + _lexical_bonus(lexical)
 
-    Ranks break ties by position. Only the positive lexical scores are ranked: they come
-    before every other row, so their ranks among themselves are their ranks among all
-    (a level of 200,000 leaves has a few thousand)."""
-    order = np.lexsort((np.arange(len(dense)), -dense))
-    ranks = np.empty(len(dense))
-    ranks[order] = np.arange(1, len(dense) + 1)
-    fused = 1.0 / (_RRF_K + ranks)
+
+def _lexical_head(lexical: np.ndarray, n: int) -> np.ndarray:
+    """Positions of the ``n`` best positive lexical scores (all of them when fewer)."""
     positive = np.flatnonzero(lexical > 0)
-    if positive.size:
-        ranked = positive[np.lexsort((positive, -lexical[positive]))]
-        fused[ranked] += 1.0 / (_RRF_K + np.arange(1, ranked.size + 1))
-    return fused
+    if positive.size > n:
+        positive = positive[np.argpartition(-lexical[positive], n - 1)[:n]]
+    return np.sort(positive)
+
+
+def _pooled_leaf_scores(
+    vectors: np.ndarray, all_leaves: np.ndarray, rows: np.ndarray, query: np.ndarray, lexical_rows: np.ndarray
+) -> np.ndarray:
+    """Within-level scores of the leaves at ``rows`` as :func:`_scaled` would give them
+    over every leaf, estimated from these rows and a fixed sample of the leaves.
+
+    A leaf's rank by cosine among all leaves is at least its rank among ``rows`` (exact
+    for the best hits, which ``rows`` hold) and about the share of the sample above it
+    times the number of leaves; the larger of the two is taken. The lexical ranks are
+    exact (every leaf's lexical score is known). The scale's floor is the fusion's
+    least value, the last cosine rank's share; without lexical scores, the least
+    cosine seen."""
+    n = len(all_leaves)
+    dense = _dense_of(vectors, rows, query)
+    sample_rows = all_leaves[np.unique(np.linspace(0, n - 1, min(n, _RANK_SAMPLE)).astype(np.int64))]
+    sample = np.sort(_dense_of(vectors, sample_rows, query))
+    lexical = lexical_rows[all_leaves]
+    if not (lexical > 0).any():
+        lo, hi = float(min(sample.min(), dense.min())), float(dense.max())
+        return (dense - lo) / (hi - lo) if hi > lo else np.ones_like(dense)
+    above = len(sample) - np.searchsorted(sample, dense, side="right")
+    ranks = np.maximum(_dense_ranks(dense), 1.0 + np.floor(above * (n / len(sample))))
+    raw = 1.0 / (_RRF_K + ranks) + _lexical_bonus(lexical)[np.searchsorted(all_leaves, rows)]
+    lo, hi = 1.0 / (_RRF_K + n), float(raw.max())
+    return np.clip((raw - lo) / (hi - lo), 0.0, 1.0) if hi > lo else np.ones_like(raw)
 
 
 def _overview(tree: Tree, selected: Mapping[int, list[str]], path: np.ndarray, level: int) -> str | None:

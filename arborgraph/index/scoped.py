@@ -95,12 +95,14 @@ class Scope:
 
 def load_scope_tree(generation: Generation, tag: str) -> Any:
     """The RAPTOR tree of one scope, with its vectors."""
-    from raptor import tree_from_tables
     from raptor.schema import NODES_TABLE
+    from raptor.tables import tree_from_batches
 
-    vectors = generation.vectors(scoped(layout.TREE, tag))
-    table = generation.table(scoped(NODES_TABLE, tag))
-    return tree_from_tables({NODES_TABLE: table}, vectors)
+    # mapped like the chunks' vectors: a large tree's walk reads its summaries' rows and
+    # few of its leaves' (see raptor.traverse's leaf_pool)
+    vectors = generation.vectors(scoped(layout.TREE, tag), mmap=True)
+    schema, batches = generation.table_batches(scoped(NODES_TABLE, tag))
+    return tree_from_batches(schema, batches, vectors)
 
 
 def load_scopes(generation: Generation) -> list[Scope]:

@@ -56,22 +56,39 @@ def chunk_refs(store: ChunkStore, mask: np.ndarray) -> Callable[[str], "ChunkRef
     mask hides it: how graph code reads chunks, and never one the caller may not read."""
     from graphrag import ChunkRef
 
-    row_of = store.row_of
-    made = _refs_of(store)
+    return _ChunkRefs(store, mask, _refs_of(store), ChunkRef)
 
-    def fetch(chunk_id: str) -> ChunkRef | None:
-        row = row_of.get(chunk_id)
-        if row is None or not mask[row]:
+
+@dataclass(frozen=True, eq=False)
+class _ChunkRefs:
+    """:func:`chunk_refs`'s reader: called with one id, or asked which of many ids the
+    caller may read (``readable``: one mask read for all, no refs made)."""
+
+    store: ChunkStore
+    mask: np.ndarray
+    made: dict[int, Any]
+    make: Any
+
+    def __call__(self, chunk_id: str) -> Any:
+        row = self.store.row_of.get(chunk_id)
+        if row is None or not self.mask[row]:
             return None
-        ref = made.get(row)
+        ref = self.made.get(row)
         if ref is None:
-            ref = made[row] = ChunkRef(
+            store = self.store
+            ref = self.made[row] = self.make(
                 text=store.texts[row], doc_id=store.doc_ids[row],
                 heading_path=list(store.heading_paths[row]), start=store.starts[row], end=store.ends[row],
             )
         return ref
 
-    return fetch
+    def readable(self, chunk_ids: Sequence[str]) -> np.ndarray:
+        get = self.store.row_of.get
+        rows = np.fromiter((get(c, -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
+        known = rows >= 0
+        out = np.zeros(len(rows), dtype=bool)
+        out[known] = self.mask[rows[known]]
+        return out
 
 
 # a chunk's ref is the same for every question that reads it: made once per store
@@ -170,7 +187,7 @@ class TreeRetriever:
                 found = traverse(
                     scope.tree, query.query_vector, scope.tree.vectors, lexical_scores=lexical,
                     budget_tokens=WALK_BUDGET_TOKENS, count_tokens=self.count_tokens, max_leaves=max_leaves,
-                    node_tokens=self._node_tokens, **beam,
+                    node_tokens=self._node_tokens, leaf_pool=_leaf_pool(scope, query.scores, store.row_of), **beam,
                 )
             else:
                 by_id = {scope.tree.nodes[row].node_id: float(lexical[row]) for row in np.flatnonzero(lexical > 0).tolist()}
@@ -184,6 +201,16 @@ class TreeRetriever:
                 _name_scope(kept, scope.scope)
             lists.append(kept)
         return _merged(self.route, lists, "the walk reached no readable node")
+
+
+def _leaf_pool(scope: "Scope", scores: QueryScores, row_of: Mapping[str, int]) -> np.ndarray | None:
+    """The tree rows of the leaves the approximate dense search found, when the search
+    was approximate (a collection too large to score every chunk per question: its tree
+    is too large to score every leaf); None, every leaf scored, when it was exact."""
+    if scores.dense_known is None:
+        return None
+    tree_rows, chunk_rows = scope.leaf_rows(row_of)
+    return tree_rows[scores.dense_known[chunk_rows]]
 
 
 def _name_scope(contexts: Sequence[Context], scope: str) -> None:

@@ -129,3 +129,24 @@ def test_collapsed_search_ranks_all_levels_within_budget() -> None:
     assert collapsed_search(tree, {}, 900, c.count_tokens) == []
     one = tree.leaves()[0].node_id
     assert [x.node_id for x in collapsed_search(tree, {one: 1.0}, 900, c.count_tokens)] == [one]
+
+
+def test_a_pooled_walk_ranks_only_the_chosen_subtrees_the_pool_and_the_lexical_head() -> None:
+    tree, c = built_tree(), corpus()
+    q = _query()
+    leaves = np.array(tree.level_rows(0), dtype=np.int64)
+    exact = traverse(tree, q, tree.node_vectors, beam=1, budget_tokens=10**6, count_tokens=c.count_tokens, anchors=0)
+    exact_leaves = [x.node_id for x in exact if x.kind == "chunk"]
+    # the pool as an approximate search would give it: the best leaves by cosine
+    cosines = tree.node_vectors[leaves] @ (q / np.linalg.norm(q))
+    pool = leaves[np.argsort(-cosines, kind="stable")[:5]]
+    pooled = traverse(
+        tree, q, tree.node_vectors, beam=1, budget_tokens=10**6, count_tokens=c.count_tokens, anchors=0, leaf_pool=pool,
+    )
+    pooled_leaves = [x.node_id for x in pooled if x.kind == "chunk"]
+    # fewer leaves compete, and the head of the ranking stays
+    assert 0 < len(pooled_leaves) < len(exact_leaves)
+    assert pooled_leaves[:3] == exact_leaves[:3]
+    assert {tree.nodes[int(r)].node_id for r in pool} <= set(pooled_leaves)
+    # the same overview: the descent over the summaries is exact either way
+    assert pooled[0].kind == exact[0].kind == "summary" and pooled[0].node_id == exact[0].node_id
