@@ -25,7 +25,7 @@ import shutil
 import stat
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -364,6 +364,23 @@ class Generation:
             if columns is None or set(columns) <= set(file.schema_arrow.names):
                 return file.read(columns=columns)
         return pq.read_table(path, columns=columns)  # its error names the missing column
+
+    def table_batches(self, name: str, batch_rows: int = 16_384) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        """A table's schema (with its metadata) and its rows as record batches, read as
+        they are consumed: a large table converted batch by batch is never in memory
+        whole. The memory the reading took goes back to the system at the end (the Arrow
+        pool would keep it)."""
+        path = self._listed(layout.table_file(name))
+        file = pq.ParquetFile(path)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            try:
+                yield from file.iter_batches(batch_size=batch_rows)
+            finally:
+                file.close()
+                pa.default_memory_pool().release_unused()
+
+        return file.schema_arrow, batches()
 
     def has_table(self, name: str) -> bool:
         return layout.table_file(name) in self.record.files

@@ -12,6 +12,7 @@ from raptor_corpus import built_tree
 
 from raptor import schema as S
 from raptor import tree_from_tables, tree_to_tables
+from raptor.tables import tree_from_batches
 
 
 def test_round_trip_through_parquet_and_npy(tmp_path: Path) -> None:
@@ -27,6 +28,19 @@ def test_round_trip_through_parquet_and_npy(tmp_path: Path) -> None:
     assert back.nodes == tree.nodes
     assert back.root_id == tree.root_id
     assert np.array_equal(back.node_vectors, tree.node_vectors)
+
+
+
+def test_read_batch_by_batch_the_tree_is_the_same_and_names_each_id_once(tmp_path: Path) -> None:
+    tree = built_tree()
+    pq.write_table(tree_to_tables(tree)[S.NODES_TABLE], tmp_path / "nodes.parquet")
+    file = pq.ParquetFile(tmp_path / "nodes.parquet")
+    back = tree_from_batches(file.schema_arrow, file.iter_batches(batch_size=7))
+    assert back.nodes == tree.nodes and back.root_id == tree.root_id
+    # a summary's covered chunks are the leaves' own id strings, not copies of them
+    leaf_ids = {id(n.node_id) for n in back.leaves()}
+    summary = back.root
+    assert summary.chunk_ids and all(id(c) in leaf_ids for c in summary.chunk_ids)
 
 
 def test_columns_are_the_schema_constants() -> None:
