@@ -68,6 +68,15 @@ class ChunkFetcher:
     def visible(self, chunk_id: str) -> bool:
         return self.get(chunk_id) is not None
 
+    def visible_ids(self, chunk_ids: Sequence[str]) -> list[str]:
+        """The ids of ``chunk_ids`` the source lets through, in their order; at once when
+        the source can say so for many ids (a ``readable`` method taking the ids and
+        returning one bool each), without making each chunk's ref."""
+        readable = getattr(self._source, "readable", None)
+        if readable is None:
+            return [c for c in chunk_ids if self.visible(c)]
+        return [c for c, ok in zip(chunk_ids, readable(chunk_ids)) if ok]
+
 
 def _as_ref(chunk_id: str, raw: Any) -> ChunkRef | None:
     if raw is None:

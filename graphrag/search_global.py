@@ -163,7 +163,7 @@ def page_leads(
     (``chunk_lexical``, else computed over the leads) and, with vectors, dense
     similarity.
     """
-    ids = [c for c in first_chunks(kg) if fetch.visible(c)]
+    ids = fetch.visible_ids(first_chunks(kg))
     if not ids:
         return []
     fused = np.zeros(len(ids))

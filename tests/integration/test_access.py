@@ -37,3 +37,21 @@ def test_a_callers_access_is_worked_out_once_and_shared_by_queries_and_views(sam
         assert kb.engine.run(request).contexts
     finally:
         kb.close()
+
+
+def test_graph_code_reads_a_chunk_only_through_the_callers_mask(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from arborgraph.query.retrievers import chunk_refs
+    from graphrag.chunks import ChunkFetcher
+
+    store = sample_kb.index.store
+    ids = list(store.chunk_ids[:40]) + ["no-such-chunk"]
+    mask = np.zeros(len(store.chunk_ids), dtype=bool)
+    mask[1:40:3] = True
+    reader = chunk_refs(store, mask)
+    one_by_one = [c for c in ids if reader(c) is not None]
+    # the batch check and the one-by-one reads agree, the fetcher's fallback too
+    assert one_by_one == [c for c, ok in zip(ids, reader.readable(ids)) if ok]
+    assert ChunkFetcher(reader).visible_ids(ids) == one_by_one == [store.chunk_ids[i] for i in range(1, 40, 3)]
+    assert ChunkFetcher(lambda c: reader(c)).visible_ids(ids) == one_by_one
