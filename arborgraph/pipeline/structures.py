@@ -133,13 +133,7 @@ def run_tree_stage(
         from raptor import ExtractiveSummariser, Leaf, LLMSummariser, build_tree, tree_to_tables
         from raptor.build import tree_workers
 
-        leaves = [
-            Leaf(
-                chunk_id=c.chunk_id, doc_id=c.doc_id, text=c.text, heading_path=list(c.heading_path),
-                start=c.start, end=c.end, tokens=c.n_tokens,
-            )
-            for c in part.chunks
-        ]
+        leaves = [Leaf.from_chunk(c) for c in part.chunks]
         leaf_vectors = chunk_vectors[part.rows] if chunk_vectors is not None else embed([c.context_text() for c in part.chunks])
         # No sentence embeddings: ranked by their member's vector and key terms.
         # Embedding even 6 candidates per cluster was ~8 % of the tree's time on the
