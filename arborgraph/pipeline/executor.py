@@ -19,6 +19,7 @@ from arborgraph.index.chunk_rows import ChunkRow, decode_chunks, encode_chunks  
 from arborgraph.core.errors import ExecutorError, install_hint  # noqa: F401 (ExecutorError re-exported)
 from arborgraph.core.processes import available_cores, worker_context
 from arborgraph.core.protocols import Executor
+from graphrag.extract.encoding import ExtractionRow, decode_extraction, encode_extraction
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -269,9 +270,10 @@ def map_as_produced(executor: Executor, fn: Callable[[T], R], items: Iterable[T]
 
 # -- work functions (top level, so workers can import them) ---------------------------
 #
-# Results travel back as plain tuples: pickling the slotted dataclasses of an
-# extraction cost about as much as a third of the extraction itself, and text the
-# parent already holds (a chunk's text, a relation's sentence) is sent as offsets.
+# Results travel back as plain tuples, with text the parent already holds (a chunk's
+# text, a relation's sentence) sent as offsets: chunks as arborgraph.index.chunk_rows
+# encodes them, extractions as graphrag.extract.encoding does (pickling the slotted
+# dataclasses of an extraction cost about as much as a third of the extraction itself).
 
 _TOKEN_COUNTER: Any = None
 
@@ -368,39 +370,11 @@ def extract_on(executor: Executor, extractor: Any, chunks: Sequence[Any]) -> lis
     )
 
 
-def extract_batch(job: tuple[Any, list[Any]]) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
-    """Run a (fitted) extractor over a batch of chunks; rows for :func:`decode_extraction`."""
+def extract_batch(job: tuple[Any, list[Any]]) -> list[ExtractionRow]:
+    """Run a (fitted) extractor over a batch of chunks; rows for
+    :func:`graphrag.extract.encoding.decode_extraction`."""
     # the batch's records live until it returns: the cyclic collector rescanning them
     # cost the pool's extraction ~1.8x the CPU of the serial one (paused there too)
     extractor, chunks = job
     with cyclic_gc_paused():
-        return [_encode_extraction(chunk.text, extractor.extract(chunk)) for chunk in chunks]
-
-
-def _encode_extraction(text: str, found: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    entities = tuple((e.name, e.type, e.spans, e.description, e.aliases) for e in found.entities)
-    relations = tuple(
-        (
-            r.source, r.target, r.type, r.weight,
-            None if r.span is not None and r.description == text[r.span[0] : r.span[1]] else r.description,
-            r.span,
-        )
-        for r in found.relations
-    )
-    return entities, relations
-
-
-def decode_extraction(chunk: Any, row: tuple[tuple[Any, ...], tuple[Any, ...]]) -> Any:
-    """The extraction of ``chunk`` from the row :func:`extract_batch` sent back."""
-    from graphrag.model import ChunkExtraction, ExtractedEntity, ExtractedRelation
-
-    entities, relations = row
-    text = chunk.text
-    return ChunkExtraction(
-        chunk_id=chunk.chunk_id,
-        entities=[ExtractedEntity(*e) for e in entities],
-        relations=[
-            ExtractedRelation(s, t, kind, w, text[span[0] : span[1]] if d is None else d, span)
-            for s, t, kind, w, d, span in relations
-        ],
-    )
+        return [encode_extraction(chunk.text, extractor.extract(chunk)) for chunk in chunks]

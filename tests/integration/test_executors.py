@@ -17,7 +17,6 @@ from arborgraph.pipeline.executor import (
     SerialExecutor,
     chunk_batch,
     decode_chunks,
-    decode_extraction,
     extract_batch,
     make_executor,
     map_as_produced,
@@ -25,6 +24,7 @@ from arborgraph.pipeline.executor import (
     tapering_batches,
 )
 from arborgraph.pipeline import build_index, input_kilobytes, load_documents
+from graphrag.extract.encoding import decode_extraction
 from arborgraph.core.protocols import no_progress
 from ingest import load_token_counter
 
