@@ -68,14 +68,19 @@ class ChunkFetcher:
     def visible(self, chunk_id: str) -> bool:
         return self.get(chunk_id) is not None
 
-    def visible_ids(self, chunk_ids: Sequence[str]) -> list[str]:
-        """The ids of ``chunk_ids`` the source lets through, in their order; at once when
-        the source can say so for many ids (a ``readable`` method taking the ids and
+    def visible_mask(self, chunk_ids: Sequence[str]) -> np.ndarray:
+        """One bool per id of ``chunk_ids``: whether the source lets it through; at once
+        when the source can say so for many ids (a ``readable`` method taking the ids and
         returning one bool each), without making each chunk's ref."""
         readable = getattr(self._source, "readable", None)
         if readable is None:
-            return [c for c in chunk_ids if self.visible(c)]
-        return [c for c, ok in zip(chunk_ids, readable(chunk_ids)) if ok]
+            return np.array([self.visible(c) for c in chunk_ids], dtype=bool)
+        return np.asarray(readable(chunk_ids), dtype=bool).reshape(len(chunk_ids))
+
+    def visible_ids(self, chunk_ids: Sequence[str]) -> list[str]:
+        """The ids of ``chunk_ids`` the source lets through, in their order (see
+        :meth:`visible_mask`)."""
+        return [c for c, ok in zip(chunk_ids, self.visible_mask(chunk_ids).tolist()) if ok]
 
 
 def _as_ref(chunk_id: str, raw: Any) -> ChunkRef | None:
@@ -139,7 +144,8 @@ def dense_scores(
         return None
     q = np.asarray(embedder.encode([question]), dtype=np.float32)[0] if isinstance(question, str) else question
     if callable(vectors):
-        mat = np.asarray(vectors(list(ids)), dtype=np.float32)
+        # a tuple is handed on as it is: the same tuple asked about again may be kept
+        mat = np.asarray(vectors(ids if isinstance(ids, tuple) else list(ids)), dtype=np.float32)
         return mat @ q
     out = np.zeros(len(ids), dtype=np.float32)
     for i, cid in enumerate(ids):

@@ -163,20 +163,29 @@ def page_leads(
     (``chunk_lexical``, else computed over the leads) and, with vectors, dense
     similarity.
     """
-    ids = fetch.visible_ids(first_chunks(kg))
-    if not ids:
+    leads = first_chunks(kg)
+    keep = np.flatnonzero(fetch.visible_mask(leads))
+    if not keep.size:
         return []
+    ids = [leads[i] for i in keep.tolist()]
+    # scorers that score each chunk on its own are asked about every lead at once (the
+    # same tuple for every question: the caller may keep what it works out for it), and
+    # the hidden leads' scores dropped before any ranking; BM25 over the leads alone
+    # counts the visible ones only
+    lexical = np.asarray(chunk_lexical(leads), dtype=np.float64)[keep] if chunk_lexical is not None \
+        else _lexical(question, ids, fetch, None)
+    dense = cosines(qvec, leads, chunk_vectors)
     fused = np.zeros(len(ids))
-    for scores in (_lexical(question, ids, fetch, chunk_lexical), cosines(qvec, ids, chunk_vectors)):
+    for scores in (lexical, None if dense is None else dense[keep]):
         if scores is not None:
             order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
             fused[order] += 1.0 / (60 + np.arange(1, len(ids) + 1))
     return [ids[i] for i in np.argsort(-fused, kind="stable")]
 
 
-def first_chunks(kg: KnowledgeGraph) -> list[str]:
+def first_chunks(kg: KnowledgeGraph) -> tuple[str, ...]:
     """The first chunk the graph knows of each page, in id order (worked out once per
-    graph: it is the same for every question and caller)."""
+    graph: it is the same tuple for every question and caller)."""
     found = _first_chunks.get(kg)
     if found is None:
         first: dict[str, tuple[int, str]] = {}
@@ -185,11 +194,11 @@ def first_chunks(kg: KnowledgeGraph) -> list[str]:
             pos = int(n) if n.isdigit() else 0
             if doc not in first or pos < first[doc][0]:
                 first[doc] = (pos, cid)
-        found = _first_chunks[kg] = sorted(c for _, c in first.values())
+        found = _first_chunks[kg] = tuple(sorted(c for _, c in first.values()))
     return found
 
 
-_first_chunks: "weakref.WeakKeyDictionary[KnowledgeGraph, list[str]]" = weakref.WeakKeyDictionary()
+_first_chunks: "weakref.WeakKeyDictionary[KnowledgeGraph, tuple[str, ...]]" = weakref.WeakKeyDictionary()
 
 
 def _with_page_leads(

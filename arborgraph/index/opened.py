@@ -59,8 +59,9 @@ class Index:
                 # exactly when usearch is not installed here), and a small one's first
                 # exact search reads them all from the page cache (a one-off command saves
                 # the copy: 8 ms for the sample manual's 4,856 rows)
-                dense = DenseIndex(generation.vectors(S.CHUNK_VECTORS, mmap=True), ann)
-            return cls(
+                rows = generation.vector_rows(S.CHUNK_VECTORS) if large else None
+                dense = DenseIndex(generation.vectors(S.CHUNK_VECTORS, mmap=True), ann, rows)
+            opened = cls(
                 index_dir=index_dir,
                 on_disk=generation,
                 manifest=index_manifest(generation),
@@ -71,6 +72,8 @@ class Index:
                 dense=dense,
                 scopes=load_scopes(generation),
             )
+            generation.read_done()  # what the store keeps of its tables is held by it
+            return opened
         except BaseException:
             generation.close()
             raise

@@ -19,6 +19,7 @@ from arborgraph.index import layout
 from arborgraph.core.lexical import LexicalIndex
 from arborgraph.index.manifest import index_manifest
 from arborgraph.index.store import Generation
+from arborgraph.index.vectors import RowReader
 from arborgraph.index.layout import scoped
 
 PUBLIC = "public"
@@ -65,6 +66,20 @@ class Scope:
         return load_scope_tree(self.generation, self.tag)
 
     @cached_property
+    def leaf_vectors(self) -> RowReader:
+        """The tree's rows read from its vectors' file on demand: what a walk over a large
+        tree reads of its leaves (a few, here and there; see ``raptor.traverse``)."""
+        return self.generation.vector_rows(scoped(layout.TREE, self.tag))
+
+    @cached_property
+    def leaf_sample(self) -> np.ndarray:
+        """The vectors of the fixed sample of leaves a large tree's walk places a leaf's
+        cosine among (``raptor.retrieve.rank_sample_rows``), read once."""
+        from raptor.retrieve import rank_sample_rows
+
+        return self.leaf_vectors.take(rank_sample_rows(self.tree))
+
+    @cached_property
     def tree_lexical(self) -> LexicalIndex:
         return LexicalIndex.load(self.generation.subdir(layout.tree_bm25_dir(self.tag)))
 
@@ -88,9 +103,9 @@ class Scope:
         from graphrag import graph_from_tables
         from graphrag.schema import TABLE_NAMES
 
-        return graph_from_tables(
-            {name: self.generation.table(scoped(name, self.tag)) for name in TABLE_NAMES}
-        )
+        graph = graph_from_tables({name: self.generation.table(scoped(name, self.tag)) for name in TABLE_NAMES})
+        self.generation.read_done()  # the tables are dropped: only the graph is kept
+        return graph
 
 
 def load_scope_tree(generation: Generation, tag: str) -> Any:

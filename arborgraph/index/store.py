@@ -41,6 +41,7 @@ from arborgraph.index.index_dir import (  # noqa: F401 (re-exported)
 )
 from arborgraph.index.index_files import MAX_POINTER_BYTES, damaged, read_small, sha256_file, shown, write_atomic  # noqa: F401 (re-exported)
 from arborgraph.index.layout import cache_dir  # noqa: F401 (re-exported)
+from arborgraph.index.vectors import RowReader
 from arborgraph.index.manifest import MAX_MANIFEST_BYTES, SCHEMA_VERSION, FileRecord, StoreManifest, read_manifest, write_manifest  # noqa: F401
 
 # the old names of the layout's files, kept for callers of this module
@@ -365,11 +366,17 @@ class Generation:
                 return file.read(columns=columns)
         return pq.read_table(path, columns=columns)  # its error names the missing column
 
+    def read_done(self) -> None:
+        """Hand back to the system the memory tables took while being read and converted
+        (the Arrow pool keeps freed memory for later reads: a large index's tables would
+        leave hundreds of megabytes a query process never uses again)."""
+        pa.default_memory_pool().release_unused()
+
     def table_batches(self, name: str, batch_rows: int = 16_384) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
         """A table's schema (with its metadata) and its rows as record batches, read as
         they are consumed: a large table converted batch by batch is never in memory
-        whole. The memory the reading took goes back to the system at the end (the Arrow
-        pool would keep it)."""
+        whole. The memory the reading took goes back to the system at the end
+        (:meth:`read_done`)."""
         path = self._listed(layout.table_file(name))
         file = pq.ParquetFile(path)
 
@@ -378,7 +385,7 @@ class Generation:
                 yield from file.iter_batches(batch_size=batch_rows)
             finally:
                 file.close()
-                pa.default_memory_pool().release_unused()
+                self.read_done()
 
         return file.schema_arrow, batches()
 
@@ -389,6 +396,11 @@ class Generation:
         """A vector array; ``mmap`` maps it read-only instead of reading it (its pages
         load as they are touched, and a large array costs no memory until then)."""
         return np.load(self._listed(layout.vectors_file(name)), allow_pickle=False, mmap_mode="r" if mmap else None)
+
+    def vector_rows(self, name: str) -> RowReader:
+        """A vector array's rows, read from its file as they are asked for (see
+        :class:`arborgraph.index.vectors.RowReader`)."""
+        return RowReader(self._listed(layout.vectors_file(name)))
 
     def file(self, relative: str) -> Path:
         """The path of a file the manifest lists (IndexDamaged for any other)."""

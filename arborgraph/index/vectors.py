@@ -15,11 +15,15 @@ is searched exactly, which is slower but finds the same or better hits.
 
 from __future__ import annotations
 
+import os
+import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.lib.format as npy_format
 
 ANN_METRIC = "ip"  # the vectors are unit length: inner product is cosine
 ANN_DTYPE = "f16"
@@ -35,13 +39,98 @@ def ann_available() -> bool:
     return True
 
 
+class RowReader:
+    """Rows of a ``.npy`` matrix read from the file on demand, a few at a time, the
+    first ``keep`` rows read kept in memory for the next reads.
+
+    For rows read here and there (an approximate search's hits): read through a memory
+    map, each row would map its neighbours too (the kernel's fault-around maps 64 KB of
+    cached file per touch), so a process answering questions over a large collection
+    would soon count most of the file as its own resident memory. The rows kept serve
+    what every question reads again (global search's page leads: a row of each page)
+    without a read each. Positional reads are safe from any thread; rows are kept under
+    a lock and published only once written."""
+
+    def __init__(self, path: Path, keep: int = 8_192) -> None:
+        with open(path, "rb") as f:
+            version = npy_format.read_magic(f)
+            read_header = npy_format.read_array_header_1_0 if version == (1, 0) else npy_format.read_array_header_2_0
+            shape, fortran, dtype = read_header(f)
+            self._offset = f.tell()
+        if fortran or len(shape) != 2:
+            raise ValueError(f"{path}: expected a C-ordered matrix")
+        self.shape: tuple[int, int] = (int(shape[0]), int(shape[1]))
+        self.dtype = np.dtype(dtype)
+        self._row_bytes = self.shape[1] * self.dtype.itemsize
+        self._fd = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)
+        self._keep = max(0, min(keep, self.shape[0]))
+        self._slot = np.full(self.shape[0], -1, dtype=np.int64)  # row -> place in _kept (-1: not kept)
+        self._kept: np.ndarray | None = None
+        self._n_kept = 0
+        self._lock = threading.Lock()
+
+    def take(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The given rows, in the order given (repeats allowed)."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= self.shape[0]):
+            raise IndexError("row out of range")
+        wanted = np.unique(rows)
+        out = np.empty((len(wanted), self.shape[1]), dtype=self.dtype)
+        slots = self._slot[wanted]
+        hit = slots >= 0
+        if hit.any():
+            assert self._kept is not None
+            out[hit] = self._kept[slots[hit]]
+        missing = np.flatnonzero(~hit)
+        if missing.size:
+            out[missing] = self._read(wanted[missing])
+            self._remember(wanted[missing], out[missing])
+        return out[np.searchsorted(wanted, rows)]
+
+    def _read(self, wanted: np.ndarray) -> np.ndarray:
+        """Sorted distinct rows from the file: one read per run of consecutive rows."""
+        out = np.empty((len(wanted), self.shape[1]), dtype=self.dtype)
+        flat = out.reshape(-1).view(np.uint8)
+        starts = np.flatnonzero(np.r_[True, np.diff(wanted) != 1])
+        ends = np.r_[starts[1:], len(wanted)]
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            size = (b - a) * self._row_bytes
+            got = os.preadv(self._fd, [memoryview(flat[a * self._row_bytes : b * self._row_bytes])],
+                            self._offset + int(wanted[a]) * self._row_bytes)
+            if got != size:
+                raise OSError(f"short read of vector rows ({got} of {size} bytes)")
+        return out
+
+    def _remember(self, rows: np.ndarray, vectors: np.ndarray) -> None:
+        if self._n_kept >= self._keep:
+            return
+        with self._lock:
+            if self._kept is None:
+                self._kept = np.empty((self._keep, self.shape[1]), dtype=self.dtype)
+            new = rows[self._slot[rows] < 0][: self._keep - self._n_kept]
+            if not new.size:
+                return
+            places = np.arange(self._n_kept, self._n_kept + new.size)
+            self._kept[places] = vectors[np.searchsorted(rows, new)]
+            self._n_kept += new.size
+            self._slot[new] = places  # published after the rows are written
+
+
 class DenseIndex:
     """Unit-length float32 rows aligned with a table's rows, and (for large tables) an
-    approximate index over them whose keys are the row numbers."""
+    approximate index over them whose keys are the row numbers. ``rows``, when given,
+    reads the rows a question needs from the file (see :class:`RowReader`); else they
+    are read from ``vectors``."""
 
-    def __init__(self, vectors: np.ndarray, ann: Any = None) -> None:
+    def __init__(self, vectors: np.ndarray, ann: Any = None, rows: RowReader | None = None) -> None:
         self.vectors = vectors if vectors.dtype == np.float32 else np.ascontiguousarray(vectors, dtype=np.float32)
         self.ann = ann
+        self._rows = rows if rows is not None and rows.dtype == np.float32 else None
+
+    def take(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The vectors of the given rows, in that order."""
+        return self._rows.take(rows) if self._rows is not None else self.vectors[np.asarray(rows, dtype=np.int64)]
 
     @property
     def n_rows(self) -> int:
@@ -62,7 +151,7 @@ class DenseIndex:
 
     def scores_of(self, rows: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
         """Cosines of the given rows alone (exact)."""
-        return np.einsum("ij,j->i", self.vectors[rows], np.asarray(query_vector, dtype=np.float32).reshape(-1))
+        return np.einsum("ij,j->i", self.take(rows), np.asarray(query_vector, dtype=np.float32).reshape(-1))
 
     def nearest(self, query_vector: np.ndarray, k: int, expansion: int) -> np.ndarray:
         """The rows the approximate index finds nearest, best first (at most ``k``)."""

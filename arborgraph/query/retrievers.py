@@ -83,8 +83,7 @@ class _ChunkRefs:
         return ref
 
     def readable(self, chunk_ids: Sequence[str]) -> np.ndarray:
-        get = self.store.row_of.get
-        rows = np.fromiter((get(c, -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
+        rows = _rows_of(self.store, chunk_ids)
         known = rows >= 0
         out = np.zeros(len(rows), dtype=bool)
         out[known] = self.mask[rows[known]]
@@ -94,6 +93,48 @@ class _ChunkRefs:
 # a chunk's ref is the same for every question that reads it: made once per store
 # (stores compare by value, so they are kept by identity, and dropped with the store)
 _refs: dict[int, dict[int, Any]] = {}
+
+
+# Tuples of chunk ids asked about by every question (global search's page leads, a
+# tuple per graph): their rows, and their vectors once asked for, kept per store by the
+# tuple's identity (a tuple cannot change, and the entry holds it, so its id is not
+# reused while kept); shorter lists are looked up each time.
+_KEPT_MIN = 1_000
+_KEPT_MAX = 8
+_kept: dict[int, dict[int, tuple[tuple[str, ...], np.ndarray, np.ndarray | None]]] = {}
+
+
+def _kept_for(store: ChunkStore) -> dict[int, tuple[tuple[str, ...], np.ndarray, np.ndarray | None]]:
+    key = id(store)
+    kept = _kept.get(key)
+    if kept is None:
+        kept = _kept[key] = {}
+        weakref.finalize(store, _kept.pop, key, None)
+    if len(kept) > _KEPT_MAX:
+        kept.clear()
+    return kept
+
+
+def _rows_of(store: ChunkStore, chunk_ids: Sequence[str]) -> np.ndarray:
+    """The rows of ``chunk_ids`` in ``store``, -1 for an id it does not hold."""
+    get = store.row_of.get
+    if isinstance(chunk_ids, tuple) and len(chunk_ids) >= _KEPT_MIN:
+        kept = _kept_for(store)
+        found = kept.get(id(chunk_ids))
+        if found is not None and found[0] is chunk_ids:
+            return found[1]
+        rows = np.fromiter((get(c, -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
+        kept[id(chunk_ids)] = (chunk_ids, rows, None)
+        return rows
+    return np.fromiter((get(c, -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
+
+
+def _known_rows(store: ChunkStore, chunk_ids: Sequence[str]) -> np.ndarray:
+    """The rows of ``chunk_ids``, every one a chunk of ``store`` (KeyError otherwise)."""
+    rows = _rows_of(store, chunk_ids)
+    if (rows < 0).any():
+        raise KeyError(next(c for c, r in zip(chunk_ids, rows.tolist()) if r < 0))
+    return rows
 
 
 def _refs_of(store: ChunkStore) -> dict[int, Any]:
@@ -184,10 +225,14 @@ class TreeRetriever:
             lexical = tree_node_lexical_scores(scope, query.question, chunk_bm25, store.row_of)
             if query.query_vector is not None:
                 beam = {"beam": self.settings.beam} if self.settings.beam else {}
+                pool = _leaf_pool(scope, query.scores, store.row_of)
+                pooled = {} if pool is None else {
+                    "leaf_pool": pool, "read_leaves": scope.leaf_vectors.take, "leaf_sample": scope.leaf_sample,
+                }
                 found = traverse(
                     scope.tree, query.query_vector, scope.tree.vectors, lexical_scores=lexical,
                     budget_tokens=WALK_BUDGET_TOKENS, count_tokens=self.count_tokens, max_leaves=max_leaves,
-                    node_tokens=self._node_tokens, leaf_pool=_leaf_pool(scope, query.scores, store.row_of), **beam,
+                    node_tokens=self._node_tokens, **pooled, **beam,
                 )
             else:
                 by_id = {scope.tree.nodes[row].node_id: float(lexical[row]) for row in np.flatnonzero(lexical > 0).tolist()}
@@ -256,7 +301,7 @@ class _GraphRoute:
         bm25 = query.scores.bm25  # the index's own BM25 (idf over the whole collection)
 
         def chunk_lexical(chunk_ids: Any) -> np.ndarray:
-            return bm25[[row_of[c] for c in chunk_ids]]
+            return bm25[_known_rows(store, chunk_ids)]
 
         return {
             "chunk_text": chunk_refs(store, query.mask),
@@ -270,8 +315,15 @@ class _GraphRoute:
     def _chunk_vectors(self, chunk_ids: Any) -> np.ndarray:
         dense = self.index.dense
         assert dense is not None
-        rows = [self.index.store.row_of[c] for c in chunk_ids]
-        return dense.vectors[rows]
+        store = self.index.store
+        if not isinstance(chunk_ids, tuple) or len(chunk_ids) < _KEPT_MIN:
+            return dense.take(_known_rows(store, chunk_ids))
+        kept = _kept_for(store)
+        found = kept.get(id(chunk_ids))
+        if found is None or found[0] is not chunk_ids or found[2] is None:
+            rows = _known_rows(store, chunk_ids)
+            found = kept[id(chunk_ids)] = (chunk_ids, rows, dense.take(rows))
+        return found[2]
 
     def _merge(self, route: str, found: Sequence[Retrieval]) -> Retrieval:
         reasons = [f.why_empty for f in found if f.why_empty]

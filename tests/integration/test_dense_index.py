@@ -203,3 +203,35 @@ def test_without_usearch_an_index_built_with_it_is_searched_exactly(
         assert [c.node_id for c in kb.query(question, route="lookup", top_k=10).contexts] == [
             c.node_id for c in exact.query(question, route="lookup", top_k=10).contexts
         ]
+
+
+def test_rows_read_from_the_file_are_the_mapped_rows_from_any_thread(built: tuple[Path, Path]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from arborgraph.index.vectors import RowReader
+
+    dense = arborgraph.open(built[0]).index.dense
+    assert dense is not None
+    path = next(Path(built[0]).glob("gen-*/vectors/chunks.npy"))
+    reader = RowReader(path, keep=3)  # a few kept, the rest read each time
+    rng = np.random.default_rng(7)
+    asks = [rng.integers(0, dense.n_rows, rng.integers(0, 12)) for _ in range(200)]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(reader.take, asks))
+    for rows, vectors in zip(asks, got):
+        assert np.array_equal(vectors, np.asarray(dense.vectors)[rows])
+    assert np.array_equal(dense.take([2, 0, 2]), np.asarray(dense.vectors)[[2, 0, 2]])
+    with pytest.raises(IndexError):
+        reader.take([dense.n_rows])
+
+
+def test_on_an_approximate_index_the_tree_walk_ranks_a_pool_and_keeps_the_best(docs: Path, tmp_path: Path) -> None:
+    with_tree = {"build_graph": False}
+    build_index([docs], tmp_path / "ann", load_config(environ={}, overrides={**with_tree, "vectors": {"ann_min_rows": 1}}))
+    build_index([docs], tmp_path / "exact", load_config(environ={}, overrides=with_tree))
+    ann, exact = arborgraph.open(tmp_path / "ann"), arborgraph.open(tmp_path / "exact")
+    assert ann.index.dense is not None and ann.index.dense.approximate
+    for question in QUESTIONS:
+        a = [c.node_id for c in ann.query(question, route="tree", top_k=5).contexts]
+        e = [c.node_id for c in exact.query(question, route="tree", top_k=5).contexts]
+        assert a[0] == e[0] and len(set(a) & set(e)) >= 3, (question, a, e)
