@@ -13,7 +13,10 @@ with no original (the tree's summaries) are embedded by the real model. Queries 
 sample question set's, asked in a fresh process after ``open()``: the first one's time,
 then every question on ``auto`` and on ``lookup``, and the process's peak RSS. Writes
 ``{"sizes": [{"chunks", "build_s", "open_s", "first_query_ms", "auto_p95_ms",
-"lookup_p95_ms", "query_rss_mb", ...}, ...]}``. With ``--lookup-only`` the indexes
+"lookup_p95_ms", "query_rss_mb", ...}, ...]}`` (the RSS split into private memory
+and the index files' pages mapped from the page cache, which the kernel can reclaim;
+on an index with an approximate dense search, how far the tree walk over a pool of
+leaves agrees with the walk over every leaf). With ``--lookup-only`` the indexes
 have no tree and no graph (``"structures": false`` in their rows): the lookup path and
 the ANN index alone, at sizes whose full build would take hours on a small machine.
 """
@@ -120,12 +123,14 @@ def build(size: int, work: Path, embedder: VariantEmbedder, base_chunks: int, st
 
 PROBE = r"""
 import json, sys, time
+def status_mb(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return round(int(line.split()[1]) / 1024, 1)
 def peak_rss_mb():
     # this process's own peak (VmHWM): ru_maxrss would carry over the parent's, the
     # builder's, from before exec
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024, 1)
+    return status_mb("VmHWM")
 began = time.perf_counter()
 import arborgraph
 kb = arborgraph.open(sys.argv[1])
@@ -137,10 +142,33 @@ for route in ("lookup", "auto"):
     for q in questions:
         t = time.perf_counter(); kb.query(q, route=route); times[route].append((time.perf_counter() - t) * 1000)
 def p95(xs): xs = sorted(xs); return xs[int(0.95 * (len(xs) - 1))]
-print(json.dumps({"chunks": len(kb.index.store.chunk_ids), "open_s": round(opened, 2), "first_query_ms": round(first, 1),
+# the memory figures before the agreement check below, whose exact walk reads every leaf
+rss = {"query_rss_mb": peak_rss_mb(), "query_rss_anon_mb": status_mb("RssAnon"), "query_rss_file_mb": status_mb("RssFile")}
+# On an index whose dense search is approximate the tree walk ranks a pool of leaves,
+# not all of them: how far its answers agree with the walk over every leaf (the same
+# questions, the route alone; the exact walk forced by the pool's one switch)
+agreement = {}
+if kb.index.dense is not None and kb.index.dense.approximate and "tree" in kb.index.routes:
+    from arborgraph.query import retrievers
+    pooled, pool_of = {}, retrievers._leaf_pool
+    for exact in (False, True):
+        if exact:
+            retrievers._leaf_pool = lambda *args: None
+        try:
+            for q in questions:
+                t = time.perf_counter(); found = kb.query(q, route="tree", top_k=10); ms = (time.perf_counter() - t) * 1000
+                pooled.setdefault(q, []).append(([c.node_id for c in found.contexts], ms))
+        finally:
+            retrievers._leaf_pool = pool_of
+    overlap = [len(set(a[0]) & set(b[0])) / max(len(b[0]), 1) for a, b in pooled.values()]
+    agreement = {"tree_pooled_vs_exact_top10_overlap": round(sum(overlap) / len(overlap), 3),
+                 "tree_pooled_vs_exact_same_top10": sum(a[0] == b[0] for a, b in pooled.values()),
+                 "tree_pooled_mean_ms": round(sum(a[1] for a, _ in pooled.values()) / len(pooled), 1),
+                 "tree_exact_mean_ms": round(sum(b[1] for _, b in pooled.values()) / len(pooled), 1),
+                 "questions": len(pooled)}
+print(json.dumps({**rss, **agreement, "chunks": len(kb.index.store.chunk_ids), "open_s": round(opened, 2), "first_query_ms": round(first, 1),
                   "auto_p95_ms": round(p95(times["auto"]), 1), "auto_mean_ms": round(sum(times["auto"]) / len(times["auto"]), 1),
-                  "lookup_p95_ms": round(p95(times["lookup"]), 1), "lookup_mean_ms": round(sum(times["lookup"]) / len(times["lookup"]), 1),
-                  "query_rss_mb": peak_rss_mb()}))
+                  "lookup_p95_ms": round(p95(times["lookup"]), 1), "lookup_mean_ms": round(sum(times["lookup"]) / len(times["lookup"]), 1)}))
 """
 
 
