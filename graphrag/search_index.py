@@ -38,6 +38,13 @@ class MentionIndex:
     present: sp.csr_matrix  # 1 where mentioned
     # entity id -> document -> the entity's chunks there (filled as searches ask)
     _by_doc: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
+    _chunk_counts: list[np.ndarray] = field(default_factory=list, repr=False)
+
+    def chunks_per_entity(self) -> np.ndarray:
+        """Per entity row: in how many chunks it is mentioned (worked out once)."""
+        if not self._chunk_counts:
+            self._chunk_counts.append(np.asarray(self.present.sum(axis=1), dtype=np.float64).ravel())
+        return self._chunk_counts[0]
 
     def chunk_scores(self, entity_scores: dict[str, float]) -> np.ndarray:
         """Per chunk column: sum over entities of score x mention weight."""

@@ -258,7 +258,7 @@ def _graph_signals(
             direct = mentions.chunk_scores({le.entity_id: le.score for le in linked})
             reached = direct / (direct.max() or 1.0)
             spread_entities = mentions.present @ reached
-            spread_entities /= np.maximum(np.asarray(mentions.present.sum(axis=1)).ravel(), 1.0)
+            spread_entities /= np.maximum(mentions.chunks_per_entity(), 1.0)
             spread = mentions.present.T @ spread_entities
             cols = indexed.mention_col[visible]
             known = cols >= 0
