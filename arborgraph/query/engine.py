@@ -50,7 +50,7 @@ from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, f
 from arborgraph.query.fusion import fuse_routes, second_route
 from arborgraph.query.lookup import LookupMode
 from arborgraph.query.scores import score_question
-from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, GraphServers, LookupRetriever, TreeRetriever
+from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, GraphServers, LookupRetriever, TreeRetriever, keep_page_leads
 from arborgraph.query.settings import QuerySettings
 from arborgraph.query.request import QueryRequest
 
@@ -143,9 +143,12 @@ class QueryEngine:
         default_model()
         count = self.count_tokens
         graphs = bool({"graph", "global"} & set(self.index.routes))
+        pooled_walk = self.index.dense is not None and self.index.dense.approximate
         if "tree" in self.index.routes:
             for scope in self.index.scopes:
                 scope.tree.arrays()  # the walk's arrays
+                if pooled_walk:
+                    scope.leaf_sample  # noqa: B018 - the pooled walk's rank sample, read once
                 for node in scope.tree.summaries()[:TOKEN_COUNTS_KEPT]:
                     count(node.text)  # every walk's budget counts the summaries it passes
         if graphs:
@@ -160,7 +163,7 @@ class QueryEngine:
                 kg.adjacency, kg.chunk_entities, kg.name_index, kg.word_keys, kg.membership  # noqa: B018
                 mention_index(kg)
                 report_index(kg)
-                first_chunks(kg)
+                keep_page_leads(self.index, first_chunks(kg))
         if self.ranker is not None:
             ranking = self._ranking_index
             ranking.layout()

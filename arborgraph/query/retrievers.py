@@ -129,6 +129,14 @@ def _rows_of(store: ChunkStore, chunk_ids: Sequence[str]) -> np.ndarray:
     return np.fromiter((get(c, -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
 
 
+def keep_page_leads(index: Index, leads: tuple[str, ...]) -> None:
+    """Work out now what global search keeps of a graph's page leads (their rows, and
+    their vectors when the index has vectors), which the first question would."""
+    _rows_of(index.store, leads)
+    if index.dense is not None and len(leads) >= _KEPT_MIN:
+        _GraphRoute(index, None)._chunk_vectors(leads)
+
+
 def _known_rows(store: ChunkStore, chunk_ids: Sequence[str]) -> np.ndarray:
     """The rows of ``chunk_ids``, every one a chunk of ``store`` (KeyError otherwise)."""
     rows = _rows_of(store, chunk_ids)
