@@ -110,7 +110,6 @@ class Tree:
     _index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
     # rows of each level, in node order (the tree is immutable: computed once)
     _rows_by_level: dict[int, list[int]] = field(default_factory=dict, repr=False, compare=False)
-    _leaf_parents: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
     _arrays: list["TreeArrays"] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -168,17 +167,8 @@ class Tree:
 
     def leaf_parent_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Every (leaf, parent) link as two arrays: the leaf's index among
-        :meth:`leaves` and the parent's row."""
-        if not self._leaf_parents:
-            pairs = [
-                (i, self._index[parent])
-                for i, row in enumerate(self._rows_by_level.get(0, []))
-                for parent in self.nodes[row].parents
-                if parent in self._index
-            ]
-            arrays = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-            self._leaf_parents.extend([arrays[:, 0].copy(), arrays[:, 1].copy()])
-        return self._leaf_parents[0], self._leaf_parents[1]
+        :meth:`leaves` and the parent's row (the leaves' links of :meth:`arrays`)."""
+        return self.arrays().leaf_parents
 
     def level_ids(self, level: int) -> list[str]:
         return [self.nodes[row].node_id for row in self._rows_by_level.get(level, [])]
@@ -202,12 +192,14 @@ class Tree:
 
 @dataclass(frozen=True)
 class TreeArrays:
-    """A tree's shape by row: each level's rows, every (child, parent) link grouped by
-    the child's level, each node's rank in node id order (ties between equal scores go
-    to the greater id), and each leaf's place among the leaves in reading order."""
+    """A tree's shape by row: each level's rows, every (child, parent) link of a summary
+    grouped by the child's level, each leaf's links by its place among the leaves, each
+    node's rank in node id order (ties between equal scores go to the greater id), and
+    each leaf's place among the leaves in reading order."""
 
     level_rows: dict[int, np.ndarray]
-    links: dict[int, tuple[np.ndarray, np.ndarray]]  # child level -> (child rows, parent rows)
+    links: dict[int, tuple[np.ndarray, np.ndarray]]  # child level >= 1 -> (child rows, parent rows)
+    leaf_parents: tuple[np.ndarray, np.ndarray]  # (leaf's place among the leaves, parent row)
     id_rank: np.ndarray
     leaf_place: dict[str, int]
 
@@ -216,14 +208,22 @@ class TreeArrays:
         index = tree._index
         level_rows = {level: np.asarray(rows, dtype=np.int64) for level, rows in tree._rows_by_level.items()}
         links: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        leaf_parents = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         for level, rows in tree._rows_by_level.items():
-            pairs = [(row, index[parent]) for row in rows for parent in tree.nodes[row].parents if parent in index]
+            # a leaf is known by its place among the leaves, a summary by its row
+            pairs = [
+                (place if level == 0 else row, index[parent])
+                for place, row in enumerate(rows) for parent in tree.nodes[row].parents if parent in index
+            ]
             arr = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-            links[level] = (arr[:, 0].copy(), arr[:, 1].copy())
+            if level == 0:
+                leaf_parents = (arr[:, 0].copy(), arr[:, 1].copy())
+            else:
+                links[level] = (arr[:, 0].copy(), arr[:, 1].copy())
         id_rank = np.empty(len(tree.nodes), dtype=np.int64)
         id_rank[sorted(range(len(tree.nodes)), key=lambda row: tree.nodes[row].node_id)] = np.arange(len(tree.nodes))
         leaf_place = {tree.nodes[row].node_id: i for i, row in enumerate(tree._rows_by_level.get(0, []))}
-        return cls(level_rows, links, id_rank, leaf_place)
+        return cls(level_rows, links, leaf_parents, id_rank, leaf_place)
 
 
 def ordered_union(groups: Sequence[Sequence[str]], order: dict[str, int]) -> tuple[str, ...]:
