@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from arborgraph.core.tables import records_table
 from graphrag import schema as S
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import (
@@ -141,56 +142,28 @@ def graph_to_tables(g: KnowledgeGraph) -> dict[str, pa.Table]:
     rels = list(g.relations.values())
     coms = list(g.communities.values())
     reps = list(g.reports.values())
-    columns: dict[str, dict[str, list]] = {
-        S.ENTITIES: {
-            S.ID: [e.id for e in ents],
-            S.NAME: [e.name for e in ents],
-            S.TYPE: [e.type for e in ents],
-            S.ALIASES: [list(e.aliases) for e in ents],
-            S.DESCRIPTION: [e.description for e in ents],
-            S.DESCRIPTION_CHUNK: [e.description_chunk for e in ents],
-            S.DEGREE: [g.degree(e.id) for e in ents],
-            S.CHUNK_IDS: [e.chunk_ids for e in ents],
-        },
+    mentions = [m for e in ents for m in e.mentions]
+    # each column holds its records' attribute of the same name, but for these
+    derived: dict[str, Mapping[str, list]] = {
+        S.ENTITIES: {S.DEGREE: [g.degree(e.id) for e in ents]},
         S.RELATIONSHIPS: {
-            S.ID: [r.id for r in rels],
-            S.SOURCE: [r.source for r in rels],
-            S.TARGET: [r.target for r in rels],
-            S.TYPE: [r.type for r in rels],
-            S.WEIGHT: [r.weight for r in rels],
-            S.DESCRIPTION: [r.description for r in rels],
-            S.CHUNK_IDS: [list(r.chunk_ids) for r in rels],
             S.EVIDENCE: [
                 [{S.CHUNK_ID: ev.chunk_id, S.START: ev.start, S.END: ev.end} for ev in r.evidence] for r in rels
             ],
         },
-        S.COMMUNITIES: {
-            S.ID: [c.id for c in coms],
-            S.LEVEL: [c.level for c in coms],
-            S.PARENT: [-1 if c.parent is None else c.parent for c in coms],
-            S.CHILDREN: [list(c.children) for c in coms],
-            S.MEMBERS: [list(c.members) for c in coms],
-        },
+        S.COMMUNITIES: {S.PARENT: [-1 if c.parent is None else c.parent for c in coms]},
         S.COMMUNITY_REPORTS: {
-            S.COMMUNITY_ID: [r.community_id for r in reps],
-            S.LEVEL: [r.level for r in reps],
-            S.TITLE: [r.title for r in reps],
-            S.SUMMARY: [r.summary for r in reps],
             S.FINDINGS: [[{S.FINDING_TEXT: f.text, S.CHUNK_IDS: list(f.chunk_ids)} for f in r.findings] for r in reps],
-            S.RANK: [r.rank for r in reps],
-            S.NAME: [r.name for r in reps],
-            S.PAGES: [list(r.pages) for r in reps],
         },
-        S.ENTITY_CHUNKS: {
-            S.ENTITY_ID: [e.id for e in ents for _ in e.mentions],
-            S.CHUNK_ID: [m.chunk_id for e in ents for m in e.mentions],
-            S.START: [m.start for e in ents for m in e.mentions],
-            S.END: [m.end for e in ents for m in e.mentions],
-            S.COUNT: [m.count for e in ents for m in e.mentions],
-        },
+        S.ENTITY_CHUNKS: {S.ENTITY_ID: [e.id for e in ents for _ in e.mentions]},
+    }
+    records: dict[str, Sequence[object]] = {
+        S.ENTITIES: ents, S.RELATIONSHIPS: rels, S.COMMUNITIES: coms, S.COMMUNITY_REPORTS: reps,
+        S.ENTITY_CHUNKS: mentions,
     }
     return {
-        name: pa.table(columns[name], schema=SCHEMAS[name].with_metadata(meta)) for name in S.TABLE_NAMES
+        name: records_table(records[name], SCHEMAS[name].with_metadata(meta), derived[name])
+        for name in S.TABLE_NAMES
     }
 
 
@@ -311,8 +284,7 @@ def extractions_to_table(
     def offsets(span: tuple[int, int] | None) -> dict[str, int] | None:
         return None if span is None else {S.START: span[0], S.END: span[1]}
 
-    columns = {
-        S.CHUNK_ID: [ex.chunk_id for ex in extractions],
+    derived = {
         S.CHUNK_HASH: [hashes[ex.chunk_id] for ex in extractions],
         S.ENTITIES: [
             [
@@ -335,7 +307,7 @@ def extractions_to_table(
             for ex in extractions
         ],
     }
-    return pa.table(columns, schema=EXTRACTIONS_SCHEMA.with_metadata(meta))
+    return records_table(extractions, EXTRACTIONS_SCHEMA.with_metadata(meta), derived)
 
 
 def extractions_from_table(table: pa.Table) -> tuple[list[ChunkExtraction], dict[str, str], str]:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pyarrow as pa
 
+from arborgraph.core.tables import records_table
 from raptor import schema as S
 from raptor.tree import Node, Tree
 
@@ -42,30 +43,8 @@ def tree_to_tables(tree: Tree) -> dict[str, pa.Table]:
     Row ``i`` is ``tree.nodes[i]`` (and ``tree.vectors[i]``). The root id and the
     schema version are kept in the table's schema metadata.
     """
-    nodes = tree.nodes
-    columns = {
-        S.NODE_ID: [n.node_id for n in nodes],
-        S.LEVEL: [n.level for n in nodes],
-        S.TITLE: [n.title for n in nodes],
-        S.TEXT: [n.text for n in nodes],
-        S.CHILDREN: [list(n.children) for n in nodes],
-        S.PARENTS: [list(n.parents) for n in nodes],
-        S.CHUNK_IDS: [list(n.chunk_ids) for n in nodes],
-        S.DOC_IDS: [list(n.doc_ids) for n in nodes],
-        S.HEADING_PATH: [list(n.heading_path) for n in nodes],
-        S.SUMMARISER: [n.summariser for n in nodes],
-        S.CLUSTER: [n.cluster for n in nodes],
-        S.UMAP_X: [n.umap_x for n in nodes],
-        S.UMAP_Y: [n.umap_y for n in nodes],
-        S.START: [n.start for n in nodes],
-        S.END: [n.end for n in nodes],
-        S.ORIGIN: [n.origin for n in nodes],
-        S.LABEL: [n.label for n in nodes],
-        S.COVERAGE: [n.coverage for n in nodes],
-    }
     metadata = {S.META_SCHEMA_VERSION: S.SCHEMA_VERSION.encode(), S.META_ROOT_ID: tree.root_id.encode()}
-    table = pa.Table.from_pydict(columns, schema=NODE_SCHEMA.with_metadata(metadata))
-    return {S.NODES_TABLE: table}
+    return {S.NODES_TABLE: records_table(tree.nodes, NODE_SCHEMA.with_metadata(metadata))}
 
 
 def tree_from_tables(tables: Mapping[str, pa.Table], vectors: np.ndarray | None = None) -> Tree:

@@ -9,38 +9,46 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from arborgraph.core.tables import records_table
 from arborgraph.index import schema as S
 from arborgraph.index.chunk_rows import chunks_table
 from arborgraph.index.store import GenerationWriter
 from ingest.models import Chunk, Document
 
+_STRINGS = pa.list_(pa.string())
+
+# a column per Document attribute, or per DocumentMetadata attribute, of its name
+DOCUMENTS_SCHEMA = pa.schema(
+    [
+        (S.DOC_ID, pa.string()),
+        (S.DOC_PATH, pa.string()),
+        (S.DOC_TITLE, pa.string()),
+        (S.DOC_FORMAT, pa.string()),
+        (S.DOC_TEXT, pa.string()),
+        (S.DOC_HASH, pa.string()),
+        (S.DOC_SOURCE, pa.string()),
+        (S.DOC_VERSION, pa.string()),
+        (S.DOC_VALID_FROM, pa.date32()),
+        (S.DOC_VALID_TO, pa.date32()),
+        (S.DOC_ACL, _STRINGS),
+        (S.DOC_IMPORTANCE, pa.float64()),
+        (S.DOC_EXTRA, pa.string()),  # the rest of the metadata, as JSON
+        (S.DOC_WARNINGS, _STRINGS),
+    ]
+)
 # document metadata with a column of its own; the rest goes to the extra_json column
-_METADATA_COLUMNS = {"source", "version", "valid_from", "valid_to", "acl", "importance"}
+_METADATA_COLUMNS = (S.DOC_SOURCE, S.DOC_VERSION, S.DOC_VALID_FROM, S.DOC_VALID_TO, S.DOC_ACL, S.DOC_IMPORTANCE)
 
 
 def documents_table(docs: Sequence[Document]) -> pa.Table:
     """The ``documents`` table: one row per loaded document, metadata as columns."""
-    return pa.table(
-        {
-            S.DOC_ID: [d.doc_id for d in docs],
-            S.DOC_PATH: [d.path for d in docs],
-            S.DOC_TITLE: [d.title for d in docs],
-            S.DOC_FORMAT: [d.format for d in docs],
-            S.DOC_TEXT: [d.text for d in docs],
-            S.DOC_HASH: [d.content_hash for d in docs],
-            S.DOC_SOURCE: [d.metadata.source for d in docs],
-            S.DOC_VERSION: [d.metadata.version for d in docs],
-            S.DOC_VALID_FROM: pa.array([d.metadata.valid_from for d in docs], pa.date32()),
-            S.DOC_VALID_TO: pa.array([d.metadata.valid_to for d in docs], pa.date32()),
-            S.DOC_ACL: pa.array([d.metadata.acl for d in docs], pa.list_(pa.string())),
-            S.DOC_IMPORTANCE: pa.array([d.metadata.importance for d in docs], pa.float64()),
-            S.DOC_EXTRA: [
-                json.dumps(d.metadata.model_dump(mode="json", exclude=_METADATA_COLUMNS), sort_keys=True)
-                for d in docs
-            ],
-            S.DOC_WARNINGS: pa.array([d.warnings for d in docs], pa.list_(pa.string())),
-        }
-    )
+    derived: dict[str, list[object]] = {
+        name: [getattr(d.metadata, name) for d in docs] for name in _METADATA_COLUMNS
+    }
+    derived[S.DOC_EXTRA] = [
+        json.dumps(d.metadata.model_dump(mode="json", exclude=set(_METADATA_COLUMNS)), sort_keys=True) for d in docs
+    ]
+    return records_table(docs, DOCUMENTS_SCHEMA, derived)
 
 
 def write_tables(
