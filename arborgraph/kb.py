@@ -48,8 +48,8 @@ class KnowledgeBase:
     :meth:`query_store` and :meth:`info`. The rest lives on its three parts:
 
     - :attr:`index`, the opened generation (:class:`~arborgraph.index.opened.Index`):
-      ``index_dir``, ``manifest`` (typed), ``on_disk`` (its ``manifest`` as read from
-      disk), ``store`` (the chunks), ``mode``, ``routes``, ``scopes``;
+      ``index_dir``, ``manifest`` (typed), ``on_disk`` (the generation's files and
+      tables), ``store`` (the chunks), ``mode``, ``routes``, ``scopes``;
     - :attr:`engine`, the :class:`~arborgraph.query.engine.QueryEngine`: ``settings``,
       ``config`` (the one the index was built with), ``ranker``, ``graph_servers``,
       ``count_tokens``, ``lookup()``, ``route_question()``, ``ranking_candidates()``,

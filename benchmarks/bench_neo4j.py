@@ -111,12 +111,13 @@ def leidenalg_times(index: Path, rounds: int) -> dict[str, Any]:
     import igraph as ig
     import leidenalg
 
+    from arborgraph.index.manifest import index_manifest
     from arborgraph.index.scoped import load_scopes
     from graphrag.build import detect_communities, leiden_edges
     from graphrag.config import GraphConfig
 
     generation = open_generation(index)
-    config = GraphConfig.model_validate(generation.manifest["config"]["graph"])
+    config = GraphConfig.model_validate(index_manifest(generation).config["graph"])
     kg = max((s.graph for s in load_scopes(generation)), key=lambda g: len(g.entities))
     edges = leiden_edges(kg.relations, config)
     names = sorted({v for a, b, _ in edges for v in (a, b)})

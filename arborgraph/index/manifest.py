@@ -175,8 +175,8 @@ def write_manifest(gen_dir: Path, data: Mapping[str, Any]) -> None:
     write_atomic(gen_dir / layout.MANIFEST_SUM, hashlib.sha256(text.encode()).hexdigest() + "\n")
 
 
-def read_manifest(index_dir: Path, gen: Path, shape: type[Shape]) -> tuple[dict[str, Any], Shape]:
-    """The manifest of generation ``gen``, as read and as ``shape``; raises
+def read_manifest(index_dir: Path, gen: Path, shape: type[Shape]) -> Shape:
+    """The manifest of generation ``gen`` as ``shape``; raises
     :class:`IndexDamaged` (one line) when it is missing, oversized, not JSON, of another
     schema version, fails its checksum, lacks the shape, or describes another generation."""
     name = layout.MANIFEST
@@ -226,7 +226,7 @@ def read_manifest(index_dir: Path, gen: Path, shape: type[Shape]) -> tuple[dict[
     record = validated(data, shape, index_dir)
     if record.generation != gen.name:
         raise damaged(index_dir, f"{gen.name}/{name} describes {record.generation}")
-    return data, record
+    return record
 
 
 def validated(data: Mapping[str, Any], shape: type[Shape], index_dir: Path) -> Shape:
@@ -242,6 +242,7 @@ def validated(data: Mapping[str, Any], shape: type[Shape], index_dir: Path) -> S
 def index_manifest(generation: "Generation") -> Manifest:
     """The typed manifest of an index ``generation`` (opened with ``shape=Manifest``, or
     validated now); :class:`IndexDamaged` when it is not an index a build wrote."""
-    if isinstance(generation.record, Manifest):
-        return generation.record
-    return validated(generation.manifest, Manifest, generation.path.parent)
+    if isinstance(generation.manifest, Manifest):
+        return generation.manifest
+    # a store manifest keeps every field it was read with (extra="allow"): the whole text
+    return validated(generation.manifest.to_json(), Manifest, generation.path.parent)

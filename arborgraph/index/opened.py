@@ -53,7 +53,7 @@ class Index:
         try:
             dense = None
             if generation.has_vectors(S.CHUNK_VECTORS):
-                large = layout.CHUNKS_ANN in generation.record.files
+                large = layout.CHUNKS_ANN in generation.manifest.files
                 ann = load_ann(generation.file(layout.CHUNKS_ANN)) if large else None
                 # mapped, not read: a large collection's queries touch few rows (searched
                 # exactly when usearch is not installed here), and a small one's first

@@ -289,7 +289,7 @@ class GenerationWriter:
         Returns how many files were taken over.
         """
         taken = 0
-        for rel, info in previous.record.files.items():
+        for rel, info in previous.manifest.files.items():
             if not rel.startswith(prefixes):
                 continue
             source, target = previous.path / rel, self.path / rel
@@ -338,13 +338,12 @@ class GenerationWriter:
 
 @dataclass(frozen=True)
 class Generation:
-    """An opened, verified generation: its path, its manifest (as read, and as the
-    typed ``record`` it was validated as) and (when opened with ``pin=True``) the pin
-    that keeps builds from pruning it."""
+    """An opened, verified generation: its path, its typed manifest (of the shape it was
+    opened with: an index's is a :class:`arborgraph.index.manifest.Manifest`) and (when
+    opened with ``pin=True``) the pin that keeps builds from pruning it."""
 
     path: Path
-    manifest: dict[str, Any]
-    record: StoreManifest = field(compare=False, repr=False)
+    manifest: StoreManifest = field(repr=False)
     pin: GenerationPin | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -353,7 +352,7 @@ class Generation:
 
     def _listed(self, rel: str) -> Path:
         # only files the checksummed manifest lists are ever read
-        if rel not in self.record.files:
+        if rel not in self.manifest.files:
             raise IndexDamaged(f"{self.path.parent}: {rel} is not in the manifest of {self.name}")
         return self.path / rel
 
@@ -390,7 +389,7 @@ class Generation:
         return file.schema_arrow, batches()
 
     def has_table(self, name: str) -> bool:
-        return layout.table_file(name) in self.record.files
+        return layout.table_file(name) in self.manifest.files
 
     def vectors(self, name: str, *, mmap: bool = False) -> np.ndarray:
         """A vector array; ``mmap`` maps it read-only instead of reading it (its pages
@@ -407,11 +406,11 @@ class Generation:
         return self._listed(relative)
 
     def has_vectors(self, name: str) -> bool:
-        return layout.vectors_file(name) in self.record.files
+        return layout.vectors_file(name) in self.manifest.files
 
     def subdir(self, relative: str) -> Path:
         prefix = relative.rstrip("/") + "/"
-        if not any(rel.startswith(prefix) for rel in self.record.files):
+        if not any(rel.startswith(prefix) for rel in self.manifest.files):
             raise IndexDamaged(f"{self.path.parent}: {relative} is not in the manifest of {self.name}")
         return self.path / relative
 
@@ -448,9 +447,9 @@ def open_generation(
         if pin and held is None:
             continue  # pruned between reading CURRENT and pinning: read CURRENT again
         try:
-            data, record = read_manifest(index_dir, gen, shape)
+            manifest = read_manifest(index_dir, gen, shape)
             if verify:
-                _verify_files(index_dir, gen, record.files)
+                _verify_files(index_dir, gen, manifest.files)
         except IndexDamaged as exc:
             if held is not None:
                 held.close()
@@ -459,7 +458,7 @@ def open_generation(
             if held is not None:
                 held.close()
             raise
-        return Generation(path=gen, manifest=data, record=record, pin=held)
+        return Generation(path=gen, manifest=manifest, pin=held)
     raise IndexDamaged(f"{index_dir}: the live generation kept changing while opening it; try again")
 
 
@@ -467,8 +466,8 @@ def intact_problem(index_dir: Path, gen: Path) -> str | None:
     """Why generation ``gen`` of ``index_dir`` cannot be used (manifest, sizes, checksums),
     or None when it is whole."""
     try:
-        _, record = read_manifest(index_dir, gen, StoreManifest)
-        _verify_files(index_dir, gen, record.files)
+        manifest = read_manifest(index_dir, gen, StoreManifest)
+        _verify_files(index_dir, gen, manifest.files)
     except IndexDamaged as exc:
         return str(exc)
     return None
@@ -477,7 +476,7 @@ def intact_problem(index_dir: Path, gen: Path) -> str | None:
 def changed_on_disk(gen: Generation) -> str | None:
     """A cheap look (sizes and file types, no hashing) at whether ``gen``'s files are still
     what its manifest lists; the first difference, or None."""
-    for rel, info in gen.record.files.items():
+    for rel, info in gen.manifest.files.items():
         try:
             meta = os.lstat(gen.path / rel)
         except OSError:

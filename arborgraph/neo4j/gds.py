@@ -290,13 +290,14 @@ def gds_leiden_index(
     either, and one such scope must not stop the others. A scope that has relations in
     the index but none on the server is still an error (the export is missing)."""
     from arborgraph.index.layout import scoped
+    from arborgraph.index.manifest import index_manifest
     from arborgraph.index.scoped import load_scopes
     from arborgraph.index.store import open_generation
     from graphrag.communities import aggregate_edges
     from graphrag.schema import ENTITIES
 
     generation = open_generation(Path(index_dir))
-    graph_config = (generation.manifest.get("config") or {}).get("graph") or {}
+    graph_config = index_manifest(generation).config.get("graph") or {}
     settings = LeidenSettings.of_index(graph_config)
     settings = LeidenSettings(settings.resolution, settings.min_edge_weight, settings.seed, max_levels)
     outcome = GdsLeidenOutcome([], [])

@@ -370,7 +370,7 @@ def documents(
     report.stages["documents"] = {**changes, "parsed": parsed.misses, "parses_reused": parsed.hits}
     if not force and previous is not None and not (changes["added"] or changes["changed"] or changes["removed"]):
         live = previous.generation
-        same_config = live.manifest.get("config") == ctx.config.to_manifest()
+        same_config = previous.manifest.config == ctx.config.to_manifest()
         if same_config and live.table(S.DOCUMENTS).equals(documents_table(docs)) and same_embedder(ctx):
             raise Unchanged(live.name, [d.doc_id for d in docs])
     return start_umap_warmup(ctx.config, len(chunks), fresh=previous is None)
@@ -455,9 +455,9 @@ def dense_index(
         return
     written = sha256_file(writer.path / layout.vectors_file(S.CHUNK_VECTORS))
     previous = ctx.previous.generation if ctx.previous is not None else None
-    before = previous.record.files if previous is not None else {}
+    before = previous.manifest.files if previous is not None else {}
     same_vectors = before.get(layout.vectors_file(S.CHUNK_VECTORS))
-    same_settings = previous is not None and previous.manifest.get("config", {}).get("vectors") == settings.model_dump()
+    same_settings = ctx.previous is not None and ctx.previous.manifest.config.get("vectors") == settings.model_dump()
     if (
         previous is not None and layout.CHUNKS_ANN in before and same_vectors is not None
         and same_vectors.sha256 == written and same_settings

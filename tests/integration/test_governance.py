@@ -132,7 +132,7 @@ def test_owners_see_their_own_documents(tenant_index: Path) -> None:
 
 def test_structures_are_built_per_access_scope(tenant_index: Path) -> None:
     kb = arborgraph.open(tenant_index)
-    scopes = {s["scope"]: s["chunks"] for s in kb.index.on_disk.manifest["scopes"]}
+    scopes = {s.scope: s.chunks for s in kb.index.manifest.scopes}
     assert set(scopes) == {"public", "acl:team-a", "acl:team-b", "acl:team-c"}
     public_tree = kb.explorer.tree_view(None).tree
     assert not any("bluefin.md" in n.doc_ids or "marlin.md" in n.doc_ids for n in public_tree.nodes)
@@ -432,7 +432,7 @@ def test_acl_given_to_the_build_rescopes_on_rebuild(tmp_path: Path, sample_slice
     moved = build_index([docs], index, cfg, metadata={"private/tarpon.md": {"acl": ["team-d"]}})
     assert moved.stages["tree"]["reused"] == 1  # the public tree; the secret moved scope
     kb = arborgraph.open(index)
-    assert {s["scope"] for s in kb.index.on_disk.manifest["scopes"]} == {"public", "acl:team-d"}
+    assert {s.scope for s in kb.index.manifest.scopes} == {"public", "acl:team-d"}
     for route in ("lookup", "tree"):
         for principal in (None, "team-c"):
             res = kb.query("Tarpon vault PIN HERON-4242", route=route, principal=principal, top_k=50, budget_tokens=4000)

@@ -175,5 +175,5 @@ def test_a_build_after_one_without_structures_builds_them_again(sample_slice: Pa
     again = build_index([docs], index, Config())
     assert not again.unchanged
     gen = open_generation(index)
-    assert any(name.startswith("tables/raptor_nodes.") for name in gen.record.files)
-    assert any(name.startswith("tables/entities.") for name in gen.record.files)
+    assert any(name.startswith("tables/raptor_nodes.") for name in gen.manifest.files)
+    assert any(name.startswith("tables/entities.") for name in gen.manifest.files)

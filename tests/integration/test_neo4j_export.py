@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from arborgraph import neo4j as X
 from arborgraph.neo4j import Neo4jGraphBackend, cypher_expand, memory_expand, neighbours_cypher, relations_among, walk
 from arborgraph.neo4j import servers
+from arborgraph.index.manifest import Manifest
 from arborgraph.index.store import open_generation
 from graphrag.neighbours import MemoryGraphBackend
 from falkordb_server import FalkorServer, falkordb  # noqa: F401  (FalkorDB's Bolt server fixture)
@@ -157,9 +158,9 @@ def test_records_cover_every_table(index_v1: Path, records_v1: X.GraphRecords) -
     from graphrag import schema as G
     from raptor import schema as R
 
-    gen = open_generation(index_v1)
-    (scope,) = gen.manifest["scopes"]
-    tag = scope["tag"]
+    gen = open_generation(index_v1, shape=Manifest)
+    (scope,) = gen.manifest.scopes
+    tag = scope.tag
     labels = Counter(n.label for n in records_v1.nodes)
     types = Counter(r.type for r in records_v1.rels)
     tree = gen.table(f"{R.NODES_TABLE}.{tag}").to_pylist()
@@ -508,8 +509,8 @@ def test_export_writes_the_index_and_a_second_export_changes_nothing(
             for label in (X.ENTITY, X.CHUNK)
         }
         relations = session.run("MATCH (:Entity)-[r:RELATES_TO]->(:Entity) RETURN count(r) AS c").single()["c"]
-    gen = open_generation(index_v1)
-    tag = gen.manifest["scopes"][0]["tag"]
+    gen = open_generation(index_v1, shape=Manifest)
+    tag = gen.manifest.scopes[0].tag
     assert counts == {X.ENTITY: gen.table(f"entities.{tag}").num_rows, X.CHUNK: gen.table("chunks").num_rows}
     assert relations == gen.table(f"relationships.{tag}").num_rows
     with driver.session() as session:
@@ -970,14 +971,14 @@ def test_gds_leiden_writes_communities_and_matches_the_index_modularity(
     assert report.index_modularity > 0.3 and report.gds_modularity >= 0.95 * report.index_modularity  # the target
     assert report.gds_reported_modularity == pytest.approx(report.gds_modularity, abs=0.02)
     # GDS saw exactly the edges the index's Leiden partitioned (pairs summed, light ones left out)
-    gen = open_generation(index_v1)
+    gen = open_generation(index_v1, shape=Manifest)
     kg = load_scopes(gen)[0].graph
-    settings = X.LeidenSettings.of_index(gen.manifest["config"]["graph"])
+    settings = X.LeidenSettings.of_index(gen.manifest.config["graph"])
     run = X.run_gds_leiden(driver, settings=settings)
     from graphrag.build import leiden_edges
     from graphrag.config import GraphConfig
 
-    want = leiden_edges(kg.relations, GraphConfig.model_validate(gen.manifest["config"]["graph"]))
+    want = leiden_edges(kg.relations, GraphConfig.model_validate(gen.manifest.config["graph"]))
     assert [(a, b) for a, b, _ in sorted(run.edges)] == [(a, b) for a, b, _ in want]
     assert [w for _, _, w in sorted(run.edges)] == pytest.approx([w for _, _, w in want])
     # the same graph and seed: the same communities

@@ -72,7 +72,7 @@ def test_readme_python_api_example_runs_as_an_unguarded_script(tmp_path: Path) -
     import arborgraph
 
     kb = arborgraph.open(tmp_path / ".demo-index")
-    assert kb.index.on_disk.manifest["report"]["stages"]["executor"]["name"] == "process"  # the pool did run
+    assert kb.index.manifest.report.stages["executor"]["name"] == "process"  # the pool did run
     generation = kb.generation
     again = run_script(example, tmp_path)  # as after the demo: nothing to redo
     assert again.returncode == 0 and re.findall(r"^(\d\.\d\d)  (\S+)  ", again.stdout, flags=re.M) == ranked

@@ -166,7 +166,7 @@ def test_query_answers_like_the_library_plus_its_generation(server: Server, tena
     status, body = post(server, "/v1/query", {"question": question, "route": "lookup", "top_k": 5}, key=keys["team-a"])
     assert status == 200
     expected = {"id": None, **kb.query(question, route="lookup", top_k=5, principal="team-a").to_dict()}
-    assert body.pop("generation") == kb.index.on_disk.manifest["generation"]
+    assert body.pop("generation") == kb.index.manifest.generation
     assert body == expected
     assert "ZEBRA-7731" in body["contexts"][0]["text"]  # the owner reads its own document
     # the same question without the key: public passages only

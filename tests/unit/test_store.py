@@ -23,7 +23,7 @@ def _write(index: Path, rows: int) -> Path:
 def test_commit_then_open_round_trips(tmp_path: Path) -> None:
     _write(tmp_path / "idx", 3)
     gen = open_generation(tmp_path / "idx")
-    assert gen.manifest["schema_version"] == SCHEMA_VERSION
+    assert gen.manifest.schema_version == SCHEMA_VERSION
     assert gen.table("chunks").num_rows == 3
     assert gen.vectors("chunks").shape == (3, 4)
 
