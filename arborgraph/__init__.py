@@ -31,9 +31,9 @@ __all__ = [
 # the error classes and the settings type, imported on first use so that
 # ``import arborgraph`` stays light
 __getattr__ = lazy_exports(__name__, {
-    "IndexUnusable": "arborgraph.index.store",
-    "IndexNotFound": "arborgraph.index.store",
-    "IndexDamaged": "arborgraph.index.store",
+    "IndexUnusable": "arborgraph.core.errors",
+    "IndexNotFound": "arborgraph.core.errors",
+    "IndexDamaged": "arborgraph.core.errors",
     "QueryError": "arborgraph.core.errors",
     "QuerySettings": "arborgraph.query.settings",
 }, globals())
@@ -56,7 +56,7 @@ def build(
     validated like a sidecar and overriding frontmatter and sidecars.
 
     Builds of one index exclude each other: while another holds it, this raises
-    ``arborgraph.index.store.IndexBusy`` at once, or with ``wait_for_lock=True`` waits for it
+    ``arborgraph.core.errors.IndexBusy`` at once, or with ``wait_for_lock=True`` waits for it
     (telling ``progress`` first, stage ``"waiting for another build"``).
 
     When nothing changed since the live generation, none is written (``force``: one is).

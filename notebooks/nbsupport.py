@@ -29,7 +29,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 import arborgraph  # noqa: E402
 from arborgraph.config import Config  # noqa: E402
 from arborgraph.kb import KnowledgeBase  # noqa: E402
-from arborgraph.index.store import CURRENT_FILE  # noqa: E402
+from arborgraph.index.layout import CURRENT  # noqa: E402
 from raptor import RaptorConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,7 +117,7 @@ def has_index(path: Path) -> bool:
     Such an index is only ever opened: if it cannot be, the error says why, rather
     than a build replacing it with another one.
     """
-    return (path / CURRENT_FILE).is_file()
+    return (path / CURRENT).is_file()
 
 
 def open_or_build(path: Path | None = None, *, build: bool | None = None) -> KnowledgeBase:

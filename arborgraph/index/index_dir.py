@@ -2,7 +2,7 @@
 
 Checked without numpy, pyarrow or the query engine, so that the command line can
 refuse a mistaken path at once, before it loads the rest (:mod:`arborgraph.index.store`
-re-exports all of it and checks again when it opens or writes).
+checks again when it opens or writes).
 """
 
 from __future__ import annotations

@@ -35,21 +35,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from arborgraph.index import layout
-from arborgraph.core.errors import IndexUnusable, IndexNotFound, IndexDamaged, IndexBusy  # noqa: F401 (re-exported)
-from arborgraph.index.index_dir import (  # noqa: F401 (re-exported)
-    build_running, check_index_dir, current_generation, generation_dirs as _generations, live_generation, read_current,
+from arborgraph.core.errors import IndexUnusable, IndexNotFound, IndexDamaged, IndexBusy
+from arborgraph.index.index_dir import (
+    check_index_dir, current_generation, generation_dirs as _generations, live_generation, read_current,
 )
-from arborgraph.index.index_files import MAX_POINTER_BYTES, damaged, read_small, sha256_file, shown, write_atomic  # noqa: F401 (re-exported)
-from arborgraph.index.layout import cache_dir  # noqa: F401 (re-exported)
+from arborgraph.index.index_files import damaged, read_small, sha256_file, shown, write_atomic
 from arborgraph.index.vectors import RowReader
-from arborgraph.index.manifest import MAX_MANIFEST_BYTES, SCHEMA_VERSION, FileRecord, StoreManifest, read_manifest, write_manifest  # noqa: F401
+from arborgraph.index.manifest import FileRecord, StoreManifest, read_manifest, write_manifest
+from arborgraph.index.schema import SCHEMA_VERSION
 
-# the old names of the layout's files, kept for callers of this module
-CURRENT_FILE = layout.CURRENT
-MANIFEST_FILE = layout.MANIFEST
-MANIFEST_SUM_FILE = layout.MANIFEST_SUM
-LOCK_FILE = layout.LOCK
-COUNTER_FILE = layout.COUNTER
 KEEP_OLD_GENERATIONS = 1  # besides those a reader pins: for readers that do not pin
 # A build that finds the lock taken retries this long before failing: a reader of
 # the build status holds it for a moment to learn whether a build is running.
@@ -73,7 +67,7 @@ class BuildLock:
         when_busy: str = "wait for it to finish, or pass --wait (wait_for_lock=True) to queue behind it",
     ) -> None:
         self.index_dir = Path(index_dir)
-        self.path = self.index_dir / LOCK_FILE
+        self.path = self.index_dir / layout.LOCK
         self._when_busy = when_busy  # what the caller can do, said when the lock is held
         self._fd = self._acquire(wait, on_wait)
         os.ftruncate(self._fd, 0)
@@ -88,7 +82,7 @@ class BuildLock:
             except FileNotFoundError:  # the directory was removed meanwhile
                 continue
             except OSError as exc:
-                raise IndexUnusable(f"{self.index_dir}: cannot open {LOCK_FILE} ({exc.strerror})") from None
+                raise IndexUnusable(f"{self.index_dir}: cannot open {layout.LOCK} ({exc.strerror})") from None
             try:
                 if not _try_lock(fd, fcntl.LOCK_EX, LOCK_GRACE_S):
                     message = (
@@ -166,7 +160,7 @@ class GenerationPin:
             raise IndexUnusable(f"{gen.parent}: cannot open {gen.name} ({exc.strerror})") from None
         # a build holds the exclusive lock only while it deletes the directory
         fcntl.flock(fd, fcntl.LOCK_SH)
-        if not _same_file(fd, gen) or not (gen / MANIFEST_FILE).exists():
+        if not _same_file(fd, gen) or not (gen / layout.MANIFEST).exists():
             os.close(fd)
             return None
         return cls(fd)
@@ -230,7 +224,7 @@ class GenerationWriter:
         """A generation number never handed out before in this index, recorded before
         its directory exists: an abandoned or pruned generation's number is not reused."""
         seen = [n for n, _ in _generations(self.index_dir)]
-        raw = read_small(self.index_dir / COUNTER_FILE, COUNTER_FILE, self.index_dir)
+        raw = read_small(self.index_dir / layout.COUNTER, layout.COUNTER, self.index_dir)
         if raw is not None and raw.strip().isdigit():
             seen.append(int(raw.strip()))
         live = read_current(self.index_dir)
@@ -243,14 +237,14 @@ class GenerationWriter:
         number = max(seen, default=0) + 1
         if number > layout.MAX_GENERATION:
             raise IndexUnusable(f"{self.index_dir}: generation numbers are exhausted; build a new index")
-        write_atomic(self.index_dir / COUNTER_FILE, f"{number}\n")
+        write_atomic(self.index_dir / layout.COUNTER, f"{number}\n")
         return number
 
     def _clean_abandoned(self) -> None:
         """Remove what interrupted builds and prunes left behind (never the live one)."""
         live = current_generation(self.index_dir)
         for _, gen in _generations(self.index_dir):
-            if gen != live and not (gen / MANIFEST_FILE).exists():
+            if gen != live and not (gen / layout.MANIFEST).exists():
                 shutil.rmtree(gen, ignore_errors=True)
         for child in self.index_dir.iterdir():
             if child.name.startswith(layout.PRUNED_PREFIX) and not child.is_symlink():
@@ -317,7 +311,7 @@ class GenerationWriter:
         data["generation"] = self.path.name
         data["files"] = checksums
         write_manifest(self.path, data)
-        write_atomic(self.index_dir / CURRENT_FILE, self.path.name + "\n")
+        write_atomic(self.index_dir / layout.CURRENT, self.path.name + "\n")
         self._prune_old()
         self._release()
         return self.path
@@ -537,7 +531,7 @@ def rollback(index_dir: Path | str, to: str | None = None) -> tuple[str | None, 
                     f"{index_dir}: no intact generation older than {live.name if live else 'the live one'} to roll back to"
                 )
             target = found
-        write_atomic(index_dir / CURRENT_FILE, target.name + "\n")
+        write_atomic(index_dir / layout.CURRENT, target.name + "\n")
     return (live.name if live else None), target.name
 
 

@@ -26,7 +26,9 @@ from arborgraph.index import layout
 from arborgraph.index import schema as S
 from arborgraph.index.chunk_rows import chunks_from_table
 from arborgraph.index.manifest import Manifest, index_manifest
-from arborgraph.index.store import Generation, IndexUnusable, build_running, open_generation
+from arborgraph.core.errors import IndexUnusable
+from arborgraph.index.index_dir import build_running
+from arborgraph.index.store import Generation, open_generation
 from ingest.models import Chunk, Document
 
 DocStatus = Literal["pending", "processing", "done", "failed", "skipped"]

@@ -70,7 +70,7 @@ def _served(index: Path, poll_seconds: float, verify_seconds: float = 600.0) -> 
     Its error is said here, not left to the command group: uvicorn's ``--workers``
     processes call it through :func:`app_from_environment`, outside any command."""
     from arborgraph.service.swap import ServedIndex
-    from arborgraph.index.store import IndexUnusable
+    from arborgraph.core.errors import IndexUnusable
 
     try:
         with contextlib.redirect_stdout(sys.stderr):

@@ -162,7 +162,7 @@ class ServedIndex:
         """Look at the index on disk: report a broken ``CURRENT`` or damaged files of the
         served generation in :attr:`problems` (cleared once mended), and swap in the
         live generation if it is new and answers; True if swapped."""
-        from arborgraph.index.store import IndexUnusable
+        from arborgraph.core.errors import IndexUnusable
 
         try:
             live = live_generation(self.index_dir)

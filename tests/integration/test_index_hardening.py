@@ -26,10 +26,10 @@ import pytest
 
 import arborgraph
 from arborgraph.config import load_config
-from arborgraph.core.errors import StorageError
+from arborgraph.core.errors import IndexBusy, IndexUnusable, StorageError
 from arborgraph.pipeline.incremental import BuildStatus
 from arborgraph.pipeline import LOCK_WAIT_STAGE, build_index
-from arborgraph.index.store import BuildLock, GenerationWriter, IndexBusy, IndexUnusable, open_generation
+from arborgraph.index.store import BuildLock, GenerationWriter, open_generation
 from conftest import SAMPLE_MANUAL, copy_pages
 
 LOOKUP_ONLY = load_config(overrides={"build_tree": False, "build_graph": False})

@@ -10,7 +10,9 @@ import pyarrow as pa
 import pytest
 
 from arborgraph.index.schema import SCHEMA_VERSION
-from arborgraph.index.store import CURRENT_FILE, GenerationWriter, IndexUnusable, open_generation
+from arborgraph.core.errors import IndexBusy, IndexUnusable
+from arborgraph.index.layout import CURRENT
+from arborgraph.index.store import GenerationWriter, open_generation
 
 
 def _write(index: Path, rows: int) -> Path:
@@ -93,7 +95,7 @@ def test_missing_manifest_is_refused(tmp_path: Path) -> None:
     (gen / "manifest.json").unlink()
     with pytest.raises(IndexUnusable, match="no manifest"):
         open_generation(tmp_path / "idx")
-    (tmp_path / "idx" / CURRENT_FILE).write_text("../../etc\n")
+    (tmp_path / "idx" / CURRENT).write_text("../../etc\n")
     with pytest.raises(IndexUnusable, match="not a generation"):
         open_generation(tmp_path / "idx")
 
@@ -113,8 +115,6 @@ def test_a_pinned_generation_outlives_pruning_until_released(tmp_path: Path) -> 
 
 
 def test_a_writer_takes_the_build_lock(tmp_path: Path) -> None:
-    from arborgraph.index.store import IndexBusy
-
     index = tmp_path / "idx"
     _write(index, 1)
     writer = GenerationWriter(index)
