@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from arborgraph.core.errors import ConfigError  # noqa: F401 (re-exported)
+from arborgraph.core.errors import ConfigError
 from arborgraph.models.embedding import EmbeddingConfig
 from arborgraph.llm.config import LLMConfig
 from ingest.chunking import ChunkingConfig

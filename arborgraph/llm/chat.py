@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from arborgraph.core.concurrency import run_ordered
-from arborgraph.core.errors import LLMError, UnusableReply
+from arborgraph.core.errors import LLMError, MalformedReply, UnusableReply
 from arborgraph.llm.cache import LLMCache, request_key
 from arborgraph.llm.config import LLMConfig
 from arborgraph.llm.control_tokens import neutralise_messages
-from arborgraph.llm.structured import MalformedReply, check_json_reply, repair_messages
+from arborgraph.llm.structured import check_json_reply, repair_messages
 from arborgraph.llm.usage import LLMUsage
 
 __all__ = ["CachedChatModel", "ChatCall", "ChatRequest"]

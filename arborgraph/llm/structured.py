@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from arborgraph.core.errors import MalformedReply  # noqa: F401 (re-exported)
+from arborgraph.core.errors import MalformedReply
 from arborgraph.core.errors import UnusableReply
 from arborgraph.core.protocols import ChatModel
 from arborgraph.core.concurrency import naming_item

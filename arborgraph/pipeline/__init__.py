@@ -38,10 +38,7 @@ from typing import TYPE_CHECKING
 from arborgraph.core.lazy import lazy_exports
 
 _EXPORTS = {
-    "BuildError": "arborgraph.core.errors",
-    "NoUsableDocuments": "arborgraph.core.errors",
     "BuildReport": "arborgraph.index.build_report",
-    "chunks_table": "arborgraph.index.chunk_rows",
     "try_load_embedder": "arborgraph.pipeline.embed",
     "CHUNK_JOB_CHARS": "arborgraph.pipeline.load",
     "LOCAL_CHUNK_CHARS": "arborgraph.pipeline.load",
@@ -51,7 +48,6 @@ _EXPORTS = {
     "load_documents": "arborgraph.pipeline.load",
     "LOCK_WAIT_STAGE": "arborgraph.pipeline.run",
     "build_index": "arborgraph.pipeline.run",
-    "check_index_target": "arborgraph.pipeline.run",
     "STAGES": "arborgraph.pipeline.stages",
     "BuildContext": "arborgraph.pipeline.stages",
     "Stage": "arborgraph.pipeline.stages",
@@ -62,9 +58,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from arborgraph.core.errors import BuildError, NoUsableDocuments
     from arborgraph.index.build_report import BuildReport
-    from arborgraph.index.chunk_rows import chunks_table
     from arborgraph.pipeline.embed import try_load_embedder
     from arborgraph.pipeline.load import (
         CHUNK_JOB_CHARS,
@@ -74,7 +68,7 @@ if TYPE_CHECKING:
         input_kilobytes,
         load_documents,
     )
-    from arborgraph.pipeline.run import LOCK_WAIT_STAGE, build_index, check_index_target
+    from arborgraph.pipeline.run import LOCK_WAIT_STAGE, build_index
     from arborgraph.pipeline.stages import STAGES, BuildContext, Stage, start_umap_warmup
     from arborgraph.pipeline.tables import documents_table
 

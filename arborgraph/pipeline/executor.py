@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from arborgraph.index.chunk_rows import ChunkRow, decode_chunks, encode_chunks  # noqa: F401 (decode_chunks re-exported)
-from arborgraph.core.errors import ExecutorError, install_hint  # noqa: F401 (ExecutorError re-exported)
+from arborgraph.index.chunk_rows import ChunkRow, encode_chunks
+from arborgraph.core.errors import ExecutorError, install_hint
 from arborgraph.core.processes import available_cores, worker_context
 from arborgraph.core.protocols import Executor
 from graphrag.extract.encoding import ExtractionRow, decode_extraction, encode_extraction
@@ -316,7 +316,7 @@ def cyclic_gc_paused() -> Iterator[None]:
 
 
 def chunk_batch(job: tuple[dict[str, Any], list[Any]]) -> list[list[ChunkRow]]:
-    """Chunk a batch of documents; per document, its chunks as rows for :func:`decode_chunks`."""
+    """Chunk a batch of documents; per document, its chunks as rows for :func:`arborgraph.index.chunk_rows.decode_chunks`."""
     from ingest import ChunkingConfig, chunk_document
 
     chunking, docs = job

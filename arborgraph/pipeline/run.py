@@ -31,7 +31,7 @@ from arborgraph.pipeline.embed import try_load_embedder
 from arborgraph.pipeline.load import input_kilobytes
 from arborgraph.pipeline.stages import BuildContext, Built, EmbedderFactory, Embedders, Unchanged, build_stages
 from arborgraph.core.protocols import ProgressCallback, no_progress
-from arborgraph.index.index_dir import check_build_target, check_index_target  # noqa: F401 (re-exported)
+from arborgraph.index.index_dir import check_build_target
 from arborgraph.index.store import BuildLock
 from ingest.metadata import GivenMetadata
 
@@ -60,7 +60,7 @@ def build_index(
 
     One build at a time writes an index: this one holds the index's build lock from
     before it reads the live generation until it has committed its own. When another
-    build holds it, this one raises :class:`arborgraph.index.store.IndexBusy` at once, or
+    build holds it, this one raises :class:`arborgraph.core.errors.IndexBusy` at once, or
     with ``wait_for_lock`` waits for it (reporting ``progress(LOCK_WAIT_STAGE, 0,
     None)`` first, the holder's pid in :attr:`BuildReport.lock_wait`).
 

@@ -23,7 +23,7 @@ from arborgraph.core.protocols import Embedder
 from arborgraph.pipeline.embedding_cache import EmbeddingCache
 from arborgraph.pipeline.shared_embedding_cache import SharedEmbeddingCache
 from arborgraph.pipeline.executor import cyclic_gc_paused, extract_many_on, fit_many_on
-from arborgraph.index.layout import TREE, scoped, tree_bm25_dir  # noqa: F401 (scoped re-exported)
+from arborgraph.index.layout import TREE, scoped, tree_bm25_dir
 from arborgraph.core.lexical import LexicalIndex
 from arborgraph.core.protocols import ProgressCallback
 from arborgraph.index.scoped import PUBLIC, scope_of

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from arborgraph.core.errors import EvalError  # noqa: F401 (re-exported)
+from arborgraph.core.errors import EvalError
 from arborgraph.core.results import Context
 from arborgraph.query.router import QUESTION_TYPE_TO_ROUTE
 

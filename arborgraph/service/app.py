@@ -39,7 +39,7 @@ from arborgraph.service.metrics import Metrics
 from arborgraph.service.problems import PROBLEM_TYPE, problem, unexpected, validation_detail
 from arborgraph.service.rebuild import Rebuilds
 from arborgraph.service.routes import documents, explore, health, query
-from arborgraph.service.routes.query import ROUTE_LABEL, request_models  # noqa: F401 (re-exported)
+from arborgraph.service.routes.query import ROUTE_LABEL
 from arborgraph.service.swap import ServedIndex
 
 

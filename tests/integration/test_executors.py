@@ -12,11 +12,11 @@ import pytest
 from arborgraph.config import load_config
 from arborgraph.core.errors import ExecutorError
 from arborgraph.core.processes import available_cores
+from arborgraph.index.chunk_rows import decode_chunks
 from arborgraph.pipeline.executor import (
     AUTO_POOL_MIN_KB,
     SerialExecutor,
     chunk_batch,
-    decode_chunks,
     extract_batch,
     make_executor,
     map_as_produced,

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import arborgraph
-from arborgraph.pipeline import NoUsableDocuments, build_index
+from arborgraph.core.errors import NoUsableDocuments
+from arborgraph.pipeline import build_index
 from arborgraph.config import load_config
 from arborgraph.core.errors import EmbedderMismatch
 from arborgraph.models.embedding import load_embedder

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from arborgraph.config import ConfigError, load_config
+from arborgraph.config import load_config
+from arborgraph.core.errors import ConfigError
 
 # imported by builds (UMAP, bm25s's indexing), exports or notebooks, never by a question
 BUILD_ONLY = ("numba", "llvmlite", "bm25s", "sklearn", "umap", "pynndescent", "torch", "tqdm", "yaml", "pyarrow.dataset")

@@ -19,8 +19,8 @@ from arborgraph.llm.cache import request_key
 from arborgraph.core.concurrency import run_ordered
 from arborgraph.llm.config import LLMConfig, resolve_endpoint
 from arborgraph.llm.retry import backoff_delay, is_retryable_status, parse_retry_after
+from arborgraph.core.errors import MalformedReply
 from arborgraph.llm.structured import (
-    MalformedReply,
     check_json_reply,
     parse_model_reply,
     response_format,

@@ -7,7 +7,8 @@ import pytest
 
 from arborgraph.index import layout
 from arborgraph.index.chunk_rows import chunks_from_table, chunks_table, decode_chunks, encode_chunks
-from arborgraph.config import ConfigError, load_config
+from arborgraph.config import load_config
+from arborgraph.core.errors import ConfigError
 from arborgraph.pipeline import STAGES
 from arborgraph.pipeline.scopes import structure_settings
 from graphrag.extract import LLMExtractorConfig, RuleExtractorConfig
