@@ -4,7 +4,7 @@ BM25 index over those texts."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,12 +14,16 @@ import numpy as np
 from arborgraph.config import Config
 from arborgraph.models.embedding import load_embedder
 from arborgraph.core.errors import EmbedderUnavailable
+from arborgraph.index.build_report import BuildReport
 from arborgraph.core.protocols import Embedder
 from arborgraph.pipeline.embedding_cache import EmbeddingCache
-from arborgraph.pipeline.shared_embedding_cache import SharedEmbeddingCache
+from arborgraph.pipeline.shared_embedding_cache import SharedCacheOpening, SharedEmbeddingCache, open_shared_cache
 from arborgraph.core.lexical import LexicalIndex
 from arborgraph.core.protocols import ProgressCallback
 from ingest.models import Chunk, Document
+
+# what a build loads its embedder with: the embedder, or None and why not
+EmbedderFactory = Callable[[Config], tuple[Embedder | None, str | None]]
 
 
 def try_load_embedder(config: Config) -> tuple[Embedder | None, str | None]:
@@ -29,6 +33,40 @@ def try_load_embedder(config: Config) -> tuple[Embedder | None, str | None]:
     except EmbedderUnavailable as exc:
         return None, str(exc)
 
+
+class Embedders:
+    """The embedder this build uses (or why there is none), loaded once: the check for
+    an unchanged index needs its name, and stage ``embed`` its vectors; and the
+    user-level embedding cache, opened once per build by the first stage that embeds."""
+
+    def __init__(self, factory: EmbedderFactory, config: Config, report: BuildReport) -> None:
+        self._factory = factory
+        self._config = config
+        self._report = report
+        self._local: tuple[Embedder | None, str | None] | None = None
+        self._shared: SharedCacheOpening | None = None
+
+    def local(self) -> tuple[Embedder | None, str | None]:
+        if self._local is None:
+            self._local = self._factory(self._config)
+        return self._local
+
+    def shared_cache(self, embedder: Embedder) -> SharedEmbeddingCache | None:
+        """The user-level embedding cache for ``embedder``; None when it is off, cannot key
+        this embedder, or cannot be used, which the report says (a note, or a warning)."""
+        if self._shared is None:
+            self._shared = opening = open_shared_cache(self._config.embedding, embedder)
+            self._report.shared_embedding_cache_note = opening.note
+            if opening.warning:
+                self._report.warnings.append(opening.warning)
+            if opening.cache is not None:
+                self._report.shared_embedding_cache = str(opening.cache.path)
+        return self._shared.cache
+
+    def close(self) -> None:
+        """Release the shared cache, if a stage opened it."""
+        if self._shared is not None and self._shared.cache is not None:
+            self._shared.cache.close()
 
 def contextual_prefixes(
     chat: Any, docs: Sequence[Document], chunks: Sequence[Chunk], config: Config, progress: ProgressCallback

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -133,3 +133,18 @@ class BuildStatus(BaseModel):
         if status.state == "running" and not build_running(index_dir):
             status.state = "interrupted"
         return status
+
+
+def document_changes(docs: Sequence[Any], previous: PreviousIndex | None, reused: int) -> Mapping[str, int]:
+    """What changed since the live index: added, changed, removed, unchanged documents."""
+    if previous is None:
+        return {"added": len(docs), "changed": 0, "removed": 0, "unchanged": 0, "chunks_reused_from": 0}
+    old = previous.doc_hashes
+    current = {d.doc_id: d.content_hash for d in docs}
+    return {
+        "added": sum(1 for d in current if d not in old),
+        "changed": sum(1 for d, h in current.items() if d in old and old[d] != h),
+        "removed": sum(1 for d in old if d not in current),
+        "unchanged": sum(1 for d, h in current.items() if old.get(d) == h),
+        "chunks_reused_from": reused,
+    }

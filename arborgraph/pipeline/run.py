@@ -23,13 +23,13 @@ from arborgraph.core.version import __version__
 from arborgraph.index import layout
 from arborgraph.index.build_report import BuildReport
 from arborgraph.config import Config
-from arborgraph.core.errors import BuildError, NoUsableDocuments, StorageError
+from arborgraph.core.errors import NoUsableDocuments, StorageError
 from arborgraph.pipeline.executor import make_executor
 from arborgraph.pipeline.incremental import load_previous
 from arborgraph.index.manifest import BuildRecord, ModeRecord
-from arborgraph.pipeline.embed import try_load_embedder
+from arborgraph.pipeline.embed import EmbedderFactory, Embedders, try_load_embedder
 from arborgraph.pipeline.load import input_kilobytes
-from arborgraph.pipeline.stages import BuildContext, Built, EmbedderFactory, Embedders, Unchanged, build_stages
+from arborgraph.pipeline.stages import BuildContext, Built, Unchanged, build_stages
 from arborgraph.core.protocols import ProgressCallback, no_progress
 from arborgraph.index.index_dir import check_build_target
 from arborgraph.index.store import BuildLock

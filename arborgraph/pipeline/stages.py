@@ -19,7 +19,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,13 +35,11 @@ from arborgraph.config import Config
 from arborgraph.pipeline.contradictions import find_contradictions
 from arborgraph.core.embedding_identity import identity_of
 from arborgraph.core.errors import BuildError, NoUsableDocuments
-from arborgraph.core.protocols import Embedder
 from arborgraph.pipeline.embedding_cache import EmbeddingCache
-from arborgraph.pipeline.shared_embedding_cache import SharedCacheOpening, SharedEmbeddingCache, open_shared_cache
 from arborgraph.core.protocols import Executor
-from arborgraph.pipeline.incremental import BuildStatus, DocumentStatus, PreviousIndex
+from arborgraph.pipeline.incremental import BuildStatus, DocumentStatus, PreviousIndex, document_changes
 from arborgraph.llm.factory import Provider, ProviderMissing, open_provider
-from arborgraph.pipeline.embed import Embedded, build_lexical, contextual_prefixes, embed_texts
+from arborgraph.pipeline.embed import Embedded, Embedders, build_lexical, contextual_prefixes, embed_texts
 from arborgraph.pipeline.load import Loaded, chunk_remaining, load_documents
 from arborgraph.pipeline.scopes import Reuse, Scopes, scope_records
 from arborgraph.pipeline.tables import documents_table, write_tables
@@ -53,7 +51,6 @@ from ingest.metadata import GivenMetadata
 from ingest.models import Chunk, Document
 from ingest.parse_cache import ParseCache
 
-EmbedderFactory = Callable[[Config], tuple[Embedder | None, str | None]]
 T = TypeVar("T")
 
 
@@ -154,41 +151,6 @@ class Unchanged(Exception):
 
 
 # -- what lives for the whole build ---------------------------------------------------
-
-
-class Embedders:
-    """The embedder this build uses (or why there is none), loaded once: the check for
-    an unchanged index needs its name, and stage ``embed`` its vectors; and the
-    user-level embedding cache, opened once per build by the first stage that embeds."""
-
-    def __init__(self, factory: EmbedderFactory, config: Config, report: BuildReport) -> None:
-        self._factory = factory
-        self._config = config
-        self._report = report
-        self._local: tuple[Embedder | None, str | None] | None = None
-        self._shared: SharedCacheOpening | None = None
-
-    def local(self) -> tuple[Embedder | None, str | None]:
-        if self._local is None:
-            self._local = self._factory(self._config)
-        return self._local
-
-    def shared_cache(self, embedder: Embedder) -> SharedEmbeddingCache | None:
-        """The user-level embedding cache for ``embedder``; None when it is off, cannot key
-        this embedder, or cannot be used, which the report says (a note, or a warning)."""
-        if self._shared is None:
-            self._shared = opening = open_shared_cache(self._config.embedding, embedder)
-            self._report.shared_embedding_cache_note = opening.note
-            if opening.warning:
-                self._report.warnings.append(opening.warning)
-            if opening.cache is not None:
-                self._report.shared_embedding_cache = str(opening.cache.path)
-        return self._shared.cache
-
-    def close(self) -> None:
-        """Release the shared cache, if a stage opened it."""
-        if self._shared is not None and self._shared.cache is not None:
-            self._shared.cache.close()
 
 
 @dataclass
@@ -543,18 +505,3 @@ def start_umap_warmup(config: Config, n_chunks: int, *, fresh: bool) -> subproce
     from raptor.warmup import start_background_warmup
 
     return start_background_warmup()
-
-
-def document_changes(docs: Sequence[Any], previous: PreviousIndex | None, reused: int) -> Mapping[str, int]:
-    """What changed since the live index: added, changed, removed, unchanged documents."""
-    if previous is None:
-        return {"added": len(docs), "changed": 0, "removed": 0, "unchanged": 0, "chunks_reused_from": 0}
-    old = previous.doc_hashes
-    current = {d.doc_id: d.content_hash for d in docs}
-    return {
-        "added": sum(1 for d in current if d not in old),
-        "changed": sum(1 for d, h in current.items() if d in old and old[d] != h),
-        "removed": sum(1 for d in old if d not in current),
-        "unchanged": sum(1 for d, h in current.items() if old.get(d) == h),
-        "chunks_reused_from": reused,
-    }
