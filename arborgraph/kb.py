@@ -9,10 +9,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -23,6 +22,7 @@ from arborgraph.core.results import QueryResult, RoutingDecision
 from arborgraph.index.opened import Index
 from arborgraph.query.engine import FROM_SETTINGS, QueryEngine
 from arborgraph.query.explorer import Explorer
+from arborgraph.query.request import AsOf, RouteChoice
 from arborgraph.query.settings import QuerySettings
 
 if TYPE_CHECKING:
@@ -166,12 +166,12 @@ class KnowledgeBase:
     def query(
         self,
         question: str,
-        route: Literal["auto", "lookup", "tree", "graph", "global"] = "auto",
+        route: RouteChoice = "auto",
         *,
         top_k: int | None = None,
         budget_tokens: int | None = None,
         principal: str | None = None,
-        as_of: dt.date | None | Literal["today"] = "today",
+        as_of: AsOf = "today",
         include_stale: bool = False,
         answer: bool = False,
         llm: "ChatModel | None" = None,

@@ -10,6 +10,8 @@ parses a scope's principals again or works out its own mask.
 from __future__ import annotations
 
 import datetime as dt
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -56,3 +58,27 @@ def access_for(
     mask.flags.writeable = False
     readable_scopes = tuple(s for s in scopes if scope_readable(s.scope, principal))
     return Access(principal, as_of, include_stale, mask, readable_scopes, MappingProxyType(stale))
+
+
+class AccessCache:
+    """The :class:`Access` of each caller over one index, worked out once per
+    (principal, date, include_stale) and kept for the ``size`` latest seen."""
+
+    def __init__(self, store: ChunkStore, scopes: tuple[Scope, ...] | list[Scope], size: int) -> None:
+        self._store, self._scopes, self._size = store, scopes, size
+        self._kept: OrderedDict[tuple[str | None, dt.date | None, bool], Access] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, principal: str | None, as_of: dt.date | None, include_stale: bool = False) -> Access:
+        key = (principal, as_of, include_stale)
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        found = access_for(self._store, self._scopes, principal, as_of, include_stale)
+        with self._lock:
+            self._kept[key] = found
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return found

@@ -3,21 +3,9 @@
 A :class:`QueryEngine` answers over one opened :class:`~arborgraph.index.opened.Index`
 with one :class:`~arborgraph.query.settings.QuerySettings`. :meth:`QueryEngine.request`
 makes a question one :class:`~arborgraph.query.request.QueryRequest` and
-:meth:`QueryEngine.run` answers it:
-
-1. checks the question and options;
-2. works out the caller's :class:`~arborgraph.index.access.Access` (``principal``,
-   ``as_of``; kept per caller);
-3. embeds the question (the index's own model, or lexical only when there is none);
-4. scores the collection once (BM25 and dense, :mod:`arborgraph.query.scores`) and takes
-   the flat hybrid hits from those scores;
-5. picks a route (the router's classifier, or the LLM when asked);
-6. runs that route's retriever (:mod:`arborgraph.query.retrievers`);
-7. orders the candidates with the ranking stage, or composes the structure's contexts
-   with the flat hits (:mod:`arborgraph.query.compose`);
-8. when the router is unsure, fuses its two best routes (:mod:`arborgraph.query.fusion`);
-9. keeps the best ``top_k`` within the token budget and gives the final scores, and
-   an answer when asked.
+:meth:`QueryEngine.run` answers it, in the steps ARCHITECTURE.md's "A query" lists:
+access, embedding and scores, flat hits, route, retriever, ranking or composition,
+fusion, digest, budget, final scores and the answer.
 
 The engine owns what it opens for queries (the query embedder, the chat model, the
 graph server's connections) and closes it in :meth:`close`; :meth:`warm` loads what
@@ -29,10 +17,9 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,7 +31,7 @@ from arborgraph.core.protocols import Embedder
 from arborgraph.core.questions import question_problem
 from arborgraph.core.results import Context, QueryResult, Route, RoutingDecision, final_scores
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery, Retriever
-from arborgraph.index.access import Access, access_for
+from arborgraph.index.access import Access, AccessCache
 from arborgraph.index.opened import Index
 from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale, relevance_scores
 from arborgraph.query.fusion import fuse_routes, second_route
@@ -52,7 +39,7 @@ from arborgraph.query.lookup import LookupMode
 from arborgraph.query.scores import score_question
 from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, GraphServers, LookupRetriever, TreeRetriever, keep_page_leads
 from arborgraph.query.settings import QuerySettings
-from arborgraph.query.request import QueryRequest
+from arborgraph.query.request import AsOf, QueryRequest, RouteChoice, day_of
 
 if TYPE_CHECKING:
     from arborgraph.config import GraphBackendConfig
@@ -112,8 +99,7 @@ class QueryEngine:
         self._chat: Any = None
         self._chat_key: str | None = None  # the LLM settings self._chat was opened with
         self._chat_lock = threading.Lock()
-        self._access: OrderedDict[tuple[Any, ...], Access] = OrderedDict()
-        self._access_lock = threading.Lock()
+        self._access = AccessCache(index.store, index.scopes, ACCESS_KEPT)
         # graph servers a question's own settings name (the engine's are graph_servers)
         self._other_servers: dict[str, GraphServers | None] = {}
         self._servers_lock = threading.Lock()
@@ -251,28 +237,17 @@ class QueryEngine:
     def access(self, principal: str | None, as_of: dt.date | None, include_stale: bool = False) -> Access:
         """What ``principal`` may read on ``as_of`` (see :class:`~arborgraph.index.access.Access`):
         worked out once per caller and date, and kept for the next questions."""
-        key = (principal, as_of, include_stale)
-        with self._access_lock:
-            found = self._access.get(key)
-            if found is not None:
-                self._access.move_to_end(key)
-                return found
-        found = access_for(self.index.store, self.index.scopes, principal, as_of, include_stale)
-        with self._access_lock:
-            self._access[key] = found
-            while len(self._access) > ACCESS_KEPT:
-                self._access.popitem(last=False)
-        return found
+        return self._access.get(principal, as_of, include_stale)
 
     # -- the query pipeline -----------------------------------------------------------
 
     def request(
         self,
         question: str,
-        route: Literal["auto", "lookup", "tree", "graph", "global"] = "auto",
+        route: RouteChoice = "auto",
         *,
         principal: str | None = None,
-        as_of: dt.date | None | Literal["today"] = "today",
+        as_of: AsOf = "today",
         include_stale: bool = False,
         answer: bool = False,
         llm: "ChatModel | None" = None,
@@ -285,9 +260,8 @@ class QueryEngine:
         with (``settings``, else the engine's); QueryError for a question or route
         this engine cannot take."""
         self._check_query(question, route)
-        when = dt.date.today() if as_of == "today" else as_of
         return QueryRequest(
-            question=question, route=route, access=self.access(principal, when, include_stale),
+            question=question, route=route, access=self.access(principal, day_of(as_of), include_stale),
             settings=settings or self.settings, answer=answer, llm=llm, llm_router=llm_router,
         )
 
@@ -414,7 +388,7 @@ class QueryEngine:
         question: str,
         *,
         principal: str | None = None,
-        as_of: dt.date | None | Literal["today"] = "today",
+        as_of: AsOf = "today",
         settings: QuerySettings | None = None,
     ) -> RoutingDecision:
         """The route :meth:`run` would give ``question`` asked on ``auto`` by
@@ -422,8 +396,7 @@ class QueryEngine:
         either: the router reads the caller's flat hits, as in a query."""
         s = settings or self.settings
         self._check_query(question, "auto")
-        when = dt.date.today() if as_of == "today" else as_of
-        q = self._retrieval_query(question, self.access(principal, when), s.top_k, s.top_k, s)
+        q = self._retrieval_query(question, self.access(principal, day_of(as_of)), s.top_k, s.top_k, s)
         return self._decide("auto", q, None, s.router.llm, s)
 
     def _decide(
@@ -565,13 +538,12 @@ class QueryEngine:
         mode: LookupMode = "hybrid",
         top_k: int | None = None,
         principal: str | None = None,
-        as_of: dt.date | None | Literal["today"] = "today",
+        as_of: AsOf = "today",
     ) -> list[Context]:
         """Flat retrieval only (BM25, dense or hybrid): the baselines the eval compares to."""
-        when = dt.date.today() if as_of == "today" else as_of
         vector = None if mode == "bm25" else self.embed_query(question)
         k = top_k or self.settings.top_k
-        mask = self.access(principal, when).mask
+        mask = self.access(principal, day_of(as_of)).mask
         retrieval = self.settings.retrieval
         scores = score_question(
             self.index, question, vector, mask=mask, depth=max(k, retrieval.candidates), expansion=retrieval.ann_expansion

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -10,6 +11,16 @@ from arborgraph.query.settings import QuerySettings
 
 if TYPE_CHECKING:
     from arborgraph.core.protocols import ChatModel
+
+# the route a caller asks for: one of the index's, or the router's pick
+RouteChoice = Literal["auto", "lookup", "tree", "graph", "global"]
+# the date documents must be current on: "today" (the default), a date, or None (no date check)
+AsOf = dt.date | None | Literal["today"]
+
+
+def day_of(as_of: AsOf) -> dt.date | None:
+    """The date ``as_of`` stands for."""
+    return dt.date.today() if as_of == "today" else as_of
 
 
 @dataclass(frozen=True)
@@ -26,7 +37,7 @@ class QueryRequest:
     """
 
     question: str
-    route: Literal["auto", "lookup", "tree", "graph", "global"]
+    route: RouteChoice
     access: Access
     settings: QuerySettings
     answer: bool = False

@@ -9,7 +9,6 @@ import datetime as dt
 import pytest
 
 from arborgraph.index import access as access_module
-from arborgraph.query import engine as engine_module
 
 
 def test_a_callers_access_is_worked_out_once_and_shared_by_queries_and_views(sample_kb, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -20,7 +19,7 @@ def test_a_callers_access_is_worked_out_once_and_shared_by_queries_and_views(sam
         worked_out.append((principal, as_of, include_stale))
         return real(store, scopes, principal, as_of, include_stale)
 
-    monkeypatch.setattr(engine_module, "access_for", counted)
+    monkeypatch.setattr(access_module, "access_for", counted)
     kb = sample_kb.with_settings({"top_k": 5})  # an engine of its own: nothing kept yet
     try:
         for question, route in (("What is WAL?", "auto"), ("What does a checkpoint do?", "tree"), ("How does locking work?", "graph")):
