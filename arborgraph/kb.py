@@ -9,21 +9,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from arborgraph.config import Config
-from arborgraph.core.errors import IndexDamaged, QueryError
+from arborgraph.core.errors import IndexDamaged
 from arborgraph.core.protocols import Embedder
 from arborgraph.core.results import QueryResult, RoutingDecision
 from arborgraph.index.opened import Index
 from arborgraph.query.engine import FROM_SETTINGS, QueryEngine
 from arborgraph.query.explorer import Explorer
 from arborgraph.query.request import AsOf, RouteChoice
-from arborgraph.query.settings import QuerySettings
+from arborgraph.query.settings import QuerySettings, SettingsLike, resolve_settings
 
 if TYPE_CHECKING:
     from arborgraph.config import GraphBackendConfig
@@ -32,9 +29,7 @@ if TYPE_CHECKING:
     from arborgraph.query.ranking import AnyRanker
     from arborgraph.query.retrievers import GraphServers
 
-__all__ = ["KnowledgeBase", "QueryError", "QuerySettings"]
-
-SettingsLike = QuerySettings | Mapping[str, Any] | None
+__all__ = ["KnowledgeBase"]
 
 
 class KnowledgeBase:
@@ -265,20 +260,6 @@ class KnowledgeBase:
 
     def _repr_html_(self) -> str:
         return self.explorer.summary_html()
-
-
-def resolve_settings(base: QuerySettings, given: SettingsLike) -> QuerySettings:
-    """``given`` settings, or ``base`` with ``given``'s changes; QueryError when invalid."""
-    if given is None:
-        return base
-    if isinstance(given, QuerySettings):
-        return given
-    try:
-        return base.updated(given)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise QueryError(f"query setting {where}: {first['msg']}") from None
 
 
 def _stored_config(index: Index) -> Config:

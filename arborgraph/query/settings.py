@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from arborgraph.core.errors import QueryError
 from arborgraph.config import Config, GraphBackendConfig, RetrievalConfig, RouterConfig, TreeSearchConfig
 from arborgraph.llm.config import LLMConfig
 from graphrag.config import GlobalSearchConfig, GraphSearchConfig
@@ -61,3 +62,21 @@ class QuerySettings(BaseModel):
             else:
                 data[key] = value
         return type(self).model_validate(data)
+
+
+# settings as a caller gives them: the whole value, changes to the current ones, or none
+SettingsLike = QuerySettings | Mapping[str, Any] | None
+
+
+def resolve_settings(base: QuerySettings, given: SettingsLike) -> QuerySettings:
+    """``given`` settings, or ``base`` with ``given``'s changes; QueryError when invalid."""
+    if given is None:
+        return base
+    if isinstance(given, QuerySettings):
+        return given
+    try:
+        return base.updated(given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise QueryError(f"query setting {where}: {first['msg']}") from None

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from arborgraph.kb import KnowledgeBase, QueryError
+from arborgraph.core.errors import QueryError
+from arborgraph.kb import KnowledgeBase
 from arborgraph.service.swap import generation_name
 
 RouteName = Literal["auto", "lookup", "tree", "graph", "global"]

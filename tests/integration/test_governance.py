@@ -150,9 +150,9 @@ def test_a_tenant_explores_its_own_tree_and_graph(tenant_index: Path) -> None:
     mentions = [c for e in graph.kg.entities.values() for c in e.chunk_ids]
     assert mentions and all(c.startswith("bluefin.md#") for c in mentions)
     assert graph.text(mentions[0])  # the tenant reads its passages through the view
-    with pytest.raises(arborgraph.kb.QueryError, match="readable: acl:team-a, public"):
+    with pytest.raises(arborgraph.QueryError, match="readable: acl:team-a, public"):
         kb.explorer.tree_view("team-a", scope="acl:team-b")
-    with pytest.raises(arborgraph.kb.QueryError):
+    with pytest.raises(arborgraph.QueryError):
         kb.explorer.graph_view(None, scope="acl:team-a")
     # without a principal, kb.explorer.tree_view() / graph_view() (the notebooks' views) stay public
     assert not any("bluefin.md" in n.doc_ids for n in kb.explorer.tree_view().tree.nodes)

@@ -121,7 +121,7 @@ def test_one_questions_llm_settings_answer_that_question(sample_kb, llm_server) 
     """An index opened without an LLM answers a question whose own settings name one
     (issue #37: the engine's settings were used, and the question was refused); the
     next question without them is refused again, and a second endpoint is not the first."""
-    from arborgraph.kb import QueryError
+    from arborgraph.core.errors import QueryError
 
     llm_server.set_reply(lambda body: "WAL is a journal mode [1].")
     own = {"llm": {"model": "stand-in-model", "base_url": llm_server.base_url, "api_key": "k"}}
@@ -171,7 +171,7 @@ def test_answers_starting_together_open_the_chat_model_once(sample_kb, llm_serve
 
 
 def test_answer_without_llm_is_a_clear_error(sample_kb) -> None:  # type: ignore[no-untyped-def]
-    from arborgraph.kb import QueryError
+    from arborgraph.core.errors import QueryError
 
     res = sample_kb.query("What is WAL?", route="lookup")
     assert res.answer is None
