@@ -491,7 +491,7 @@ class QueryEngine:
         routes (the runner-up a low-confidence decision is fused with), and answers
         alone if the LLM call fails (the reason says so).
         """
-        from arborgraph.query.router import default_model, route_question, with_llm_choice
+        from arborgraph.query.router import default_model, route_question
 
         if hits is None and default_model().spread_stage is not None:
             hits = self.lookup(question, top_k=20)
@@ -502,17 +502,9 @@ class QueryEngine:
         )
         if llm is None:
             return decision
-        from arborgraph.core.errors import LLMError, UnusableReply
-        from arborgraph.query.router_llm import STAGE, llm_route
+        from arborgraph.query.router_llm import with_llm_route
 
-        try:
-            chosen = llm_route(llm, question, self.index.routes)
-        except LLMError as exc:
-            usage = getattr(llm, "usage", None)
-            if isinstance(exc, UnusableReply) and usage is not None:
-                usage.record_fallback(STAGE)
-            return decision.model_copy(update={"reason": f"{decision.reason} (LLM router failed: {exc})"})
-        return with_llm_choice(decision, chosen)
+        return with_llm_route(decision, llm, question, self.index.routes)
 
     @on_one_math_thread
     def ranking_candidates(

@@ -13,10 +13,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from arborgraph.core.errors import LLMError
+from arborgraph.core.errors import LLMError, UnusableReply
 from arborgraph.core.protocols import ChatModel
 from arborgraph.llm.structured import structured_chat
 from arborgraph.core.results import RoutingDecision
+from arborgraph.query.router import with_llm_choice
 
 STAGE = "router"
 
@@ -66,3 +67,17 @@ def llm_route(model: ChatModel, question: str, available: Sequence[str]) -> Rout
         reason=f"LLM router: {reply.reason.strip()}",
         scores={r: round(reply.confidence if r == reply.route else others, 4) for r in routes},
     )
+
+
+def with_llm_route(decision: RoutingDecision, model: ChatModel, question: str, available: Sequence[str]) -> RoutingDecision:
+    """The classifier's ``decision`` with the route ``model`` picks (the classifier still
+    orders the other routes: :func:`arborgraph.query.router.with_llm_choice`), or, when
+    the LLM call fails, the classifier's alone with its reason saying so."""
+    try:
+        chosen = llm_route(model, question, available)
+    except LLMError as exc:
+        usage = getattr(model, "usage", None)
+        if isinstance(exc, UnusableReply) and usage is not None:
+            usage.record_fallback(STAGE)
+        return decision.model_copy(update={"reason": f"{decision.reason} (LLM router failed: {exc})"})
+    return with_llm_choice(decision, chosen)
