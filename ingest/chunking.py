@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ingest.models import Block, Chunk, Document
-from ingest.segment import Span, char_spans, line_spans, sentence_spans, word_spans
+from ingest.segment import char_spans, line_spans, word_spans
+from arborgraph.core.text import Span, sentence_spans
 
 CountTokens = Callable[[str], int]
 SpanCount = Callable[[int, int], int]  # tokens in doc.text[start:end]

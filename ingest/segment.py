@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from arborgraph.core.text import Span, sentence_spans, trim
+from arborgraph.core.text import Span, sentence_spans
 
-__all__ = ["Span", "char_spans", "line_spans", "sentence_spans", "trim", "word_spans"]
+__all__ = ["char_spans", "line_spans", "word_spans"]
 
 _WORD = re.compile(r"\S+")
 

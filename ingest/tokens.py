@@ -48,7 +48,8 @@ def default_model_dir() -> Path | None:
 
     A missing or altered tokenizer is logged (one line saying which) and gives None.
     """
-    from arborgraph.core.model_files import ModelFilesError, packaged_tokenizer
+    from arborgraph.core.model_files import packaged_tokenizer
+    from arborgraph.core.errors import ModelFilesError
 
     try:
         return packaged_tokenizer().parent

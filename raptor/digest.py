@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from arborgraph.core.leads import lead_sentence, opening
+from arborgraph.core.leads import opening
 
-__all__ = ["ALSO", "Part", "digest", "lead_sentence", "opening"]
+__all__ = ["ALSO", "Part", "digest"]
 
 CountTokens = Callable[[str], int]
 

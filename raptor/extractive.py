@@ -21,20 +21,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from raptor.summary import Cluster, Summary
-from raptor.text import (
-    Unit,
-    clean_label,
-    heading_label,
-    is_summary_sentence,
-    key_terms,
-    leans_on_context,
-    SECTION_MARK,
-    page_line,
-    paged_units,
-    split_units,
-    stands_alone,
-    terms,
-)
+from raptor.text import clean_label, heading_label, key_terms, SECTION_MARK, page_line, paged_units, terms
+from arborgraph.core.text import leans_on_context
+from arborgraph.core.leads import Unit, is_summary_sentence, split_units, stands_alone
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 CountTokens = Callable[[str], int]

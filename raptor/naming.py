@@ -35,7 +35,8 @@ import scipy.sparse as sp
 
 from arborgraph.core.text import STOPWORDS, SUMMARY_STOPWORDS
 from raptor.config import RaptorConfig
-from raptor.text import clean_label, is_summary_sentence, split_units
+from raptor.text import clean_label
+from arborgraph.core.leads import is_summary_sentence, split_units
 from raptor.tree import Node, Tree
 
 MAX_WORDS = 6

@@ -23,7 +23,8 @@ import numpy as np
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.protocols import ProgressCallback
 from raptor.config import RaptorConfig
-from raptor.digest import Part, digest, lead_sentence, opening
+from raptor.digest import Part, digest
+from arborgraph.core.leads import lead_sentence, opening
 from raptor.outline import OutlineNode, is_generic, outline, plain_title
 from raptor.summary import Cluster, ClusterMember, Summariser
 from raptor.tree import Leaf, Node

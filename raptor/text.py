@@ -13,14 +13,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from arborgraph.core.leads import Unit, is_summary_sentence, normalise_space, split_units, stands_alone
-from arborgraph.core.text import SUMMARY_STOPWORDS, leans_on_context, reads_alone
-
-# the sentence units moved to arborgraph.core.leads (the reports quote them too); raptor's
-# modules and tests keep importing them from here
-__all__ = [
-    "Unit", "is_summary_sentence", "leans_on_context", "normalise_space", "reads_alone", "split_units", "stands_alone",
-]
+from arborgraph.core.leads import Unit, normalise_space, split_units
+from arborgraph.core.text import SUMMARY_STOPWORDS
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*")
 _NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")

@@ -49,7 +49,8 @@ from arborgraph.core.model_files import (  # noqa: E402
     load_onnx_model_dir,
     packaged_model_dir,
 )
-from arborgraph.models.embedding import DEFAULT_MODEL, EmbeddingConfig, load_embedder  # noqa: E402
+from arborgraph.models.embedding import EmbeddingConfig, load_embedder  # noqa: E402
+from arborgraph.models.onnx_export import DEFAULT_MODEL  # noqa: E402
 from arborgraph.models.onnx_export import (  # noqa: E402
     DEFAULT_PRECISION,
     SOURCE_PACKAGE,

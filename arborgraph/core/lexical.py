@@ -27,7 +27,7 @@ import numpy as np
 
 from arborgraph.core.text import analyse
 
-__all__ = ["LexicalIndex", "analyse"]
+__all__ = ["LexicalIndex"]
 
 # bm25s cannot index a corpus with no term at all (a collection or scope of documents
 # made only of stop words, punctuation or headings); such a corpus is indexed under this one

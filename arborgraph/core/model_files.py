@@ -29,7 +29,6 @@ __all__ = [
     "MODEL_FORMAT",
     "PACKAGED_MODEL_NAME",
     "FileEntry",
-    "ModelFilesError",
     "ModelManifest",
     "OnnxModelFiles",
     "PipelineFacts",

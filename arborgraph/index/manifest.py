@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 MAX_MANIFEST_BYTES = 256 * 2**20
 
-GENERATION_PATTERN = layout.GENERATION_PATTERN
 Route = Literal["lookup", "tree", "graph", "global"]
 
 
@@ -63,7 +62,7 @@ class StoreManifest(_Stored):
     model_config = ConfigDict(extra="allow")
 
     schema_version: StrictInt
-    generation: str = Field(pattern=GENERATION_PATTERN)
+    generation: str = Field(pattern=layout.GENERATION_PATTERN)
     files: dict[str, FileRecord] = Field(min_length=1)
 
     @field_validator("files")

@@ -31,11 +31,11 @@ from arborgraph.llm.cache import LLMCache, request_key
 from arborgraph.core.concurrency import run_ordered
 from arborgraph.llm.config import LLMConfig, resolve_endpoint
 from arborgraph.llm.retry import backoff_delay, is_retryable_status, parse_retry_after
-from arborgraph.llm.chat import CachedChatModel, ChatCall, ChatRequest
+from arborgraph.llm.chat import CachedChatModel, ChatCall
 from arborgraph.llm.structured import response_format, with_schema_instruction
 from arborgraph.llm.usage import LLMUsage
 
-__all__ = ["ChatRequest", "OpenAIChatModel", "OpenAIEmbedder"]
+__all__ = ["OpenAIChatModel", "OpenAIEmbedder"]
 
 T = TypeVar("T")
 

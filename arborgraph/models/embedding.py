@@ -42,7 +42,6 @@ from arborgraph.models.onnx_export import (
     DEFAULT_MODEL,
     DEFAULT_PRECISION,
     TORCH_EXTRA,
-    default_cache_dir,
     ensure_onnx_model,
     hub_offline,
     local_model_dir,
@@ -57,15 +56,11 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 __all__ = [
-    "DEFAULT_MODEL",
     "ONNX_BATCH_SIZE",
     "EmbeddingConfig",
     "OnnxEmbedder",
     "SentenceTransformerEmbedder",
-    "default_cache_dir",
-    "ensure_onnx_model",
     "load_embedder",
-    "local_model_dir",
     "resolve_model_dir",
 ]
 

@@ -32,7 +32,6 @@ from arborgraph.index.store import Generation, open_generation
 from ingest.models import Chunk, Document
 
 DocStatus = Literal["pending", "processing", "done", "failed", "skipped"]
-STATUS_FILE = layout.STATUS
 
 
 @dataclass

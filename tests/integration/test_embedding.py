@@ -26,17 +26,11 @@ from needs import unavailable
 
 from arborgraph.core import model_files as packaged_model
 from arborgraph.core.errors import EmbedderUnavailable
-from arborgraph.core.model_files import ModelFilesError, file_sha256, packaged_model_dir, read_manifest
+from arborgraph.core.model_files import file_sha256, packaged_model_dir, read_manifest
+from arborgraph.core.errors import ModelFilesError
 from arborgraph.models import embedding, onnx_export
-from arborgraph.models.embedding import (
-    EmbeddingConfig,
-    OnnxEmbedder,
-    SentenceTransformerEmbedder,
-    default_cache_dir,
-    ensure_onnx_model,
-    load_embedder,
-    local_model_dir,
-)
+from arborgraph.models.embedding import EmbeddingConfig, OnnxEmbedder, SentenceTransformerEmbedder, load_embedder
+from arborgraph.models.onnx_export import default_cache_dir, ensure_onnx_model, local_model_dir
 from ingest import load_token_counter
 
 REFERENCE = Path(__file__).parents[1] / "data" / "embedding"

@@ -16,7 +16,8 @@ import pytest
 from llm_server import CHAT_PATH, FakeOpenAIServer, Fault, last_user_message
 
 from arborgraph.llm import ChatModel, LLMCache, LLMConfig, LLMError, LLMUsage
-from arborgraph.llm.provider import ChatRequest, OpenAIChatModel
+from arborgraph.llm.provider import OpenAIChatModel
+from arborgraph.llm.chat import ChatRequest
 
 # The fixture, bound here so these tests run whether or not conftest.py provides it.
 llm_server = stand_in.llm_server

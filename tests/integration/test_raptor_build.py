@@ -20,7 +20,8 @@ from raptor import (
 )
 from arborgraph.core.processes import available_cores
 from raptor.build import tree_workers
-from raptor.text import PAGE_MARK, split_units
+from raptor.text import PAGE_MARK
+from arborgraph.core.leads import split_units
 
 
 class CountingSummariser:

@@ -3,7 +3,8 @@ what it is called, and what its digest says."""
 
 from __future__ import annotations
 
-from raptor.digest import Part, digest, lead_sentence
+from raptor.digest import Part, digest
+from arborgraph.core.leads import lead_sentence
 from raptor.outline import OutlineNode, is_generic, outline
 from raptor.tree import Leaf
 

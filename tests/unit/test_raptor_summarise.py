@@ -6,15 +6,8 @@ import numpy as np
 from raptor_corpus import corpus
 
 from raptor import Cluster, ClusterMember, ExtractiveSummariser
-from raptor.text import (
-    PAGE_MARK,
-    dominant_path,
-    heading_label,
-    is_summary_sentence,
-    normalise_space,
-    paged_units,
-    split_units,
-)
+from raptor.text import PAGE_MARK, dominant_path, heading_label, paged_units
+from arborgraph.core.leads import is_summary_sentence, normalise_space, split_units
 
 
 def _sentences(text: str) -> list[str]:
@@ -197,7 +190,7 @@ def test_without_sentence_vectors_nothing_is_embedded_and_summaries_stay_verbati
 
 
 def test_sentences_that_lean_on_their_context_are_recognised() -> None:
-    from raptor.text import leans_on_context
+    from arborgraph.core.text import leans_on_context
 
     assert leans_on_context("See How To Corrupt An SQLite Database File for further information.")
     assert leans_on_context("The table below lists a few of the virtual tables.")
@@ -219,7 +212,7 @@ def test_paged_units_read_back_the_pages_of_a_summary() -> None:
 
 
 def test_a_digest_keeps_only_sentences_that_read_alone() -> None:
-    from raptor.text import Unit, stands_alone
+    from arborgraph.core.leads import Unit, stands_alone
 
     def unit(text: str, item: bool = False) -> Unit:
         return Unit(text, 0, item)
