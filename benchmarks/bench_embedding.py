@@ -48,13 +48,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arborgraph.models.embedding import (  # noqa: E402
-    DEFAULT_MODEL,
-    EmbeddingConfig,
-    OnnxEmbedder,
-    load_embedder,
-    local_model_dir,
-)
+from arborgraph.models.embedding import EmbeddingConfig, OnnxEmbedder, load_embedder  # noqa: E402
+from arborgraph.models.onnx_export import DEFAULT_MODEL, local_model_dir  # noqa: E402
 from arborgraph.core.protocols import Embedder  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "embedding.json"

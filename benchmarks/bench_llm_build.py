@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 from llm_server import CHAT_PATH, EMBEDDINGS_PATH, FakeOpenAIServer, manual_reply  # noqa: E402
 
 from arborgraph.config import load_config  # noqa: E402
-from arborgraph.pipeline import BuildReport, build_index  # noqa: E402
+from arborgraph.index.build_report import BuildReport  # noqa: E402
+from arborgraph.pipeline import build_index  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "llm_build.json"
 MANUAL = ROOT / "examples" / "sqlite"

@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         parser.error(f"cannot read {path}: {exc}")
     if args.index is not None:
-        from arborgraph.index.store import IndexUnusable
+        from arborgraph.core.errors import IndexUnusable
 
         try:
             fails = verify(path, index=args.index, min_per_type=args.min_per_type)
