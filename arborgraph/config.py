@@ -202,6 +202,14 @@ class Config(BaseModel):
         return data
 
 
+# The layering is written here, not with pydantic-settings (weighed for #37; 2.16.3 read):
+# its EnvSettingsSource reads os.environ itself (_load_env_vars, no parameter for a
+# mapping), so load_config(environ=...) and check_environment(environ) would have to
+# override a private method; a BaseSettings Config would read os.environ wherever the
+# library builds Config(); an ARBORGRAPH_ name that is no field at the top
+# (ARBORGRAPH_BUILD_TREES) is ignored even with extra="forbid", where we say it is a typo;
+# and its file sources skip a missing file silently (_existing_files) and raise the
+# parsers' own errors without the file's name.
 def _deep_merge(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in update.items():

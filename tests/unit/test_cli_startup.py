@@ -68,3 +68,25 @@ def test_config_files_of_each_kind_and_their_mistakes(tmp_path: Path) -> None:
         load_config(tmp_path / "c.ini")
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(tmp_path / "missing.toml")
+
+
+def test_layers_weakest_first_and_the_environment_is_a_value(tmp_path: Path) -> None:
+    """defaults < file < environment < overrides, merged per key, with the environment
+    passed in; a misnamed or ill-valued variable is one line naming it, at the top level too."""
+    from arborgraph.config import check_environment
+
+    file = tmp_path / "c.toml"
+    file.write_text("[chunking]\ntarget_tokens = 300\nmin_tokens = 30\n[retrieval]\ncandidates = 50\n", encoding="utf-8")
+    environ = {"ARBORGRAPH_CHUNKING__TARGET_TOKENS": "310", "ARBORGRAPH_RETRIEVAL__RANKER": "false", "HOME": "/x"}
+    config = load_config(file, overrides={"retrieval": {"candidates": 70}}, environ=environ)
+    assert (config.chunking.target_tokens, config.chunking.min_tokens) == (310, 30)
+    assert (config.retrieval.candidates, config.retrieval.ranker) == (70, False)
+    assert load_config(environ={}).retrieval.ranker is True
+    for name, value, message in [
+        ("ARBORGRAPH_BUILD_TREES", "false", "ARBORGRAPH_BUILD_TREES is not an Arborgraph setting"),
+        ("ARBORGRAPH_RETRIEVAL__RANKR", "false", "ARBORGRAPH_RETRIEVAL__RANKR is not an Arborgraph setting"),
+        ("ARBORGRAPH_RETRIEVAL__CANDIDATES", "abc", "ARBORGRAPH_RETRIEVAL__CANDIDATES: "),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            check_environment({name: value})
+    assert check_environment({"ARBORGRAPH_SERVE_SETTINGS": "{}"}) == {}
