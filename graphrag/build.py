@@ -1,13 +1,15 @@
 """The graph build: extract -> resolve -> communities -> reports.
 
 Each stage is a public pure function so that benchmarks and tests can run (and
-time) them one by one; :func:`build_graph` chains them.
+time) them one by one; :func:`build_graph` chains them. :func:`graph_from_chunks` is
+the index build's entry: a full build, or an update of the previous graph.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.leads import is_fragment, opening, points_elsewhere
@@ -21,6 +23,9 @@ from graphrag.model import ChunkExtraction, Community, Entity, Relation
 from graphrag.reports import ExtractiveReportWriter, ReportWriter, sets_terms, states_something, write_reports
 from graphrag.resolution import resolve
 from ingest.models import Chunk
+
+if TYPE_CHECKING:  # pragma: no cover
+    from graphrag.update import ExtractMany, FitMany, GraphState, GraphUpdate
 
 _PROGRESS_EVERY = 100
 
@@ -212,3 +217,35 @@ def graph_from_extractions(
     kg = KnowledgeGraph(entities, relations, communities, meta=meta)
     write_reports(kg, writer, min_size=cfg.min_report_size, progress=prog, headings=headings, leads=leads)
     return kg
+
+
+def graph_from_chunks(
+    chunks: Sequence[Chunk],
+    *,
+    extractor: Extractor,
+    config: GraphConfig,
+    previous: GraphState | None = None,
+    refit_threshold: float = 0.25,
+    report_writer: ReportWriter | None = None,
+    extract_many: ExtractMany | None = None,
+    fit_many: FitMany | None = None,
+    progress: ProgressCallback | None = None,
+) -> tuple[GraphState, GraphUpdate]:
+    """The graph of ``chunks`` (with communities and reports) and what an update redid.
+
+    Given the ``previous`` graph state (same settings, other chunks), only new and
+    changed chunks are extracted, community ids are kept where membership did not
+    change and only changed communities get new reports; past ``refit_threshold`` of
+    changed chunks the extractor is refitted and everything re-extracted. Without one,
+    a full build. ``extract_many`` and ``fit_many`` run extraction and the counting of
+    term statistics for a fit elsewhere (on worker processes); by default, in order here.
+    """
+    from graphrag.update import build_graph_state, update_graph  # graphrag.update builds on this module
+
+    settings = {
+        "extractor": extractor, "config": config, "report_writer": report_writer,
+        "extract_many": extract_many, "fit_many": fit_many, "progress": progress,
+    }
+    if previous is None:
+        return build_graph_state(chunks, **settings)
+    return update_graph(previous, chunks, refit_threshold=refit_threshold, **settings)

@@ -121,6 +121,84 @@ def build_tree(
     return named(tree, config, summariser.name)
 
 
+@dataclass(frozen=True)
+class ChunkTree:
+    """A tree built from chunks, and what an update of a previous tree redid."""
+
+    tree: Tree
+    updated: bool  # a previous tree was updated (not built again from scratch)
+    summaries_redone: int
+
+
+def tree_from_chunks(
+    chunks: Sequence[Any],
+    chunk_vectors: np.ndarray | None,
+    *,
+    embed: EmbedFn,
+    count_tokens: CountTokens,
+    summariser: Summariser,
+    config: RaptorConfig,
+    previous: Tree | None = None,
+    drift_threshold: float = 0.25,
+    progress: ProgressCallback | None = None,
+) -> ChunkTree:
+    """The tree of ``chunks`` (``ingest.models.Chunk``s), one leaf each; without
+    ``chunk_vectors`` the leaves are embedded by ``embed`` from their context text.
+
+    Given the ``previous`` tree (same settings, other chunks), a clustered tree is
+    updated in place: new leaves join their nearest clusters and only the summaries
+    above changed leaves are redone, unless the change passes ``drift_threshold`` (then
+    a full build). An outline tree is built again: its outline costs nothing to redo
+    (no model call, centroid vectors), and a page's nodes come out the same when the
+    page did; what it counts as redone are the summaries that differ from the previous
+    tree's.
+    """
+    leaves = [Leaf.from_chunk(c) for c in chunks]
+    leaf_vectors = chunk_vectors if chunk_vectors is not None else embed([c.context_text() for c in chunks])
+    if previous is not None and not config.outline:
+        from raptor.update import update_tree  # raptor.update builds on this module
+
+        tree, update = update_tree(
+            previous, leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
+            summariser=summariser, config=config, drift_threshold=drift_threshold, progress=progress,
+        )
+        return ChunkTree(tree, updated=not update.full_rebuild, summaries_redone=update.summaries_redone)
+    tree = build_tree(
+        leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
+        summariser=summariser, config=config, progress=progress,
+    )
+    kept = {(n.chunk_ids, n.title, n.text) for n in previous.summaries()} if previous is not None else set()
+    redone = sum((n.chunk_ids, n.title, n.text) not in kept for n in tree.summaries())
+    return ChunkTree(tree, updated=previous is not None, summaries_redone=redone)
+
+
+def hashing_embed(dim: int = 256) -> EmbedFn:
+    """Lexical stand-in vectors (hashed stemmed terms) for lexical-only builds.
+
+    With no embedding model the tree still needs vectors to cluster and to pick
+    representative sentences; hashed bag-of-words vectors give a sound, deterministic
+    lexical geometry. They are never mixed with model vectors.
+    """
+    import hashlib
+
+    from arborgraph.core.text import analyse
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for token in analyse(text):
+                h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=4).digest(), "little")
+                out[i, h % dim] += 1.0 if (h >> 31) & 1 else -1.0
+            norm = np.linalg.norm(out[i])
+            if norm > 0:
+                out[i] /= norm
+            else:
+                out[i, 0] = 1.0
+        return out
+
+    return embed
+
+
 def _outline_tree(
     leaves: Sequence[Leaf],
     vectors: np.ndarray,

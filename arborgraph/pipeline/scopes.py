@@ -8,15 +8,43 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from arborgraph.core.version import __version__
 from arborgraph.config import Config, GraphExtractConfig
 from arborgraph.pipeline.incremental import PreviousIndex, fingerprint, load_graph_state
 from arborgraph.index.layout import scope_file_prefixes
 from arborgraph.index.manifest import ScopeRecord
-from arborgraph.index.scoped import load_scope_tree
+from arborgraph.index.scoped import PUBLIC, load_scope_tree, scope_of
 from arborgraph.index.store import GenerationWriter
-from arborgraph.pipeline.structures import ScopePart, partition_by_scope
 from ingest.models import Chunk, Document
+
+
+@dataclass(frozen=True)
+class ScopePart:
+    """The chunks of one access scope; ``tag`` names its files (s0, s1, ...)."""
+
+    tag: str
+    scope: str
+    chunks: list[Chunk]
+    rows: np.ndarray  # row of each chunk in the chunks table / chunk vectors
+
+
+def partition_by_scope(docs: Sequence[Document], chunks: Sequence[Chunk]) -> list[ScopePart]:
+    acl = {d.doc_id: d.metadata.acl for d in docs}
+    groups: dict[str, list[int]] = {}
+    for row, chunk in enumerate(chunks):
+        groups.setdefault(scope_of(acl[chunk.doc_id]), []).append(row)
+    ordered = sorted(groups, key=lambda s: (s != PUBLIC, s))
+    return [
+        ScopePart(
+            tag=f"s{i}",
+            scope=scope,
+            chunks=[chunks[r] for r in groups[scope]],
+            rows=np.asarray(groups[scope], dtype=np.int64),
+        )
+        for i, scope in enumerate(ordered)
+    ]
 
 
 @dataclass(frozen=True)

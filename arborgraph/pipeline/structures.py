@@ -13,48 +13,19 @@ unchanged: each chunk belongs to exactly one scope.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from arborgraph.config import Config
-from arborgraph.core.protocols import Embedder
-from arborgraph.pipeline.embedding_cache import EmbeddingCache
-from arborgraph.pipeline.shared_embedding_cache import SharedEmbeddingCache
-from arborgraph.pipeline.executor import cyclic_gc_paused, extract_many_on, fit_many_on
-from arborgraph.index.layout import TREE, scoped, tree_bm25_dir
 from arborgraph.core.lexical import LexicalIndex
-from arborgraph.core.protocols import ProgressCallback
-from arborgraph.index.scoped import PUBLIC, scope_of
+from arborgraph.core.protocols import Embedder, ProgressCallback
+from arborgraph.index.layout import TREE, scoped, tree_bm25_dir
 from arborgraph.index.store import GenerationWriter
-from ingest.models import Chunk, Document
-
-@dataclass(frozen=True)
-class ScopePart:
-    """The chunks of one access scope; ``tag`` names its files (s0, s1, ...)."""
-
-    tag: str
-    scope: str
-    chunks: list[Chunk]
-    rows: np.ndarray  # row of each chunk in the chunks table / chunk vectors
-
-
-def partition_by_scope(docs: Sequence[Document], chunks: Sequence[Chunk]) -> list[ScopePart]:
-    acl = {d.doc_id: d.metadata.acl for d in docs}
-    groups: dict[str, list[int]] = {}
-    for row, chunk in enumerate(chunks):
-        groups.setdefault(scope_of(acl[chunk.doc_id]), []).append(row)
-    ordered = sorted(groups, key=lambda s: (s != PUBLIC, s))
-    return [
-        ScopePart(
-            tag=f"s{i}",
-            scope=scope,
-            chunks=[chunks[r] for r in groups[scope]],
-            rows=np.asarray(groups[scope], dtype=np.int64),
-        )
-        for i, scope in enumerate(ordered)
-    ]
+from arborgraph.pipeline.embedding_cache import EmbeddingCache
+from arborgraph.pipeline.executor import cyclic_gc_paused, extract_many_on, fit_many_on
+from arborgraph.pipeline.scopes import ScopePart
+from arborgraph.pipeline.shared_embedding_cache import SharedEmbeddingCache
 
 
 def _embed_fn(
@@ -64,33 +35,6 @@ def _embed_fn(
         if embedder is None or cache is None:
             raise RuntimeError("no embedder")
         return cache.embed(embedder, list(texts), shared=shared)
-
-    return embed
-
-
-def _hashing_embed(dim: int = 256) -> Callable[[Sequence[str]], np.ndarray]:
-    """Lexical stand-in vectors (hashed stemmed terms) for lexical-only builds.
-
-    With no embedding model the tree still needs vectors to cluster and to pick
-    representative sentences; hashed bag-of-words vectors give a sound, deterministic
-    lexical geometry. They are never mixed with model vectors.
-    """
-    import hashlib
-
-    from arborgraph.core.text import analyse
-
-    def embed(texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), dim), dtype=np.float32)
-        for i, text in enumerate(texts):
-            for token in analyse(text):
-                h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=4).digest(), "little")
-                out[i, h % dim] += 1.0 if (h >> 31) & 1 else -1.0
-            norm = np.linalg.norm(out[i])
-            if norm > 0:
-                out[i] /= norm
-            else:
-                out[i, 0] = 1.0
-        return out
 
     return embed
 
@@ -111,30 +55,26 @@ def run_tree_stage(
     previous_tree: Callable[[ScopePart], Any] = lambda part: None,
     drift_threshold: float = 0.25,
 ) -> dict[str, Any]:
-    """Build and write one RAPTOR tree per scope; returns stats for the build report.
+    """Build and write one RAPTOR tree per scope (:func:`raptor.build.tree_from_chunks`
+    with this build's summariser); returns stats for the build report.
 
     A scope for which ``reusable(part)`` is true keeps the previous generation's tree
     (the caller has linked its files already). A scope whose previous tree
-    ``previous_tree(part)`` returns (same settings, other chunks) is updated: a
-    clustered tree in place (new leaves join their nearest clusters and only the
-    summaries above changed leaves are redone, unless the change passes
-    ``drift_threshold``: then a full build); an outline tree is built again, and the
-    summaries it counts as redone are those that differ from the previous tree's.
-    Summaries are embedded through ``cache``, and behind it the ``shared`` user-level
-    cache when there is one.
+    ``previous_tree(part)`` returns (same settings, other chunks) is updated, past
+    ``drift_threshold`` rebuilt. Summaries are embedded through ``cache``, and behind it
+    the ``shared`` user-level cache when there is one; a build without chunk vectors
+    clusters lexical stand-ins (:func:`raptor.build.hashing_embed`).
     """
-    embed = _embed_fn(embedder, cache, shared) if chunk_vectors is not None else _hashing_embed()
     stats: dict[str, Any] = {"trees": 0, "reused": 0, "updated": 0, "summaries": 0, "summaries_redone": 0, "levels": 0}
     for part in parts:
         if reusable(part):
             stats["reused"] += 1
             continue
         # imported here: UMAP and scikit-learn cost seconds to import, a reuse needs neither
-        from raptor import ExtractiveSummariser, Leaf, LLMSummariser, build_tree, tree_to_tables
-        from raptor.build import tree_workers
+        from raptor import ExtractiveSummariser, LLMSummariser, tree_to_tables
+        from raptor.build import hashing_embed, tree_from_chunks, tree_workers
 
-        leaves = [Leaf.from_chunk(c) for c in part.chunks]
-        leaf_vectors = chunk_vectors[part.rows] if chunk_vectors is not None else embed([c.context_text() for c in part.chunks])
+        embed = _embed_fn(embedder, cache, shared) if chunk_vectors is not None else hashing_embed()
         # No sentence embeddings: ranked by their member's vector and key terms.
         # Embedding even 6 candidates per cluster was ~8 % of the tree's time on the
         # sample manual (32 were 95 %), and its trees did worse on drill-down
@@ -151,28 +91,14 @@ def run_tree_stage(
             summariser = LLMSummariser(chat, min_grounding=config.llm.local.min_grounding if config.llm.is_local else None)
             if config.llm.fallback:
                 summariser = FallbackSummariser(summariser, extractive, counter(chat, STAGE))
-        # An outline tree is rebuilt: its outline costs nothing to redo (no model call,
-        # centroid vectors), and a page's nodes come out the same when the page did;
-        # what a rebuild redoes is what differs from the previous tree.
-        old = previous_tree(part)
-        if old is not None and not config.tree.outline:
-            from raptor import update_tree
-
-            tree, update = update_tree(
-                old, leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
-                summariser=summariser, config=config.tree, drift_threshold=drift_threshold,
-                progress=progress,
-            )
-            stats["updated"] += 0 if update.full_rebuild else 1
-            stats["summaries_redone"] += update.summaries_redone
-        else:
-            tree = build_tree(
-                leaves, leaf_vectors, embed=embed, count_tokens=count_tokens,
-                summariser=summariser, config=config.tree, progress=progress,
-            )
-            kept = {(n.chunk_ids, n.title, n.text) for n in old.summaries()} if old is not None else set()
-            stats["updated"] += old is not None
-            stats["summaries_redone"] += sum((n.chunk_ids, n.title, n.text) not in kept for n in tree.summaries())
+        built = tree_from_chunks(
+            part.chunks, chunk_vectors[part.rows] if chunk_vectors is not None else None,
+            embed=embed, count_tokens=count_tokens, summariser=summariser, config=config.tree,
+            previous=previous_tree(part), drift_threshold=drift_threshold, progress=progress,
+        )
+        tree = built.tree
+        stats["updated"] += built.updated
+        stats["summaries_redone"] += built.summaries_redone
         for name, table in tree_to_tables(tree).items():
             writer.write_table(scoped(name, part.tag), table)
         writer.write_vectors(scoped(TREE, part.tag), tree.vectors)
@@ -182,7 +108,7 @@ def run_tree_stage(
         )
         stats["trees"] += 1
         # processes a full build of this tree runs on (helpers refine clusters side by side)
-        stats["workers"] = max(stats.get("workers", 1), tree_workers(config.tree, len(leaves)))
+        stats["workers"] = max(stats.get("workers", 1), tree_workers(config.tree, len(part.chunks)))
         stats["summaries"] += len(summaries)
         stats["levels"] = max(stats["levels"], tree.height)
     stats["summariser"] = "llm" if chat is not None else "extractive"
@@ -228,18 +154,16 @@ def run_graph_stage(
     previous_graph: Callable[[ScopePart], Any] = lambda part: None,
     drift_threshold: float = 0.25,
 ) -> dict[str, Any]:
-    """Build and write one entity graph (with communities and reports) per scope;
-    returns stats for the build report.
+    """Build and write one entity graph (with communities and reports) per scope
+    (:func:`graphrag.build.graph_from_chunks` with this build's extractor and report
+    writer); returns stats for the build report.
 
     A scope for which ``reusable(part)`` is true keeps the previous generation's graph
     (the caller has linked its files already). A scope whose previous graph state
     ``previous_graph(part)`` returns (a :class:`graphrag.update.GraphState`: same
-    settings, other chunks) is updated: only new and changed chunks are extracted,
-    community ids are kept where membership did not change and only changed
-    communities get new reports; past ``drift_threshold`` of changed chunks the
-    extractor is refitted and everything re-extracted. Rule-based extraction, and the
-    counting of its term statistics for a fit, run on ``executor``'s workers when it
-    has several.
+    settings, other chunks) is updated, past ``drift_threshold`` of changed chunks
+    refitted. Rule-based extraction, and the counting of its term statistics for a fit,
+    run on ``executor``'s workers when it has several.
     """
     stats: dict[str, Any] = {
         "graphs": 0, "reused": 0, "updated": 0, "entities": 0, "relations": 0, "communities": 0, "reports": 0,
@@ -251,32 +175,27 @@ def run_graph_stage(
             stats["reused"] += 1
             continue
         from graphrag import RuleExtractor
-        from graphrag.update import build_graph_state, state_to_tables, update_graph
+        from graphrag.build import graph_from_chunks
+        from graphrag.update import state_to_tables
 
-        extract = config.graph_extract
-        extractor: Any = RuleExtractor(extract.rules)
+        extractor: Any = RuleExtractor(config.graph_extract.rules)
         report_writer: Any = None
         if chat is not None:
             extractor, report_writer = _llm_graph_writers(chat, extractor, config)
         parallel = chat is None and executor is not None and executor.workers > 1
-        settings: dict[str, Any] = {
-            "config": config.graph, "progress": progress,
-            "report_writer": report_writer,
-            "extract_many": extract_many_on(executor) if parallel else None,
-            "fit_many": fit_many_on(executor) if parallel else None,
-        }
         with cyclic_gc_paused():
             old = previous_graph(part)
-            if old is not None:
-                state, update = update_graph(
-                    old, part.chunks, extractor=extractor, refit_threshold=drift_threshold, **settings
-                )
-                stats["updated"] += 0 if update.full_refit else 1
-                if update.full_refit:
-                    stats["refits"].append({"scope": part.tag, "reason": update.refit_reason})
-            else:
-                state, update = build_graph_state(part.chunks, extractor=extractor, **settings)
+            state, update = graph_from_chunks(
+                part.chunks, extractor=extractor, config=config.graph, previous=old,
+                refit_threshold=drift_threshold, report_writer=report_writer, progress=progress,
+                extract_many=extract_many_on(executor) if parallel else None,
+                fit_many=fit_many_on(executor) if parallel else None,
+            )
             tables = state_to_tables(state)
+        if old is not None:
+            stats["updated"] += 0 if update.full_refit else 1
+            if update.full_refit:
+                stats["refits"].append({"scope": part.tag, "reason": update.refit_reason})
         for name, table in tables.items():
             writer.write_table(scoped(name, part.tag), table)
         kg = state.graph

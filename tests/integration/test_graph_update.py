@@ -20,7 +20,8 @@ import pytest
 import arborgraph
 from arborgraph.config import Config, load_config
 from arborgraph.pipeline import build_index
-from graphrag import ExtractiveReportWriter, RuleExtractor, build_graph, graph_to_tables
+from graphrag import ExtractiveReportWriter, GraphConfig, RuleExtractor, build_graph, graph_to_tables
+from graphrag.build import graph_from_chunks
 from graphrag.model import ChunkExtraction
 from graphrag.reports import CommunityContext
 from graphrag.update import GraphState, build_graph_state, chunk_hash, state_from_tables, state_to_tables, update_graph
@@ -187,6 +188,22 @@ def test_full_build_keeps_what_an_update_needs_and_equals_build_graph(docs: Path
     fitted = {kind: items for kind, items in RuleExtractor().fit(chunks).fitted_state().items() if items}
     assert back.extractor_state == state.extractor_state == fitted
     assert back.extractor_state["terms"] and back.extractor == RuleExtractor.name
+
+
+def test_graph_from_chunks_builds_without_a_previous_graph_and_updates_with_one(docs: Path) -> None:
+    chunks = chunks_of(docs)
+    config = GraphConfig()
+    state, update = graph_from_chunks(chunks, extractor=RuleExtractor(), config=config)
+    full, _ = build_graph_state(chunks, extractor=RuleExtractor(), config=config)
+    assert update.full_refit and state_to_tables(state).keys() == state_to_tables(full).keys()
+    for name, table in state_to_tables(full).items():
+        assert state_to_tables(state)[name].equals(table), name
+    previous = state_from_tables(state_to_tables(state))
+    extractor = CountingExtractor()
+    again, update = graph_from_chunks(chunks[1:], extractor=extractor, config=config, previous=previous)
+    assert not update.full_refit and extractor.extracted == []  # a removal extracts nothing
+    assert update.chunks_removed == 1 and update.chunks_reused == len(chunks) - 1
+    assert chunks[0].chunk_id not in again.hashes
 
 
 def test_update_is_deterministic(docs: Path) -> None:

@@ -9,9 +9,10 @@ from dataclasses import replace
 
 import numpy as np
 from test_raptor_build import CountingSummariser, assert_valid_tree
-from raptor_corpus import CONFIG, MANUAL, built_tree, corpus
+from raptor_corpus import CONFIG, MANUAL, OUTLINE_CONFIG, SLICE, built_tree, corpus, outline_tree
 
-from raptor import Cluster, Leaf, RaptorConfig, Summary, Tree, build_tree
+from raptor import Cluster, ExtractiveSummariser, Leaf, RaptorConfig, Summary, Tree, build_tree
+from raptor.build import ChunkTree, tree_from_chunks
 from raptor.naming import MAX_WORDS
 from raptor.tables import tree_from_tables, tree_to_tables
 from raptor.update import TreeUpdate, update_tree
@@ -81,6 +82,30 @@ def extra_page() -> tuple[list[Leaf], np.ndarray]:
         assert isinstance(item, Document)
         chunks.extend(chunk_document(item, ChunkingConfig.model_validate({}), c.count_tokens))
     return [Leaf.from_chunk(ch) for ch in chunks], c.embed([ch.context_text() for ch in chunks])
+
+
+def test_tree_from_chunks_builds_their_leaves_and_updates_a_previous_tree() -> None:
+    from ingest import ChunkingConfig, Document, chunk_document, iter_collection
+
+    c = corpus()
+    chunks = []
+    for item in iter_collection([MANUAL / name for name in SLICE], load_timeout_s=None):
+        assert isinstance(item, Document)
+        chunks.extend(chunk_document(item, ChunkingConfig.model_validate({}), c.count_tokens))
+
+    def from_chunks(config: RaptorConfig, previous: Tree | None) -> ChunkTree:
+        summariser = ExtractiveSummariser(embed=c.embed, count_tokens=c.count_tokens, max_tokens=config.summary_max_tokens)
+        return tree_from_chunks(
+            chunks, c.vectors, embed=c.embed, count_tokens=c.count_tokens, summariser=summariser,
+            config=config, previous=previous,
+        )
+
+    fresh = from_chunks(CONFIG, None)
+    assert fresh.tree.nodes == built_tree().nodes and not fresh.updated
+    assert fresh.summaries_redone == len(fresh.tree.summaries())
+    for config, previous in ((CONFIG, built_tree()), (OUTLINE_CONFIG, outline_tree())):
+        again = from_chunks(config, previous)  # clustered: updated in place; outline: built again
+        assert again.tree.nodes == previous.nodes and again.updated and again.summaries_redone == 0
 
 
 def test_unchanged_input_redoes_nothing() -> None:
