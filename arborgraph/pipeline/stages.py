@@ -7,7 +7,8 @@ embedders and the user-level embedding cache, the new generation once stage ``pr
 opened it, the UMAP warm-up) is in one :class:`BuildContext`; what the stages make
 (:class:`Parsed`, ``Loaded``, :class:`Chunked`, :class:`Texts`, ``Embedded``,
 ``Scopes``) is returned, never stored in it. The stage functions call the work in
-``load``, ``embed``, ``tables``, ``scopes`` and :mod:`arborgraph.pipeline.structures`.
+``load``, ``embed``, ``tables``, ``dense_index``, ``scopes`` and
+:mod:`arborgraph.pipeline.structures`.
 :data:`STAGES` lists the stages in build order: which ones a config builds, and which
 are timed (wall time in ``BuildReport.timings_s[name]``); the untimed ones are quick
 bookkeeping between them.
@@ -24,15 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
-
 from arborgraph.index import layout
 from arborgraph.index import schema as S
-from arborgraph.index.index_files import sha256_file
-from arborgraph.index.vectors import ANN_MISSING, ann_available, build_ann, update_ann
 from arborgraph.index.build_report import BuildReport
 from arborgraph.config import Config
 from arborgraph.pipeline.contradictions import find_contradictions
+from arborgraph.pipeline.dense_index import dense_index
 from arborgraph.core.embedding_identity import identity_of
 from arborgraph.core.errors import BuildError, NoUsableDocuments
 from arborgraph.pipeline.embedding_cache import EmbeddingCache
@@ -217,7 +215,10 @@ def build_stages(
     embedded = ctx.stage("embed", embed, ctx, prepared.provider, texts.texts)
     ctx.stage("lexical", build_lexical, texts.texts, config, prepared.writer.dir_for(layout.CHUNKS_BM25))
     ctx.stage("tables", write_tables, prepared.writer, loaded.docs, chunked.chunks, texts.prefixes, embedded.vectors)
-    ctx.stage("dense_index", dense_index, ctx, prepared.writer, chunked.chunks, embedded.vectors)
+    ctx.stage(
+        "dense_index", dense_index, config.vectors, ctx.previous, prepared.writer, chunked.chunks, embedded.vectors,
+        ctx.report,
+    )
     scopes = ctx.stage("scopes", scope_records, loaded.docs, chunked.chunks, config, embedded.name)
     routes = ["lookup"]
     if ctx.builds("tree"):
@@ -399,50 +400,6 @@ def embed(ctx: BuildContext, provider: Provider | None, texts: Sequence[str]) ->
         if before is not None and before != embedder.name:
             report.embedding_replaced = before
     return embedded
-
-
-def dense_index(
-    ctx: BuildContext, writer: GenerationWriter, chunks: Sequence[Chunk], vectors: np.ndarray | None
-) -> None:
-    """Stage ``dense_index``: the approximate nearest-neighbour index of the chunk vectors,
-    for a collection of at least ``vectors.ann_min_rows`` chunks: taken over from the
-    previous generation when its vectors are the same, updated from it when a small part
-    changed, else built."""
-    settings, report = ctx.config.vectors, ctx.report
-    if vectors is None or len(vectors) < settings.ann_min_rows:
-        return
-    if not ann_available():
-        report.stages["dense_index"] = {"rows": int(len(vectors)), "skipped": ANN_MISSING}
-        report.warnings.append(f"{len(vectors):,} chunks: {ANN_MISSING}")
-        return
-    written = sha256_file(writer.path / layout.vectors_file(S.CHUNK_VECTORS))
-    previous = ctx.previous.generation if ctx.previous is not None else None
-    before = previous.manifest.files if previous is not None else {}
-    same_vectors = before.get(layout.vectors_file(S.CHUNK_VECTORS))
-    same_settings = ctx.previous is not None and ctx.previous.manifest.config.get("vectors") == settings.model_dump()
-    if (
-        previous is not None and layout.CHUNKS_ANN in before and same_vectors is not None
-        and same_vectors.sha256 == written and same_settings
-    ):
-        writer.reuse(previous, (layout.CHUNKS_ANN,))
-        report.stages["dense_index"] = {"rows": int(len(vectors)), "reused": 1}
-        return
-    began = time.perf_counter()
-    updated = None
-    if previous is not None and layout.CHUNKS_ANN in before and same_settings:
-        # an update touches only what changed: a one-page change to a million chunks
-        # costs that page's inserts, not the whole graph again
-        updated = update_ann(
-            previous.file(layout.CHUNKS_ANN), previous.table(S.CHUNKS, [S.CHUNK_ID])[S.CHUNK_ID].to_pylist(),
-            previous.vectors(S.CHUNK_VECTORS, mmap=True), [c.chunk_id for c in chunks], vectors,
-            writer.path / layout.CHUNKS_ANN,
-        )
-    if updated is None:
-        build_ann(vectors, writer.path / layout.CHUNKS_ANN, connectivity=settings.connectivity, expansion_add=settings.expansion_add)
-    report.stages["dense_index"] = {
-        "rows": int(len(vectors)), "reused": 0, "updated": int(updated is not None), **(updated or {}),
-        "seconds": round(time.perf_counter() - began, 3),
-    }
 
 
 def tree(
