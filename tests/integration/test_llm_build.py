@@ -130,6 +130,7 @@ def test_one_questions_llm_settings_answer_that_question(sample_kb, llm_server) 
     assert res.answer == "WAL is a journal mode [1]." and llm_server.count() == before + 1
     with pytest.raises(QueryError, match="need an LLM"):
         sample_kb.query("What is WAL?", route="lookup", answer=True)
+    assert llm_server.count() == before + 1  # the question without them made no call
     other = {"llm": {**own["llm"], "model": "another-model"}}
     sample_kb.query("What is a checkpoint?", route="lookup", answer=True, settings=other)
     assert llm_server.requests[-1].body["model"] == "another-model"
