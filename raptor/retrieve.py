@@ -357,10 +357,27 @@ def _best_first(keys: np.ndarray, n: int) -> np.ndarray:
     return near[np.argsort(keys[near], kind="stable")][:n]
 
 
+def _best_first_order(scores: np.ndarray) -> np.ndarray:
+    """Positions by descending score, ties by position: a stable sort's order.
+
+    Scores a float32 holds exactly (cosines from float32 vectors, BM25 from a float32
+    index) are ordered by one integer key each (the score's bits, made to sort as the
+    floats do, then the position): every key differs, so any sort gives the stable
+    order, and an integer sort is faster than a stable one of floats (35,000 summaries
+    of a level: twice). Other scores are sorted stably as they are."""
+    as32 = (scores + 0.0).astype(np.float32)  # + 0.0: -0.0 equals 0.0 and must tie with it
+    if not np.array_equal(as32, scores):
+        return np.argsort(-scores, kind="stable")
+    bits = as32.view(np.int32).astype(np.int64)
+    ordered = np.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)  # ascending as the floats are
+    shift = max(len(scores).bit_length(), 1)
+    return np.argsort(((0x7FFFFFFF - ordered) << shift) | np.arange(len(scores)))
+
+
 def _dense_ranks(dense: np.ndarray) -> np.ndarray:
-    """1-based ranks by descending score, ties by position (a stable sort keeps them)."""
+    """1-based ranks by descending score, ties by position."""
     ranks = np.empty(len(dense))
-    ranks[np.argsort(-dense, kind="stable")] = np.arange(1, len(dense) + 1)
+    ranks[_best_first_order(dense)] = np.arange(1, len(dense) + 1)
     return ranks
 
 
@@ -373,7 +390,7 @@ def _lexical_bonus(lexical: np.ndarray) -> np.ndarray:
     bonus = np.zeros(len(lexical))
     positive = np.flatnonzero(lexical > 0)
     if positive.size:
-        ranked = positive[np.argsort(-lexical[positive], kind="stable")]
+        ranked = positive[_best_first_order(lexical[positive])]
         bonus[ranked] = 1.0 / (_RRF_K + np.arange(1, ranked.size + 1))
     return bonus
 

@@ -150,3 +150,15 @@ def test_a_pooled_walk_ranks_only_the_chosen_subtrees_the_pool_and_the_lexical_h
     assert {tree.nodes[int(r)].node_id for r in pool} <= set(pooled_leaves)
     # the same overview: the descent over the summaries is exact either way
     assert pooled[0].kind == exact[0].kind == "summary" and pooled[0].node_id == exact[0].node_id
+
+
+def test_the_integer_keyed_order_is_the_stable_sort_s_order() -> None:
+    from raptor.retrieve import _best_first_order
+
+    rng = np.random.default_rng(3)
+    exact = rng.standard_normal(5000).astype(np.float32).astype(np.float64)
+    tied = np.round(exact.astype(np.float32), 1).astype(np.float32).astype(np.float64)
+    signed_zeros = np.where(np.arange(5000) % 3 == 0, -0.0, np.where(np.arange(5000) % 3 == 1, 0.0, exact))
+    not_float32 = np.round(exact, 1)  # not held exactly by a float32: sorted as they are
+    for scores in (exact, tied, signed_zeros, not_float32, np.zeros(0), np.ones(1)):
+        assert np.array_equal(_best_first_order(scores), np.argsort(-scores, kind="stable"))
