@@ -11,7 +11,8 @@ a variant's chunk is given its original's vector (the real model's, computed onc
 distinct text) with a small seeded perturbation (a cosine of about 0.9 to it); texts
 with no original (the tree's summaries) are embedded by the real model. Queries are the
 sample question set's, asked in a fresh process after ``open()``: the first one's time,
-then every question on ``auto`` and on ``lookup``, and the process's peak RSS. Writes
+then every question on ``auto`` and on ``lookup``, and the process's peak RSS; three
+such processes in turn (``--repeats``), each figure their median. Writes
 ``{"sizes": [{"chunks", "build_s", "open_s", "first_query_ms", "auto_p95_ms",
 "lookup_p95_ms", "query_rss_mb", ...}, ...]}`` (the RSS split into private memory
 and the index files' pages mapped from the page cache, which the kernel can reclaim;
@@ -29,6 +30,7 @@ import hashlib
 import json
 import os
 import platform
+import statistics
 import re
 import shutil
 import subprocess
@@ -172,7 +174,7 @@ print(json.dumps({**rss, **agreement, "chunks": len(kb.index.store.chunk_ids), "
 """
 
 
-def measure_queries(index: Path) -> dict[str, Any]:
+def probe(index: Path) -> dict[str, Any]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", PROBE, str(index), str(QUESTIONS)], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=3600)
@@ -181,11 +183,25 @@ def measure_queries(index: Path) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def measure_queries(index: Path, repeats: int) -> dict[str, Any]:
+    """The probe in ``repeats`` fresh processes, one after the other: each figure is the
+    median of the runs (a p95 over 64 questions moved by 20 ms between runs on a quiet
+    machine), every run's figures kept under ``runs``."""
+    runs = [probe(index) for _ in range(repeats)]
+    row: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        values = [run[key] for run in runs]
+        row[key] = statistics.median(values) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    row["runs"] = runs
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="20000,200000,1000000")
     parser.add_argument("--work", type=Path, required=True, help="folder for the generated pages and indexes (kept)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
+    parser.add_argument("--repeats", type=int, default=3, help="fresh query processes per size (figures: their medians)")
     parser.add_argument("--lookup-only", action="store_true",
                         help="build no tree and no graph (the rows say so): lookup and the ANN index alone, at sizes "
                              "whose full build would take hours on a small machine")
@@ -204,7 +220,7 @@ def main() -> None:
     for size in [int(s) for s in args.sizes.split(",")]:
         load_before = os.getloadavg()[0]
         row = {"size": size, "structures": structures, **build(size, args.work, embedder, base_chunks, structures)}
-        row.update(measure_queries(index_dir(args.work, size, structures)))
+        row.update(measure_queries(index_dir(args.work, size, structures), args.repeats))
         row["load_1m_before"] = round(load_before, 2)
         row["measured_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         by_size[(size, structures)] = row
