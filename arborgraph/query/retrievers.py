@@ -133,8 +133,22 @@ def keep_page_leads(index: Index, leads: tuple[str, ...]) -> None:
     """Work out now what global search keeps of a graph's page leads (their rows, and
     their vectors when the index has vectors), which the first question would."""
     _rows_of(index.store, leads)
-    if index.dense is not None and len(leads) >= _KEPT_MIN:
-        _GraphRoute(index, None)._chunk_vectors(leads)
+    if index.dense is not None:
+        _vectors_of(index, leads)
+
+
+def _vectors_of(index: Index, chunk_ids: Sequence[str]) -> np.ndarray:
+    """The vectors of ``chunk_ids`` (all chunks of the index), kept for a long tuple."""
+    dense = index.dense
+    assert dense is not None
+    if not isinstance(chunk_ids, tuple) or len(chunk_ids) < _KEPT_MIN:
+        return dense.take(_known_rows(index.store, chunk_ids))
+    kept = _kept_for(index.store)
+    found = kept.get(id(chunk_ids))
+    if found is None or found[0] is not chunk_ids or found[2] is None:
+        rows = _known_rows(index.store, chunk_ids)
+        found = kept[id(chunk_ids)] = (chunk_ids, rows, dense.take(rows))
+    return found[2]
 
 
 def _known_rows(store: ChunkStore, chunk_ids: Sequence[str]) -> np.ndarray:
@@ -321,17 +335,7 @@ class _GraphRoute:
         }
 
     def _chunk_vectors(self, chunk_ids: Any) -> np.ndarray:
-        dense = self.index.dense
-        assert dense is not None
-        store = self.index.store
-        if not isinstance(chunk_ids, tuple) or len(chunk_ids) < _KEPT_MIN:
-            return dense.take(_known_rows(store, chunk_ids))
-        kept = _kept_for(store)
-        found = kept.get(id(chunk_ids))
-        if found is None or found[0] is not chunk_ids or found[2] is None:
-            rows = _known_rows(store, chunk_ids)
-            found = kept[id(chunk_ids)] = (chunk_ids, rows, dense.take(rows))
-        return found[2]
+        return _vectors_of(self.index, chunk_ids)
 
     def _merge(self, route: str, found: Sequence[Retrieval]) -> Retrieval:
         reasons = [f.why_empty for f in found if f.why_empty]
