@@ -33,6 +33,8 @@ from arborgraph.neo4j.records import ENTITY, MARK, PUBLIC, RELATES_TO, scope_key
 if TYPE_CHECKING:
     from neo4j import Driver, Session
 
+    from arborgraph.index.scoped import Scope
+    from arborgraph.index.store import Generation
     from graphrag.graph import KnowledgeGraph
 
 COMMUNITIES_PROPERTY = "gds_communities"  # every level's community id, the finest first
@@ -278,6 +280,38 @@ def compare_with_index(run: GdsLeidenRun, kg: "KnowledgeGraph", settings: Leiden
     )
 
 
+def index_settings(generation: "Generation", max_levels: int = LeidenSettings.max_levels) -> LeidenSettings:
+    """The settings GDS is run with for an index generation: its graph's resolution,
+    edge threshold and seed, and ``max_levels``."""
+    from arborgraph.index.manifest import index_manifest
+
+    settings = LeidenSettings.of_index(index_manifest(generation).config.get("graph") or {})
+    return LeidenSettings(settings.resolution, settings.min_edge_weight, settings.seed, max_levels)
+
+
+def partitioned_scopes(generation: "Generation", settings: LeidenSettings) -> tuple[list["Scope"], list[SkippedScope]]:
+    """The scopes of an index generation GDS partitions (those with a graph), and those
+    it skips: a scope whose graph has no relation to partition (none, or all lighter
+    than the edge threshold) - GDS would find nothing on the server either, and one
+    such scope must not stop the others."""
+    from arborgraph.index.layout import scoped
+    from arborgraph.index.scoped import load_scopes
+    from graphrag.communities import aggregate_edges
+    from graphrag.schema import ENTITIES
+
+    run: list["Scope"] = []
+    skipped: list[SkippedScope] = []
+    for scope in load_scopes(generation):
+        if not generation.has_table(scoped(ENTITIES, scope.tag)):
+            continue
+        relations = ((r.source, r.target, r.weight) for r in scope.graph.relations.values())
+        if not aggregate_edges(relations, min_weight=settings.min_edge_weight):
+            skipped.append(SkippedScope(scope.scope, "no relations to partition"))
+        else:
+            run.append(scope)
+    return run, skipped
+
+
 def gds_leiden_index(
     index_dir: str | Path, driver: "Driver", *, database: str | None = None, max_levels: int = LeidenSettings.max_levels
 ) -> GdsLeidenOutcome:
@@ -285,29 +319,16 @@ def gds_leiden_index(
     has a graph (exported there already), with the settings its graph was built with,
     each compared with the index's own communities (:func:`compare_with_index`).
 
-    A scope whose index graph has no relation to partition (none, or all lighter than
-    the edge threshold) is skipped, not run: GDS would find nothing on the server
-    either, and one such scope must not stop the others. A scope that has relations in
-    the index but none on the server is still an error (the export is missing)."""
-    from arborgraph.index.layout import scoped
-    from arborgraph.index.manifest import index_manifest
-    from arborgraph.index.scoped import load_scopes
+    A scope with no relation to partition is skipped, not run (see
+    :func:`partitioned_scopes`). A scope that has relations in the index but none on
+    the server is still an error (the export is missing)."""
     from arborgraph.index.store import open_generation
-    from graphrag.communities import aggregate_edges
-    from graphrag.schema import ENTITIES
 
     generation = open_generation(Path(index_dir))
-    graph_config = index_manifest(generation).config.get("graph") or {}
-    settings = LeidenSettings.of_index(graph_config)
-    settings = LeidenSettings(settings.resolution, settings.min_edge_weight, settings.seed, max_levels)
-    outcome = GdsLeidenOutcome([], [])
-    for scope in load_scopes(generation):
-        if not generation.has_table(scoped(ENTITIES, scope.tag)):
-            continue
-        relations = ((r.source, r.target, r.weight) for r in scope.graph.relations.values())
-        if not aggregate_edges(relations, min_weight=settings.min_edge_weight):
-            outcome.skipped.append(SkippedScope(scope.scope, "no relations to partition"))
-            continue
+    settings = index_settings(generation, max_levels)
+    scopes, skipped = partitioned_scopes(generation, settings)
+    outcome = GdsLeidenOutcome([], skipped)
+    for scope in scopes:
         run = run_gds_leiden(driver, scope=scope.scope, database=database, settings=settings)
         outcome.reports.append(compare_with_index(run, scope.graph, settings))
     if not outcome.reports and not outcome.skipped:
