@@ -89,6 +89,21 @@ class ModeRecord(BaseModel):
     lexical_fallback_reason: str | None = None
 
 
+class CommunitiesRecord(BaseModel):
+    """Where a scope's communities came from when not from the build's own Leiden:
+    ``gds-leiden``, GDS's hierarchical Leiden adopted from a Neo4j database
+    (``export-neo4j --gds-leiden --adopt``), with the settings GDS ran with."""
+
+    model_config = ConfigDict(extra="allow")
+
+    source: Literal["gds-leiden"]
+    gds_version: str
+    settings: dict[str, Any]  # resolution, min_edge_weight, seed, max_levels
+    levels: StrictInt = Field(ge=0)  # the levels of the adopted table
+    communities: StrictInt = Field(ge=0)
+    adopted_at: str
+
+
 class ScopeRecord(BaseModel):
     """One access scope: its tag (in file names), its scope key, its chunk count, and the
     fingerprints a rebuild compares to reuse or update its tree and graph."""
@@ -104,6 +119,8 @@ class ScopeRecord(BaseModel):
     # of the settings alone: equal means the previous structure can be updated
     tree_settings: str | None = None
     graph_settings: str | None = None
+    # None: the communities are the build's own (in-process Leiden)
+    communities: CommunitiesRecord | None = None
 
 
 class BuildRecord(_Stored):

@@ -117,7 +117,11 @@ class Reuse:
             old, new = self._pair(part)
             if old is None or getattr(old, key) is None or getattr(old, key) != getattr(new, key):
                 return False
-            return writer.reuse(self.previous.generation, scope_file_prefixes(kind, part.tag)) > 0
+            taken = writer.reuse(self.previous.generation, scope_file_prefixes(kind, part.tag)) > 0
+            if taken and kind == "graph" and old.communities is not None:
+                # the linked graph keeps communities adopted from GDS: the record says so still
+                new.communities = old.communities
+            return taken
 
         return check
 
