@@ -51,7 +51,7 @@ The swap probe replication daemon ships WAL frames to a standby every OSPREY-271
 seconds, right after each checkpoint of the write-ahead log.
 """
 PROBE_QUESTION = "How often does the swap probe daemon ship WAL frames to its standby?"
-_RUNNING = re.compile(r"Uvicorn running on http://([\d.]+):(\d+)")
+_RUNNING = re.compile(r"(?:Uvicorn running|listening) on http://([\d.]+):(\d+)")  # one process, or --workers
 
 
 def env() -> dict[str, str]:

@@ -12,7 +12,6 @@ import contextlib
 import errno
 import json
 import logging
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -67,8 +66,8 @@ def _service_logging() -> None:
 def _served(index: Path, poll_seconds: float, verify_seconds: float = 600.0) -> Any:
     """The served index, loaded with stdout kept clean (MCP speaks on it).
 
-    Its error is said here, not left to the command group: uvicorn's ``--workers``
-    processes call it through :func:`app_from_environment`, outside any command."""
+    Its error is said here, not left to the command group: the ``--workers`` processes
+    (:mod:`arborgraph.service.worker`) call it outside any command."""
     from arborgraph.service.swap import ServedIndex
     from arborgraph.core.errors import IndexUnusable
 
@@ -102,12 +101,6 @@ def build_app(settings: Any, served: Any = None) -> Any:
         keys.records()  # a damaged keys file stops the start, not the first request
     served = served or _served(settings.index_dir, settings.poll_seconds, settings.verify_seconds)
     return create_app(served, settings, Authenticator(keys, require_key=settings.require_key))
-
-
-def app_from_environment() -> Any:
-    """uvicorn's factory in each ``--workers`` process."""
-    _service_logging()
-    return build_app(_settings_from(json.loads(os.environ[SETTINGS_ENV])))
 
 
 def serve(
@@ -166,8 +159,21 @@ def serve(
     )
     try:
         if workers > 1:
-            os.environ[SETTINGS_ENV] = json.dumps(values)
-            uvicorn.run("arborgraph.service.cli:app_from_environment", factory=True, workers=workers, **common)
+            from arborgraph.core.errors import IndexUnusable
+            from arborgraph.service import dispatch
+            from arborgraph.service.swap import live_generation
+
+            try:  # said once here, not by every worker
+                live_generation(index)
+            except IndexUnusable as exc:
+                raise _fail(str(exc)) from None
+            if keys is not None:
+                from arborgraph.service.keys import KeyStore
+
+                KeyStore(keys).records()  # a damaged keys file stops the start here, not in every worker
+            code = dispatch.run(values, SETTINGS_ENV, workers, host, port)
+            if code:
+                raise typer.Exit(code)
             return
         app = build_app(settings)
     except ImportError as exc:

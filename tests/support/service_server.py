@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-_RUNNING = re.compile(r"Uvicorn running on http://([\d.]+):(\d+)")
+_RUNNING = re.compile(r"(?:Uvicorn running|listening) on http://([\d.]+):(\d+)")  # one process, or --workers
 
 
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -1,0 +1,194 @@
+"""``serve --workers N``: one port, N worker processes, each connection handed to the
+worker holding the fewest.
+
+uvicorn's own ``--workers`` lets every process accept from the shared socket, and
+asyncio accepts every connection waiting at once: a burst of keep-alive clients lands
+in whichever process woke first (15 of 16 connections in one process, and 16 of 16, in
+two trials of ``bench_serve.py``'s load), and a keep-alive connection stays where it
+landed, so one core queued while the other idled. Here the parent process accepts
+every connection and passes its descriptor (``SCM_RIGHTS`` over a Unix socket pair) to
+the ready worker with the fewest open connections; the worker runs uvicorn's own HTTP
+protocol on it. The connection is the client's own socket, so the peer address, host
+checks and limits are as in one process.
+
+The parent holds no index. A worker that dies after it was ready is started again; one
+that dies before (an index that cannot be opened, say) stops the service with its
+error already printed. SIGINT or SIGTERM stops accepting and gives the workers
+uvicorn's graceful shutdown; a worker whose parent is gone (its control socket closed)
+shuts down by itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("arborgraph.service")
+
+READY = b"r"  # worker -> parent: serving
+CLOSED = b"x"  # worker -> parent: one of its connections closed
+CONNECTION = b"c"  # parent -> worker: a connection's descriptor rides along
+STOP_WAIT_S = 15.0  # uvicorn's graceful shutdown (5 s) and then some, before a kill
+
+
+@dataclass
+class _Worker:
+    number: int
+    process: subprocess.Popen[bytes]
+    control: socket.socket  # the parent's end of the pair
+    ready: bool = False
+    open_connections: int = 0
+    handed: int = 0  # connections ever handed over: ties go to the one handed fewer
+
+
+@dataclass
+class _Pool:
+    spawn: Callable[[int], _Worker]
+    workers: list[_Worker] = field(default_factory=list)
+
+    def least_busy(self) -> _Worker | None:
+        ready = [w for w in self.workers if w.ready]
+        return min(ready, key=lambda w: (w.open_connections, w.handed, w.number)) if ready else None
+
+
+def _spawn_worker(number: int, settings: dict[str, Any], settings_env: str) -> _Worker:
+    parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    env = {**os.environ, settings_env: json.dumps(settings)}
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "arborgraph.service.worker", str(child_end.fileno())],
+            pass_fds=(child_end.fileno(),), env=env,
+        )
+    finally:
+        child_end.close()
+    parent_end.setblocking(False)
+    return _Worker(number=number, process=process, control=parent_end)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.create_server((host, port), family=family, backlog=2048)
+    listener.setblocking(False)
+    return listener
+
+
+def run(settings: dict[str, Any], settings_env: str, workers: int, host: str, port: int) -> int:
+    """Serve on ``host:port`` with ``workers`` processes until SIGINT or SIGTERM; the
+    exit code (0, or that of a worker that could not start: its error is printed)."""
+    listener = _listen(host, port)
+    bound = listener.getsockname()[1]
+    selector = selectors.DefaultSelector()
+    stopping = False
+
+    def stop(_signum: int, _frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    pool = _Pool(spawn=lambda n: _spawn_worker(n, settings, settings_env))
+    for number in range(workers):
+        worker = pool.spawn(number)
+        pool.workers.append(worker)
+        selector.register(worker.control, selectors.EVENT_READ, worker)
+    log.info("listening on http://%s:%d: %d worker processes, each connection to the one holding the fewest", host, bound, workers)
+    accepting = False
+    code = 0
+    try:
+        while not stopping:
+            for key, _ in selector.select(timeout=0.5):
+                if key.fileobj is listener:
+                    _hand_over(listener, pool)
+                    continue
+                worker: _Worker = key.data
+                if not _read_control(worker):
+                    selector.unregister(worker.control)
+                    worker.control.close()
+                    returncode = worker.process.wait()
+                    if not worker.ready:
+                        log.error("worker process %d exited with %s before it was ready: stopping", worker.number, returncode)
+                        code = returncode if returncode and returncode > 0 else 1
+                        stopping = True
+                        break
+                    log.warning("worker process %d exited with %s: starting another", worker.number, returncode)
+                    replacement = pool.spawn(worker.number)
+                    pool.workers[pool.workers.index(worker)] = replacement
+                    selector.register(replacement.control, selectors.EVENT_READ, replacement)
+            # connections wait in the backlog while no worker is ready (at start, or all restarting)
+            can_accept = not stopping and pool.least_busy() is not None
+            if can_accept != accepting:
+                if can_accept:
+                    selector.register(listener, selectors.EVENT_READ)
+                else:
+                    selector.unregister(listener)
+                accepting = can_accept
+    finally:
+        selector.close()
+        listener.close()
+        _stop_workers(pool.workers)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return code
+
+
+def _hand_over(listener: socket.socket, pool: _Pool) -> None:
+    """Accept every waiting connection, each passed to the least busy ready worker."""
+    while pool.least_busy() is not None:
+        try:
+            connection, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:  # out of descriptors, a connection reset while queued
+            log.warning("accept failed: %s", exc)
+            return
+        with connection:
+            worker = pool.least_busy()
+            assert worker is not None  # the loop's condition; nothing else changes the pool here
+            try:
+                socket.send_fds(worker.control, [CONNECTION], [connection.fileno()])
+            except OSError as exc:  # the worker is going away; the client sees a reset
+                log.warning("could not hand a connection to worker process %d: %s", worker.number, exc)
+                continue
+            worker.open_connections += 1
+            worker.handed += 1
+
+
+def _read_control(worker: _Worker) -> bool:
+    """Take the worker's messages; False when its end has closed (it exited)."""
+    while True:
+        try:
+            message = worker.control.recv(16)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            return False
+        if not message:
+            return False
+        if message == READY:
+            worker.ready = True
+            log.info("worker process %d (pid %d) is serving", worker.number, worker.process.pid)
+        elif message == CLOSED:
+            worker.open_connections = max(0, worker.open_connections - 1)
+
+
+def _stop_workers(workers: list[_Worker]) -> None:
+    for worker in workers:
+        if worker.process.poll() is None:
+            worker.process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_WAIT_S
+    for worker in workers:
+        try:
+            worker.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            worker.process.kill()
+            worker.process.wait()
+        worker.control.close()
