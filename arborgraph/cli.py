@@ -719,14 +719,17 @@ def export_neo4j(
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
     search: Annotated[bool, typer.Option("--search", help="then give the chunks their embeddings and create the vector and full-text indexes that query --store searches")] = False,
     gds_leiden: Annotated[bool, typer.Option("--gds-leiden", help="then run GDS's hierarchical Leiden on the exported entity graph, write the community ids on the entities, and compare its modularity with the index's")] = False,
+    adopt: Annotated[bool, typer.Option("--adopt", help="with --gds-leiden: make GDS's communities the index's own (a new generation, reports rebuilt; a scope GDS skipped keeps its communities), then export them")] = False,
 ) -> None:
     """Export the index to Neo4j over Bolt (incremental), or as CSV files for neo4j-admin import."""
     from arborgraph.neo4j import (
-        CsvReport, ExportReport, GdsLeidenOutcome, SearchExport, connect, export_records, export_search, gds_leiden_index,
-        index_records, write_csv,
+        AdoptOutcome, CsvReport, ExportReport, GdsLeidenOutcome, SearchExport, adopt_gds_communities, connect,
+        export_records, export_search, gds_leiden_index, index_records, write_csv,
     )
     from arborgraph.index.store import open_generation
 
+    if adopt and not gds_leiden:
+        raise fail("--adopt takes the communities --gds-leiden writes: give --gds-leiden too", EXIT_USER_ERROR)
     if (uri is None) == (csv is None):
         raise fail("give exactly one of --uri (export over Bolt) or --csv DIR (files for neo4j-admin)", EXIT_USER_ERROR)
     if (gds_leiden or search) and uri is None:
@@ -734,6 +737,8 @@ def export_neo4j(
     records = index_records(open_generation(index))
     communities = GdsLeidenOutcome([], [])
     searchable: SearchExport | None = None
+    adopted: AdoptOutcome | None = None
+    followed: ExportReport | None = None
     if csv is not None:
         report: CsvReport | ExportReport = write_csv(records, csv)
     else:
@@ -745,6 +750,11 @@ def export_neo4j(
                 searchable = export_search(index, driver, database=database)
             if gds_leiden:
                 communities = gds_leiden_index(index, driver, database=database)
+            if adopt:
+                adopted = adopt_gds_communities(index, driver, database=database)
+                # the database's Community nodes follow the adopted generation (entities unchanged)
+                followed = export_records(index_records(open_generation(index)), driver, database=database,
+                                          batch_size=batch_size, workers=workers)
         finally:
             driver.close()
     if json_out:
@@ -754,6 +764,10 @@ def export_neo4j(
         if gds_leiden:
             payload["gds_leiden"] = [c.as_dict() for c in communities.reports]
             payload["gds_leiden_skipped"] = [s.as_dict() for s in communities.skipped]
+        if adopted is not None:
+            payload["adopted"] = adopted.as_dict()
+        if followed is not None:
+            payload["adopted_export"] = followed.as_dict()
         print(json.dumps(payload, indent=2))
         return
     if isinstance(report, CsvReport):
@@ -776,6 +790,23 @@ def export_neo4j(
             f"GDS Leiden, scope {c.scope}: {c.gds_communities} communities in {c.gds_levels} levels, modularity "
             f"{c.gds_modularity:.4f} (the index's {c.index_communities} top-level communities: {c.index_modularity:.4f}), "
             f"{c.gds_seconds:.1f} s",
+        )
+    if adopted is not None:
+        for a in adopted.adopted:
+            say(
+                out,
+                f"adopted GDS's communities, scope {a.scope}: {'/'.join(map(str, a.communities_by_level))} per level "
+                f"(were {'/'.join(map(str, a.previous_by_level))}), {a.reports} reports",
+            )
+        for skipped in adopted.skipped:
+            say(out, f"scope {skipped.scope} keeps its own communities (GDS skipped it: {skipped.reason})")
+        say(out, f"index {index}: {adopted.generation} is live (was {adopted.previous_generation}), {adopted.seconds:.1f} s")
+    if followed is not None:
+        n, r = followed.nodes, followed.relationships
+        say(
+            out,
+            f"the database's communities follow it: nodes {n.created} created, {n.updated} updated, {n.deleted} "
+            f"deleted; relationships {r.created} created, {r.deleted} deleted ({followed.seconds:.1f} s)",
         )
 
 

@@ -146,7 +146,7 @@ UMAP_FILES = ("test_raptor_warmup.py", "test_raptor_build.py", "test_raptor_clus
 # ... and every file that uses the real Neo4j server (tests/support/neo4j_server.py): its
 # community edition has one user database, which two files side by side would each empty
 # under the other; and one worker starts one server.
-NEO4J_FILES = ("test_neo4j_export.py", "test_neo4j_store.py")
+NEO4J_FILES = ("test_neo4j_export.py", "test_neo4j_store.py", "test_neo4j_adopt.py")
 SHARED_WORKER = {name: "umap-kernels" for name in UMAP_FILES} | {name: "neo4j-server" for name in NEO4J_FILES}
 
 

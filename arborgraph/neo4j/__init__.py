@@ -30,6 +30,8 @@ The modules, in the order data flows through them:
 - :mod:`.csv_export`: files for ``neo4j-admin database import full``.
 - :mod:`.backend`: the graph route's neighbour lookups on the server.
 - :mod:`.gds`: communities in the database (GDS's hierarchical Leiden), beside the index's.
+- :mod:`.hierarchy`: GDS's ids per level laid out as the index's community table (pure).
+- :mod:`.adopt`: the index adopts GDS's communities (a new generation, reports rebuilt).
 - :mod:`.store`: the lookup route on the database's vector and full-text indexes.
 
 Servers: Neo4j (4.4+, 5.x, 2025.x) and FalkorDB's experimental Bolt layer, told apart
@@ -79,10 +81,14 @@ from arborgraph.neo4j.gds import (
     SkippedScope,
     compare_with_index,
     gds_leiden_index,
+    index_settings,
+    partitioned_scopes,
     partition_modularity,
     run_gds_leiden,
     top_level_partition,
 )
+from arborgraph.neo4j.hierarchy import HierarchyError, gds_hierarchy, level_groups
+from arborgraph.neo4j.adopt import AdoptedScope, AdoptOutcome, adopt_gds_communities
 from arborgraph.neo4j.store import Neo4jStore, SearchExport, export_search, lucene_query
 from arborgraph.neo4j.export import DEFAULT_WORKERS, ExportReport, export_index, export_records, read_state, run_stage
 from arborgraph.neo4j.plan import (
@@ -168,6 +174,9 @@ __all__ = [
     "LeidenSettings", "GdsLeidenRun", "GdsLeidenReport", "GdsLeidenOutcome", "SkippedScope", "run_gds_leiden",
     "gds_leiden_index", "compare_with_index",
     "partition_modularity", "top_level_partition", "COMMUNITIES_PROPERTY", "COMMUNITY_PROPERTY",
+    "index_settings", "partitioned_scopes",
+    # the index adopts GDS's communities
+    "gds_hierarchy", "level_groups", "HierarchyError", "adopt_gds_communities", "AdoptOutcome", "AdoptedScope",
     # the store (lookup on the database's search indexes)
     "Neo4jStore", "SearchExport", "export_search", "lucene_query",
     # graph backend
