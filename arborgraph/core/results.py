@@ -95,12 +95,16 @@ class BuildMode(BaseModel):
     llm_model: str | None = None  # None = built without an LLM
     embedding: str | None = None  # None = lexical-only (model unavailable)
     lexical_fallback: bool = False
+    # where the communities came from when not the build's own Leiden ("gds-leiden": adopted
+    # from a Neo4j database, in at least one scope); None = the build's own
+    communities: str | None = None
 
     @property
     def label(self) -> str:
         llm = f"LLM mode ({self.llm_model})" if self.llm_model else "no-llm"
         emb = self.embedding or "lexical-only"
-        return f"{llm}, {emb}"
+        adopted = f", communities from {self.communities}" if self.communities else ""
+        return f"{llm}, {emb}{adopted}"
 
 
 class QueryResult(BaseModel):

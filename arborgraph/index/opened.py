@@ -91,7 +91,11 @@ class Index:
     def mode(self) -> BuildMode:
         """How the index was built (with or without an LLM, which embedding model)."""
         mode = self.manifest.mode
-        return BuildMode(llm_model=mode.llm_model, embedding=mode.embedding, lexical_fallback=mode.lexical_fallback)
+        sources = sorted({s.communities.source for s in self.manifest.scopes if s.communities is not None})
+        return BuildMode(
+            llm_model=mode.llm_model, embedding=mode.embedding, lexical_fallback=mode.lexical_fallback,
+            communities=", ".join(sources) or None,
+        )
 
     def warm(self) -> None:
         """Load every scope's structures the index was built with now (each is otherwise
