@@ -129,7 +129,10 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
         from arborgraph.service.mcp_server import build_mcp, principal_from_request
 
         mcp = build_mcp(served, principal_from_request, threads=service.threads, max_question_chars=settings.max_question_chars)
-        mcp.streamable_http_app(host=settings.host)  # creates its session manager
+        # A session lives in the process that opened it, and with several worker processes
+        # a client's next connection may be handed to another: every MCP request then
+        # stands alone (stateless), which the tools, each one request and its answer, allow.
+        mcp.streamable_http_app(host=settings.host, stateless_http=settings.workers > 1)  # creates its session manager
         mcp_app = McpAuth(StreamableHTTPASGIApp(mcp.session_manager), authenticator)
 
     @contextlib.asynccontextmanager

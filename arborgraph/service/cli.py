@@ -149,7 +149,7 @@ def serve(
         require_key=require_key, max_question_chars=max_question_chars, max_batch=max_batch,
         max_body_bytes=max_body_bytes, request_timeout_s=timeout, poll_seconds=poll_seconds, concurrency=concurrency,
         llm_model=llm_model, allowed_hosts=list(allowed_host or []), verify_seconds=verify_seconds,
-        body_timeout_s=body_timeout, docs_dir=str(docs) if docs else None,
+        body_timeout_s=body_timeout, docs_dir=str(docs) if docs else None, workers=workers,
     )
     settings = _settings_from(values)
     _service_logging()

@@ -34,6 +34,7 @@ class ServeSettings:
     max_body_bytes: int = 1 << 20
     request_timeout_s: float = 30.0
     concurrency: int = 4  # blocking calls at once; more only queue for the same cores
+    workers: int = 1  # processes serving the port; above one, MCP sessions cannot be kept (see app.py)
     poll_seconds: float = 1.0
     mcp: bool = True
     llm_model: str | None = None  # chat model for answers (default: the index's llm.model)

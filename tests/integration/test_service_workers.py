@@ -107,3 +107,34 @@ def test_an_index_that_cannot_be_served_is_said_once(tmp_path: Path) -> None:
     assert run.returncode == 2
     assert run.stderr.count("not an Arborgraph index") == 1, run.stderr
     assert "Traceback" not in run.stderr
+
+
+async def _mcp_search_twice(url: str) -> list[str]:
+    import anyio
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    texts = []
+    with anyio.fail_after(300):
+        # a client pool that opens a connection per request, as any may: each lands on
+        # the worker holding the fewest, so one session's requests reach both workers
+        limits = httpx2.Limits(max_keepalive_connections=0)
+        async with httpx2.AsyncClient(timeout=120, limits=limits) as client:
+            async with streamable_http_client(url + "/mcp", http_client=client) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    for question in ("How does WAL mode work?", "What is a checkpoint?", "What is a savepoint?"):
+                        result = await session.call_tool("search", {"question": question})
+                        assert not result.is_error, result.content
+                        texts.append(result.content[0].text)
+    return texts
+
+
+def test_an_mcp_session_works_across_workers(sample_index: Path, tmp_path: Path) -> None:
+    import anyio
+
+    with running_server(sample_index, tmp_path / "logs", "--workers", "2") as server:
+        assert _wait(lambda: server.logs().count("is serving") == 2, 120)
+        texts = anyio.run(_mcp_search_twice, server.url)
+        assert len(texts) == 3 and all(json.loads(t)["contexts"] for t in texts)
