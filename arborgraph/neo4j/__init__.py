@@ -87,7 +87,7 @@ from arborgraph.neo4j.gds import (
     run_gds_leiden,
     top_level_partition,
 )
-from arborgraph.neo4j.hierarchy import HierarchyError, gds_hierarchy, level_groups
+from arborgraph.neo4j.hierarchy import HierarchyError, gds_hierarchy, level_groups, split_communities
 from arborgraph.neo4j.adopt import AdoptedScope, AdoptOutcome, adopt_gds_communities
 from arborgraph.neo4j.store import Neo4jStore, SearchExport, export_search, lucene_query
 from arborgraph.neo4j.export import DEFAULT_WORKERS, ExportReport, export_index, export_records, read_state, run_stage
@@ -176,7 +176,7 @@ __all__ = [
     "partition_modularity", "top_level_partition", "COMMUNITIES_PROPERTY", "COMMUNITY_PROPERTY",
     "index_settings", "partitioned_scopes",
     # the index adopts GDS's communities
-    "gds_hierarchy", "level_groups", "HierarchyError", "adopt_gds_communities", "AdoptOutcome", "AdoptedScope",
+    "gds_hierarchy", "level_groups", "split_communities", "HierarchyError", "adopt_gds_communities", "AdoptOutcome", "AdoptedScope",
     # the store (lookup on the database's search indexes)
     "Neo4jStore", "SearchExport", "export_search", "lucene_query",
     # graph backend

@@ -39,7 +39,7 @@ from arborgraph.neo4j.gds import (
     projected_edges_cypher,
     top_level_partition,
 )
-from arborgraph.neo4j.hierarchy import HierarchyError, gds_hierarchy
+from arborgraph.neo4j.hierarchy import HierarchyError, gds_hierarchy, split_communities
 from arborgraph.neo4j.records import ENTITY, MARK
 
 if TYPE_CHECKING:
@@ -58,8 +58,10 @@ SOURCE = "gds-leiden"  # the communities record's source
 @dataclass(frozen=True)
 class AdoptedScope:
     """One scope whose communities are now GDS's: the communities per level (level 0
-    first) before and after, the reports written, and both top levels' modularity over
-    the edges Leiden partitions (one function, as :mod:`.gds` compares them)."""
+    first) before and after, the reports written, both top levels' modularity over the
+    edges Leiden partitions (one function, as :mod:`.gds` compares them), and how many of
+    GDS's finer communities straddled coarser ones and were split along them
+    (:func:`.hierarchy.split_communities`)."""
 
     scope: str
     tag: str
@@ -68,6 +70,7 @@ class AdoptedScope:
     reports: int
     modularity: float
     previous_modularity: float
+    gds_split: int
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -288,18 +291,19 @@ def adopt_gds_communities(
             communities=len(new.communities),
             adopted_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         ).model_dump(mode="json")
-        adopted.append(_adopted(scope, graph, new, edges, settings))
+        adopted.append(_adopted(scope, graph, new, edges, settings, split_communities(levels)))
     name = write_generation(index_dir, generation, tables, records)
     return AdoptOutcome(name, generation.name, adopted, skipped, version, settings, time.perf_counter() - t0)
 
 
 def _adopted(
     scope: "Scope", before: "KnowledgeGraph", after: "KnowledgeGraph", edges: Sequence[tuple[str, str, float]],
-    settings: LeidenSettings,
+    settings: LeidenSettings, split: int,
 ) -> AdoptedScope:
     return AdoptedScope(
         scope=scope.scope, tag=scope.tag,
         communities_by_level=by_level(after), previous_by_level=by_level(before), reports=len(after.reports),
         modularity=partition_modularity(edges, top_level_partition(after), settings.resolution),
         previous_modularity=partition_modularity(edges, top_level_partition(before), settings.resolution),
+        gds_split=split,
     )

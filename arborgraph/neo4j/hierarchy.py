@@ -13,9 +13,13 @@ community's children in that order, parent by parent.
 :func:`gds_hierarchy` makes that layout of GDS's levels. GDS repeats a community that
 does not split at a finer level; such repeats below a community that never splits again
 are left out, so it is a leaf, as in-process (``community_cut(level)`` then is GDS's
-partition at that level). A repeat above a later split is kept: children are always one
-level below their parent. The ids are GDS's renumbered this way, never its raw ids, so
-the same partition gives the same table.
+partition at that level, refined as below where it does not nest). A repeat above a later split is kept: children are always one
+level below their parent. GDS's finer communities nest in its coarser ones but for a
+few (its Leiden may move a refined group to another community from one level to the
+next: 5 of 589 on the SQLite manual): such a community is split along the coarser ones,
+so that a child always lies inside its parent and level 0 is GDS's final partition
+exactly. The ids are GDS's renumbered this way, never its raw ids, so the same
+partition gives the same table.
 """
 
 from __future__ import annotations
@@ -30,21 +34,35 @@ class HierarchyError(ValueError):
     """GDS's levels cannot be laid out as a hierarchy (say why in one line)."""
 
 
-def level_groups(levels: Mapping[str, Sequence[int]]) -> list[list[list[str]]]:
-    """GDS's groups per level, the coarsest first (the index's level 0), each group's
-    members sorted; :class:`HierarchyError` if the entities have different numbers of
-    levels."""
+Path_ = tuple[int, ...]  # GDS's ids of one entity from the coarsest level down to one level
+
+
+def level_groups(levels: Mapping[str, Sequence[int]]) -> list[dict[Path_, list[str]]]:
+    """GDS's groups per level, the coarsest first (the index's level 0): at each level
+    the entities grouped by their ids from the coarsest level down to that one (so a
+    group lies inside one group of the level above), each group's members sorted;
+    :class:`HierarchyError` if the entities have different numbers of levels."""
     depths = {len(ids) for ids in levels.values()}
     if len(depths) > 1:
         raise HierarchyError(f"the entities have different numbers of GDS levels ({sorted(depths)})")
     depth = depths.pop() if depths else 0
-    out: list[list[list[str]]] = []
-    for gds_level in reversed(range(depth)):
-        groups: dict[int, list[str]] = defaultdict(list)
+    out: list[dict[Path_, list[str]]] = []
+    for down in range(1, depth + 1):
+        groups: dict[Path_, list[str]] = defaultdict(list)
         for entity in sorted(levels):
-            groups[levels[entity][gds_level]].append(entity)
-        out.append(list(groups.values()))
+            groups[tuple(reversed(levels[entity]))[:down]].append(entity)
+        out.append(dict(groups))
     return out
+
+
+def split_communities(levels: Mapping[str, Sequence[int]]) -> int:
+    """How many of GDS's finer communities straddle two coarser ones (its Leiden may move
+    a refined group out of its community between levels): each is split along them."""
+    parents: dict[tuple[int, int], set[int]] = defaultdict(set)
+    for ids in levels.values():
+        for level in range(len(ids) - 1):
+            parents[(level, ids[level])].add(ids[level + 1])
+    return sum(1 for coarser in parents.values() if len(coarser) > 1)
 
 
 def _size_order(group: Sequence[str]) -> tuple[int, str]:
@@ -54,36 +72,29 @@ def _size_order(group: Sequence[str]) -> tuple[int, str]:
 
 def gds_hierarchy(levels: Mapping[str, Sequence[int]], *, min_size: int = 2) -> dict[int, Community]:
     """The index's communities (by id) for GDS's ids per entity, the finest first (see
-    the module docstring); :class:`HierarchyError` when a finer community is not inside
-    one coarser community."""
-    by_level = [[g for g in groups if len(g) >= min_size] for groups in level_groups(levels)]
-    # the group each entity is in, per level
-    home = [{m: i for i, g in enumerate(groups) for m in g} for groups in by_level]
-    # children[level][i]: the groups of level + 1 inside group i of level
-    children: list[dict[int, list[int]]] = [defaultdict(list) for _ in by_level]
+    the module docstring)."""
+    by_level = [{p: g for p, g in groups.items() if len(g) >= min_size} for groups in level_groups(levels)]
+    children: list[dict[Path_, list[Path_]]] = [defaultdict(list) for _ in by_level]
     for level in range(1, len(by_level)):
-        for j, group in enumerate(by_level[level]):
-            parents = {home[level - 1].get(m) for m in group}
-            if len(parents) != 1 or None in parents:
-                raise HierarchyError(f"a GDS community of {len(group)} entities is not inside one coarser community")
-            children[level - 1][parents.pop()].append(j)  # type: ignore[arg-type]
+        for path in by_level[level]:
+            children[level - 1][path[:-1]].append(path)  # the parent is there: it is no smaller
     # a group that never splits again keeps no repeats of itself below it
-    splits: list[set[int]] = [set() for _ in by_level]
+    splits: list[set[Path_]] = [set() for _ in by_level]
     for level in reversed(range(len(by_level) - 1)):
-        for i, kids in children[level].items():
-            if len(kids) > 1 or any(k in splits[level + 1] for k in kids) or len(by_level[level + 1][kids[0]]) < len(by_level[level][i]):
-                splits[level].add(i)
+        for path, kids in children[level].items():
+            lone = kids[0] if len(kids) == 1 else None
+            if lone is None or lone in splits[level + 1] or len(by_level[level + 1][lone]) < len(by_level[level][path]):
+                splits[level].add(path)
     communities: list[Community] = []
-    todo: list[tuple[int, int, int | None]] = [
-        (0, i, None) for i in sorted(range(len(by_level[0])), key=lambda i: _size_order(by_level[0][i]))
-    ] if by_level else []
+    first = sorted(by_level[0], key=lambda p: _size_order(by_level[0][p])) if by_level else []
+    todo: list[tuple[int, Path_, int | None]] = [(0, path, None) for path in first]
     while todo:
-        level, i, parent = todo.pop(0)
-        com = Community(id=len(communities), level=level, members=list(by_level[level][i]), parent=parent)
+        level, path, parent = todo.pop(0)
+        com = Community(id=len(communities), level=level, members=list(by_level[level][path]), parent=parent)
         communities.append(com)
         if parent is not None:
             communities[parent].children.append(com.id)
-        if i in splits[level]:
-            kids = sorted(children[level][i], key=lambda j: _size_order(by_level[level + 1][j]))
-            todo.extend((level + 1, j, com.id) for j in kids)
+        if path in splits[level]:
+            kids = sorted(children[level][path], key=lambda p: _size_order(by_level[level + 1][p]))
+            todo.extend((level + 1, kid, com.id) for kid in kids)
     return {c.id: c for c in communities}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from arborgraph.neo4j.hierarchy import HierarchyError, gds_hierarchy, level_groups
+from arborgraph.neo4j.hierarchy import HierarchyError, gds_hierarchy, level_groups, split_communities
 
 
 def test_levels_come_coarsest_first_with_sorted_members() -> None:
     levels = {"b": [1, 9], "a": [1, 9], "c": [2, 9]}
-    assert level_groups(levels) == [[["a", "b", "c"]], [["a", "b"], ["c"]]]
+    assert level_groups(levels) == [{(9,): ["a", "b", "c"]}, {(9, 1): ["a", "b"], (9, 2): ["c"]}]
     with pytest.raises(HierarchyError):
         level_groups({"a": [1], "b": [1, 2]})
 
@@ -44,6 +44,12 @@ def test_small_groups_get_no_community_and_a_parent_that_lost_members_keeps_its_
     assert gds_hierarchy({}) == {}
 
 
-def test_a_finer_community_across_two_coarser_ones_is_refused() -> None:
-    with pytest.raises(HierarchyError, match="not inside one coarser community"):
-        gds_hierarchy({"a": [1, 5], "b": [1, 6], "c": [2, 6], "d": [2, 5]})
+def test_a_finer_community_across_two_coarser_ones_is_split_along_them() -> None:
+    # GDS's finer {a,b,c,d} straddles its coarser {a,b,e,f} and {c,d,g,h}
+    levels = {"a": [1, 5], "b": [1, 5], "c": [1, 6], "d": [1, 6], "e": [2, 5], "f": [2, 5], "g": [3, 6], "h": [3, 6]}
+    assert split_communities(levels) == 1
+    coms = gds_hierarchy(levels)
+    assert [(c.level, c.members, c.parent) for c in coms.values()] == [
+        (0, ["a", "b", "e", "f"], None), (0, ["c", "d", "g", "h"], None),
+        (1, ["a", "b"], 0), (1, ["e", "f"], 0), (1, ["c", "d"], 1), (1, ["g", "h"], 1),
+    ]
