@@ -30,8 +30,10 @@ from arborgraph.core.errors import ExportError
 from arborgraph.neo4j.connection import export_errors, verify
 from arborgraph.neo4j.gds import (
     COMMUNITIES_PROPERTY,
+    GRAPH_PROPERTY,
     LeidenSettings,
     SkippedScope,
+    edges_digest,
     gds_version,
     index_settings,
     partition_modularity,
@@ -109,26 +111,32 @@ class AdoptOutcome:
 
 
 def scope_entities_cypher() -> str:
-    return f"MATCH (n:{MARK}:{ENTITY} {{scope: $scope}}) RETURN n.id AS id, n.{COMMUNITIES_PROPERTY} AS levels"
+    return (
+        f"MATCH (n:{MARK}:{ENTITY} {{scope: $scope}}) "
+        f"RETURN n.id AS id, n.{COMMUNITIES_PROPERTY} AS levels, n.{GRAPH_PROPERTY} AS graph"
+    )
 
 
 @dataclass(frozen=True)
 class ServerGraph:
     """What the database holds of one scope: each entity's GDS ids (None where GDS
-    wrote none) and the edges GDS projects."""
+    wrote none), the digests of the graphs GDS gave them (one, when it ran once on this
+    export) and the edges GDS projects now."""
 
     levels: dict[str, list[int] | None]
+    digests: set[str]
     edges: list[tuple[str, str, float]]
 
 
 def read_server_graph(driver: "Driver", scope: str, settings: LeidenSettings, database: str | None) -> ServerGraph:
     with export_errors(), driver.session(database=database) as session:
-        levels = {r["id"]: (list(r["levels"]) if r["levels"] is not None else None)
-                  for r in session.run(scope_entities_cypher(), scope=scope)}
+        rows = session.run(scope_entities_cypher(), scope=scope).data()
+        levels = {r["id"]: (list(r["levels"]) if r["levels"] is not None else None) for r in rows}
+        digests = {r["graph"] for r in rows if r["levels"] is not None}
         params = {"scope": scope, "min_weight": settings.min_edge_weight}
         # each pair as the index orders it (ids, not uids)
         edges = sorted((*sorted((r["a"], r["b"])), float(r["weight"])) for r in session.run(projected_edges_cypher(), params))
-    return ServerGraph(levels, edges)
+    return ServerGraph(levels, digests, edges)
 
 
 # -- checking it is this index's graph (pure) ------------------------------------------------
@@ -149,6 +157,8 @@ def mismatch(index_graph: "KnowledgeGraph", server: ServerGraph, edges: Sequence
     missing = sum(1 for v in projected if server.levels[v] is None)
     if missing:
         return f"{missing} of its {len(projected)} partitioned entities carry no GDS communities"
+    if server.digests != {edges_digest(edges)}:
+        return "GDS partitioned another version of its relations"
     return None
 
 
@@ -283,7 +293,8 @@ def adopt_gds_communities(
         problem = mismatch(graph, server, edges)
         if problem is not None:
             raise ExportError(f"the database's graph of scope {scope.scope!r} is not this index's: {problem}; run {rerun}")
-        levels = {e: ids for e, ids in server.levels.items() if ids is not None}
+        projected = {v for a, b, _ in edges for v in (a, b)}
+        levels = {v: ids for v, ids in server.levels.items() if ids is not None and v in projected}
         new = adopted_graph(graph, levels, chunks.get(scope.scope, []), graph_config)
         tables[scope.tag] = graph_to_tables(new)
         records[scope.tag] = CommunitiesRecord(

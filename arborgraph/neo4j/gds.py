@@ -5,8 +5,9 @@ into the Graph Data Science library (relation weights summed per pair, pairs lig
 than ``min_edge_weight`` left out: the edges the index's own Leiden partitions, see
 :func:`graphrag.build.leiden_edges`), runs ``gds.leiden`` with intermediate communities
 and writes them back on the ``Entity`` nodes: ``gds_communities`` (one id per level,
-the finest first) and ``gds_community`` (the last level's). A later export of an
-entity that changed rewrites its node without them.
+the finest first), ``gds_community`` (the last level's) and ``gds_graph`` (a digest of
+the edges partitioned, :func:`edges_digest`). A later export of an entity that changed
+rewrites its node without them.
 
 :func:`gds_leiden_index` does it for every scope of an index and sets the result
 beside the index's own partition (a scope whose graph has no relation heavy enough to
@@ -19,6 +20,8 @@ Needs Neo4j with the GDS library (FalkorDB has neither ``gds.*`` nor an equivale
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -39,6 +42,9 @@ if TYPE_CHECKING:
 
 COMMUNITIES_PROPERTY = "gds_communities"  # every level's community id, the finest first
 COMMUNITY_PROPERTY = "gds_community"  # the last level's
+# a digest of the weighted edges that run partitioned (edges_digest): what an adoption
+# checks the index's own edges against, so that ids GDS gave another graph are never taken
+GRAPH_PROPERTY = "gds_graph"
 
 
 @dataclass(frozen=True)
@@ -154,13 +160,23 @@ def leiden_write_cypher() -> str:
 
 
 def clear_communities_cypher() -> str:
-    return f"MATCH (n:{MARK}:{ENTITY} {{scope: $scope}}) REMOVE n.{COMMUNITIES_PROPERTY}, n.{COMMUNITY_PROPERTY}"
+    return (
+        f"MATCH (n:{MARK}:{ENTITY} {{scope: $scope}}) "
+        f"REMOVE n.{COMMUNITIES_PROPERTY}, n.{COMMUNITY_PROPERTY}, n.{GRAPH_PROPERTY}"
+    )
 
 
 def final_community_cypher() -> str:
     return (
         f"MATCH (n:{MARK}:{ENTITY} {{scope: $scope}}) WHERE n.{COMMUNITIES_PROPERTY} IS NOT NULL "
         f"SET n.{COMMUNITY_PROPERTY} = n.{COMMUNITIES_PROPERTY}[-1]"
+    )
+
+
+def graph_digest_cypher() -> str:
+    return (
+        f"MATCH (n:{MARK}:{ENTITY} {{scope: $scope}}) WHERE n.{COMMUNITIES_PROPERTY} IS NOT NULL "
+        f"SET n.{GRAPH_PROPERTY} = $digest"
     )
 
 
@@ -221,6 +237,7 @@ def run_gds_leiden(
         seconds = time.perf_counter() - t0
         membership = {r["id"]: list(r["levels"]) for r in session.run(membership_cypher(), scope=scope)}
         edges = [(r["a"], r["b"], float(r["weight"])) for r in session.run(projected_edges_cypher(), params)]
+        session.run(graph_digest_cypher(), scope=scope, digest=edges_digest(edges)).consume()
     assert result is not None
     return GdsLeidenRun(
         scope=scope,
@@ -233,6 +250,13 @@ def run_gds_leiden(
 
 
 # -- comparing with the index's own partition (pure) ------------------------------------------
+
+
+def edges_digest(edges: Iterable[tuple[str, str, float]]) -> str:
+    """A digest of undirected weighted edges, whatever their order and orientation; the
+    weights to 9 significant digits (a sum in Cypher and in Python may differ in the last bits)."""
+    rows = sorted((*sorted((a, b)), float(f"{w:.9g}")) for a, b, w in edges)
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
 
 
 def partition_modularity(

@@ -181,7 +181,13 @@ def test_adopt_refuses_another_index_s_graph_and_leaves_the_index_untouched(
         s.run("MATCH (n:Entity) REMOVE n.gds_communities, n.gds_community").consume()
     with pytest.raises(ExportError, match="carry no GDS communities"):
         X.adopt_gds_communities(index, driver)
-    assert _manifest_bytes(index) == (live, manifest)
+    # ids GDS gave another version of the relations (their digest is not of this index's edges)
+    X.gds_leiden_index(index, driver)
+    with driver.session() as s:
+        s.run("MATCH (n:Entity) WHERE n.gds_graph IS NOT NULL SET n.gds_graph = 'another'").consume()
+    with pytest.raises(ExportError, match="GDS partitioned another version of its relations"):
+        X.adopt_gds_communities(index, driver)
+    assert _manifest_bytes(index) == (live, manifest) and sorted(p.name for p in index.iterdir()) == files
 
 
 TEAM_NOTES = """---

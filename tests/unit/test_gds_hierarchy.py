@@ -53,3 +53,11 @@ def test_a_finer_community_across_two_coarser_ones_is_split_along_them() -> None
         (0, ["a", "b", "e", "f"], None), (0, ["c", "d", "g", "h"], None),
         (1, ["a", "b"], 0), (1, ["e", "f"], 0), (1, ["c", "d"], 1), (1, ["g", "h"], 1),
     ]
+
+
+def test_the_edges_digest_ignores_order_orientation_and_the_last_bits_of_a_sum() -> None:
+    from arborgraph.neo4j.gds import edges_digest
+
+    edges = [("a", "b", 0.1 + 0.2), ("b", "c", 2.0)]
+    assert edges_digest(edges) == edges_digest([("c", "b", 2.0), ("b", "a", 0.3)])
+    assert edges_digest(edges) != edges_digest([("a", "b", 0.3), ("b", "c", 2.5)])
