@@ -1,19 +1,18 @@
 """GDS's hierarchical Leiden ids laid out as the index's community table (pure).
 
 ``gds.leiden`` with ``includeIntermediateCommunities`` gives every projected entity one
-community id per level, the finest first, each level covering every entity and each
-coarser community a union of finer ones. The index's table
-(:class:`graphrag.communities.HierarchicalLeiden`) is laid out the other way up: level 0
-partitions the whole graph, a community's children (one level deeper) partition it, a
-community that is not split further is a leaf with no children, groups smaller than
-``min_community_size`` get no community, members are sorted, and ids are handed out
+community id per level, the finest first, each level covering every entity. The index's
+table (:class:`graphrag.communities.HierarchicalLeiden`) is laid out the other way up:
+level 0 partitions the whole graph, a community's children (one level deeper) partition
+it, a community that is not split further is a leaf with no children, groups smaller
+than ``min_community_size`` get no community, members are sorted, and ids are handed out
 breadth first: level 0 by size (largest first, then smallest member), then each
 community's children in that order, parent by parent.
 
 :func:`gds_hierarchy` makes that layout of GDS's levels. GDS repeats a community that
 does not split at a finer level; such repeats below a community that never splits again
 are left out, so it is a leaf, as in-process (``community_cut(level)`` then is GDS's
-partition at that level, refined as below where it does not nest). A repeat above a later split is kept: children are always one
+partition at that level). A repeat above a later split is kept: children are always one
 level below their parent. GDS's finer communities nest in its coarser ones but for a
 few (its Leiden may move a refined group to another community from one level to the
 next: 5 of 589 on the SQLite manual): such a community is split along the coarser ones,
@@ -34,10 +33,10 @@ class HierarchyError(ValueError):
     """GDS's levels cannot be laid out as a hierarchy (say why in one line)."""
 
 
-Path_ = tuple[int, ...]  # GDS's ids of one entity from the coarsest level down to one level
+IdPath = tuple[int, ...]  # GDS's ids of one entity from the coarsest level down to one level
 
 
-def level_groups(levels: Mapping[str, Sequence[int]]) -> list[dict[Path_, list[str]]]:
+def level_groups(levels: Mapping[str, Sequence[int]]) -> list[dict[IdPath, list[str]]]:
     """GDS's groups per level, the coarsest first (the index's level 0): at each level
     the entities grouped by their ids from the coarsest level down to that one (so a
     group lies inside one group of the level above), each group's members sorted;
@@ -46,9 +45,9 @@ def level_groups(levels: Mapping[str, Sequence[int]]) -> list[dict[Path_, list[s
     if len(depths) > 1:
         raise HierarchyError(f"the entities have different numbers of GDS levels ({sorted(depths)})")
     depth = depths.pop() if depths else 0
-    out: list[dict[Path_, list[str]]] = []
+    out: list[dict[IdPath, list[str]]] = []
     for down in range(1, depth + 1):
-        groups: dict[Path_, list[str]] = defaultdict(list)
+        groups: dict[IdPath, list[str]] = defaultdict(list)
         for entity in sorted(levels):
             groups[tuple(reversed(levels[entity]))[:down]].append(entity)
         out.append(dict(groups))
@@ -74,12 +73,12 @@ def gds_hierarchy(levels: Mapping[str, Sequence[int]], *, min_size: int = 2) -> 
     """The index's communities (by id) for GDS's ids per entity, the finest first (see
     the module docstring)."""
     by_level = [{p: g for p, g in groups.items() if len(g) >= min_size} for groups in level_groups(levels)]
-    children: list[dict[Path_, list[Path_]]] = [defaultdict(list) for _ in by_level]
+    children: list[dict[IdPath, list[IdPath]]] = [defaultdict(list) for _ in by_level]
     for level in range(1, len(by_level)):
         for path in by_level[level]:
             children[level - 1][path[:-1]].append(path)  # the parent is there: it is no smaller
     # a group that never splits again keeps no repeats of itself below it
-    splits: list[set[Path_]] = [set() for _ in by_level]
+    splits: list[set[IdPath]] = [set() for _ in by_level]
     for level in reversed(range(len(by_level) - 1)):
         for path, kids in children[level].items():
             lone = kids[0] if len(kids) == 1 else None
@@ -87,7 +86,7 @@ def gds_hierarchy(levels: Mapping[str, Sequence[int]], *, min_size: int = 2) -> 
                 splits[level].add(path)
     communities: list[Community] = []
     first = sorted(by_level[0], key=lambda p: _size_order(by_level[0][p])) if by_level else []
-    todo: list[tuple[int, Path_, int | None]] = [(0, path, None) for path in first]
+    todo: list[tuple[int, IdPath, int | None]] = [(0, path, None) for path in first]
     while todo:
         level, path, parent = todo.pop(0)
         com = Community(id=len(communities), level=level, members=list(by_level[level][path]), parent=parent)
