@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from arborgraph.core.ordering import top_k_indices
 from arborgraph.core.retrieval import Retrieval
 from arborgraph.core.results import Context, Route, RoutingDecision
 
@@ -16,18 +17,13 @@ RRF_K = 60
 def top_indices(scores: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndarray:
     """Row indices of the ``k`` best positive scores, best first; ``mask`` excludes rows.
 
-    Ties break on the lower row index so results are stable across runs.
+    Ties break on the lower row index, for which rows make the ``k`` as well as for
+    their order, so the result is the same on every CPU (:func:`top_k_indices`).
     """
     if scores.size == 0 or k <= 0:
         return np.zeros(0, dtype=np.int64)
     candidates = np.flatnonzero(scores > 0) if mask is None else np.flatnonzero((scores > 0) & mask)
-    if candidates.size == 0:
-        return candidates
-    if candidates.size > k:
-        part = np.argpartition(-scores[candidates], k - 1)[:k]
-        candidates = candidates[part]
-    order = np.lexsort((candidates, -scores[candidates]))
-    return candidates[order]
+    return candidates[top_k_indices(scores[candidates], k)]
 
 
 def reciprocal_rank_fusion(
