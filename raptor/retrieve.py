@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from arborgraph.core.ordering import top_k_indices
 from arborgraph.core.results import Context
 from raptor.tree import Node, Tree
 
@@ -139,7 +140,7 @@ def traverse(
             best_parent[child[last]] = parent[last]
         has_parent = best_parent[rows] >= 0
         path[rows] = own_rows[rows] + path_decay * np.where(has_parent, path[np.maximum(best_parent[rows], 0)], 0.0)
-        top = rows[_best_first(-path[rows], beam)]
+        top = rows[top_k_indices(path[rows], beam)]  # the head only: a level of 35,000 keeps 50
         selected[level] = [tree.nodes[row].node_id for row in top.tolist()]
         chosen[top] = True
 
@@ -176,18 +177,10 @@ def traverse(
         best = best[places]
     boost = np.where(best > -np.inf, best / scale, 0.0)
     total = own + subtree_weight * boost
-    if max_leaves is not None:
-        # room for leaves the budget skips; the tail is never reached, so only the head
-        # is sorted: every leaf scoring at least the head's last one, ties included
-        head = max(neighbour_pool, anchors, 10 * max_leaves)
-        if head < len(total):
-            floor = np.partition(total, len(total) - head)[len(total) - head]
-            near = np.flatnonzero(total >= floor)
-            order = near[np.lexsort((leaf_rows[near], -total[near]))][:head]
-        else:
-            order = np.lexsort((leaf_rows, -total))
-    else:
-        order = np.lexsort((leaf_rows, -total))
+    # with a budget, room for leaves it skips: the tail is never reached, so only the
+    # head is sorted. Ties by position are ties by tree row (leaf_rows ascend).
+    head = len(total) if max_leaves is None else max(neighbour_pool, anchors, 10 * max_leaves)
+    order = top_k_indices(total, head)
     leaf_rank = [(-float(total[i]), int(leaf_rows[i]), tree.nodes[leaf_rows[i]].node_id) for i in order]
     leaf_rank, neighbour_of = _expand_anchors(tree, leaf_rank, anchors, neighbours, neighbour_pool)
 
@@ -346,17 +339,6 @@ def _scaled(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
     return (raw - lo) / (hi - lo) if hi > lo else np.ones_like(raw)
 
 
-def _best_first(keys: np.ndarray, n: int) -> np.ndarray:
-    """Positions of the ``n`` least ``keys``, least first, ties by position: the head
-    of a stable sort, sorting only the keys that can be in it (a level of 35,000
-    summaries keeps 50)."""
-    if n >= len(keys):
-        return np.argsort(keys, kind="stable")
-    floor = np.partition(keys, n - 1)[n - 1]
-    near = np.flatnonzero(keys <= floor)
-    return near[np.argsort(keys[near], kind="stable")][:n]
-
-
 def _best_first_order(scores: np.ndarray) -> np.ndarray:
     """Positions by descending score, ties by position: a stable sort's order.
 
@@ -431,11 +413,10 @@ def _rrf(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
 
 
 def _lexical_head(lexical: np.ndarray, n: int) -> np.ndarray:
-    """Positions of the ``n`` best positive lexical scores (all of them when fewer)."""
+    """Positions of the ``n`` best positive lexical scores (all of them when fewer),
+    ascending; of equal scores at the cut, the lower positions."""
     positive = np.flatnonzero(lexical > 0)
-    if positive.size > n:
-        positive = positive[np.argpartition(-lexical[positive], n - 1)[:n]]
-    return np.sort(positive)
+    return np.sort(positive[top_k_indices(lexical[positive], n)])
 
 
 def rank_sample_rows(tree: Tree) -> np.ndarray:
