@@ -22,6 +22,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
 
+from arborgraph.core.ordering import top_k_per_row
+
 ReducerChoice = Literal["auto", "umap", "pca"]
 
 
@@ -151,11 +153,9 @@ def exact_cosine_knn(X: np.ndarray, k: int, block: int = 1024) -> tuple[np.ndarr
         sim = unit[start : start + block] @ unit.T
         rows = np.arange(sim.shape[0])
         sim[rows, start + rows] = np.inf  # a point is its own nearest neighbour
-        part = np.argpartition(-sim, k - 1, axis=1)[:, :k]
-        part_sim = np.take_along_axis(sim, part, axis=1)
-        order = np.lexsort((part, -part_sim), axis=1)
-        indices[start : start + block] = np.take_along_axis(part, order, axis=1)
-        best = np.take_along_axis(part_sim, order, axis=1)
+        near = top_k_per_row(sim, k)
+        indices[start : start + block] = near
+        best = np.take_along_axis(sim, near, axis=1)
         best[:, 0] = 1.0
         distances[start : start + block] = np.clip(1.0 - best, 0.0, 2.0)
     return indices, distances

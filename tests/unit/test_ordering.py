@@ -76,6 +76,25 @@ def test_top_k_per_row_is_each_rows_stable_head(dtype: str) -> None:
             assert np.array_equal(got[row], _reference(scores[row], k)), (row, k)
 
 
+def test_exact_neighbours_of_repeated_points_go_to_the_lower_index() -> None:
+    from raptor.cluster import exact_cosine_knn
+
+    # four entries of ±1 per point, the rest 0: norms of 2, so every cosine is a sum of
+    # ±0.25 and exact whatever the BLAS kernel, and most of them tie (repeated points too)
+    rng = np.random.default_rng(2)
+    X = np.zeros((200, 8))
+    for row in range(200):
+        X[row, rng.choice(8, 4, replace=False)] = rng.choice([-1.0, 1.0], 4)
+    X[100:150] = X[:50]
+    indices, distances = exact_cosine_knn(X, 7, block=64)
+    unit = X / 2.0
+    for row in range(200):
+        sim = unit @ unit[row]
+        sim[row] = np.inf
+        assert np.array_equal(indices[row], _reference(sim, 7)), row
+    assert (distances[:, 0] == 0).all()
+
+
 def test_unique_inverse_is_numpys() -> None:
     rng = np.random.default_rng(11)
     for dtype in ("int64", "int32", "float64"):
