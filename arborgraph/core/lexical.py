@@ -132,7 +132,9 @@ def _lucene_index(corpus: list[list[str]], k1: float, b: float) -> _Postings:
     # into columns (bm25s's numpy CSC builder): by term, then by document
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(np.bincount(voc_indices, minlength=n_vocab), out=indptr[1:])
-    sorter = np.argsort((voc_indices.astype(np.int64) << 32) | doc_indices.astype(np.int64))
+    # stable, though every key differs: numpy's default argsort is chosen by the CPU and
+    # gave unsorted orders on an emulated AVX2 one (see core/ordering.py)
+    sorter = np.argsort((voc_indices.astype(np.int64) << 32) | doc_indices.astype(np.int64), kind="stable")
     if "" not in vocab:  # bm25s's create_empty_token: an id past the last column
         vocab[""] = max(vocab.values()) + 1
     return _Postings(

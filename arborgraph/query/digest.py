@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arborgraph.core.ordering import unique_inverse
 from arborgraph.core.results import MANUALS_WORDS, Context, Highlight
 from arborgraph.core.text import analyse, sentence_spans
 
@@ -139,7 +140,7 @@ def sentence_features(question: str, passages: Sequence[Context], sentences: Seq
     best_bm25 = bm25.max() or 1.0
     # a passage's terms are its sentences'; its heading's, analysed once per passage
     passage_of = np.array([s.passage for s in sentences], dtype=np.int64)
-    order, where = np.unique(passage_of, return_inverse=True)
+    order, where = unique_inverse(passage_of)
     in_passage = np.zeros((len(order), width), dtype=bool)
     np.logical_or.at(in_passage, where, present)
     in_heading = np.zeros((len(order), width), dtype=bool)

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from arborgraph.core.ordering import unique_inverse
+
 MODEL_FILE = Path(__file__).resolve().parents[1] / "data" / "ranker_model.json"
 MODEL_FORMAT = "arborgraph-ranker/1"
 
@@ -161,7 +163,7 @@ def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayou
     out[:, col["bm25_inv_rank"]] = _inv_ranks(rows, signals.rank_lists.get("bm25", ()))
     doc = layout.doc_index
     # page aggregates over the candidates' pages only (their rows, not the collection's)
-    pages, page_of = np.unique(doc[idx], return_inverse=True)
+    pages, page_of = unique_inverse(doc[idx])
     page_rows = layout.page_rows(pages)  # no page is empty: each holds a candidate
     page_sizes = layout.page_start[pages + 1] - layout.page_start[pages]
     page_offsets = np.cumsum(page_sizes) - page_sizes
@@ -460,7 +462,7 @@ def explain_rows(model: AnyRanker, matrix: np.ndarray, top: int = 3) -> list[lis
         return [list(named) for _ in range(len(matrix))]
     cols = [FEATURES.index(f) for f in model.features]
     contrib = (matrix[:, cols] - model.mean) / model.scale * model.coef
-    best = np.argsort(-contrib, axis=1)[:, :top]
+    best = np.argsort(-contrib, axis=1, kind="stable")[:, :top]  # equal contributions: the earlier feature
     return [
         [f"{model.features[i]} {row[i]:+.2f}" for i in picked if row[i] > 0]
         for row, picked in zip(contrib.tolist(), best.tolist(), strict=True)
