@@ -4,10 +4,11 @@ of a matrix) with ties to the lower position, and the inverse of ``np.unique``.
 numpy picks its default ``argsort``, ``argpartition`` and ``np.unique(...,
 return_inverse=True)`` kernels by the CPU's features (x86-simd-sort on AVX2 and
 AVX-512). Those kinds are not stable, so equal scores come out in an order that depends
-on the machine, and on an emulated AVX2 CPU (``qemu-x86_64 -cpu Haswell``) numpy 2.4's
-float and int32 ``argsort``/``argpartition`` returned orders that were not even sorted.
-What these helpers use instead gave the same answers there as natively: value-only
-``np.partition`` and ``np.sort``, comparisons, and stable sorts.
+on the machine; on an emulated AVX2 CPU (``qemu-x86_64 -cpu Haswell``) numpy 2.4's
+float and int32 ``argsort``/``argpartition`` returned orders that were not even sorted,
+and a 2-D ``argpartition`` and an int64 ``argsort`` of this project's crashed the
+process. What these helpers use instead gave the same answers there as natively:
+value-only ``np.partition`` and ``np.sort``, comparisons, and stable sorts.
 """
 
 from __future__ import annotations
