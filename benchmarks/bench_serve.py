@@ -19,6 +19,7 @@ Writes benchmarks/results/serve.json.
     python benchmarks/bench_serve.py --index /work/idx/sqlite-full
     python benchmarks/bench_serve.py --index IDX --duration 10 --fuzz 100 --out /tmp/serve.json   # smoke run
     python benchmarks/bench_serve.py --index /work/idx/sqlite --workers 2 --out benchmarks/results/serve_workers2.json
+    python benchmarks/bench_serve.py --index /work/idx/sqlite --workers 2 --concurrency 4 --fuzz 0 --skip-swap --out /tmp/c4.json
 """
 
 from __future__ import annotations
@@ -95,6 +96,11 @@ class Server:
                 return
             self.peak_rss = max(self.peak_rss, rss)
             time.sleep(0.5)
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the server's processes so far (the command's and its workers')."""
+        proc = psutil.Process(self.process.pid)
+        return sum(sum(p.cpu_times()[:2]) for p in [proc, *proc.children(recursive=True)])
 
     def stop(self) -> None:
         self._sampling = False
@@ -208,16 +214,24 @@ def summary(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
     }
 
 
+def server_args(args: argparse.Namespace) -> list[str]:
+    return ["--workers", str(args.workers)] + (["--concurrency", str(args.concurrency)] if args.concurrency else [])
+
+
 def steady(index: Path, args: argparse.Namespace, questions: list[dict[str, Any]], log_dir: Path) -> dict[str, Any]:
-    server = Server(index, log_dir, "--workers", str(args.workers))
+    server = Server(index, log_dir, *server_args(args))
     try:
         startup = first_answer_s(server)
         # one client first: what a request costs without queueing behind the others
         single = Load(server, 1, questions)
         single_wall = single.run_for(max(10.0, args.duration / 3))
         load = Load(server, args.clients, questions)
+        cpu_before = server.cpu_seconds()
         wall = load.run_for(args.duration)
+        cpu_used = server.cpu_seconds() - cpu_before
         result = summary(load.records, wall)
+        # what a question costs the server's cores, queueing and lock hand-offs included
+        result["server_cpu_ms_per_request"] = round(cpu_used / max(1, len(load.records)) * 1000, 2)
         result["single_client"] = summary(single.records, single_wall)
         result.update(startup_to_first_answer_s=startup, server_peak_rss_mb=round(server.peak_rss / 2**20, 1))
         if args.fuzz:
@@ -233,7 +247,7 @@ def swap(index: Path, args: argparse.Namespace, questions: list[dict[str, Any]],
     docs = work / "docs"
     shutil.copytree(args.docs, docs)
     (docs / NEW_PAGE).write_text(NEW_TEXT)
-    server = Server(copy, log_dir, "--poll-seconds", "0.5", "--workers", str(args.workers))
+    server = Server(copy, log_dir, "--poll-seconds", "0.5", *server_args(args))
     try:
         first_answer_s(server)
         old = health(server)["generation"]
@@ -366,6 +380,7 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, default=MANUAL, help="the pages INDEX was built from (for the rebuild)")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--workers", type=int, default=1, help="the server's worker processes (serve --workers)")
+    parser.add_argument("--concurrency", type=int, default=None, help="serve --concurrency (default: the server's)")
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--fuzz", type=int, default=1000, help="generated requests (0: skip)")
     parser.add_argument("--skip-swap", action="store_true")
@@ -377,6 +392,7 @@ def main() -> None:
         "index": args.index.name,
         "clients": args.clients,
         "workers": args.workers,
+        "concurrency": args.concurrency,
         "duration_s": args.duration,
         "questions": {"file": QUESTIONS.name, "n": len(questions), "route": "auto"},
         "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2)},

@@ -82,6 +82,7 @@ def main(argv: list[str]) -> int:
     import typer
     import uvicorn
 
+    from arborgraph.core.math_threads import one_math_thread_from_now
     from arborgraph.service.cli import _UVICORN_LOGGING, SETTINGS_ENV, _service_logging, _settings_from, build_app
 
     control = socket.socket(fileno=int(argv[1]))
@@ -90,6 +91,7 @@ def main(argv: list[str]) -> int:
         app = build_app(_settings_from(json.loads(os.environ[SETTINGS_ENV])))
     except typer.Exit as exc:  # the error is already printed
         return exc.exit_code
+    one_math_thread_from_now()
     config = uvicorn.Config(
         app, log_level="info", log_config=_UVICORN_LOGGING, timeout_graceful_shutdown=5, access_log=False,
     )

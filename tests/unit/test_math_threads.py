@@ -48,3 +48,29 @@ def test_questions_on_several_threads_each_run_on_one_until_the_last_is_done() -
         worker.join(10)
         assert seen == [("second, while the first answers", {1}), ("first, after the second ended", {1})]
         assert _blas_threads() == {2}
+
+
+_SERVICE_PROCESS = """
+from arborgraph.core.math_threads import one_math_thread, one_math_thread_from_now
+one_math_thread_from_now()  # before numpy is imported: it must load numpy's BLAS to limit it
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
+
+def blas():
+    return sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+
+print(blas())
+with one_math_thread():
+    np.ones((64, 64)) @ np.ones(64)
+print(blas())
+"""
+
+
+def test_a_service_process_keeps_one_blas_thread_between_questions() -> None:
+    # a subprocess: the setting is the whole process's, for the rest of its life
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _SERVICE_PROCESS], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[:2] == ["[1]", "[1]"], run.stdout
