@@ -11,7 +11,6 @@ Plots need the ``viz`` extra (plotly); they are written as self-contained HTML
 from __future__ import annotations
 
 import html
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,9 +130,12 @@ class GraphView:
         g = self.kg.undirected
         index = {n: i for i, n in enumerate(g.vs["name"])}
         dist = [1.0 / w for w in g.es["weight"]]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # igraph's "couldn't reach": no path is the answer
-            vpath = g.get_shortest_paths(index[ea.id], to=index[eb.id], weights=dist, output="vpath")[0]
+        # no path is the answer when they are unconnected, asked before igraph is: its
+        # "couldn't reach" warning, on a thread other than the main one (the service's),
+        # is printed by igraph itself to stderr, past any filter
+        if index[eb.id] not in g.subcomponent(index[ea.id]):
+            return []
+        vpath = g.get_shortest_paths(index[ea.id], to=index[eb.id], weights=dist, output="vpath")[0]
         if not vpath or len(vpath) - 1 > max_len:
             return []
         ids = [g.vs[v]["name"] for v in vpath]

@@ -12,7 +12,6 @@ changed after its first search.
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from dataclasses import dataclass, field
 
@@ -103,16 +102,18 @@ class PathIndex:
     names: list[str]
     vertex: dict[str, int]
     lengths: list[float]
+    component: list[int]  # each vertex's connected component
 
     def shortest(self, a: str, b: str, max_len: int) -> list[str]:
         """Entity ids from ``a`` to ``b`` (both included), or [] if longer than
         ``max_len`` hops or unconnected."""
-        with warnings.catch_warnings():
-            # unconnected entities are an answer here ("no path"), not a problem
-            warnings.filterwarnings("ignore", message="Couldn't reach some vertices", category=RuntimeWarning)
-            paths = self.graph.get_shortest_paths(
-                self.vertex[a], to=self.vertex[b], weights=self.lengths, output="vpath"
-            )
+        va, vb = self.vertex[a], self.vertex[b]
+        # Unconnected entities are an answer ("no path"), asked before igraph is: its
+        # "Couldn't reach some vertices" warning, raised on a thread other than the
+        # main one (a service's), is printed by igraph itself to stderr, past any filter.
+        if self.component[va] != self.component[vb]:
+            return []
+        paths = self.graph.get_shortest_paths(va, to=vb, weights=self.lengths, output="vpath")
         p = paths[0] if paths else []
         if not 2 <= len(p) <= max_len + 1:
             return []
@@ -151,6 +152,7 @@ def path_index(kg: KnowledgeGraph) -> PathIndex:
             names=names,
             vertex={name: i for i, name in enumerate(names)},
             lengths=[1.0 / w for w in g.es["weight"]],
+            component=list(g.connected_components().membership),
         )
     return found
 

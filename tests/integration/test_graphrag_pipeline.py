@@ -480,3 +480,27 @@ def test_global_search_leaves_out_page_leads_that_match_worse_than_the_window(
     # one that likes another page: its lead goes in
     res = global_search(kg, q, chunk_text=by_id, candidate_chunks=flat, chunk_vectors=vectors, query_vector=np.array([0.0, 1.0], dtype=np.float32)).contexts
     assert any("page lead" in c.trace for c in res)
+
+
+def test_no_path_between_unconnected_entities_is_said_quietly_on_any_thread(
+    kg: KnowledgeGraph, by_id: dict[str, Chunk], capfd: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+
+    from graphrag.search_index import path_index
+
+    g = kg.undirected
+    membership = g.connected_components().membership
+    a = g.vs[0]["name"]
+    b = next(v["name"] for v in g.vs if membership[v.index] != membership[0])
+    found: list[object] = []
+
+    def ask() -> None:  # a service answers on worker threads, where igraph prints its warnings itself
+        found.append(path_index(kg).shortest(a, b, max_len=4))
+        found.append(GraphView(kg, chunk_text=by_id).path(kg.entities[a].name, kg.entities[b].name))
+
+    worker = threading.Thread(target=ask)
+    worker.start()
+    worker.join(60)
+    assert found == [[], []]
+    assert "Couldn't reach" not in capfd.readouterr().err
