@@ -61,9 +61,8 @@ def one_math_thread_from_now() -> None:
     """BLAS on one thread for the rest of this process: for a process whose work is
     answering questions (the service's). Between questions :func:`one_math_thread`
     gives the earlier setting back, and OpenBLAS's own thread, woken by it, then spins
-    on the other core: in ``serve --workers 2`` a question cost 46.7 ms of CPU against
-    26.8 ms with OpenBLAS on one thread, and that spinning core is the one the other
-    worker needs. Each thread still sets the limit as it enters :func:`one_math_thread`
+    on the other core (its ``blas_thread_server``, seen busy under ``serve --workers 2``):
+    the core the other worker needs. Each thread still sets the limit as it enters :func:`one_math_thread`
     (a setting made on one thread does not always reach another), and none gives it back.
     Call it once the index is open: only the libraries loaded by then are limited."""
     global _for_good
