@@ -444,8 +444,8 @@ def query(
         when = dt.date.fromisoformat(as_of) if as_of else "today"
     except ValueError:
         raise fail(f"--as-of must be a date like 2026-01-31, not '{as_of}'", EXIT_USER_ERROR) from None
-    if store is not None and (route not in ("auto", "lookup") or llm_router or as_of or include_stale):
-        raise fail("--store answers the lookup route only (not with --llm-router, --as-of or --include-stale)", EXIT_USER_ERROR)
+    if store is not None and (route not in ("auto", "lookup") or llm_router):
+        raise fail("--store answers the lookup route only (not with --route tree/graph/global or --llm-router)", EXIT_USER_ERROR)
     kwargs = dict(route=route, top_k=top_k, budget_tokens=budget_tokens, principal=as_principal,
                   as_of=when, include_stale=include_stale, answer=answer, candidates=candidates)
     kb = None
@@ -467,7 +467,8 @@ def query(
             driver = connect(store, graph_user, graph_password)
             on_store = Neo4jStore(driver, database=graph_database)
             ask = partial(
-                kb.query_store, store=on_store, principal=as_principal, top_k=top_k, answer=answer, llm=kwargs.get("llm")
+                kb.query_store, store=on_store, principal=as_principal, as_of=when, include_stale=include_stale,
+                top_k=top_k, answer=answer, llm=kwargs.get("llm"),
             )
         if batch is not None:
             for qid, text in items:

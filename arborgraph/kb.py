@@ -19,7 +19,7 @@ from arborgraph.core.results import QueryResult, RoutingDecision
 from arborgraph.index.opened import Index
 from arborgraph.query.engine import FROM_SETTINGS, QueryEngine
 from arborgraph.query.explorer import Explorer
-from arborgraph.query.request import AsOf, RouteChoice
+from arborgraph.query.request import AsOf, RouteChoice, day_of
 from arborgraph.query.settings import QuerySettings, SettingsLike, resolve_settings
 
 if TYPE_CHECKING:
@@ -211,6 +211,8 @@ class KnowledgeBase:
         store: "Neo4jStore",
         *,
         principal: str | None = None,
+        as_of: AsOf = "today",
+        include_stale: bool = False,
         top_k: int | None = None,
         answer: bool = False,
         llm: "ChatModel | None" = None,
@@ -220,21 +222,35 @@ class KnowledgeBase:
         full-text index (BM25) and vector index rank the chunks ``principal`` may read
         (the check runs inside the database: nothing else leaves it), fused by
         reciprocal rank with this index's retrieval weights. The question is embedded
-        here, with the index's model. Document validity dates, the ranking stage and the
-        other routes do not run on the store. The result carries the extractive answer
+        here, with the index's model. What is current on ``as_of`` is decided as in
+        :meth:`query`: a superseded, expired or not yet valid document's chunks are left
+        out, or with ``include_stale`` kept and flagged. The ranking stage and the other
+        routes do not run on the store. The result carries the extractive answer
         (``highlights``) as ``query``'s does; ``answer=True`` asks the configured LLM (or
         ``llm``) for an answer over the store's contexts."""
+        from arborgraph.query.compose import flag_stale
         from arborgraph.query.digest import highlights, load_model
         from arborgraph.query.fusion import reciprocal_rank_fusion
 
         k = top_k if top_k is not None else self.engine.settings.top_k
         retrieval = self.engine.settings.retrieval
-        rankings = store.search(
+        access = self.engine.access(principal, day_of(as_of), include_stale)
+        found = store.search(
             question, self.engine.embed_query(question), principal=principal, depth=max(k, retrieval.candidates)
         )
+        # The database checks the access list; versions and dates are this index's, the
+        # same mask every route reads (which holds the access list too): a chunk the
+        # caller may not read on that day, or one the index does not hold, is dropped.
+        row_of = self.index.store.row_of
+        rankings = {
+            name: [c for c in ids if (row := row_of.get(c)) is not None and access.mask[row]]
+            for name, ids in found.items()
+        }
         weights = {"bm25": retrieval.weight_bm25, "dense": retrieval.weight_dense}
         fused = reciprocal_rank_fusion(rankings, weights, k=retrieval.rrf_k)[:k] if rankings else []
         contexts = store.contexts(fused, rankings, principal=principal)
+        if include_stale:
+            flag_stale(contexts, access.stale, self.engine.doc_of_chunk)
         notes = [] if "dense" in rankings else ["no query embedding: full-text search only"]
         text = None
         if answer:

@@ -12,7 +12,8 @@ BM25 and dense (:func:`arborgraph.query.lookup.lookup_search`).
 What a caller may read: a chunk's ``scope`` is ``public`` or ``acl:`` followed by the
 principals of its document's access list (see :func:`arborgraph.index.scoped.scope_of`);
 a chunk without a scope, an empty list, or an anonymous caller on a restricted chunk
-reads as not allowed. The tree, graph and global routes, document validity dates and
+reads as not allowed. Document versions and validity dates are the index's own (see
+:meth:`arborgraph.kb.KnowledgeBase.query_store`). The tree, graph and global routes and
 the ranking stage do not run on the store yet.
 """
 

@@ -288,7 +288,7 @@ class QueryEngine:
             # also when the index has vectors but the model failed to load for this query
             mode = mode.model_copy(update={"lexical_fallback": True})
         if access.include_stale:
-            flag_stale(found.contexts, access.stale, self._doc_of_chunk)
+            flag_stale(found.contexts, access.stale, self.doc_of_chunk)
         contexts = self._digested(question, decision.route, found.contexts, s)
         kept, cut = assemble(contexts, s.budget_tokens, s.top_k, self.tokens)
         final_scores(kept, relevance_scores(kept))
@@ -551,7 +551,8 @@ class QueryEngine:
             return store.n_tokens[row]
         return self.count_tokens(ctx.text)
 
-    def _doc_of_chunk(self, chunk_id: str) -> str | None:
+    def doc_of_chunk(self, chunk_id: str) -> str | None:
+        """The document of a chunk of this index (None: not one of its chunks)."""
         store = self.index.store
         row = store.row_of.get(chunk_id)
         return None if row is None else store.doc_ids[row]

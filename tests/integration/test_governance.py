@@ -15,7 +15,7 @@ import arborgraph
 from arborgraph.config import load_config
 from arborgraph.pipeline import build_index
 from arborgraph.query.safety import INJECTION_FLAG
-from tenants import API_METADATA, PHRASINGS, SECRET_C, SECRETS, write_tenant_docs
+from tenants import API_METADATA, PHRASINGS, SECRET_C, SECRETS, write_tenant_docs, write_versioned_docs
 
 ROUTES = ["lookup", "tree", "graph", "global", "auto"]
 
@@ -225,26 +225,10 @@ def test_slipped_access_lists_never_make_a_document_public(tmp_path: Path) -> No
     assert "KESTREL-2" in " ".join(c.text for c in kb.query("Osprey code KESTREL", principal="team-a").contexts)
 
 
-VERSIONED = """---
-title: Cache settings {version}
-source: https://example.org/cache-settings
-version: "{version}"
----
-# Cache settings
-
-The default value of the `cache_spill_limit` setting is {value} pages.
-"""
-
-
 def test_superseded_and_expired_content(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "cache-v1.md").write_text(VERSIONED.format(version="1.9", value="500"))
-    (docs / "cache-v2.md").write_text(VERSIONED.format(version="1.10", value="2000"))
-    (docs / "old-policy.md").write_text(
-        "---\ntitle: Retention policy 2020\nvalid_to: 2021-01-01\n---\n# Retention\n\n"
-        "Backups of the cache database are kept for ninety days under the retention policy.\n"
-    )
+    write_versioned_docs(docs)
     report = build_index([docs], tmp_path / "idx", load_config(overrides={"build_tree": False, "build_graph": False}))
     # two documents disagree on one default: reported, not overwritten
     keys = {(c.key, c.first.doc_id, c.second.doc_id) for c in report.contradictions}

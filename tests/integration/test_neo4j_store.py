@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from neo4j_server import Neo4jServer, neo4j  # noqa: F401  (the Neo4j fixture)
-from tenants import PHRASINGS, SECRETS, build_tenant_index
+from tenants import PHRASINGS, SECRETS, build_tenant_index, write_versioned_docs
 from typer.testing import CliRunner
 
 import arborgraph
@@ -107,9 +107,12 @@ def test_query_store_from_the_command_line(store: X.Neo4jStore, neo4j: Neo4jServ
     assert contexts[0]["source"] == "bluefin.md"
     anonymous = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin launch code", *login, "--json"])
     assert anonymous.exit_code == 0 and "ZEBRA" not in anonymous.output and "bluefin.md" not in anonymous.output
-    for extra in (["--route", "graph"], ["--as-of", "2026-01-01"]):
+    for extra in (["--route", "graph"], ["--llm-router"]):
         bad = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin", *login, *extra])
         assert bad.exit_code == 2 and bad.output.startswith("error: --store answers the lookup route only"), bad.output
+    dated = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin launch code", *login, "--as", "team-a",
+                                "--as-of", "2026-01-01", "--include-stale", "--json"])
+    assert dated.exit_code == 0 and json.loads(dated.output)["contexts"][0]["source"] == "bluefin.md", dated.output
     highlighted = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin launch code", *login, "--as", "team-a"])
     assert highlighted.exit_code == 0 and "answer (the manual's sentences most likely to answer):" in highlighted.output
     for json_flag in ([], ["--json"]):  # a failed login names neither password
@@ -170,3 +173,59 @@ def test_the_store_answers_with_the_llm_over_what_the_caller_may_read(
         prompt = json.dumps(server.requests[-1].body)
         assert "ZEBRA" not in prompt and "bluefin.md" not in prompt  # the LLM saw only public passages
         assert not _leaks(anonymous, None)
+
+
+def test_versions_and_dates_on_the_store_as_in_process(
+    store: X.Neo4jStore, neo4j: Neo4jServer, tenant_index: Path, tmp_path: Path  # noqa: F811
+) -> None:
+    """Superseded, expired and restricted newer versions, asked through the store: the
+    same documents as the in-process lookup, the stale ones only when asked for and then
+    flagged, on the date asked for."""
+    import datetime as dt
+
+    from arborgraph.config import load_config
+    from arborgraph.pipeline import build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write_versioned_docs(docs)
+    gateway = "# Gateway\n\nThe gateway listens on port {port} for incoming connections.\n"
+    (docs / "guide-v1.md").write_text('---\nsource: guide\nversion: "1.0"\n---\n' + gateway.format(port=8080))
+    (docs / "q3-plan.md").write_text('---\nsource: guide\nversion: "2.0"\nacl: [hr]\n---\n' + gateway.format(port=9443))
+    index = tmp_path / "idx"
+    build_index([docs], index, load_config(overrides={"build_tree": False, "build_graph": False}))
+    neo4j.clear()
+    try:
+        X.export_index(index, neo4j.driver())
+        X.export_search(index, neo4j.driver())
+        kb = arborgraph.open(index)
+
+        def sources(question: str, **kw: Any) -> list[str]:
+            return [c.source for c in kb.query_store(question, store, top_k=10, **kw).contexts]
+
+        def in_process(question: str, **kw: Any) -> list[str]:
+            return [c.source for c in kb.query(question, route="lookup", top_k=10, **kw).contexts]
+
+        spill = "default cache_spill_limit pages"
+        assert "cache-v2.md" in sources(spill) and "cache-v1.md" not in sources(spill)
+        flagged = kb.query_store(spill, store, include_stale=True)
+        old = [c for c in flagged.contexts if c.source == "cache-v1.md"]
+        assert old and any("superseded by cache-v2.md" in f for f in old[0].flags)
+        assert not any(f.startswith("stale") for c in flagged.contexts if c.source == "cache-v2.md" for f in c.flags)
+
+        backups = "how long are backups kept retention"
+        assert "old-policy.md" not in sources(backups)
+        assert sources(backups, as_of=dt.date(2020, 6, 1))[0] == "old-policy.md"
+        assert "old-policy.md" in sources(backups, as_of=None)  # no date check asked
+
+        port = "Which port does the gateway listen on?"
+        for principal, include_stale in [(None, False), (None, True), ("hr", False)]:
+            got = sources(port, principal=principal, include_stale=include_stale)
+            assert set(got) == set(in_process(port, principal=principal, include_stale=include_stale)), (principal, got)
+        anonymous = kb.query_store(port, store, include_stale=True)
+        assert all("q3-plan" not in c.source and not any("q3-plan" in f for f in c.flags) for c in anonymous.contexts)
+        assert {"q3-plan.md", "guide-v1.md"} <= set(sources(port, principal="hr"))
+    finally:  # the other tests' database back
+        neo4j.clear()
+        X.export_index(tenant_index, neo4j.driver())
+        X.export_search(tenant_index, neo4j.driver())

@@ -43,6 +43,17 @@ The Tarpon vault PIN is HERON-4242. Tarpon keeps `PRAGMA journal_mode` at WAL an
 """
 API_METADATA = {"private/*": {"acl": ["team-c"]}}
 
+# two versions of one source, for supersession (format with version and value)
+VERSIONED = """---
+title: Cache settings {version}
+source: https://example.org/cache-settings
+version: "{version}"
+---
+# Cache settings
+
+The default value of the `cache_spill_limit` setting is {value} pages.
+"""
+
 # who may read each secret document, and words that must not reach anyone else
 SECRETS = {
     "bluefin.md": ("team-a", ["ZEBRA", "Bluefin"]),
@@ -81,3 +92,14 @@ def build_tenant_index(docs: Path, index: Path, sample_slice: Path, config: Any 
 
     build_index([write_tenant_docs(docs, sample_slice)], index, config, metadata=API_METADATA)
     return index
+
+
+def write_versioned_docs(folder: Path) -> None:
+    """Two versions of the cache settings (1.10 supersedes 1.9) and a retention policy
+    that expired on 2021-01-01."""
+    (folder / "cache-v1.md").write_text(VERSIONED.format(version="1.9", value="500"))
+    (folder / "cache-v2.md").write_text(VERSIONED.format(version="1.10", value="2000"))
+    (folder / "old-policy.md").write_text(
+        "---\ntitle: Retention policy 2020\nvalid_to: 2021-01-01\n---\n# Retention\n\n"
+        "Backups of the cache database are kept for ninety days under the retention policy.\n"
+    )
