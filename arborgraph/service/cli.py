@@ -114,7 +114,7 @@ def serve(
     max_batch: Annotated[int, typer.Option(min=1, help="questions per /v1/query/batch request")] = 64,
     max_body_bytes: Annotated[int, typer.Option(min=256)] = 1 << 20,
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds a request may take")] = 30.0,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="requests worked on at once by each process, more wait their turn (default: 4; 2 with --workers)")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="requests worked on at once by each process (more wait their turn)")] = 2,
     poll_seconds: Annotated[float, typer.Option(min=0.1, help="how often to look for a new generation")] = 1.0,
     llm_model: Annotated[Optional[str], typer.Option("--llm-model", help="chat model for answers (default: the index's llm.model)")] = None,
     allow_anonymous: Annotated[bool, typer.Option("--allow-anonymous", help="serve a non-loopback address without --keys (public documents to anyone who can connect)")] = False,
@@ -149,10 +149,7 @@ def serve(
         index_dir=str(index), host=host, port=port, keys_file=str(keys) if keys else None,
         require_key=require_key, max_question_chars=max_question_chars, max_batch=max_batch,
         max_body_bytes=max_body_bytes, request_timeout_s=timeout, poll_seconds=poll_seconds,
-        # a worker shares its core with the others: past two at once, its threads only
-        # take the interpreter lock from each other (16 clients, two workers: 85 q/s at
-        # 2 each, 80 at 4, 77 at 1; benchmarks/bench_serve.py gives the run)
-        concurrency=concurrency or (2 if workers > 1 else 4),
+        concurrency=concurrency,
         llm_model=llm_model, allowed_hosts=list(allowed_host or []), verify_seconds=verify_seconds,
         body_timeout_s=body_timeout, docs_dir=str(docs) if docs else None, workers=workers,
     )

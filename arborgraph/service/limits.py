@@ -33,7 +33,9 @@ class ServeSettings:
     max_batch: int = 64
     max_body_bytes: int = 1 << 20
     request_timeout_s: float = 30.0
-    concurrency: int = 4  # blocking calls at once; more only queue for the same cores
+    # blocking calls at once in a process: past two its threads mostly take the
+    # interpreter lock from each other (benchmarks/results/serve_concurrency.json)
+    concurrency: int = 2
     workers: int = 1  # processes serving the port; above one, MCP sessions cannot be kept (see app.py)
     poll_seconds: float = 1.0
     mcp: bool = True
