@@ -126,19 +126,10 @@ class GraphView:
     def path(self, a: str, b: str, *, max_len: int = 4) -> list[dict[str, Any]]:
         """Hops of the strongest short path from ``a`` to ``b`` (empty if none); each
         hop's ``relation`` reads from its ``from`` to its ``to``."""
+        from graphrag.search_index import path_index
+
         ea, eb = self.entity(a), self.entity(b)
-        g = self.kg.undirected
-        index = {n: i for i, n in enumerate(g.vs["name"])}
-        dist = [1.0 / w for w in g.es["weight"]]
-        # no path is the answer when they are unconnected, asked before igraph is: its
-        # "couldn't reach" warning, on a thread other than the main one (the service's),
-        # is printed by igraph itself to stderr, past any filter
-        if index[eb.id] not in g.subcomponent(index[ea.id]):
-            return []
-        vpath = g.get_shortest_paths(index[ea.id], to=index[eb.id], weights=dist, output="vpath")[0]
-        if not vpath or len(vpath) - 1 > max_len:
-            return []
-        ids = [g.vs[v]["name"] for v in vpath]
+        ids = path_index(self.kg).shortest(ea.id, eb.id, max_len)  # the graph route's own paths
         hops = []
         for x, y in zip(ids, ids[1:]):
             rels = [r for r in self.kg.adjacency.get(x, []) if {r.source, r.target} == {x, y}]

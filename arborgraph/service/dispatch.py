@@ -29,8 +29,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger("arborgraph.service")
@@ -51,14 +50,9 @@ class _Worker:
     handed: int = 0  # connections ever handed over: ties go to the one handed fewer
 
 
-@dataclass
-class _Pool:
-    spawn: Callable[[int], _Worker]
-    workers: list[_Worker] = field(default_factory=list)
-
-    def least_busy(self) -> _Worker | None:
-        ready = [w for w in self.workers if w.ready]
-        return min(ready, key=lambda w: (w.open_connections, w.handed, w.number)) if ready else None
+def _least_busy(workers: list[_Worker]) -> _Worker | None:
+    ready = [w for w in workers if w.ready]
+    return min(ready, key=lambda w: (w.open_connections, w.handed, w.number)) if ready else None
 
 
 def _spawn_worker(number: int, settings: dict[str, Any], settings_env: str) -> _Worker:
@@ -95,10 +89,8 @@ def run(settings: dict[str, Any], settings_env: str, workers: int, host: str, po
         stopping = True
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    pool = _Pool(spawn=lambda n: _spawn_worker(n, settings, settings_env))
-    for number in range(workers):
-        worker = pool.spawn(number)
-        pool.workers.append(worker)
+    pool = [_spawn_worker(number, settings, settings_env) for number in range(workers)]
+    for worker in pool:
         selector.register(worker.control, selectors.EVENT_READ, worker)
     log.info("listening on http://%s:%d: %d worker processes, each connection to the one holding the fewest", host, bound, workers)
     accepting = False
@@ -120,11 +112,11 @@ def run(settings: dict[str, Any], settings_env: str, workers: int, host: str, po
                         stopping = True
                         break
                     log.warning("worker process %d exited with %s: starting another", worker.number, returncode)
-                    replacement = pool.spawn(worker.number)
-                    pool.workers[pool.workers.index(worker)] = replacement
+                    replacement = _spawn_worker(worker.number, settings, settings_env)
+                    pool[pool.index(worker)] = replacement
                     selector.register(replacement.control, selectors.EVENT_READ, replacement)
             # connections wait in the backlog while no worker is ready (at start, or all restarting)
-            can_accept = not stopping and pool.least_busy() is not None
+            can_accept = not stopping and _least_busy(pool) is not None
             if can_accept != accepting:
                 if can_accept:
                     selector.register(listener, selectors.EVENT_READ)
@@ -134,15 +126,15 @@ def run(settings: dict[str, Any], settings_env: str, workers: int, host: str, po
     finally:
         selector.close()
         listener.close()
-        _stop_workers(pool.workers)
+        _stop_workers(pool)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return code
 
 
-def _hand_over(listener: socket.socket, pool: _Pool) -> None:
+def _hand_over(listener: socket.socket, pool: list[_Worker]) -> None:
     """Accept every waiting connection, each passed to the least busy ready worker."""
-    while pool.least_busy() is not None:
+    while _least_busy(pool) is not None:
         try:
             connection, _ = listener.accept()
         except (BlockingIOError, InterruptedError):
@@ -151,7 +143,7 @@ def _hand_over(listener: socket.socket, pool: _Pool) -> None:
             log.warning("accept failed: %s", exc)
             return
         with connection:
-            worker = pool.least_busy()
+            worker = _least_busy(pool)
             assert worker is not None  # the loop's condition; nothing else changes the pool here
             try:
                 socket.send_fds(worker.control, [CONNECTION], [connection.fileno()])
