@@ -38,6 +38,16 @@ class MentionIndex:
     # entity id -> document -> the entity's chunks there (filled as searches ask)
     _by_doc: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
     _chunk_counts: list[np.ndarray] = field(default_factory=list, repr=False)
+    _by_chunk: list[sp.csr_matrix] = field(default_factory=list, repr=False)
+
+    def present_by_chunk(self) -> sp.csr_matrix:
+        """``present`` chunk-major (chunks x entities; worked out once): a few chunks'
+        entities are read without touching every mention."""
+        if not self._by_chunk:
+            by_chunk = self.present.T.tocsr()
+            by_chunk.sort_indices()
+            self._by_chunk.append(by_chunk)
+        return self._by_chunk[0]
 
     def chunks_per_entity(self) -> np.ndarray:
         """Per entity row: in how many chunks it is mentioned (worked out once)."""
@@ -46,13 +56,12 @@ class MentionIndex:
         return self._chunk_counts[0]
 
     def chunk_scores(self, entity_scores: dict[str, float]) -> np.ndarray:
-        """Per chunk column: sum over entities of score x mention weight."""
-        vec = np.zeros(len(self.entity_row), dtype=np.float64)
-        for eid, s in entity_scores.items():
-            row = self.entity_row.get(eid)
-            if row is not None:
-                vec[row] += s
-        return np.asarray(self.weighted.T @ vec).ravel()
+        """Per chunk column: sum over entities of score x mention weight. Only the scored
+        entities' mentions are read, in entity row order: the same sums as a product
+        over every row."""
+        scored = sorted((row, s) for eid, s in entity_scores.items() if (row := self.entity_row.get(eid)) is not None)
+        sub = self.weighted[np.array([row for row, _ in scored], dtype=np.int64)]
+        return np.asarray(sub.T @ np.array([s for _, s in scored], dtype=np.float64)).ravel()
 
     def on_pages(self, entity_id: str, docs: set[str], limit: int) -> list[str]:
         """Up to ``limit`` chunks of the documents ``docs`` that mention the entity,
@@ -70,6 +79,15 @@ class MentionIndex:
         for col in np.unique(self.present.indices[self.present.indptr[row] : self.present.indptr[row + 1]]):
             out.setdefault(self.chunk_doc[col], []).append(self.chunk_ids[col])
         return out
+
+    def spread_scores(self, chunk_scores: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """One hop on from per-column ``chunk_scores``: each entity gets the summed score
+        of the chunks it is in over how many those are, each column of ``at`` the sum
+        over its entities; ``present.T @ ((present @ scores) / chunks per entity)``
+        read at ``at`` without the second product over every mention."""
+        per_entity = np.asarray(self.present @ chunk_scores).ravel()
+        per_entity /= np.maximum(self.chunks_per_entity(), 1.0)
+        return np.asarray(self.present_by_chunk()[at] @ per_entity).ravel()
 
     def mention_counts(self, entity_ids: list[str]) -> np.ndarray:
         """Per chunk column: how many of ``entity_ids`` it mentions."""

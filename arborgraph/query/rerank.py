@@ -256,15 +256,15 @@ def _graph_signals(
         if linked:
             mentions = mention_index(kg)
             direct = mentions.chunk_scores({le.entity_id: le.score for le in linked})
-            reached = direct / (direct.max() or 1.0)
-            spread_entities = mentions.present @ reached
-            spread_entities /= np.maximum(mentions.chunks_per_entity(), 1.0)
-            spread = mentions.present.T @ spread_entities
             cols = indexed.mention_col[visible]
             known = cols >= 0
-            for name, values in (("entity_direct", direct), ("entity_spread", spread)):
+            at = cols[known]
+            # the spread read at the candidates' columns only: a second product over every
+            # mention of a large collection cost more than the rest of the signals
+            spread = mentions.spread_scores(direct / (direct.max() or 1.0), at)
+            for name, values in (("entity_direct", direct[at]), ("entity_spread", spread)):
                 column = np.zeros(visible.size)
-                column[known] = values[cols[known]]
+                column[known] = values
                 np.maximum(best[name], column, out=best[name])
         reports = report_index(kg).scores(question)
         if reports:
