@@ -53,6 +53,36 @@ def link_entities(
     min_similarity: float = 0.55,
 ) -> list[LinkedEntity]:
     """Entities named by ``question``, best first (at most ``max_entities``)."""
+    found = dict(_name_matches(kg, question, fuzzy_cutoff))
+
+    if embedder is not None and entity_vectors is not None:
+        ids, mat = _as_matrix(entity_vectors)
+        if len(ids):
+            q = np.asarray(embedder.encode([question]), dtype=np.float32)[0]
+            sims = mat @ q
+            for row in np.argsort(-sims, kind="stable")[: max_entities * 2]:
+                sim = float(sims[row])
+                eid = ids[row]
+                if sim < min_similarity or eid not in kg.entities:
+                    continue
+                _keep(found, LinkedEntity(eid, kg.entities[eid].name, sim * specificity(kg, eid), "embedding", "<embedding>"))
+
+    return sorted(found.values(), key=lambda le: (-le.score, le.entity_id))[:max_entities]
+
+
+# A question is linked by graph search, the global route and the ranking stage in turn:
+# the last question's name matches are kept, per graph, so it is worked out once. (Only
+# the last: a question asked again later is linked again, as a new one would be.)
+_last_matches: tuple[KnowledgeGraph, str, float, int, dict[str, LinkedEntity]] | None = None
+
+
+def _name_matches(kg: KnowledgeGraph, question: str, fuzzy_cutoff: float) -> dict[str, LinkedEntity]:
+    """Exact, alias and fuzzy matches of the question's words (entity id -> match)."""
+    global _last_matches
+    size = len(kg.entities)
+    last = _last_matches
+    if last is not None and last[0] is kg and last[1] == question and last[2] == fuzzy_cutoff and last[3] == size:
+        return last[4]
     tokens = [(t, s, e) for t, s, e in word_spans(question)]
     found: dict[str, LinkedEntity] = {}
     covered = [False] * len(tokens)
@@ -96,20 +126,8 @@ def link_entities(
             for cand in _close_keys(kg, key, fuzzy_cutoff):
                 for eid in kg.name_index[cand]:
                     _keep(found, LinkedEntity(eid, kg.entities[eid].name, 0.7 * specificity(kg, eid), "fuzzy", w))
-
-    if embedder is not None and entity_vectors is not None:
-        ids, mat = _as_matrix(entity_vectors)
-        if len(ids):
-            q = np.asarray(embedder.encode([question]), dtype=np.float32)[0]
-            sims = mat @ q
-            for row in np.argsort(-sims, kind="stable")[: max_entities * 2]:
-                sim = float(sims[row])
-                eid = ids[row]
-                if sim < min_similarity or eid not in kg.entities:
-                    continue
-                _keep(found, LinkedEntity(eid, kg.entities[eid].name, sim * specificity(kg, eid), "embedding", "<embedding>"))
-
-    return sorted(found.values(), key=lambda le: (-le.score, le.entity_id))[:max_entities]
+    _last_matches = (kg, question, fuzzy_cutoff, size, found)
+    return found
 
 
 _ARTICLES = frozenset({"a", "an", "the"})
