@@ -209,10 +209,17 @@ def feature_matrix(rows: Sequence[int], signals: QuerySignals, layout: PageLayou
     q = signals.question_terms
     if q:
         heading_hits, title_hits = [], []
+        # rows of one section share their term sets: each distinct pair is worked out once
+        seen: dict[tuple[frozenset[str], frozenset[str]], tuple[int, int]] = {}
         for r in rows:
-            title = layout.title_terms[r] & q
-            heading_hits.append(len((layout.heading_terms[r] & q) | title))
-            title_hits.append(len(title))
+            heading, page_title = layout.heading_terms[r], layout.title_terms[r]
+            key = (heading, page_title)  # a frozenset keeps its hash: cheap to look up
+            hits = seen.get(key)
+            if hits is None:
+                title = page_title & q
+                hits = seen[key] = (len((heading & q) | title), len(title))
+            heading_hits.append(hits[0])
+            title_hits.append(hits[1])
         out[:, col["heading_cover"]] = np.array(heading_hits, dtype=np.float64) / len(q)
         out[:, col["title_cover"]] = np.array(title_hits, dtype=np.float64) / len(q)
     pos = layout.position[idx]
