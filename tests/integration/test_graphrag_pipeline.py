@@ -363,6 +363,34 @@ def test_mention_index_scores_chunks_as_their_mentions_do(kg: KnowledgeGraph, by
     assert set(on_page) == {m.chunk_id for m in wal.mentions if m.chunk_id.split("#")[0] in {"wal.md", "tempfiles.md"}}
 
 
+def test_scores_read_at_a_few_columns_equal_the_products_over_every_mention(kg: KnowledgeGraph) -> None:
+    """The ranking stage reads the linked entities' rows and the candidates' columns
+    only; the values must be those of the full products, bit for bit, or a query's order
+    would depend on which columns it happened to read."""
+    import numpy as np
+
+    from graphrag.linking import link_entities
+    from graphrag.search_index import mention_index
+
+    index = mention_index(kg)
+    everywhere = np.arange(len(index.chunk_ids))
+    questions = ["How does WAL mode interact with checkpoints?", "What does VACUUM do to the freelist?"]
+    for question in questions:
+        linked = {le.entity_id: le.score for le in link_entities(kg, question)}
+        assert linked
+        vec = np.zeros(len(index.entity_row))
+        for eid, s in linked.items():
+            vec[index.entity_row[eid]] += s
+        direct = np.asarray(index.weighted.T @ vec).ravel()
+        assert np.array_equal(index.chunk_scores(linked), direct)
+        reached = direct / direct.max()
+        per_entity = np.asarray(index.present @ reached).ravel() / np.maximum(index.chunks_per_entity(), 1.0)
+        spread = np.asarray(index.present.T @ per_entity).ravel()
+        assert np.array_equal(index.spread_scores(reached, everywhere), spread)
+        few = everywhere[::7][::-1]  # any columns, in any order
+        assert np.array_equal(index.spread_scores(reached, few), spread[few])
+
+
 def test_global_search_hides_reports_citing_chunks_the_caller_may_not_see(
     kg: KnowledgeGraph, by_id: dict[str, Chunk]
 ) -> None:
