@@ -43,6 +43,10 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from arborgraph.service.cli import default_workers  # noqa: E402
+
 QUESTIONS = ROOT / "benchmarks" / "questions" / "sqlite.jsonl"
 MANUAL = ROOT / "examples" / "sqlite"
 NEW_PAGE = "swap_probe.md"
@@ -215,7 +219,7 @@ def summary(records: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
 
 
 def server_args(args: argparse.Namespace) -> list[str]:
-    return ["--workers", str(args.workers)] + (["--concurrency", str(args.concurrency)] if args.concurrency else [])
+    return (["--workers", str(args.workers)] if args.workers else []) + (["--concurrency", str(args.concurrency)] if args.concurrency else [])
 
 
 def steady(index: Path, args: argparse.Namespace, questions: list[dict[str, Any]], log_dir: Path) -> dict[str, Any]:
@@ -379,7 +383,7 @@ def main() -> None:
     parser.add_argument("--index", type=Path, required=True, help="a build of the sample manual")
     parser.add_argument("--docs", type=Path, default=MANUAL, help="the pages INDEX was built from (for the rebuild)")
     parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--workers", type=int, default=1, help="the server's worker processes (serve --workers)")
+    parser.add_argument("--workers", type=int, default=None, help="the server's worker processes (serve --workers; default: serve's own, one per core)")
     parser.add_argument("--concurrency", type=int, default=None, help="serve --concurrency (default: the server's)")
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--fuzz", type=int, default=1000, help="generated requests (0: skip)")
@@ -391,7 +395,7 @@ def main() -> None:
         "when": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "index": args.index.name,
         "clients": args.clients,
-        "workers": args.workers,
+        "workers": args.workers if args.workers else f"serve's default ({default_workers(False)} here)",
         "concurrency": args.concurrency,
         "duration_s": args.duration,
         "questions": {"file": QUESTIONS.name, "n": len(questions), "route": "auto"},

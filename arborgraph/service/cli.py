@@ -109,7 +109,7 @@ def serve(
     port: Annotated[int, typer.Option(min=0, max=65535, help="port (0: any free one)")] = 8765,
     keys: Annotated[Optional[Path], typer.Option("--keys", help="keys file (arborgraph keys add)")] = None,
     require_key: Annotated[bool, typer.Option("--require-key", help="401 for requests without a key")] = False,
-    workers: Annotated[int, typer.Option(min=1, help="worker processes (each holds the index)")] = 1,
+    workers: Annotated[Optional[int], typer.Option(min=1, max=64, help="worker processes, each holding the index (default: one per core, at most 4; one with --docs)")] = None,
     max_question_chars: Annotated[int, typer.Option(min=1, max=MAX_QUESTION_CHARS, help="a lower question-length limit than everywhere else's")] = MAX_QUESTION_CHARS,
     max_batch: Annotated[int, typer.Option(min=1, help="questions per /v1/query/batch request")] = 64,
     max_body_bytes: Annotated[int, typer.Option(min=256)] = 1 << 20,
@@ -142,8 +142,10 @@ def serve(
         )
     if docs is not None and not docs.is_dir():
         raise _fail(f"--docs {docs}: no such folder (the documents the index is built from)")
-    if docs is not None and workers > 1:
+    if docs is not None and workers is not None and workers > 1:
         raise _fail("--docs needs --workers 1: one process runs the rebuilds and reports their progress")
+    if workers is None:
+        workers = default_workers(docs is not None)
     _check_port_free(host, port)
     values = dict(
         index_dir=str(index), host=host, port=port, keys_file=str(keys) if keys else None,
@@ -187,6 +189,19 @@ def serve(
         index, served.generation, host, port, served.open_seconds, served.check_seconds,
     )
     uvicorn.run(app, **common)
+
+
+MAX_DEFAULT_WORKERS = 4
+
+
+def default_workers(rebuilds: bool) -> int:
+    """Worker processes when ``--workers`` is not given: one per core this process may
+    use, at most :data:`MAX_DEFAULT_WORKERS` (each holds the index in memory), so that
+    questions use every core (one process's Python runs on one core at a time); one when
+    the server runs rebuilds (``--docs``), which one process must own."""
+    from arborgraph.core.processes import available_cores
+
+    return 1 if rebuilds else max(1, min(MAX_DEFAULT_WORKERS, available_cores()))
 
 
 def _check_port_free(host: str, port: int) -> None:

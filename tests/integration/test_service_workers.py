@@ -138,3 +138,21 @@ def test_an_mcp_session_works_across_workers(sample_index: Path, tmp_path: Path)
         assert _wait(lambda: server.logs().count("is serving") == 2, 120)
         texts = anyio.run(_mcp_search_twice, server.url)
         assert len(texts) == 3 and all(json.loads(t)["contexts"] for t in texts)
+
+
+def test_serve_uses_a_worker_per_core_unless_told(sample_index: Path, tmp_path: Path) -> None:
+    from arborgraph.core.processes import available_cores
+    from arborgraph.service.cli import MAX_DEFAULT_WORKERS
+
+    expected = min(MAX_DEFAULT_WORKERS, available_cores())
+    with running_server(sample_index, tmp_path / "logs", one_process=False) as server:
+        if expected == 1:
+            assert "serving" in server.logs() and not _workers(server)
+        else:
+            assert f"{expected} worker processes" in server.logs()
+            assert _wait(lambda: server.logs().count("is serving") == expected, 120), server.logs()[-2000:]
+            assert len(_workers(server)) == expected
+        conn = http.client.HTTPConnection(urlsplit(server.url).hostname, urlsplit(server.url).port, timeout=60)
+        assert _ask(conn, "What is the default page size?")["contexts"]
+        conn.close()
+

@@ -57,10 +57,17 @@ class Server:
 
 
 @contextlib.contextmanager
-def running_server(index: Path, log_dir: Path, *args: str, env: dict[str, str] | None = None, start_timeout: float = 600) -> Iterator[Server]:
+def running_server(
+    index: Path, log_dir: Path, *args: str, env: dict[str, str] | None = None, start_timeout: float = 600,
+    one_process: bool = True,
+) -> Iterator[Server]:
     log_dir.mkdir(parents=True, exist_ok=True)
     out = (log_dir / "stdout.log").open("wb")
     err = (log_dir / "stderr.log").open("wb")
+    if one_process and "--workers" not in args:
+        # one process unless a test asks for more (serve's default is one per core);
+        # the workers' own behaviour is tested by test_service_workers.py
+        args = ("--workers", "1", *args)
     process = subprocess.Popen(
         [sys.executable, "-m", "arborgraph.cli", "serve", "--index", str(index), "--port", "0", *args],
         stdout=out, stderr=err, env=cli_env(env), cwd=ROOT,
