@@ -58,12 +58,9 @@ def lookup_search(
             rankings, {"bm25": config.weight_bm25, "dense": config.weight_dense}, k=config.rrf_k
         )
     contexts = []
+    places = {name: {cid: i for i, cid in enumerate(ids)} for name, ids in rankings.items()}
     for chunk_id, score in fused[:top_k]:
         row = store.row_of[chunk_id]
-        trace = [
-            f"{name} rank {rankings[name].index(chunk_id) + 1}"
-            for name in rankings
-            if chunk_id in scores_by_id[name]
-        ]
+        trace = [f"{name} rank {place[chunk_id] + 1}" for name, place in places.items() if chunk_id in place]
         contexts.append(store.context(row, score=score, trace=[f"lookup/{mode}: " + ", ".join(trace)]))
     return Retrieval(route="lookup", contexts=contexts, rankings=rankings)

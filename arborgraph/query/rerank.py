@@ -296,14 +296,15 @@ def rerank(
     source: RankingIndex, model: AnyRanker, q: RetrievalQuery, reached: Retrieval, cfg: RetrievalConfig
 ) -> Ranked:
     """The candidates best first by ``model``, the first ``max(pool, top_k)`` as chunk
-    contexts; each trace says the ranker's score and the features that raised it most,
+    contexts (``top_k`` for the lookup route, which returns no more); each trace says the ranker's score and the features that raised it most,
     and (when the model is calibrated) ``extra["relevance"]`` the probability that it
     holds the evidence."""
     rows, matrix = candidates(source, q, reached, cfg)
     store = source.store
     scores = model.score(matrix)
     order = rank(scores)
-    kept = order[: max(q.pool, q.top_k)]
+    # lookup returns its first top_k (see compose); a structured route a pool of them
+    kept = order[: q.top_k if reached.route == "lookup" else max(q.pool, q.top_k)]
     earlier = {c.node_id: c for c in [*q.hits.contexts, *route_chunks(reached)] if c.kind == "chunk"}
     relevance = (
         model.calibration.probabilities(scores, matrix)
