@@ -296,9 +296,9 @@ def rerank(
     source: RankingIndex, model: AnyRanker, q: RetrievalQuery, reached: Retrieval, cfg: RetrievalConfig
 ) -> Ranked:
     """The candidates best first by ``model``, the first ``max(pool, top_k)`` as chunk
-    contexts (``top_k`` for the lookup route, which returns no more); each trace says the ranker's score and the features that raised it most,
-    and (when the model is calibrated) ``extra["relevance"]`` the probability that it
-    holds the evidence."""
+    contexts (``top_k`` for the lookup route, which returns no more); each trace says
+    the ranker's score and the features that raised it most, and (when the model is
+    calibrated) ``extra["relevance"]`` the probability that it holds the evidence."""
     rows, matrix = candidates(source, q, reached, cfg)
     store = source.store
     scores = model.score(matrix)

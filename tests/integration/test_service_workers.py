@@ -155,4 +155,3 @@ def test_serve_uses_a_worker_per_core_unless_told(sample_index: Path, tmp_path: 
         conn = http.client.HTTPConnection(urlsplit(server.url).hostname, urlsplit(server.url).port, timeout=60)
         assert _ask(conn, "What is the default page size?")["contexts"]
         conn.close()
-
