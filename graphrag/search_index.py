@@ -189,10 +189,12 @@ def _build_mentions(kg: KnowledgeGraph) -> MentionIndex:
     shape = (len(entity_ids), len(chunk_ids))
     weighted = sp.csr_matrix((np.array(weights, dtype=np.float64), (rows, cols)), shape=shape)
     present = sp.csr_matrix((np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=shape)
+    docs: dict[str, str] = {}
+    one_doc = docs.setdefault
     return MentionIndex(
         chunk_ids=chunk_ids,
         chunk_col=col,
-        chunk_doc=[doc_of(c) for c in chunk_ids],
+        chunk_doc=[one_doc(d, d) for d in map(doc_of, chunk_ids)],  # a page's id once, not once per chunk
         entity_row={e: i for i, e in enumerate(entity_ids)},
         weighted=weighted,
         present=present,

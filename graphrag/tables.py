@@ -178,12 +178,16 @@ def graph_from_tables(tables: Mapping[str, pa.Table]) -> KnowledgeGraph:
     raw_meta = (tables[S.ENTITIES].schema.metadata or {}).get(S.META_GRAPH)
     meta = json.loads(raw_meta) if raw_meta else {}
 
-    # decoded column by column: row dicts (Table.to_pylist) cost several times more
+    # decoded column by column: row dicts (Table.to_pylist) cost several times more;
+    # a chunk's id is one string however many entities it mentions (a chunk names
+    # several, and a large graph holds a million mentions)
     mentions: dict[str, list[Mention]] = defaultdict(list)
+    ids: dict[str, str] = {}
+    one_id = ids.setdefault
     for entity, chunk, start, end, count in zip(
         *_columns(tables[S.ENTITY_CHUNKS], S.ENTITY_ID, S.CHUNK_ID, S.START, S.END, S.COUNT)
     ):
-        mentions[entity].append(Mention(chunk, start, end, count))
+        mentions[entity].append(Mention(one_id(chunk, chunk), start, end, count))
     entities: dict[str, Entity] = {}
     for eid, name, etype, aliases, description, description_chunk in zip(
         *_columns(tables[S.ENTITIES], S.ID, S.NAME, S.TYPE, S.ALIASES, S.DESCRIPTION, S.DESCRIPTION_CHUNK)
