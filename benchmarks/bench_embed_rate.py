@@ -40,6 +40,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_embedding import _round_robin  # noqa: E402  (this folder: the script's own)
+
 RESULTS = ROOT / "benchmarks" / "results" / "embed_rate.json"
 
 
@@ -52,13 +54,8 @@ def chunk_texts(index: Path, n: int) -> list[str]:
     by_doc: dict[str, list[int]] = {}
     for row, doc in enumerate(store.doc_ids):
         by_doc.setdefault(doc, []).append(row)
-    queues = [rows for _, rows in sorted(by_doc.items())]
-    picked: list[int] = []
-    depth = 0
-    while len(picked) < n and any(depth < len(q) for q in queues):
-        picked += [q[depth] for q in queues if depth < len(q)][: n - len(picked)]
-        depth += 1
-    return [store.texts[row] for row in picked]
+    per_doc = [[store.texts[row] for row in rows] for _, rows in sorted(by_doc.items())]
+    return _round_robin(per_doc, n, "chunks")
 
 
 def embedder(batch_size: int | None, threads: int | None) -> Any:
