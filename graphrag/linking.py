@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -71,18 +72,20 @@ def link_entities(
 
 
 # A question is linked by graph search, the global route and the ranking stage in turn:
-# the last question's name matches are kept, per graph, so it is worked out once. (Only
-# the last: a question asked again later is linked again, as a new one would be.)
-_last_matches: tuple[KnowledgeGraph, str, float, int, dict[str, LinkedEntity]] | None = None
+# the last question's name matches are kept per graph (as the graph's search indexes
+# are: dropped with it), so it is worked out once. Only the last: a question asked
+# again later is linked again, as a new one would be.
+_last_matches: "weakref.WeakKeyDictionary[KnowledgeGraph, tuple[str, float, int, dict[str, LinkedEntity]]]" = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _name_matches(kg: KnowledgeGraph, question: str, fuzzy_cutoff: float) -> dict[str, LinkedEntity]:
     """Exact, alias and fuzzy matches of the question's words (entity id -> match)."""
-    global _last_matches
     size = len(kg.entities)
-    last = _last_matches
-    if last is not None and last[0] is kg and last[1] == question and last[2] == fuzzy_cutoff and last[3] == size:
-        return last[4]
+    last = _last_matches.get(kg)
+    if last is not None and last[0] == question and last[1] == fuzzy_cutoff and last[2] == size:
+        return last[3]
     tokens = [(t, s, e) for t, s, e in word_spans(question)]
     found: dict[str, LinkedEntity] = {}
     covered = [False] * len(tokens)
@@ -126,7 +129,7 @@ def _name_matches(kg: KnowledgeGraph, question: str, fuzzy_cutoff: float) -> dic
             for cand in _close_keys(kg, key, fuzzy_cutoff):
                 for eid in kg.name_index[cand]:
                     _keep(found, LinkedEntity(eid, kg.entities[eid].name, 0.7 * specificity(kg, eid), "fuzzy", w))
-    _last_matches = (kg, question, fuzzy_cutoff, size, found)
+    _last_matches[kg] = (question, fuzzy_cutoff, size, found)
     return found
 
 
