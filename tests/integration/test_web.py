@@ -114,6 +114,8 @@ class Browser:
         page = self.context.new_page()
         page.on("console", lambda msg: self.console.append(f"console.{msg.type}: {msg.text}") if msg.type == "error" else None)
         page.on("pageerror", lambda exc: self.console.append(f"page error: {exc}"))
+        # the console names a failed request's status only; its address says which page asked
+        page.on("response", lambda r: self.console.append(f"{r.status} from {r.request.method} {r.url}") if r.status >= 400 else None)
         page.set_default_timeout(SLOW)
         page.goto(url + "/")
         return page

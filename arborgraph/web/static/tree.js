@@ -129,9 +129,16 @@ export async function renderTree(params, env) {
 
   // open the outline along the highlighted walk, level by level
   if (onPath.size) {
+    // the walk as it was when the page was drawn: a scope change meanwhile clears the
+    // shared one and draws another page, and this one stops asking for its nodes
+    const walk = [...env.shared.treePath];
     setTimeout(async () => {
-      for (const id of env.shared.treePath.slice(0, -1)) await expand(id, true);
-      const last = env.shared.treePath[env.shared.treePath.length - 1];
+      for (const id of walk.slice(0, -1)) {
+        if (!page.isConnected) return;
+        await expand(id, true);
+      }
+      const last = walk[walk.length - 1];
+      if (!page.isConnected) return;
       if (rows.has(last)) { rows.get(last).item.scrollIntoView({ block: "nearest" }); }
       select(last);
     }, 0);
