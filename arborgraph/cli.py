@@ -426,7 +426,7 @@ def query(
     graph_user: Annotated[Optional[str], typer.Option("--graph-user", help="user on the graph server")] = None,
     graph_password: Annotated[Optional[str], typer.Option("--graph-password", envvar="NEO4J_PASSWORD", help="password on the graph server")] = None,
     graph_database: Annotated[Optional[str], typer.Option("--graph-database", help="database on the graph server")] = None,
-    store: Annotated[Optional[str], typer.Option("--store", help="answer the lookup route from the bolt:// Neo4j the index was exported to with --search (credentials: --graph-user/--graph-password/--graph-database)")] = None,
+    store: Annotated[Optional[str], typer.Option("--store", help="answer over the chunks the bolt:// Neo4j the index was exported to with --search lets the caller read (every route; credentials: --graph-user/--graph-password/--graph-database)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="JSON output")] = False,
 ) -> None:
     """Ask a question (or a batch of them) against an index.
@@ -444,8 +444,6 @@ def query(
         when = dt.date.fromisoformat(as_of) if as_of else "today"
     except ValueError:
         raise fail(f"--as-of must be a date like 2026-01-31, not '{as_of}'", EXIT_USER_ERROR) from None
-    if store is not None and (route not in ("auto", "lookup") or llm_router):
-        raise fail("--store answers the lookup route only (not with --route tree/graph/global or --llm-router)", EXIT_USER_ERROR)
     kwargs = dict(route=route, top_k=top_k, budget_tokens=budget_tokens, principal=as_principal,
                   as_of=when, include_stale=include_stale, answer=answer, candidates=candidates)
     kb = None
@@ -466,10 +464,7 @@ def query(
 
             driver = connect(store, graph_user, graph_password)
             on_store = Neo4jStore(driver, database=graph_database)
-            ask = partial(
-                kb.query_store, store=on_store, principal=as_principal, as_of=when, include_stale=include_stale,
-                top_k=top_k, answer=answer, llm=kwargs.get("llm"),
-            )
+            ask = partial(kb.query_store, store=on_store, **kwargs)
         if batch is not None:
             for qid, text in items:
                 res = ask(text)

@@ -15,12 +15,17 @@ from typing import TYPE_CHECKING, Any
 from arborgraph.config import Config
 from arborgraph.core.errors import IndexDamaged
 from arborgraph.core.protocols import Embedder
-from arborgraph.core.results import QueryResult, RoutingDecision
+from arborgraph.core.results import QueryResult
 from arborgraph.index.opened import Index
 from arborgraph.query.engine import FROM_SETTINGS, QueryEngine
 from arborgraph.query.explorer import Explorer
 from arborgraph.query.request import AsOf, RouteChoice, day_of
 from arborgraph.query.settings import QuerySettings, SettingsLike, resolve_settings
+
+# chunks each of the store's searches returns per retrieval candidate: its full-text index
+# (Lucene's analyser, unstemmed) ranks words unlike the index's own BM25, so it is asked
+# deeper than the in-process lookup reads
+STORE_DEPTH_PER_CANDIDATE = 3
 
 if TYPE_CHECKING:
     from arborgraph.config import GraphBackendConfig
@@ -209,66 +214,55 @@ class KnowledgeBase:
         self,
         question: str,
         store: "Neo4jStore",
+        route: RouteChoice = "auto",
         *,
+        top_k: int | None = None,
+        budget_tokens: int | None = None,
         principal: str | None = None,
         as_of: AsOf = "today",
         include_stale: bool = False,
-        top_k: int | None = None,
         answer: bool = False,
         llm: "ChatModel | None" = None,
+        llm_router: bool | None = None,
+        candidates: int | None = None,
+        settings: SettingsLike = None,
+        depth: int | None = None,
     ) -> QueryResult:
-        """The lookup route answered by ``store``, the Neo4j database this index was
-        exported to with its search indexes (``arborgraph export-neo4j --search``): its
-        full-text index (BM25) and vector index rank the chunks ``principal`` may read
-        (the check runs inside the database: nothing else leaves it), fused by
-        reciprocal rank with this index's retrieval weights. The question is embedded
-        here, with the index's model. What is current on ``as_of`` is decided as in
-        :meth:`query`: a superseded, expired or not yet valid document's chunks are left
-        out, or with ``include_stale`` kept and flagged. The ranking stage and the other
-        routes do not run on the store. The result carries the extractive answer
-        (``highlights``) as ``query``'s does; ``answer=True`` asks the configured LLM (or
-        ``llm``) for an answer over the store's contexts."""
-        from arborgraph.query.compose import flag_stale
-        from arborgraph.query.digest import highlights, load_model
-        from arborgraph.query.fusion import reciprocal_rank_fusion
+        """:meth:`query` with its flat first stage found by ``store``, the Neo4j database
+        this index was exported to with its search indexes (``arborgraph export-neo4j
+        --search``): its full-text index (BM25) and its vector index return ``depth``
+        chunks each (default: three times the retrieval's ``candidates`` setting) that
+        ``principal`` may read, the access check inside the Cypher; the flat hits every
+        route starts from are ranked among those only. The router, the tree, graph and
+        global routes, the ranking stage, the digests and the answer then run as in
+        :meth:`query`, on this index's structures, under the same access and dates (so
+        the store can narrow what a caller sees, never widen it). The result's notes say
+        how many chunks the store returned. The other arguments are :meth:`query`'s."""
+        import dataclasses
 
-        k = top_k if top_k is not None else self.engine.settings.top_k
-        retrieval = self.engine.settings.retrieval
-        access = self.engine.access(principal, day_of(as_of), include_stale)
-        found = store.search(
-            question, self.engine.embed_query(question), principal=principal, depth=max(k, retrieval.candidates)
+        import numpy as np
+
+        changes = {k: v for k, v in (("top_k", top_k), ("budget_tokens", budget_tokens), ("candidates", candidates)) if v is not None}
+        s = resolve_settings(self.engine.settings, settings)
+        if changes:
+            s = resolve_settings(s, changes)
+        engine = self.engine
+        request = engine.request(
+            question, route, principal=principal, as_of=as_of, include_stale=include_stale,
+            answer=answer, llm=llm, llm_router=llm_router, settings=s,
         )
-        # The database checks the access list; versions and dates are this index's, the
-        # same mask every route reads (which holds the access list too): a chunk the
-        # caller may not read on that day, or one the index does not hold, is dropped.
+        wanted = depth if depth is not None else max(s.top_k, STORE_DEPTH_PER_CANDIDATE * s.retrieval.candidates)
+        vector = engine.embed_query(question)
+        found = store.search(question, vector, principal=principal, depth=wanted)
         row_of = self.index.store.row_of
-        rankings = {
-            name: [c for c in ids if (row := row_of.get(c)) is not None and access.mask[row]]
-            for name, ids in found.items()
-        }
-        weights = {"bm25": retrieval.weight_bm25, "dense": retrieval.weight_dense}
-        fused = reciprocal_rank_fusion(rankings, weights, k=retrieval.rrf_k)[:k] if rankings else []
-        contexts = store.contexts(fused, rankings, principal=principal)
-        if include_stale:
-            flag_stale(contexts, access.stale, self.engine.doc_of_chunk)
-        notes = [] if "dense" in rankings else ["no query embedding: full-text search only"]
-        text = None
-        if answer:
-            from arborgraph.query.answer import figure_notes, generate_answer
-
-            text = generate_answer(llm or self.engine.chat_model(), question, contexts)
-            notes += figure_notes(text, contexts, question) if contexts else []
-        return QueryResult(
-            question=question,
-            route="lookup",
-            routing=RoutingDecision(route="lookup", forced=True, reason="answered by the Neo4j store"),
-            contexts=contexts,
-            mode=self.index.mode,
-            answer=text,
-            notes=notes,
-            retrieved=rankings,
-            highlights=highlights(question, contexts, load_model(retrieval.digest_model).scorer),
-        )
+        rows = [row for ids in found.values() for c in ids if (row := row_of.get(c)) is not None]
+        first_stage = np.zeros(len(request.access.mask), dtype=bool)
+        first_stage[rows] = True
+        result = engine.run(dataclasses.replace(request, query_vector=vector, first_stage=first_stage))
+        searched = " and ".join(name for name in ("bm25", "dense") if name in found) or "no index"
+        readable = int((first_stage & request.access.mask).sum())
+        result.notes.append(f"candidates from the Neo4j store: {readable} chunks ({searched}, {wanted} each)")
+        return result
 
     def info(self, principal: str | None = None) -> dict[str, Any]:
         """What the index holds, as far as ``principal`` may know it (see :meth:`Explorer.info`)."""

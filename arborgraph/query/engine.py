@@ -270,7 +270,10 @@ class QueryEngine:
         """Answer one :class:`~arborgraph.query.request.QueryRequest`: every part of it
         (the caller's access, the settings, the chat model) is the request's own."""
         s, access, question, llm = request.settings, request.access, request.question, request.llm
-        q = self._retrieval_query(question, access, s.top_k, 3 * s.top_k if s.candidates is None else s.candidates, s)
+        q = self._retrieval_query(
+            question, access, s.top_k, 3 * s.top_k if s.candidates is None else s.candidates, s, request.query_vector,
+            request.first_stage,
+        )
         fallback = self.fallback_note()
         checkpoint()
         use_llm_router = s.router.llm if request.llm_router is None else request.llm_router
@@ -370,17 +373,23 @@ class QueryEngine:
                 "rebuild it with that structure enabled"
             )
 
-    def _retrieval_query(self, question: str, access: Access, top_k: int, pool: int, s: QuerySettings) -> RetrievalQuery:
-        """The query every route and the ranking stage see: the question embedded, and
-        its flat hits under the caller's mask (every route starts from them: structures
-        fuse with them, the router reads their spread), ranked once."""
-        query_vector = self.embed_query(question)
+    def _retrieval_query(
+        self, question: str, access: Access, top_k: int, pool: int, s: QuerySettings,
+        query_vector: np.ndarray | None = None, first_stage: np.ndarray | None = None,
+    ) -> RetrievalQuery:
+        """The query every route and the ranking stage see: the question embedded (unless
+        ``query_vector`` is its embedding already), and its flat hits under the caller's
+        mask (every route starts from them: structures fuse with them, the router reads
+        their spread), ranked once; only among the rows of ``first_stage`` when given."""
+        if query_vector is None:
+            query_vector = self.embed_query(question)
         depth = max(top_k, LOOKUP_DEPTH)
         scores = score_question(
             self.index, question, query_vector, mask=access.mask,
             depth=max(depth, s.retrieval.candidates), expansion=s.retrieval.ann_expansion,
         )
-        hits = self._lookup(s).search(scores, access.mask, depth)
+        flat = access.mask if first_stage is None else access.mask & first_stage
+        hits = self._lookup(s).search(scores, flat, depth)
         return RetrievalQuery(question, query_vector, access.mask, list(access.scopes), top_k, pool, hits, scores)
 
     def decide(

@@ -10,6 +10,8 @@ from arborgraph.index.access import Access
 from arborgraph.query.settings import QuerySettings
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from arborgraph.core.protocols import ChatModel
 
 # the route a caller asks for: one of the index's, or the router's pick
@@ -33,7 +35,11 @@ class QueryRequest:
     stale documents, worked out once); ``settings`` every setting the answer reads,
     the resources they name (ranking model, chat model, graph server) included;
     ``answer`` asks for a written answer from ``llm`` (default: the settings' chat
-    model), ``llm_router`` for the LLM to route (None: as the settings say).
+    model), ``llm_router`` for the LLM to route (None: as the settings say);
+    ``query_vector`` is the question's embedding when the caller already made it with
+    the engine's model (None: the engine embeds the question); ``first_stage`` marks the
+    chunk rows the flat first stage may return (None: every row ``access`` lets
+    through), as when a store's own searches found them.
     """
 
     question: str
@@ -43,3 +49,5 @@ class QueryRequest:
     answer: bool = False
     llm: "ChatModel | None" = None
     llm_router: bool | None = None
+    query_vector: "np.ndarray | None" = None
+    first_stage: "np.ndarray | None" = None

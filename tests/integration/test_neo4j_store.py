@@ -1,7 +1,7 @@
-"""Neo4j as the store of the lookup route (``query --store``), against a real Neo4j:
-the governance cases of ``test_governance.py`` (tenants with access lists, questions
-that go after their secrets) run on the database's vector and full-text indexes, whose
-access check sits inside the Cypher."""
+"""Neo4j as the store (``query --store``), against a real Neo4j: the governance cases
+of ``test_governance.py`` (tenants with access lists, questions that go after their
+secrets) run on every route over the candidates the database's vector and full-text
+indexes return, whose access check sits inside the Cypher."""
 
 from __future__ import annotations
 
@@ -22,13 +22,8 @@ PRINCIPALS = (None, "team-a", "team-b", "team-c")
 
 @pytest.fixture(scope="module")
 def tenant_index(tmp_path_factory: pytest.TempPathFactory, sample_slice: Path) -> Path:
-    """The tenants' index, without tree and graph: the store answers the lookup route."""
-    from arborgraph.config import load_config
-
-    lookup_only = load_config(overrides={"build_tree": False, "build_graph": False})
-    return build_tenant_index(
-        tmp_path_factory.mktemp("tenants"), tmp_path_factory.mktemp("store") / "idx", sample_slice, lookup_only
-    )
+    """The tenants' index with its trees and graphs: the store answers every route."""
+    return build_tenant_index(tmp_path_factory.mktemp("tenants"), tmp_path_factory.mktemp("store") / "idx", sample_slice)
 
 
 @pytest.fixture(scope="module")
@@ -52,16 +47,21 @@ def _leaks(res: arborgraph.kb.QueryResult, principal: str | None) -> list[str]:
     return found
 
 
+ROUTES = ("auto", "lookup", "tree", "graph", "global")
+
+
 def test_tenants_never_see_each_others_secrets_on_the_store(store: X.Neo4jStore, tenant_index: Path) -> None:
     kb = arborgraph.open(tenant_index)
     for question in PHRASINGS:
         for principal in PRINCIPALS:
-            res = kb.query_store(question, store, principal=principal, top_k=50)
-            assert res.contexts, (principal, question)  # public pages always match something
-            assert not _leaks(res, principal), (principal, question)
-            # nothing restricted even among the candidates each index returned
-            gone = {c for ids in res.retrieved.values() for c in ids} - _readable_chunks(kb, principal)
-            assert not gone, (principal, question, sorted(gone)[:3])
+            # nothing restricted even among the candidates each of the database's indexes returns
+            found = store.search(question, kb.engine.embed_query(question), principal=principal, depth=500)
+            gone = {c for ids in found.values() for c in ids} - _readable_chunks(kb, principal)
+            assert found and not gone, (principal, question, sorted(gone)[:3])
+            for route in ROUTES:
+                res = kb.query_store(question, store, route, principal=principal, top_k=50)
+                assert res.contexts, (principal, question, route)  # public pages always match something
+                assert not _leaks(res, principal), (principal, question, route)
 
 
 def _readable_chunks(kb: Any, principal: str | None) -> set[str]:
@@ -81,10 +81,32 @@ def test_owners_find_their_own_secrets_and_the_filter_runs_before_ranking(store:
                                 ("The Tarpon vault PIN is HERON-4242.", "team-a")]:
         res = kb.query_store(question, store, principal=principal, top_k=1)
         assert len(res.contexts) == 1 and not _leaks(res, principal), (question, res.contexts)
-    # both indexes answered, and the store's ranking is the in-process lookup's kind
+    # both of the database's indexes answered, and the result says the store chose its candidates
     res = kb.query_store("How does a busy timeout work?", store, top_k=5)
-    assert set(res.retrieved) == {"bm25", "dense"} and res.route == "lookup"
-    assert all(c.trace[0].startswith("store/neo4j: ") for c in res.contexts)
+    assert any(n.startswith("candidates from the Neo4j store: ") and "(bm25 and dense, " in n for n in res.notes), res.notes
+
+
+def test_every_route_on_the_store_answers_as_in_process_when_it_returns_every_chunk(
+    store: X.Neo4jStore, tenant_index: Path
+) -> None:
+    """With the store's searches as deep as the collection, its candidates are every
+    chunk the caller may read: each route, the router and the ranking stage give what
+    they give in process, context for context; with the default depth the store's
+    notes say how many it let through."""
+    kb = arborgraph.open(tenant_index)
+    everything = len(kb.index.store.chunk_ids)
+    for question in ("How does a busy timeout work?", "What is the launch code for Project Bluefin?",
+                     "What topics does the documentation cover?"):
+        for principal in (None, "team-a"):
+            for route in ROUTES:
+                local = kb.query(question, route, principal=principal)
+                remote = kb.query_store(question, store, route, principal=principal, depth=everything)
+                assert remote.route == local.route, (question, principal, route)
+                assert [(c.node_id, c.text) for c in remote.contexts] == [(c.node_id, c.text) for c in local.contexts], (
+                    question, principal, route)
+    routes = {kb.query_store(q, store).route for q in ("How does a busy timeout work?", "What topics does the documentation cover?",
+                                                       "How does WAL mode relate to checkpointing?")}
+    assert routes - {"lookup"}, routes  # the router picks structured routes on the store too
 
 
 def test_the_check_is_inside_the_database_for_odd_principals(store: X.Neo4jStore) -> None:
@@ -93,7 +115,9 @@ def test_the_check_is_inside_the_database_for_odd_principals(store: X.Neo4jStore
     for odd in ("", "acl:team-a", "team-a,team-b", "%", "team-"):
         found = store.search("Bluefin ZEBRA-7731 launch code", None, principal=odd)["bm25"]
         assert set(found) <= public_only, odd
-    assert X.lucene_query('launch "code" AND (bluefin) OR NOT: ZEBRA-7731*') == "launch code and bluefin or not zebra 7731"
+    # no operator reaches Lucene, and no stop word the index's BM25 leaves out (unless that is all there is)
+    assert X.lucene_query('launch "code" AND (bluefin) OR NOT: ZEBRA-7731*') == "launch code bluefin zebra 7731"
+    assert X.lucene_query("Is it?") == "is it"
 
 
 def test_query_store_from_the_command_line(store: X.Neo4jStore, neo4j: Neo4jServer, tenant_index: Path) -> None:  # noqa: F811
@@ -107,9 +131,13 @@ def test_query_store_from_the_command_line(store: X.Neo4jStore, neo4j: Neo4jServ
     assert contexts[0]["source"] == "bluefin.md"
     anonymous = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin launch code", *login, "--json"])
     assert anonymous.exit_code == 0 and "ZEBRA" not in anonymous.output and "bluefin.md" not in anonymous.output
-    for extra in (["--route", "graph"], ["--llm-router"]):
-        bad = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin", *login, *extra])
-        assert bad.exit_code == 2 and bad.output.startswith("error: --store answers the lookup route only"), bad.output
+    for route in ("tree", "graph", "global"):
+        walked = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin launch code", *login, "--as", "team-a",
+                                     "--route", route, "--json"])
+        assert walked.exit_code == 0 and json.loads(walked.output)["route"] == route, walked.output
+        assert any("candidates from the Neo4j store" in n for n in json.loads(walked.output)["notes"])
+        hidden = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin launch code", *login, "--route", route])
+        assert hidden.exit_code == 0 and "ZEBRA" not in hidden.output and "bluefin.md" not in hidden.output, hidden.output
     dated = runner.invoke(app, ["query", "-i", str(tenant_index), "Bluefin launch code", *login, "--as", "team-a",
                                 "--as-of", "2026-01-01", "--include-stale", "--json"])
     assert dated.exit_code == 0 and json.loads(dated.output)["contexts"][0]["source"] == "bluefin.md", dated.output
