@@ -32,7 +32,7 @@ The modules, in the order data flows through them:
 - :mod:`.gds`: communities in the database (GDS's hierarchical Leiden), beside the index's.
 - :mod:`.hierarchy`: GDS's ids per level laid out as the index's community table (pure).
 - :mod:`.adopt`: the index adopts GDS's communities (a new generation, reports rebuilt).
-- :mod:`.store`: the lookup route on the database's vector and full-text indexes.
+- :mod:`.store`: a question's flat candidates from the database's vector and full-text indexes.
 
 Servers: Neo4j (4.4+, 5.x, 2025.x) and FalkorDB's experimental Bolt layer, told apart
 by a probe (:func:`detect_dialect`); the tests run Neo4j 5.26 with GDS 2.13

@@ -1,20 +1,19 @@
-"""Neo4j as the store of the lookup route: chunk search by the database's own vector
-index and full-text index (Lucene's BM25), the caller's access checked inside the
-Cypher, so a chunk the caller may not read never leaves the database.
+"""Neo4j as the store of a question's flat candidates: chunk search by the database's
+own vector index and full-text index (Lucene's BM25), the caller's access checked
+inside the Cypher, so a chunk the caller may not read never leaves the database.
 
 :func:`export_search` gives the exported ``Chunk`` nodes their embeddings (only those
 without one: an export that rewrote a chunk dropped its embedding with its old
-content) and creates the two indexes. :class:`Neo4jStore` answers a lookup: each index
-ranks the chunks the caller may read, and the two rankings are fused by reciprocal
-rank (by :meth:`arborgraph.kb.KnowledgeBase.query_store`), as the in-process lookup fuses
-BM25 and dense (:func:`arborgraph.query.lookup.lookup_search`).
+content) and creates the two indexes. :class:`Neo4jStore` searches both for the chunks
+a caller may read; :meth:`arborgraph.kb.KnowledgeBase.query_store` ranks a question's
+flat hits among them, and every route runs from there as in process.
 
 What a caller may read: a chunk's ``scope`` is ``public`` or ``acl:`` followed by the
 principals of its document's access list (see :func:`arborgraph.index.scoped.scope_of`);
 a chunk without a scope, an empty list, or an anonymous caller on a restricted chunk
 reads as not allowed. Document versions and validity dates are the index's own (see
-:meth:`arborgraph.kb.KnowledgeBase.query_store`). The tree, graph and global routes and
-the ranking stage do not run on the store yet.
+:meth:`arborgraph.kb.KnowledgeBase.query_store`). The trees, graphs and community
+reports the routes read are the index's in memory, not the database's.
 """
 
 from __future__ import annotations
@@ -33,8 +32,6 @@ from arborgraph.neo4j.records import CHUNK, MARK, UID, chunk_uid
 
 if TYPE_CHECKING:
     from neo4j import Driver
-
-    from arborgraph.core.results import Context
 
 VECTOR_INDEX = "arborgraph_chunk_embedding"
 TEXT_INDEX = "arborgraph_chunk_text"
@@ -78,14 +75,6 @@ def text_search_cypher() -> str:
         f"CALL db.index.fulltext.queryNodes('{TEXT_INDEX}', $query) YIELD node, score "
         f"WHERE node:{MARK} AND {READABLE} "
         "WITH node, score LIMIT $k RETURN collect(node.id) AS ids, collect(score) AS scores"
-    )
-
-
-def chunks_cypher() -> str:
-    return (
-        f"UNWIND $ids AS id MATCH (node:{MARK}:{CHUNK} {{id: id}}) WHERE {READABLE} "
-        "RETURN node.id AS id, node.doc_id AS doc_id, node.text AS text, node.heading_path AS heading_path, "
-        "node.start AS start, node.end AS end"
     )
 
 
@@ -150,8 +139,8 @@ def export_search(index_dir: str | Path, driver: "Driver", *, database: str | No
 
 
 class Neo4jStore:
-    """The lookup route's searches on the database an index was exported to (with
-    :func:`export_search`); :meth:`arborgraph.kb.KnowledgeBase.query_store` fuses them.
+    """Chunk searches on the database an index was exported to (with
+    :func:`export_search`), for :meth:`arborgraph.kb.KnowledgeBase.query_store`.
     ``driver`` stays the caller's."""
 
     def __init__(self, driver: "Driver", *, database: str | None = None) -> None:
@@ -207,26 +196,3 @@ class Neo4jStore:
                 f"{database} has no search indexes ({TEXT_INDEX}, {VECTOR_INDEX}): export them with "
                 "`arborgraph export-neo4j --index DIR --search` to the same server, then ask again"
             ) from None
-
-    def contexts(
-        self, ranked: Sequence[tuple[str, float]], rankings: dict[str, list[str]], *, principal: str | None = None
-    ) -> list["Context"]:
-        """The chunks of ``ranked`` (id, score), in that order, read from the database
-        with the same access check (a chunk gone or not readable is left out); each
-        context's trace gives its rank in ``rankings``."""
-        from arborgraph.core.results import Context
-
-        with export_errors(), self.driver.session(database=self.database) as session:
-            rows = {r["id"]: r for r in session.run(chunks_cypher(), ids=[cid for cid, _ in ranked], principal=principal)}
-        out = []
-        for chunk_id, score in ranked:
-            row = rows.get(chunk_id)
-            if row is None:
-                continue
-            trace = [f"{name} rank {ids.index(chunk_id) + 1}" for name, ids in rankings.items() if chunk_id in ids]
-            out.append(Context(
-                text=row["text"] or "", source=row["doc_id"], heading_path=list(row["heading_path"] or []),
-                kind="chunk", score=float(score), node_id=chunk_id, start=row["start"], end=row["end"],
-                provenance=[chunk_id], trace=["store/neo4j: " + ", ".join(trace)],
-            ))
-        return out

@@ -27,7 +27,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from arborgraph.core.errors import LLMError, QueryError
+from arborgraph.core.errors import ExportError, LLMError, QueryError
 from arborgraph.core.version import __version__
 from arborgraph.display import printable
 from arborgraph.service import views
@@ -109,8 +109,10 @@ class Timing:
             access_log.info('%s:%s - "%s %s" %d', client[0], client[1], scope["method"], printable(scope["path"]), status)
 
 
-def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Authenticator) -> FastAPI:
-    """The ASGI app serving ``served``; see the module docstring."""
+def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Authenticator, *, store: Any = None) -> FastAPI:
+    """The ASGI app serving ``served``; see the module docstring. With ``store`` (a
+    connected :class:`arborgraph.neo4j.Neo4jStore`, whose driver it closes when it
+    stops) every question's flat candidates come from that database."""
     folder = rebuilds = None
     if settings.docs_dir is not None:
         folder = DocumentFolder(settings.docs_dir)
@@ -120,7 +122,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
     service = Service(
         served=served, settings=settings, authenticator=authenticator, metrics=Metrics(),
         threads=WorkerThreads(settings.concurrency, settings.request_timeout_s, narrow=served.preparing),
-        documents=folder, rebuilds=rebuilds,
+        documents=folder, rebuilds=rebuilds, store=store,
     )
     mcp_app = None
     if settings.mcp:
@@ -128,7 +130,9 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
 
         from arborgraph.service.mcp_server import build_mcp, principal_from_request
 
-        mcp = build_mcp(served, principal_from_request, threads=service.threads, max_question_chars=settings.max_question_chars)
+        mcp = build_mcp(
+            served, principal_from_request, threads=service.threads, max_question_chars=settings.max_question_chars, store=store,
+        )
         # A session lives in the process that opened it, and with several worker processes
         # a client's next connection may be handed to another: every MCP request then
         # stands alone (stateless), which the tools, each one request and its answer, allow.
@@ -147,6 +151,8 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
         finally:
             served.stop()
             service.threads.close()
+            if store is not None:
+                store.driver.close()
 
     app = FastAPI(
         # no /docs or /redoc: they load Swagger UI from a CDN onto the explorer's origin,
@@ -218,6 +224,11 @@ def _add_error_handlers(app: FastAPI, settings: ServeSettings) -> None:
     async def on_llm_error(request: Request, exc: Exception) -> Any:
         return problem(502, f"the LLM call failed: {exc}")
 
+    async def on_store_error(request: Request, exc: Exception) -> Any:
+        # the database the candidates come from failed or changed under the server: not
+        # the caller's doing, and nothing is answered without it
+        return problem(503, f"the Neo4j store failed: {exc}", {"Retry-After": "5"})
+
     app.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
     app.add_exception_handler(Unauthorized, on_unauthorized)
@@ -227,4 +238,5 @@ def _add_error_handlers(app: FastAPI, settings: ServeSettings) -> None:
     app.add_exception_handler(views.NotFound, on_not_found)
     app.add_exception_handler(TimeoutError, on_timeout)
     app.add_exception_handler(LLMError, on_llm_error)
+    app.add_exception_handler(ExportError, on_store_error)
     app.add_exception_handler(Exception, unexpected)

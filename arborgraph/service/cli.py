@@ -12,6 +12,7 @@ import contextlib
 import errno
 import json
 import logging
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -90,8 +91,10 @@ def _settings_from(values: dict[str, Any]) -> Any:
     return ServeSettings(**values)
 
 
-def build_app(settings: Any, served: Any = None) -> Any:
-    """The ASGI app for ``settings`` (opening the index unless ``served`` is given)."""
+def build_app(settings: Any, served: Any = None, store_password: str | None = None) -> Any:
+    """The ASGI app for ``settings`` (opening the index unless ``served`` is given);
+    with ``settings.store_uri``, connected to that store (``store_password``) and
+    checked to have its search indexes before anything is served."""
     from arborgraph.service.app import create_app
     from arborgraph.service.auth import Authenticator
     from arborgraph.service.keys import KeyStore
@@ -99,8 +102,27 @@ def build_app(settings: Any, served: Any = None) -> Any:
     keys = KeyStore(settings.keys_file) if settings.keys_file else None
     if keys is not None:
         keys.records()  # a damaged keys file stops the start, not the first request
+    store = _store(settings, store_password) if settings.store_uri else None
     served = served or _served(settings.index_dir, settings.poll_seconds, settings.verify_seconds)
-    return create_app(served, settings, Authenticator(keys, require_key=settings.require_key))
+    return create_app(served, settings, Authenticator(keys, require_key=settings.require_key), store=store)
+
+
+STORE_PASSWORD_ENV = "NEO4J_PASSWORD"  # how serve --store hands the password to its --workers processes
+
+
+def _store(settings: Any, password: str | None) -> Any:
+    """The Neo4j store ``settings`` name, connected, its search indexes there: a wrong
+    address, password or a database exported without ``--search`` stops the start in
+    one line."""
+    from arborgraph.core.errors import ExportError
+    from arborgraph.neo4j import Neo4jStore, connect
+
+    try:
+        store = Neo4jStore(connect(settings.store_uri, settings.store_user, password), database=settings.store_database)
+        store.search("arborgraph", None, depth=1)
+    except ExportError as exc:
+        raise _fail(f"--store: {exc}") from None
+    return store
 
 
 def serve(
@@ -122,6 +144,10 @@ def serve(
     verify_seconds: Annotated[float, typer.Option(min=0, help="how often to check every checksum of the served generation (0: never)")] = 600.0,
     body_timeout: Annotated[float, typer.Option(min=0.1, help="seconds a request body may take to arrive")] = 10.0,
     docs: Annotated[Optional[Path], typer.Option("--docs", help="the documents folder the index is built from: keys with --write may add, delete and rebuild")] = None,
+    store: Annotated[Optional[str], typer.Option("--store", help="find each question's candidates in the bolt:// Neo4j the index was exported to with --search (every route; see docs/neo4j.md)")] = None,
+    graph_user: Annotated[Optional[str], typer.Option("--graph-user", help="user on the --store server")] = None,
+    graph_password: Annotated[Optional[str], typer.Option("--graph-password", envvar="NEO4J_PASSWORD", help="password on the --store server")] = None,
+    graph_database: Annotated[Optional[str], typer.Option("--graph-database", help="database on the --store server")] = None,
 ) -> None:
     """Serve an index over HTTP (/v1/..., /metrics, MCP at /mcp) until interrupted."""
     from arborgraph.core.math_threads import one_math_thread_from_now
@@ -142,6 +168,9 @@ def serve(
         )
     if docs is not None and not docs.is_dir():
         raise _fail(f"--docs {docs}: no such folder (the documents the index is built from)")
+    if docs is not None and store is not None:
+        raise _fail("--docs with --store: a rebuild would leave the database behind the index; serve one of them, "
+                    "and re-export (arborgraph export-neo4j --search) after a rebuild")
     if docs is not None and workers is not None and workers > 1:
         raise _fail("--docs needs --workers 1: one process runs the rebuilds and reports their progress")
     if workers is None:
@@ -154,6 +183,7 @@ def serve(
         concurrency=concurrency,
         llm_model=llm_model, allowed_hosts=list(allowed_host or []), verify_seconds=verify_seconds,
         body_timeout_s=body_timeout, docs_dir=str(docs) if docs else None, workers=workers,
+        store_uri=store, store_user=graph_user, store_database=graph_database,
     )
     settings = _settings_from(values)
     _service_logging()
@@ -175,11 +205,15 @@ def serve(
                 from arborgraph.service.keys import KeyStore
 
                 KeyStore(keys).records()  # a damaged keys file stops the start here, not in every worker
+            if store is not None:
+                _store(settings, graph_password).driver.close()  # said once here, not by every worker
+                if graph_password is not None:
+                    os.environ[STORE_PASSWORD_ENV] = graph_password  # the workers' own, never in their settings
             code = dispatch.run(values, SETTINGS_ENV, workers, host, port)
             if code:
                 raise typer.Exit(code)
             return
-        app = build_app(settings)
+        app = build_app(settings, store_password=graph_password)
         one_math_thread_from_now()
     except ImportError as exc:
         raise _fail(str(exc)) from None

@@ -44,6 +44,11 @@ class ServeSettings:
     verify_seconds: float = 600.0  # how often every checksum of the served generation is checked (0: never)
     allowed_hosts: tuple[str, ...] = ()  # Host header names accepted besides the bound address and loopback
     docs_dir: Path | None = None  # the documents folder writers may change and rebuild from
+    # serve --store: the Neo4j the index was exported to with --search, which finds each
+    # question's flat candidates (the password is handed over apart from the settings)
+    store_uri: str | None = None
+    store_user: str | None = None
+    store_database: str | None = None
 
 
 T = TypeVar("T")

@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from arborgraph.core.version import __version__
-from arborgraph.core.errors import QueryError
+from arborgraph.core.errors import ExportError, QueryError
 from arborgraph.core.questions import MAX_QUESTION_CHARS, question_problem
 from arborgraph.query.settings import DEFAULT_BUDGET_TOKENS, DEFAULT_TOP_K
 from arborgraph.service.compact import NODE_CHARS, clip, compact_json, compact_search, document_page
@@ -49,10 +49,12 @@ Scope = Annotated[
 
 
 def build_mcp(
-    served: ServedIndex, principal_of: PrincipalOf, *, threads: WorkerThreads, max_question_chars: int = MAX_QUESTION_CHARS
+    served: ServedIndex, principal_of: PrincipalOf, *, threads: WorkerThreads, max_question_chars: int = MAX_QUESTION_CHARS,
+    store: Any = None,
 ) -> MCPServer:
     """An MCP server over ``served``; ``principal_of`` gives each call's principal,
-    ``threads`` runs the blocking work (shared with the HTTP routes when mounted)."""
+    ``threads`` runs the blocking work (shared with the HTTP routes when mounted);
+    ``store``, when given, finds the search tool's flat candidates (see :func:`views.query`)."""
     server = MCPServer(
         "arborgraph", title="Arborgraph knowledge base", instructions=INSTRUCTIONS, version=__version__
     )
@@ -70,6 +72,8 @@ def build_mcp(
             raise ToolError(f"no answer within the {threads.timeout_s:g} s time limit") from None
         except (QueryError, views.NotFound, KeyError, ValueError) as exc:
             raise ToolError(str(exc).strip("'\"")) from None
+        except ExportError as exc:
+            raise ToolError(f"the Neo4j store failed: {exc}") from None
 
     def checked(question: str) -> str:
         if (problem := question_problem(question, max_question_chars)) is not None:
@@ -93,7 +97,7 @@ def build_mcp(
         chunk_id read_document takes; a summary's, the node id tree_node takes). Use it
         first for any question."""
         options = views.QueryOptions(route=route, top_k=top_k, budget_tokens=budget_tokens, as_of=as_of)
-        result = await run(ctx, views.query, checked(question), options)
+        result = await run(ctx, views.query, checked(question), options, store=store)
         return compact_json(result if detail == "full" else compact_search(result))
 
     @server.tool(structured_output=False)

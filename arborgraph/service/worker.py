@@ -83,12 +83,14 @@ def main(argv: list[str]) -> int:
     import uvicorn
 
     from arborgraph.core.math_threads import one_math_thread_from_now
-    from arborgraph.service.cli import _UVICORN_LOGGING, SETTINGS_ENV, _service_logging, _settings_from, build_app
+    from arborgraph.service.cli import (
+        _UVICORN_LOGGING, SETTINGS_ENV, STORE_PASSWORD_ENV, _service_logging, _settings_from, build_app,
+    )
 
     control = socket.socket(fileno=int(argv[1]))
     _service_logging()
     try:
-        app = build_app(_settings_from(json.loads(os.environ[SETTINGS_ENV])))
+        app = build_app(_settings_from(json.loads(os.environ[SETTINGS_ENV])), store_password=os.environ.get(STORE_PASSWORD_ENV))
     except typer.Exit as exc:  # the error is already printed
         return exc.exit_code
     one_math_thread_from_now()

@@ -257,3 +257,52 @@ def test_versions_and_dates_on_the_store_as_in_process(
         neo4j.clear()
         X.export_index(tenant_index, neo4j.driver())
         X.export_search(tenant_index, neo4j.driver())
+
+
+def test_serve_on_the_store_answers_every_route_for_each_caller_and_no_one_else(
+    store: X.Neo4jStore, neo4j: Neo4jServer, tenant_index: Path, tmp_path: Path  # noqa: F811
+) -> None:
+    """``serve --store``: HTTP queries and a batch on every route take their candidates
+    from the database (the notes say so), a key's principal reads its own secret and
+    nobody else's, in one process and in two workers (whose password reaches them apart
+    from their settings); a wrong password or ``--docs`` stops the start in one line;
+    the database going away mid-service is a 503, not a traceback."""
+    from service_server import cli, request, running_server
+
+    from arborgraph.neo4j.store import TEXT_INDEX
+    from arborgraph.service.keys import KeyStore
+
+    keys_file = tmp_path / "keys.json"
+    team_a = KeyStore(keys_file).add("team-a")[0]
+    login = ("--store", neo4j.uri, "--keys", str(keys_file))
+    env = {"NEO4J_PASSWORD": neo4j.password}
+    for workers in ("1", "2"):
+        with running_server(tenant_index, tmp_path / f"logs-{workers}", *login, "--workers", workers, env=env) as server:
+            for route in ROUTES:
+                body = {"question": "What is the launch code for Project Bluefin?", "route": route, "top_k": 20}
+                status, _, raw = request("POST", server.url + "/v1/query", body, key=team_a)
+                mine = json.loads(raw)
+                assert status == 200 and any(n.startswith("candidates from the Neo4j store") for n in mine["notes"]), raw[:300]
+                if route in ("auto", "lookup"):
+                    assert mine["contexts"][0]["source"] == "bluefin.md", (route, mine["contexts"][:1])
+                status, _, raw = request("POST", server.url + "/v1/query", body)
+                assert status == 200 and b"ZEBRA" not in raw and b"bluefin.md" not in raw, (route, raw[:300])
+            status, _, raw = request("POST", server.url + "/v1/query/batch",
+                                     {"questions": [{"id": 1, "question": "Bluefin launch code"}], "route": "graph"})
+            line = json.loads(raw.splitlines()[0])
+            assert status == 200 and line["route"] == "graph" and b"ZEBRA" not in raw, raw[:300]
+            assert any(n.startswith("candidates from the Neo4j store") for n in line["notes"])
+            assert neo4j.password not in server.logs()
+    wrong = cli("serve", "--index", str(tenant_index), "--port", "0", "--store", neo4j.uri, env={"NEO4J_PASSWORD": "Wr0ng-Passw0rd"})
+    assert wrong.returncode == 2 and wrong.stderr.startswith("error: --store: authentication failed"), wrong.stderr
+    assert "Wr0ng-Passw0rd" not in wrong.stderr + wrong.stdout
+    both = cli("serve", "--index", str(tenant_index), "--port", "0", "--store", neo4j.uri, "--docs", str(tmp_path), env=env)
+    assert both.returncode == 2 and both.stderr.startswith("error: --docs with --store"), both.stderr
+    with running_server(tenant_index, tmp_path / "logs-gone", "--store", neo4j.uri, env=env) as server:
+        with neo4j.driver().session() as session:
+            session.run(f"DROP INDEX {TEXT_INDEX} IF EXISTS").consume()
+        try:
+            status, headers, raw = request("POST", server.url + "/v1/query", {"question": "Bluefin launch code"})
+            assert status == 503 and b"no search indexes" in raw and "Traceback" not in server.logs(), raw[:300]
+        finally:
+            X.export_search(tenant_index, neo4j.driver())
