@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from arborgraph.config import Config
     from arborgraph.kb import KnowledgeBase
     from arborgraph.core.protocols import ProgressCallback
+    from arborgraph.neo4j.store import Neo4jStore
     from arborgraph.query.settings import QuerySettings
 
 __all__ = [
@@ -80,6 +81,7 @@ def open(  # noqa: A001 - the API the issue names
     *,
     graph_password: str | None = None,
     warm: bool = True,
+    store: "Neo4jStore | None" = None,
 ) -> "KnowledgeBase":
     """Open an existing index; raises :class:`arborgraph.IndexNotFound` when there is
     none at ``index_dir`` and :class:`arborgraph.IndexDamaged` when it cannot be used
@@ -87,11 +89,13 @@ def open(  # noqa: A001 - the API the issue names
 
     ``settings`` are its query settings (:class:`arborgraph.QuerySettings`, or changes to
     the index's own: ``{"top_k": 5, "retrieval": {"ranker": False}}``); ``warm`` loads
-    what every route needs now, so that no question pays for it (see
+    what every route needs now, so that no question pays for it; with ``store`` (an
+    :class:`arborgraph.neo4j.Neo4jStore` on the database the index was exported to with
+    its search indexes) every ``query`` takes its flat candidates from that database (see
     :meth:`arborgraph.kb.KnowledgeBase.open`)."""
     from arborgraph.kb import KnowledgeBase
 
-    return KnowledgeBase.open(index_dir, settings, graph_password=graph_password, warm=warm)
+    return KnowledgeBase.open(index_dir, settings, graph_password=graph_password, warm=warm, store=store)
 
 
 def current_generation(index_dir: str | Path) -> str:

@@ -69,6 +69,8 @@ class KnowledgeBase:
         # what the caller asked for, applied again to the newer generation on refresh()
         self._settings_given = settings_given
         self._graph_password: str | None = None
+        # open(..., store=...): the database every query takes its flat candidates from
+        self._store: "Neo4jStore | None" = None
 
     @classmethod
     def open(
@@ -79,6 +81,7 @@ class KnowledgeBase:
         embedder: Embedder | None = None,
         graph_password: str | None = None,
         warm: bool = True,
+        store: "Neo4jStore | None" = None,
     ) -> "KnowledgeBase":
         """Open the index at ``index_dir``.
 
@@ -89,6 +92,8 @@ class KnowledgeBase:
         (:class:`arborgraph.core.errors.EmbedderMismatch`): rebuilding embeds it again. ``graph_password`` is the graph server's password
         when the settings name one (``graph_backend``). ``warm`` loads now what every
         route needs (the query embedder, trees, graphs), so no question pays for it.
+        With ``store``, :meth:`query` takes each question's flat candidates from that
+        database (see :meth:`query_store`); the caller keeps its driver.
         """
         index = Index.open(index_dir)
         try:
@@ -101,6 +106,7 @@ class KnowledgeBase:
             )
             kb = cls(index, engine, settings_given=settings)
             kb._graph_password = graph_password
+            kb._store = store
             if warm:
                 engine.warm()
             return kb
@@ -121,7 +127,9 @@ class KnowledgeBase:
             ranker=ranker, graph_servers=_graph_servers(resolved.graph_backend, graph_password),
             open_graph_servers=lambda backend: _graph_servers(backend, graph_password),
         )
-        return KnowledgeBase(self.index, engine, owns_index=False, settings_given=resolved)
+        kb = KnowledgeBase(self.index, engine, owns_index=False, settings_given=resolved)
+        kb._store = self._store
+        return kb
 
     def refresh(self) -> "KnowledgeBase":
         """A new knowledge base on the newest generation of the same index, with the same
@@ -131,7 +139,7 @@ class KnowledgeBase:
         loaded = self.engine.embedder
         newer = KnowledgeBase.open(
             self.index.index_dir, self._settings_given, embedder=self.engine._given_embedder,
-            graph_password=self._graph_password, warm=False,
+            graph_password=self._graph_password, warm=False, store=self._store,
         )
         if loaded is not None and loaded.name == newer.index.mode.embedding:
             newer.engine._embedder = loaded
@@ -199,7 +207,14 @@ class KnowledgeBase:
         ``answer=True`` asks the configured LLM (or ``llm``) for an answer citing the
         contexts by number; without it ``answer`` stays None. ``llm_router=True`` (default:
         the ``router.llm`` setting) lets that LLM pick the route of an ``auto`` question.
+        Opened with a ``store``, this is :meth:`query_store` on it.
         """
+        if self._store is not None:
+            return self.query_store(
+                question, self._store, route, top_k=top_k, budget_tokens=budget_tokens, principal=principal,
+                as_of=as_of, include_stale=include_stale, answer=answer, llm=llm, llm_router=llm_router,
+                candidates=candidates, settings=settings,
+            )
         changes = {k: v for k, v in (("top_k", top_k), ("budget_tokens", budget_tokens), ("candidates", candidates)) if v is not None}
         s = resolve_settings(self.engine.settings, settings)
         if changes:

@@ -84,6 +84,13 @@ def test_owners_find_their_own_secrets_and_the_filter_runs_before_ranking(store:
     # both of the database's indexes answered, and the result says the store chose its candidates
     res = kb.query_store("How does a busy timeout work?", store, top_k=5)
     assert any(n.startswith("candidates from the Neo4j store: ") and "(bm25 and dense, " in n for n in res.notes), res.notes
+    # opened with the store, query is query_store, and stays so on a refresh and with other settings
+    with arborgraph.open(tenant_index, store=store) as on_store:
+        for opened in (on_store, on_store.refresh(), on_store.with_settings({"top_k": 3})):
+            got = opened.query("What is the launch code for Project Bluefin?", principal="team-a")
+            assert any(n.startswith("candidates from the Neo4j store: ") for n in got.notes), got.notes
+            assert got.contexts[0].source == "bluefin.md"
+            assert not _leaks(opened.query("What is the launch code for Project Bluefin?"), None)
 
 
 def test_every_route_on_the_store_answers_as_in_process_when_it_returns_every_chunk(
