@@ -58,8 +58,11 @@ def _connect(uri: str, user: str | None, password: str | None, timeout: float) -
     if not uri.startswith(BOLT_SCHEMES):
         raise ExportError(f"bad Bolt URI {shown!r}: expected bolt:// or neo4j:// (with +s / +ssc for TLS)")
     try:
+        # no server notifications: our own queries' hints ("the property `ag_hash` does not
+        # exist" on a first export) would reach a notebook as multi-line driver warnings
         driver = neo4j.GraphDatabase.driver(
-            uri, auth=auth, connection_timeout=timeout, connection_acquisition_timeout=timeout
+            uri, auth=auth, connection_timeout=timeout, connection_acquisition_timeout=timeout,
+            notifications_min_severity="OFF",
         )
     except (ValueError, neo4j.exceptions.ConfigurationError) as exc:
         raise ExportError(f"bad Bolt URI {shown!r}: {exc}") from None
