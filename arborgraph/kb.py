@@ -277,6 +277,14 @@ class KnowledgeBase:
         searched = " and ".join(name for name in ("bm25", "dense") if name in found) or "no index"
         readable = int((first_stage & request.access.mask).sum())
         result.notes.append(f"candidates from the Neo4j store: {readable} chunks ({searched}, {wanted} each)")
+        exported = store.generation()
+        if exported != self.generation:
+            # a rebuild since the export: the database finds none of the new passages
+            # (those it returns that this generation lacks are dropped above)
+            result.notes.append(
+                f"the Neo4j store was exported from {exported or 'an unknown generation'}, this index is "
+                f"{self.generation}: run arborgraph export-neo4j --index {self.index.index_dir} --search to bring it up to date"
+            )
         return result
 
     def info(self, principal: str | None = None) -> dict[str, Any]:

@@ -19,6 +19,7 @@ reports the routes read are the index's in memory, not the database's.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -37,6 +38,11 @@ VECTOR_INDEX = "arborgraph_chunk_embedding"
 TEXT_INDEX = "arborgraph_chunk_text"
 EMBEDDING = "embedding"
 EMBEDDING_BATCH = 500
+# the node saying which index generation the search indexes were last exported from
+# (outside the export's own label, whose diff would delete it)
+SEARCH_INFO = "ArborgraphSearch"
+# how long a store trusts the generation it last read from the database
+GENERATION_SECONDS = 5.0
 
 # the access check, inside every search: only what ``$principal`` may read is returned
 READABLE = (
@@ -135,6 +141,10 @@ def export_search(index_dir: str | Path, driver: "Driver", *, database: str | No
         session.run(vector_index_cypher(vectors.shape[1])).consume()
         session.run(text_index_cypher()).consume()
         session.run("CALL db.awaitIndexes(300)").consume()
+        session.run(
+            f"MERGE (m:{SEARCH_INFO} {{id: 'search'}}) SET m.generation = $generation, m.chunks = $chunks",
+            generation=generation.name, chunks=len(chunk_ids),
+        ).consume()
     return SearchExport(written, int(vectors.shape[1]))
 
 
@@ -146,6 +156,20 @@ class Neo4jStore:
     def __init__(self, driver: "Driver", *, database: str | None = None) -> None:
         self.driver = driver
         self.database = database
+        self._generation: tuple[float, str | None] | None = None  # (read at, name)
+
+    def generation(self) -> str | None:
+        """The index generation ("gen-000007") the search indexes were last exported
+        from (None: exported before this was recorded), read again after
+        :data:`GENERATION_SECONDS`."""
+        kept = self._generation
+        if kept is not None and time.monotonic() - kept[0] < GENERATION_SECONDS:
+            return kept[1]
+        with export_errors(), self.driver.session(database=self.database) as session:
+            found = session.run(f"MATCH (m:{SEARCH_INFO} {{id: 'search'}}) RETURN m.generation AS g").single()
+        name = found["g"] if found is not None else None
+        self._generation = (time.monotonic(), name)
+        return name
 
     def search(
         self, question: str, vector: Sequence[float] | None, *, principal: str | None = None, depth: int = 100

@@ -93,6 +93,28 @@ def test_owners_find_their_own_secrets_and_the_filter_runs_before_ranking(store:
             assert not _leaks(opened.query("What is the launch code for Project Bluefin?"), None)
 
 
+def test_a_store_exported_from_another_generation_says_so_in_every_answer(
+    store: X.Neo4jStore, neo4j: Neo4jServer, tenant_index: Path  # noqa: F811
+) -> None:
+    """After a rebuild the database finds none of the new passages: each answer says
+    which generation the store holds and what to run, until it is exported again."""
+    from arborgraph.neo4j.store import SEARCH_INFO
+
+    kb = arborgraph.open(tenant_index)
+    stale = "the Neo4j store was exported from"
+    assert store.generation() == kb.generation
+    assert not any(stale in n for n in kb.query_store("Bluefin launch code", store).notes)
+    with neo4j.driver().session() as session:
+        session.run(f"MATCH (m:{SEARCH_INFO}) SET m.generation = 'gen-000000'").consume()
+    try:
+        notes = kb.query_store("Bluefin launch code", X.Neo4jStore(neo4j.driver())).notes
+        said = [n for n in notes if stale in n]
+        assert said and "gen-000000" in said[0] and kb.generation in said[0] and "export-neo4j" in said[0], notes
+    finally:
+        X.export_search(tenant_index, neo4j.driver())
+    assert X.Neo4jStore(neo4j.driver()).generation() == kb.generation
+
+
 def test_every_route_on_the_store_answers_as_in_process_when_it_returns_every_chunk(
     store: X.Neo4jStore, tenant_index: Path
 ) -> None:
