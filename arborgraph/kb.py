@@ -280,10 +280,12 @@ class KnowledgeBase:
         exported = store.generation()
         if exported != self.generation:
             # a rebuild since the export: the database finds none of the new passages
-            # (those it returns that this generation lacks are dropped above)
+            # (those it returns that this generation lacks are dropped above); DIR, not
+            # the path: a served answer reaches callers who need not know the server's
+            # folders
             result.notes.append(
                 f"the Neo4j store was exported from {exported or 'an unknown generation'}, this index is "
-                f"{self.generation}: run arborgraph export-neo4j --index {self.index.index_dir} --search to bring it up to date"
+                f"{self.generation}: run arborgraph export-neo4j --index DIR --search to bring it up to date"
             )
         return result
 

@@ -45,10 +45,15 @@ SEARCH_INFO = "ArborgraphSearch"
 GENERATION_SECONDS = 5.0
 
 # the access check, inside every search: only what ``$principal`` may read is returned
-READABLE = (
-    "(node.scope = 'public' OR ($principal IS NOT NULL AND $principal <> '' AND node.scope STARTS WITH 'acl:' "
-    "AND $principal IN split(substring(node.scope, 4), ',')))"
-)
+def readable(node: str = "node") -> str:
+    """The Cypher condition that ``$principal`` may read the chunk ``node``."""
+    return (
+        f"({node}.scope = 'public' OR ($principal IS NOT NULL AND $principal <> '' AND {node}.scope STARTS WITH 'acl:' "
+        f"AND $principal IN split(substring({node}.scope, 4), ',')))"
+    )
+
+
+READABLE = readable()
 
 
 def vector_index_cypher(dimensions: int) -> str:
@@ -67,11 +72,13 @@ def text_index_cypher() -> str:
 # read and sorted: 20-30 ms a question on a 5,000-chunk manual); one record of two lists
 # comes back faster than a record per chunk.
 def dense_search_cypher() -> str:
-    """The ``$k`` nearest readable chunks of ``$depth`` the vector index returns."""
+    """The ``$k`` nearest readable chunks of the ``$depth`` the vector index returns, and
+    how many it returned (fewer than ``$depth``: there are no more)."""
     return (
         f"CALL db.index.vector.queryNodes('{VECTOR_INDEX}', $depth, $vector) YIELD node, score "
-        f"WHERE node:{MARK} AND {READABLE} "
-        "WITH node, score LIMIT $k RETURN collect(node.id) AS ids, collect(score) AS scores"
+        "WITH collect([node, score]) AS hits "
+        f"WITH size(hits) AS yielded, [h IN hits WHERE h[0]:{MARK} AND {readable('h[0]')}][..$k] AS kept "
+        "RETURN yielded, [h IN kept | h[0].id] AS ids, [h IN kept | h[1]] AS scores"
     )
 
 
@@ -177,6 +184,12 @@ class Neo4jStore:
         """Chunk ids, best first, that ``principal`` may read: ``bm25`` from the
         full-text index (``question``'s words), ``dense`` from the vector index (its
         embedding ``vector``, if any); ``depth`` of each at most."""
+        from arborgraph.core.cancel import time_left
+
+        neo4j = neo4j_driver()
+        # the request's time limit, read here: the searches' threads do not inherit it
+        left = time_left()
+        timeout = None if left is None else max(left, 0.001)
         params = {"principal": principal, "k": depth}
         searches: dict[str, tuple[str, dict[str, Any]]] = {}
         query = lucene_query(question)
@@ -187,11 +200,12 @@ class Neo4jStore:
 
         def ranked(cypher: str, values: dict[str, Any]) -> list[str]:
             with self.driver.session(database=self.database) as session:
-                found = session.run(cypher, values).single(strict=True)
-                if "depth" in values and len(found["ids"]) < depth:
+                found = session.run(neo4j.Query(cypher, timeout=timeout), values).single(strict=True)
+                if "depth" in values and len(found["ids"]) < depth and found["yielded"] >= values["depth"]:
                     # the vector index returns its nearest before the access check: a
                     # caller who may read few of them asks again, four times as deep
-                    found = session.run(cypher, {**values, "depth": depth * 4}).single(strict=True)
+                    deeper = {**values, "depth": depth * 4}
+                    found = session.run(neo4j.Query(cypher, timeout=timeout), deeper).single(strict=True)
             rows = zip(found["ids"], found["scores"])
             return [cid for cid, _ in sorted(rows, key=lambda row: -row[1])]  # stable: the index's order on ties
 
@@ -204,6 +218,22 @@ class Neo4jStore:
                 futures = {name: pool.submit(ranked, *search) for name, search in searches.items()}
                 return {name: future.result() for name, future in futures.items()}
 
+    def check_search_indexes(self) -> None:
+        """ExportError (one line saying what to run) unless both search indexes are
+        there and online."""
+        with export_errors(), self.driver.session(database=self.database) as session:
+            states = {r["name"]: r["state"] for r in session.run("SHOW INDEXES YIELD name, state")}
+        missing = [name for name in (TEXT_INDEX, VECTOR_INDEX) if states.get(name) != "ONLINE"]
+        if missing:
+            raise ExportError(self._no_indexes())
+
+    def _no_indexes(self) -> str:
+        database = f"database '{self.database}'" if self.database else "the database"
+        return (
+            f"{database} has no search indexes ({TEXT_INDEX}, {VECTOR_INDEX}): export them with "
+            "`arborgraph export-neo4j --index DIR --search` to the same server, then ask again"
+        )
+
     @contextmanager
     def _search_indexes(self) -> Iterator[None]:
         """A search on a database exported without its search indexes fails with the
@@ -212,11 +242,9 @@ class Neo4jStore:
         try:
             yield
         except neo4j.exceptions.ClientError as exc:
+            if "TransactionTimedOut" in (exc.code or ""):
+                raise TimeoutError("the Neo4j store's search took longer than the time left") from None
             text = str(exc.message or exc)
             if "no such" not in text.lower() or not (TEXT_INDEX in text or VECTOR_INDEX in text):
                 raise
-            database = f"database '{self.database}'" if self.database else "the database"
-            raise ExportError(
-                f"{database} has no search indexes ({TEXT_INDEX}, {VECTOR_INDEX}): export them with "
-                "`arborgraph export-neo4j --index DIR --search` to the same server, then ask again"
-            ) from None
+            raise ExportError(self._no_indexes()) from None

@@ -36,7 +36,7 @@ from arborgraph.index.opened import Index
 from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale, relevance_scores
 from arborgraph.query.fusion import fuse_routes, second_route
 from arborgraph.query.lookup import LookupMode
-from arborgraph.query.scores import score_question
+from arborgraph.query.scores import cosines_of, score_question
 from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, GraphServers, LookupRetriever, TreeRetriever, keep_page_leads
 from arborgraph.query.settings import QuerySettings
 from arborgraph.query.request import AsOf, QueryRequest, RouteChoice, day_of
@@ -389,6 +389,10 @@ class QueryEngine:
             depth=max(depth, s.retrieval.candidates), expansion=s.retrieval.ann_expansion,
         )
         flat = access.mask if first_stage is None else access.mask & first_stage
+        if first_stage is not None:
+            # an approximate dense index scored only its own nearest: the store's
+            # candidates it missed get their exact cosines, or they would rank last
+            cosines_of(scores, self.index, query_vector, np.flatnonzero(flat))
         hits = self._lookup(s).search(scores, flat, depth)
         return RetrievalQuery(question, query_vector, access.mask, list(access.scopes), top_k, pool, hits, scores)
 

@@ -118,9 +118,14 @@ def _store(settings: Any, password: str | None) -> Any:
     from arborgraph.neo4j import Neo4jStore, connect
 
     try:
-        store = Neo4jStore(connect(settings.store_uri, settings.store_user, password), database=settings.store_database)
-        store.search("arborgraph", None, depth=1)
+        driver = connect(settings.store_uri, settings.store_user, password)
     except ExportError as exc:
+        raise _fail(f"--store: {exc}") from None
+    store = Neo4jStore(driver, database=settings.store_database)
+    try:
+        store.check_search_indexes()
+    except ExportError as exc:
+        driver.close()
         raise _fail(f"--store: {exc}") from None
     return store
 

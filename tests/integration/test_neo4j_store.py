@@ -133,6 +133,14 @@ def test_every_route_on_the_store_answers_as_in_process_when_it_returns_every_ch
                 assert remote.route == local.route, (question, principal, route)
                 assert [(c.node_id, c.text) for c in remote.contexts] == [(c.node_id, c.text) for c in local.contexts], (
                     question, principal, route)
+    # the store's searches decide the flat candidates: asked for three chunks each, the
+    # lookup route's passages are among the six they returned, and none the store did not
+    for question in ("How does a busy timeout work?", "What is the launch code for Project Bluefin?"):
+        found = store.search(question, kb.engine.embed_query(question), principal="team-a", depth=3)
+        allowed = {c for ids in found.values() for c in ids}
+        got = kb.query_store(question, store, "lookup", principal="team-a", depth=3, top_k=10)
+        assert got.contexts and {c.node_id for c in got.contexts} <= allowed, (question, got.contexts)
+        assert {c.node_id for c in kb.query(question, "lookup", principal="team-a", top_k=10).contexts} - allowed
     routes = {kb.query_store(q, store).route for q in ("How does a busy timeout work?", "What topics does the documentation cover?",
                                                        "How does WAL mode relate to checkpointing?")}
     assert routes - {"lookup"}, routes  # the router picks structured routes on the store too
@@ -298,7 +306,7 @@ def test_serve_on_the_store_answers_every_route_for_each_caller_and_no_one_else(
     the database going away mid-service is a 503, not a traceback."""
     from service_server import cli, request, running_server
 
-    from arborgraph.neo4j.store import TEXT_INDEX
+    from arborgraph.neo4j.store import TEXT_INDEX, VECTOR_INDEX
     from arborgraph.service.keys import KeyStore
 
     keys_file = tmp_path / "keys.json"
@@ -306,7 +314,10 @@ def test_serve_on_the_store_answers_every_route_for_each_caller_and_no_one_else(
     login = ("--store", neo4j.uri, "--keys", str(keys_file))
     env = {"NEO4J_PASSWORD": neo4j.password}
     for workers in ("1", "2"):
-        with running_server(tenant_index, tmp_path / f"logs-{workers}", *login, "--workers", workers, env=env) as server:
+        # one process takes the password from NEO4J_PASSWORD, the workers' parent from --graph-password
+        given = {"env": env} if workers == "1" else {"args": ("--graph-password", neo4j.password)}
+        with running_server(tenant_index, tmp_path / f"logs-{workers}", *login, *given.get("args", ()), "--workers", workers,
+                            env=given.get("env")) as server:
             for route in ROUTES:
                 body = {"question": "What is the launch code for Project Bluefin?", "route": route, "top_k": 20}
                 status, _, raw = request("POST", server.url + "/v1/query", body, key=team_a)
@@ -321,6 +332,15 @@ def test_serve_on_the_store_answers_every_route_for_each_caller_and_no_one_else(
             line = json.loads(raw.splitlines()[0])
             assert status == 200 and line["route"] == "graph" and b"ZEBRA" not in raw, raw[:300]
             assert any(n.startswith("candidates from the Neo4j store") for n in line["notes"])
+            # the workers got the password in their environment, never in their settings
+            import psutil
+
+            workers_env = [p.environ() for p in psutil.Process(server.process.pid).children(recursive=True)]
+            handed = [env for env in workers_env if "ARBORGRAPH_SERVE_SETTINGS" in env]
+            assert len(handed) == {"1": 0, "2": 2}[workers], len(handed)
+            for worker_env in handed:
+                assert neo4j.password not in worker_env["ARBORGRAPH_SERVE_SETTINGS"]
+                assert worker_env["NEO4J_PASSWORD"] == neo4j.password
             assert neo4j.password not in server.logs()
     wrong = cli("serve", "--index", str(tenant_index), "--port", "0", "--store", neo4j.uri, env={"NEO4J_PASSWORD": "Wr0ng-Passw0rd"})
     assert wrong.returncode == 2 and wrong.stderr.startswith("error: --store: authentication failed"), wrong.stderr
@@ -332,6 +352,18 @@ def test_serve_on_the_store_answers_every_route_for_each_caller_and_no_one_else(
             session.run(f"DROP INDEX {TEXT_INDEX} IF EXISTS").consume()
         try:
             status, headers, raw = request("POST", server.url + "/v1/query", {"question": "Bluefin launch code"})
-            assert status == 503 and b"no search indexes" in raw and "Traceback" not in server.logs(), raw[:300]
+            assert status == 503 and b"no search indexes" in raw, raw[:300]
+            status, _, raw = request("POST", server.url + "/v1/query/batch",
+                                     {"questions": [{"id": 1, "question": "Bluefin"}, {"id": 2, "question": "busy timeout"}]})
+            lines = [json.loads(line) for line in raw.splitlines()]
+            assert status == 200 and [line["error"]["status"] for line in lines] == [503, 503], raw[:300]
+            status, _, _ = request("GET", server.url + "/v1/health")
+            assert status == 200 and "Traceback" not in server.logs()
+            # a start without both search indexes stops in one line
+            with neo4j.driver().session() as session:
+                session.run(f"DROP INDEX {VECTOR_INDEX} IF EXISTS").consume()
+            bare = cli("serve", "--index", str(tenant_index), "--port", "0", "--store", neo4j.uri, env=env)
+            assert bare.returncode == 2 and bare.stderr.startswith("error: --store: ") and "no search indexes" in bare.stderr
+            assert len(bare.stderr.strip().splitlines()) == 1, bare.stderr
         finally:
             X.export_search(tenant_index, neo4j.driver())

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from arborgraph.core.errors import QueryError
+from arborgraph.core.errors import ExportError, QueryError
 from arborgraph.core.questions import question_problem
 from arborgraph.core.results import Context
 from arborgraph.query.answer import figure_notes, generate_answer
@@ -167,6 +167,8 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
                     line = {"id": qid, "error": problem_body(503, f"no answer within {settings.request_timeout_s:g} s")}
                 except (QueryError, ValueError) as exc:
                     line = {"id": qid, "error": problem_body(400, str(exc))}
+                except ExportError as exc:  # serve --store: the database failed under this question
+                    line = {"id": qid, "error": problem_body(503, f"the Neo4j store failed: {exc}")}
                 yield json.dumps(line, ensure_ascii=False) + "\n"
 
     @routes.post("/v1/query/stream", response_class=StreamingResponse)
