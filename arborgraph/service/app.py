@@ -120,7 +120,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
             folder.root, served.index_dir, config=lambda: served.kb.engine.config, served_generation=lambda: served.generation,
         )
     service = Service(
-        served=served, settings=settings, authenticator=authenticator, metrics=Metrics(),
+        served=served, settings=settings, authenticator=authenticator, metrics=Metrics(settings.metrics_dir),
         threads=WorkerThreads(settings.concurrency, settings.request_timeout_s, narrow=served.preparing),
         documents=folder, rebuilds=rebuilds, store=store,
     )

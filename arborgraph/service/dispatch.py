@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -55,9 +56,14 @@ def _least_busy(workers: list[_Worker]) -> _Worker | None:
     return min(ready, key=lambda w: (w.open_connections, w.handed, w.number)) if ready else None
 
 
-def _spawn_worker(number: int, settings: dict[str, Any], settings_env: str) -> _Worker:
+# prometheus_client's own variable, read when a process first imports it: the workers'
+# counts go to files in this folder, and a scrape of any worker sums them all
+METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def _spawn_worker(number: int, settings: dict[str, Any], settings_env: str, metrics_dir: str) -> _Worker:
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    env = {**os.environ, settings_env: json.dumps(settings)}
+    env = {**os.environ, settings_env: json.dumps(settings), METRICS_ENV: metrics_dir}
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "arborgraph.service.worker", str(child_end.fileno())],
@@ -89,7 +95,8 @@ def run(settings: dict[str, Any], settings_env: str, workers: int, host: str, po
         stopping = True
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    pool = [_spawn_worker(number, settings, settings_env) for number in range(workers)]
+    metrics = tempfile.TemporaryDirectory(prefix="arborgraph-metrics-")
+    pool = [_spawn_worker(number, settings, settings_env, metrics.name) for number in range(workers)]
     for worker in pool:
         selector.register(worker.control, selectors.EVENT_READ, worker)
     log.info("listening on http://%s:%d: %d worker processes, each connection to the one holding the fewest", host, bound, workers)
@@ -112,7 +119,7 @@ def run(settings: dict[str, Any], settings_env: str, workers: int, host: str, po
                         stopping = True
                         break
                     log.warning("worker process %d exited with %s: starting another", worker.number, returncode)
-                    replacement = _spawn_worker(worker.number, settings, settings_env)
+                    replacement = _spawn_worker(worker.number, settings, settings_env, metrics.name)
                     pool[pool.index(worker)] = replacement
                     selector.register(replacement.control, selectors.EVENT_READ, replacement)
             # connections wait in the backlog while no worker is ready (at start, or all restarting)
@@ -127,6 +134,7 @@ def run(settings: dict[str, Any], settings_env: str, workers: int, host: str, po
         selector.close()
         listener.close()
         _stop_workers(pool)
+        metrics.cleanup()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return code

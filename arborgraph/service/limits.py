@@ -49,6 +49,8 @@ class ServeSettings:
     store_uri: str | None = None
     store_user: str | None = None
     store_database: str | None = None
+    # the folder every --workers process writes its metrics to (set in the workers only)
+    metrics_dir: Path | None = None
 
 
 T = TypeVar("T")

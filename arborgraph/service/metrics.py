@@ -2,8 +2,11 @@
 route, and the server's state at each scrape (generation, swaps, worker threads, problems).
 
 Each app has a registry of its own (several apps can live in one process, as in the
-tests), and each process of ``serve --workers N`` its own counts: prometheus_client's
-multiprocess mode is chosen by an environment variable read when it is imported, process-wide.
+tests). The processes of ``serve --workers N`` run in prometheus_client's multiprocess
+mode (the dispatcher sets its environment variable, read when a process first imports
+it): each writes its counts to files in one folder, and a scrape, whichever worker it
+reaches, reports the sum over all of them; the state (generation, threads busy) is the
+scraped worker's.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
@@ -62,9 +66,11 @@ class _StateCollector(Collector):
 
 
 class Metrics:
-    """Counters and latency histograms in a registry of this app's own."""
+    """Counters and latency histograms in a registry of this app's own; with
+    ``shared_dir`` (the worker processes' folder, in multiprocess mode) the rendered
+    counts are those of every process writing there."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared_dir: Path | None = None) -> None:
         self.registry = CollectorRegistry()
         self._requests = Counter(
             "arborgraph_requests", "Requests by endpoint, route and status.",
@@ -80,6 +86,13 @@ class Metrics:
         )
         self._state = _StateCollector()
         self.registry.register(self._state)
+        self._exposed = self.registry
+        if shared_dir is not None:
+            from prometheus_client import multiprocess
+
+            self._exposed = CollectorRegistry()
+            multiprocess.MultiProcessCollector(self._exposed, path=str(shared_dir))
+            self._exposed.register(self._state)
         self._render_lock = threading.Lock()
 
     def observe(self, method: str, endpoint: str, route: str, status: int, seconds: float) -> None:
@@ -95,4 +108,4 @@ class Metrics:
         """The exposition text (``CONTENT_TYPE``), with the server's state as given."""
         with self._render_lock:
             self._state.state = _State(generation, swaps, refused, uptime_s, busy, busy_max, problems)
-            return generate_latest(self.registry)
+            return generate_latest(self._exposed)

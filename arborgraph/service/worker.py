@@ -10,13 +10,15 @@ ready and each time one of its connections closes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
-from arborgraph.service.dispatch import CLOSED, READY
+from arborgraph.service.dispatch import CLOSED, METRICS_ENV, READY
 
 
 def _notify(control: socket.socket, message: bytes) -> None:
@@ -90,7 +92,10 @@ def main(argv: list[str]) -> int:
     control = socket.socket(fileno=int(argv[1]))
     _service_logging()
     try:
-        app = build_app(_settings_from(json.loads(os.environ[SETTINGS_ENV])), store_password=os.environ.get(STORE_PASSWORD_ENV))
+        settings = _settings_from(json.loads(os.environ[SETTINGS_ENV]))
+        if os.environ.get(METRICS_ENV):
+            settings = dataclasses.replace(settings, metrics_dir=Path(os.environ[METRICS_ENV]))
+        app = build_app(settings, store_password=os.environ.get(STORE_PASSWORD_ENV))
     except typer.Exit as exc:  # the error is already printed
         return exc.exit_code
     one_math_thread_from_now()

@@ -73,6 +73,17 @@ def test_a_burst_of_keep_alive_connections_is_spread_over_the_workers(sample_ind
         for conn in more:
             _ask(conn, "How does WAL mode work?")
         assert _connections_per_worker(server) == [1, 1]
+        # /metrics counts every worker's requests, whichever worker a scrape reaches
+        for conn in more:  # two scrapes at once: one reaches each worker
+            conn.request("GET", "/metrics")
+        pages = [conn.getresponse().read().decode() for conn in more]
+        assert _connections_per_worker(server) == [1, 1]
+        for page in pages:
+            asked = sum(
+                float(line.rsplit(" ", 1)[1]) for line in page.splitlines()
+                if line.startswith("arborgraph_requests_total{") and 'method="POST"' in line and "/v1/query" in line
+            )
+            assert asked == 18, page[:2000]
 
 
 def test_a_dead_worker_is_replaced_and_workers_stop_with_the_parent(sample_index: Path, tmp_path: Path) -> None:
