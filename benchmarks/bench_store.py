@@ -11,8 +11,9 @@ system, as ``arborgraph eval`` does (100 contexts, the word window the cut): ``a
 in process (``kb.query``) and on the store (``kb.query_store``). Scored like ``arborgraph
 eval``: the share of each question's evidence strings in the first ``--budget-words``
 words, by type, with the paired bootstrap interval of store minus in process; the
-routes each picked. Latency: every question once more with the default settings,
-after a warm-up, in process and on the store (p50/p95 in ms).
+routes each picked. Latency: every question once more with the default settings on
+``auto`` and on each route the index has, after a warm-up, in process and on the store
+(p50/p95 in ms).
 
 Writes ``benchmarks/results/store_<label>.json``. The target (issue #40): the store's
 recall within 0.02 of in process, the tree, graph and global routes used, and its p95 at
@@ -87,18 +88,21 @@ def main() -> None:
                     by_type.setdefault(q.type, {"in_process": [], "store": []})[name].append(found / len(evidence))
                 same_route += local.route == remote.route
             diff, low, high = paired_bootstrap(recall["store"], recall["in_process"])
-            # latency with the default settings, after a warm-up of each
-            kb.query(questions[0].question)
-            kb.query_store(questions[0].question, store)
-            local_ms, store_ms = [], []
-            for q in questions:
-                t0 = time.perf_counter()
-                kb.query(q.question)
-                t1 = time.perf_counter()
-                kb.query_store(q.question, store)
-                t2 = time.perf_counter()
-                local_ms.append((t1 - t0) * 1000)
-                store_ms.append((t2 - t1) * 1000)
+            # latency with the default settings, after a warm-up of each, per route
+            per_route: dict[str, dict[str, list[float]]] = {}
+            for route in ("auto", *kb.index.routes):
+                kb.query(questions[0].question, route)
+                kb.query_store(questions[0].question, store, route)
+                local_ms, store_ms = [], []
+                for q in questions:
+                    t0 = time.perf_counter()
+                    kb.query(q.question, route)
+                    t1 = time.perf_counter()
+                    kb.query_store(q.question, store, route)
+                    t2 = time.perf_counter()
+                    local_ms.append((t1 - t0) * 1000)
+                    store_ms.append((t2 - t1) * 1000)
+                per_route[route] = {"in_process": local_ms, "store": store_ms}
             kb.close()
         finally:
             server.stop()
@@ -122,8 +126,14 @@ def main() -> None:
         "routes": {name: dict(sorted(c.items())) for name, c in routes.items()},
         "same_route_share": round(same_route / n, 4),
         "latency_ms": {
-            "in_process": {"p50": percentile(local_ms, 0.5), "p95": percentile(local_ms, 0.95)},
-            "store": {"p50": percentile(store_ms, 0.5), "p95": percentile(store_ms, 0.95)},
+            name: {"p50": percentile(per_route["auto"][name], 0.5), "p95": percentile(per_route["auto"][name], 0.95)}
+            for name in ("in_process", "store")
+        },
+        "latency_ms_by_route": {
+            route: {
+                name: {"p50": percentile(ms, 0.5), "p95": percentile(ms, 0.95)} for name, ms in times.items()
+            } | {"p95_ratio": round(percentile(times["store"], 0.95) / percentile(times["in_process"], 0.95), 2)}
+            for route, times in per_route.items()
         },
         "targets": {"recall_within": 0.02, "store_p95_at_most_x_in_process": 2.0},
         "machine": {
