@@ -266,6 +266,10 @@ def mcp(
     poll_seconds: Annotated[float, typer.Option(min=0.1, help="how often to look for a new generation")] = 1.0,
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds a tool call may take")] = 30.0,
     concurrency: Annotated[int, typer.Option(min=1, help="tool calls worked on at once")] = 4,
+    store: Annotated[Optional[str], typer.Option("--store", help="find each search's candidates in the bolt:// Neo4j the index was exported to with --search")] = None,
+    graph_user: Annotated[Optional[str], typer.Option("--graph-user", help="user on the --store server")] = None,
+    graph_password: Annotated[Optional[str], typer.Option("--graph-password", envvar="NEO4J_PASSWORD", help="password on the --store server")] = None,
+    graph_database: Annotated[Optional[str], typer.Option("--graph-database", help="database on the --store server")] = None,
 ) -> None:
     """Speak the Model Context Protocol on stdin/stdout (for agent clients)."""
     try:
@@ -282,9 +286,16 @@ def mcp(
     _service_logging()
     from arborgraph.core.math_threads import one_math_thread_from_now
 
+    from arborgraph.service.limits import ServeSettings
+
+    on_store = None
+    if store is not None:
+        on_store = _store(ServeSettings(index, store_uri=store, store_user=graph_user, store_database=graph_database), graph_password)
     served = _served(index, poll_seconds)
     one_math_thread_from_now()
-    server = build_mcp(served, fixed_principal(as_principal), threads=WorkerThreads(concurrency, timeout, narrow=served.preparing))
+    server = build_mcp(
+        served, fixed_principal(as_principal), threads=WorkerThreads(concurrency, timeout, narrow=served.preparing), store=on_store,
+    )
     served.start()
     try:
         anyio.run(server.run_stdio_async)
@@ -292,6 +303,8 @@ def mcp(
         pass
     finally:
         served.stop()
+        if on_store is not None:
+            on_store.driver.close()
 
 
 @keys_app.command("add")

@@ -367,3 +367,37 @@ def test_serve_on_the_store_answers_every_route_for_each_caller_and_no_one_else(
             assert len(bare.stderr.strip().splitlines()) == 1, bare.stderr
         finally:
             X.export_search(tenant_index, neo4j.driver())
+
+
+def test_mcp_over_stdio_on_the_store_searches_what_the_caller_may_read(
+    store: X.Neo4jStore, neo4j: Neo4jServer, tenant_index: Path  # noqa: F811
+) -> None:
+    """``arborgraph mcp --store``: an agent's search takes its candidates from the
+    database, for the principal the command runs as and no one else."""
+    import os
+    import sys
+
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from service_server import ROOT, cli_env
+
+    async def search(principal: str | None) -> str:
+        args = ["-m", "arborgraph.cli", "mcp", "--index", str(tenant_index), "--store", neo4j.uri]
+        params = StdioServerParameters(
+            command=sys.executable, args=args + (["--as", principal] if principal else []),
+            env=cli_env({"NEO4J_PASSWORD": neo4j.password}), cwd=str(ROOT),
+        )
+        with anyio.fail_after(300), open(os.devnull, "w") as quiet:
+            async with stdio_client(params, errlog=quiet) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                result = await session.call_tool(
+                    "search", {"question": "What is the launch code for Project Bluefin?", "route": "lookup", "detail": "full"}
+                )
+                assert not result.is_error, result.content
+                return "".join(getattr(c, "text", "") for c in result.content)
+
+    mine = anyio.run(search, "team-a")
+    assert "ZEBRA-7731" in mine and "candidates from the Neo4j store" in mine, mine[:500]
+    anonymous = anyio.run(search, None)
+    assert "ZEBRA" not in anonymous and "bluefin.md" not in anonymous and "candidates from the Neo4j store" in anonymous
