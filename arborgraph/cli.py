@@ -257,8 +257,9 @@ def _build_progress(enabled: bool) -> "_ProgressBar | _ProgressLines":
     return _ProgressBar(enabled) if err.is_terminal else _ProgressLines(enabled)
 
 
-def _open(index: Path, settings: Any = None, *, graph_password: str | None = None):  # type: ignore[no-untyped-def]
-    """The index, opened for one command: each part loads when the command first needs it."""
+def _open(index: Path, settings: Any = None, *, graph_password: str | None = None, store: Any = None):  # type: ignore[no-untyped-def]
+    """The index, opened for one command: each part loads when the command first needs it
+    (with ``store``, its questions' candidates from that Neo4j store)."""
     from arborgraph.index.index_dir import live_generation
 
     live_generation(index)  # a mistaken path fails before the query engine loads (seconds)
@@ -267,7 +268,7 @@ def _open(index: Path, settings: Any = None, *, graph_password: str | None = Non
     from_env = _environment_settings()
     if from_env:
         settings = {**from_env, **(settings or {})} if not hasattr(settings, "model_dump") else settings
-    return arborgraph.open(index, settings, graph_password=graph_password, warm=False)
+    return arborgraph.open(index, settings, graph_password=graph_password, warm=False, store=store)
 
 
 @app.command()
@@ -669,13 +670,32 @@ def eval_cmd(
     budget_words: Annotated[int, typer.Option("--budget-words", min=1)] = 1500,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write the full report as JSON")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    store: Annotated[Optional[str], typer.Option("--store", help="auto and the routes take their candidates from the bolt:// Neo4j the index was exported to with --search (the baselines stay in process)")] = None,
+    graph_user: Annotated[Optional[str], typer.Option("--graph-user", help="user on the --store server")] = None,
+    graph_password: Annotated[Optional[str], typer.Option("--graph-password", envvar="NEO4J_PASSWORD", help="password on the --store server")] = None,
+    graph_database: Annotated[Optional[str], typer.Option("--graph-database", help="database on the --store server")] = None,
 ) -> None:
     """Evidence recall, full-hit rate and MRR per question type, vs flat baselines."""
     from arborgraph.query.evaluation import evaluate, format_report, load_questions
 
-    kb = _open(index)
     qs = load_questions(questions)
-    report = evaluate(kb, qs, budget_words=budget_words)
+    driver = None
+    try:
+        on_store = None
+        if store is not None:
+            from arborgraph.neo4j import Neo4jStore, connect
+
+            driver = connect(store, graph_user, graph_password)
+            on_store = Neo4jStore(driver, database=graph_database)
+            on_store.check_search_indexes()
+        kb = _open(index, store=on_store)
+        report = evaluate(kb, qs, budget_words=budget_words)
+        kb.close()
+    finally:
+        if driver is not None:
+            driver.close()
+    if store is not None:
+        report.mode += " · auto and routes over the Neo4j store's candidates (baselines in process)"
     data = report.model_dump(mode="json")
     if output:
         output.write_text(json.dumps(data, indent=2), encoding="utf-8")

@@ -401,3 +401,31 @@ def test_mcp_over_stdio_on_the_store_searches_what_the_caller_may_read(
     assert "ZEBRA-7731" in mine and "candidates from the Neo4j store" in mine, mine[:500]
     anonymous = anyio.run(search, None)
     assert "ZEBRA" not in anonymous and "bluefin.md" not in anonymous and "candidates from the Neo4j store" in anonymous
+
+
+def test_eval_over_the_store_scores_as_in_process(
+    store: X.Neo4jStore, neo4j: Neo4jServer, tenant_index: Path, tmp_path: Path  # noqa: F811
+) -> None:
+    """``arborgraph eval --store``: the same recall as in process on questions whose
+    evidence is a public passage's sentence, and the report says where its candidates
+    came from."""
+    from arborgraph.cli import app
+
+    kb = arborgraph.open(tenant_index)
+    pages = ("wal.md", "foreignkeys.md", "autoinc.md", "c3ref_busy_timeout.md")  # the public pages
+    public = [next(t for t, d in zip(kb.index.store.texts, kb.index.store.doc_ids) if d == page) for page in pages]
+    kb.close()
+    lines = []
+    for n, text in enumerate(public):
+        sentence = max(text.split(". "), key=len).strip()
+        lines.append(json.dumps({"id": f"q{n}", "type": "lookup", "question": sentence[:120], "evidence": [{"text": sentence[:80]}]}))
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("\n".join(lines) + "\n")
+    runner = CliRunner()
+    local = runner.invoke(app, ["eval", "-i", str(tenant_index), str(questions), "--json"])
+    remote = runner.invoke(app, ["eval", "-i", str(tenant_index), str(questions), "--json", "--store", neo4j.uri,
+                                 "--graph-password", neo4j.password])
+    assert local.exit_code == 0 and remote.exit_code == 0, (local.output[-500:], remote.output[-500:])
+    mine, theirs = json.loads(local.output), json.loads(remote.output)
+    assert "Neo4j store" in theirs["mode"] and "Neo4j store" not in mine["mode"]
+    assert theirs["systems"]["auto"]["overall"]["evidence_recall"] == mine["systems"]["auto"]["overall"]["evidence_recall"] > 0
