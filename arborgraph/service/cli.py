@@ -178,6 +178,7 @@ def serve(
                     "and re-export (arborgraph export-neo4j --search) after a rebuild")
     if docs is not None and workers is not None and workers > 1:
         raise _fail("--docs needs --workers 1: one process runs the rebuilds and reports their progress")
+    chosen = workers is not None
     if workers is None:
         workers = default_workers(docs is not None)
     _check_port_free(host, port)
@@ -214,7 +215,7 @@ def serve(
                 _store(settings, graph_password).driver.close()  # said once here, not by every worker
                 if graph_password is not None:
                     os.environ[STORE_PASSWORD_ENV] = graph_password  # the workers' own, never in their settings
-            code = dispatch.run(values, SETTINGS_ENV, workers, host, port)
+            code = dispatch.run(values, SETTINGS_ENV, workers, host, port, fit_memory=not chosen)
             if code:
                 raise typer.Exit(code)
             return
@@ -235,7 +236,8 @@ MAX_DEFAULT_WORKERS = 4
 
 def default_workers(rebuilds: bool) -> int:
     """Worker processes when ``--workers`` is not given: one per core this process may
-    use, at most :data:`MAX_DEFAULT_WORKERS` (each holds the index in memory), so that
+    use, at most :data:`MAX_DEFAULT_WORKERS` (each holds the index in memory; the
+    dispatcher starts past the first only as many as the free memory holds), so that
     questions use every core (one process's Python runs on one core at a time); one when
     the server runs rebuilds (``--docs``), which one process must own."""
     from arborgraph.core.processes import available_cores

@@ -39,6 +39,10 @@ READY = b"r"  # worker -> parent: serving
 CLOSED = b"x"  # worker -> parent: one of its connections closed
 CONNECTION = b"c"  # parent -> worker: a connection's descriptor rides along
 STOP_WAIT_S = 15.0  # uvicorn's graceful shutdown (5 s) and then some, before a kill
+# the share of the memory free once the first worker is serving that further workers may
+# take: a worker grows under load (the sample manual's, about a fifth), and the
+# machine's other processes keep theirs
+MEMORY_SHARE = 0.75
 
 
 @dataclass
@@ -82,9 +86,29 @@ def _listen(host: str, port: int) -> socket.socket:
     return listener
 
 
-def run(settings: dict[str, Any], settings_env: str, workers: int, host: str, port: int) -> int:
+def workers_that_fit(first_pid: int, at_most: int) -> int:
+    """How many more workers the memory free now holds (at most ``at_most``), each
+    taking what the serving worker ``first_pid`` holds; see :data:`MEMORY_SHARE`."""
+    import psutil
+
+    held = psutil.Process(first_pid).memory_info().rss
+    free = psutil.virtual_memory().available
+    return max(0, min(at_most, int(free * MEMORY_SHARE // max(held, 1))))
+
+
+def psutil_rss_mb(pid: int) -> int:
+    import psutil
+
+    return int(psutil.Process(pid).memory_info().rss // 2**20)
+
+
+def run(
+    settings: dict[str, Any], settings_env: str, workers: int, host: str, port: int, *, fit_memory: bool = False
+) -> int:
     """Serve on ``host:port`` with ``workers`` processes until SIGINT or SIGTERM; the
-    exit code (0, or that of a worker that could not start: its error is printed)."""
+    exit code (0, or that of a worker that could not start: its error is printed).
+    With ``fit_memory`` (a number of workers the user did not choose), the first
+    starts alone, and the others only as far as the memory then free holds them."""
     listener = _listen(host, port)
     bound = listener.getsockname()[1]
     selector = selectors.DefaultSelector()
@@ -96,10 +120,12 @@ def run(settings: dict[str, Any], settings_env: str, workers: int, host: str, po
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     metrics = tempfile.TemporaryDirectory(prefix="arborgraph-metrics-")
-    pool = [_spawn_worker(number, settings, settings_env, metrics.name) for number in range(workers)]
+    pool = [_spawn_worker(number, settings, settings_env, metrics.name) for number in range(1 if fit_memory else workers)]
     for worker in pool:
         selector.register(worker.control, selectors.EVENT_READ, worker)
-    log.info("listening on http://%s:%d: %d worker processes, each connection to the one holding the fewest", host, bound, workers)
+    to_fit = workers - len(pool)  # started once the first serves and its size is known
+    log.info("listening on http://%s:%d: %s%d worker processes, each connection to the one holding the fewest", host, bound,
+             "up to " if fit_memory else "", workers)
     accepting = False
     code = 0
     try:
@@ -122,6 +148,18 @@ def run(settings: dict[str, Any], settings_env: str, workers: int, host: str, po
                     replacement = _spawn_worker(worker.number, settings, settings_env, metrics.name)
                     pool[pool.index(worker)] = replacement
                     selector.register(replacement.control, selectors.EVENT_READ, replacement)
+            if to_fit and pool[0].ready:
+                more = workers_that_fit(pool[0].process.pid, to_fit)
+                if more < to_fit:
+                    log.warning(
+                        "%d of %d worker processes: each holds about %d MB and the memory free holds no more "
+                        "(--workers N to choose)", 1 + more, workers, psutil_rss_mb(pool[0].process.pid),
+                    )
+                for number in range(1, 1 + more):
+                    worker = _spawn_worker(number, settings, settings_env, metrics.name)
+                    pool.append(worker)
+                    selector.register(worker.control, selectors.EVENT_READ, worker)
+                to_fit = 0
             # connections wait in the backlog while no worker is ready (at start, or all restarting)
             can_accept = not stopping and _least_busy(pool) is not None
             if can_accept != accepting:

@@ -160,7 +160,7 @@ def test_serve_uses_a_worker_per_core_unless_told(sample_index: Path, tmp_path: 
         if expected == 1:
             assert "serving" in server.logs() and not _workers(server)
         else:
-            assert f"{expected} worker processes" in server.logs()
+            assert f"up to {expected} worker processes" in server.logs()  # the memory free holds them here
             assert _wait(lambda: server.logs().count("is serving") == expected, 120), server.logs()[-2000:]
             assert len(_workers(server)) == expected
         conn = http.client.HTTPConnection(urlsplit(server.url).hostname, urlsplit(server.url).port, timeout=60)
