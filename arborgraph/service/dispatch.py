@@ -149,11 +149,17 @@ def run(
                     pool[pool.index(worker)] = replacement
                     selector.register(replacement.control, selectors.EVENT_READ, replacement)
             if to_fit and pool[0].ready:
-                more = workers_that_fit(pool[0].process.pid, to_fit)
+                import psutil
+
+                try:
+                    more = workers_that_fit(pool[0].process.pid, to_fit)
+                    held_mb = psutil_rss_mb(pool[0].process.pid)
+                except psutil.Error:  # the first worker exited meanwhile: measure its replacement
+                    continue
                 if more < to_fit:
                     log.warning(
                         "%d of %d worker processes: each holds about %d MB and the memory free holds no more "
-                        "(--workers N to choose)", 1 + more, workers, psutil_rss_mb(pool[0].process.pid),
+                        "(--workers N to choose)", 1 + more, workers, held_mb,
                     )
                 for number in range(1, 1 + more):
                     worker = _spawn_worker(number, settings, settings_env, metrics.name)
