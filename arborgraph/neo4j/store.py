@@ -118,19 +118,31 @@ class SearchExport:
 
 def export_search(index_dir: str | Path, driver: "Driver", *, database: str | None = None) -> SearchExport:
     """Embeddings on the exported chunks that lack one, and the vector and full-text
-    indexes (run after :func:`~arborgraph.neo4j.export.export_index` of the same index)."""
+    indexes (run after :func:`~arborgraph.neo4j.export.export_index` of the same index).
+    Exported before from an index embedded with another model (or of other dimensions):
+    every chunk's embedding is written again and the vector index made anew, so that no
+    question is compared with the other model's vectors."""
     from arborgraph.index import schema as S
+    from arborgraph.index.manifest import index_manifest
     from arborgraph.index.store import open_generation
 
     generation = open_generation(Path(index_dir))
     if not generation.has_vectors(S.CHUNK_VECTORS):
         raise ExportError(f"{index_dir} has no chunk vectors (built without an embedding model)")
     vectors = generation.vectors(S.CHUNK_VECTORS)
+    model = index_manifest(generation).mode.embedding
     chunk_ids = generation.table(S.CHUNKS).column(S.CHUNK_ID).to_pylist()
     row_of = {uid: row for row, uid in enumerate(chunk_uid(c) for c in chunk_ids)}
     verify(driver)
     written = 0
     with export_errors(), driver.session(database=database) as session:
+        before = session.run(f"MATCH (m:{SEARCH_INFO} {{id: 'search'}}) RETURN m.model AS model").single()
+        if before is not None and before["model"] != model:
+            # another model's vectors (or none recorded): none of them is comparable
+            session.run(f"DROP INDEX {VECTOR_INDEX} IF EXISTS").consume()
+            session.run(
+                f"MATCH (n:{MARK}:{CHUNK}) CALL {{ WITH n REMOVE n.{EMBEDDING} }} IN TRANSACTIONS OF {EMBEDDING_BATCH * 20} ROWS"
+            ).consume()
         missing = [
             r["uid"] for r in session.run(f"MATCH (n:{MARK}:{CHUNK}) WHERE n.{EMBEDDING} IS NULL RETURN n.{UID} AS uid")
         ]
@@ -149,8 +161,8 @@ def export_search(index_dir: str | Path, driver: "Driver", *, database: str | No
         session.run(text_index_cypher()).consume()
         session.run("CALL db.awaitIndexes(300)").consume()
         session.run(
-            f"MERGE (m:{SEARCH_INFO} {{id: 'search'}}) SET m.generation = $generation, m.chunks = $chunks",
-            generation=generation.name, chunks=len(chunk_ids),
+            f"MERGE (m:{SEARCH_INFO} {{id: 'search'}}) SET m.generation = $generation, m.chunks = $chunks, m.model = $model",
+            generation=generation.name, chunks=len(chunk_ids), model=model,
         ).consume()
     return SearchExport(written, int(vectors.shape[1]))
 

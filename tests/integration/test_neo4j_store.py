@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from neo4j_server import Neo4jServer, neo4j  # noqa: F401  (the Neo4j fixture)
 from tenants import PHRASINGS, SECRETS, build_tenant_index, write_versioned_docs
@@ -113,6 +114,34 @@ def test_a_store_exported_from_another_generation_says_so_in_every_answer(
     finally:
         X.export_search(tenant_index, neo4j.driver())
     assert X.Neo4jStore(neo4j.driver()).generation() == kb.generation
+
+
+def test_a_search_export_after_a_model_change_writes_every_embedding_again(
+    store: X.Neo4jStore, neo4j: Neo4jServer, tenant_index: Path  # noqa: F811
+) -> None:
+    """The database's vectors from another model are never compared with a question
+    embedded by this one: ``--search`` over a store exported with another model rewrites
+    them all (an unchanged one, only what is missing: none)."""
+    from arborgraph.neo4j.store import SEARCH_INFO
+
+    kb = arborgraph.open(tenant_index)
+    chunks = len(kb.index.store.chunk_ids)
+    first = kb.index.store.chunk_ids[0]
+    assert X.export_search(tenant_index, neo4j.driver()).embeddings == 0  # the same model: nothing to write
+    with neo4j.driver().session() as session:
+        session.run(f"MATCH (m:{SEARCH_INFO}) SET m.model = 'another-model'").consume()
+        session.run("MATCH (n:Chunk {id: $id}) CALL db.create.setNodeVectorProperty(n, 'embedding', $v)",
+                    id=first, v=[1.0] + [0.0] * 383).consume()
+    assert X.export_search(tenant_index, neo4j.driver()).embeddings == chunks
+    with neo4j.driver().session() as session:
+        stored = session.run("MATCH (n:Chunk {id: $id}) RETURN n.embedding AS v", id=first).single()["v"]
+        model = session.run(f"MATCH (m:{SEARCH_INFO}) RETURN m.model AS m").single()["m"]
+    assert model == kb.index.mode.embedding
+    from arborgraph.index import schema as S
+    from arborgraph.index.store import open_generation
+
+    own = open_generation(tenant_index).vectors(S.CHUNK_VECTORS)[kb.index.store.row_of[first]]
+    assert stored[0] != 1.0 and np.allclose(stored, own, atol=1e-6)  # the index's vector, not the planted one
 
 
 def test_every_route_on_the_store_answers_as_in_process_when_it_returns_every_chunk(
