@@ -461,10 +461,10 @@ def query(
             kwargs["llm_router"] = True
         ask = partial(kb.query, **kwargs)
         if store is not None:
-            from arborgraph.neo4j import Neo4jStore, connect
+            from arborgraph.neo4j import open_store
 
-            driver = connect(store, graph_user, graph_password)
-            on_store = Neo4jStore(driver, database=graph_database)
+            on_store = open_store(store, graph_user, graph_password, database=graph_database)
+            driver = on_store.driver
             ask = partial(kb.query_store, store=on_store, **kwargs)
         if batch is not None:
             for qid, text in items:
@@ -683,11 +683,10 @@ def eval_cmd(
     try:
         on_store = None
         if store is not None:
-            from arborgraph.neo4j import Neo4jStore, connect
+            from arborgraph.neo4j import open_store
 
-            driver = connect(store, graph_user, graph_password)
-            on_store = Neo4jStore(driver, database=graph_database)
-            on_store.check_search_indexes()
+            on_store = open_store(store, graph_user, graph_password, database=graph_database)
+            driver = on_store.driver
         kb = _open(index, store=on_store)
         report = evaluate(kb, qs, budget_words=budget_words)
         kb.close()

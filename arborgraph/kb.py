@@ -19,7 +19,7 @@ from arborgraph.core.results import QueryResult
 from arborgraph.index.opened import Index
 from arborgraph.query.engine import FROM_SETTINGS, QueryEngine
 from arborgraph.query.explorer import Explorer
-from arborgraph.query.request import AsOf, RouteChoice, day_of
+from arborgraph.query.request import AsOf, QueryRequest, RouteChoice
 from arborgraph.query.settings import QuerySettings, SettingsLike, resolve_settings
 
 # chunks each of the store's searches returns per retrieval candidate: its full-text index
@@ -209,21 +209,24 @@ class KnowledgeBase:
         the ``router.llm`` setting) lets that LLM pick the route of an ``auto`` question.
         Opened with a ``store``, this is :meth:`query_store` on it.
         """
+        request = self._request(
+            question, route, top_k=top_k, budget_tokens=budget_tokens, principal=principal, as_of=as_of,
+            include_stale=include_stale, answer=answer, llm=llm, llm_router=llm_router, candidates=candidates,
+            settings=settings,
+        )
         if self._store is not None:
-            return self.query_store(
-                question, self._store, route, top_k=top_k, budget_tokens=budget_tokens, principal=principal,
-                as_of=as_of, include_stale=include_stale, answer=answer, llm=llm, llm_router=llm_router,
-                candidates=candidates, settings=settings,
-            )
+            return self._on_store(request, self._store, None)
+        return self.engine.run(request)
+
+    def _request(self, question: str, route: RouteChoice, *, top_k: int | None, budget_tokens: int | None,
+                 candidates: int | None, settings: SettingsLike, **asked: Any) -> QueryRequest:
+        """The engine's request for :meth:`query`'s arguments (``asked``: the caller,
+        dates, answer and router ones)."""
         changes = {k: v for k, v in (("top_k", top_k), ("budget_tokens", budget_tokens), ("candidates", candidates)) if v is not None}
         s = resolve_settings(self.engine.settings, settings)
         if changes:
             s = resolve_settings(s, changes)
-        engine = self.engine
-        return engine.run(engine.request(
-            question, route, principal=principal, as_of=as_of, include_stale=include_stale,
-            answer=answer, llm=llm, llm_router=llm_router, settings=s,
-        ))
+        return self.engine.request(question, route, settings=s, **asked)
 
     def query_store(
         self,
@@ -253,22 +256,24 @@ class KnowledgeBase:
         :meth:`query`, on this index's structures, under the same access and dates (so
         the store can narrow what a caller sees, never widen it). The result's notes say
         how many chunks the store returned. The other arguments are :meth:`query`'s."""
+        request = self._request(
+            question, route, top_k=top_k, budget_tokens=budget_tokens, principal=principal, as_of=as_of,
+            include_stale=include_stale, answer=answer, llm=llm, llm_router=llm_router, candidates=candidates,
+            settings=settings,
+        )
+        return self._on_store(request, store, depth)
+
+    def _on_store(self, request: QueryRequest, store: "Neo4jStore", depth: int | None) -> QueryResult:
+        """``request`` answered with its flat first stage found by ``store`` (see
+        :meth:`query_store`)."""
         import dataclasses
 
         import numpy as np
 
-        changes = {k: v for k, v in (("top_k", top_k), ("budget_tokens", budget_tokens), ("candidates", candidates)) if v is not None}
-        s = resolve_settings(self.engine.settings, settings)
-        if changes:
-            s = resolve_settings(s, changes)
-        engine = self.engine
-        request = engine.request(
-            question, route, principal=principal, as_of=as_of, include_stale=include_stale,
-            answer=answer, llm=llm, llm_router=llm_router, settings=s,
-        )
+        s, engine = request.settings, self.engine
         wanted = depth if depth is not None else max(s.top_k, STORE_DEPTH_PER_CANDIDATE * s.retrieval.candidates)
-        vector = engine.embed_query(question)
-        found = store.search(question, vector, principal=principal, depth=wanted)
+        vector = engine.embed_query(request.question)
+        found = store.search(request.question, vector, principal=request.access.principal, depth=wanted)
         row_of = self.index.store.row_of
         rows = [row for ids in found.values() for c in ids if (row := row_of.get(c)) is not None]
         first_stage = np.zeros(len(request.access.mask), dtype=bool)

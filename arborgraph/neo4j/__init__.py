@@ -89,7 +89,7 @@ from arborgraph.neo4j.gds import (
 )
 from arborgraph.neo4j.hierarchy import HierarchyError, gds_hierarchy, level_groups, split_communities
 from arborgraph.neo4j.adopt import AdoptedScope, AdoptOutcome, adopt_gds_communities
-from arborgraph.neo4j.store import Neo4jStore, SearchExport, export_search, lucene_query
+from arborgraph.neo4j.store import Neo4jStore, SearchExport, export_search, lucene_query, open_store
 from arborgraph.neo4j.export import DEFAULT_WORKERS, ExportReport, export_index, export_records, read_state, run_stage
 from arborgraph.neo4j.plan import (
     STAGE_DELETIONS,
@@ -178,7 +178,7 @@ __all__ = [
     # the index adopts GDS's communities
     "gds_hierarchy", "level_groups", "split_communities", "HierarchyError", "adopt_gds_communities", "AdoptOutcome", "AdoptedScope",
     # the store (lookup on the database's search indexes)
-    "Neo4jStore", "SearchExport", "export_search", "lucene_query",
+    "Neo4jStore", "SearchExport", "export_search", "lucene_query", "open_store",
     # graph backend
     "Neo4jGraphBackend", "GraphServer", "graph_server", "ExpandedEdge", "walk", "cypher_expand",
     "memory_expand", "relations_among",

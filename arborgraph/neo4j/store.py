@@ -167,6 +167,20 @@ def export_search(index_dir: str | Path, driver: "Driver", *, database: str | No
     return SearchExport(written, int(vectors.shape[1]))
 
 
+def open_store(uri: str, user: str | None, password: str | None, *, database: str | None = None) -> "Neo4jStore":
+    """A :class:`Neo4jStore` on ``uri``, connected and checked to have both search
+    indexes; ExportError in one line otherwise (the driver then closed)."""
+    from arborgraph.neo4j.connection import connect
+
+    store = Neo4jStore(connect(uri, user, password), database=database)
+    try:
+        store.check_search_indexes()
+    except BaseException:
+        store.driver.close()
+        raise
+    return store
+
+
 class Neo4jStore:
     """Chunk searches on the database an index was exported to (with
     :func:`export_search`), for :meth:`arborgraph.kb.KnowledgeBase.query_store`.

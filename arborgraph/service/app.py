@@ -110,9 +110,9 @@ class Timing:
 
 
 def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Authenticator, *, store: Any = None) -> FastAPI:
-    """The ASGI app serving ``served``; see the module docstring. With ``store`` (a
-    connected :class:`arborgraph.neo4j.Neo4jStore`, whose driver it closes when it
-    stops) every question's flat candidates come from that database."""
+    """The ASGI app serving ``served``; see the module docstring. ``store``: the Neo4j
+    store ``served``'s knowledge base takes its candidates from, whose driver the app
+    closes when it stops."""
     folder = rebuilds = None
     if settings.docs_dir is not None:
         folder = DocumentFolder(settings.docs_dir)
@@ -122,7 +122,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
     service = Service(
         served=served, settings=settings, authenticator=authenticator, metrics=Metrics(settings.metrics_dir),
         threads=WorkerThreads(settings.concurrency, settings.request_timeout_s, narrow=served.preparing),
-        documents=folder, rebuilds=rebuilds, store=store,
+        documents=folder, rebuilds=rebuilds,
     )
     mcp_app = None
     if settings.mcp:
@@ -130,9 +130,7 @@ def create_app(served: ServedIndex, settings: ServeSettings, authenticator: Auth
 
         from arborgraph.service.mcp_server import build_mcp, principal_from_request
 
-        mcp = build_mcp(
-            served, principal_from_request, threads=service.threads, max_question_chars=settings.max_question_chars, store=store,
-        )
+        mcp = build_mcp(served, principal_from_request, threads=service.threads, max_question_chars=settings.max_question_chars)
         # A session lives in the process that opened it, and with several worker processes
         # a client's next connection may be handed to another: every MCP request then
         # stands alone (stateless), which the tools, each one request and its answer, allow.

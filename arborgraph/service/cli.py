@@ -64,19 +64,25 @@ def _service_logging() -> None:
     log.propagate = False
 
 
-def _served(index: Path, poll_seconds: float, verify_seconds: float = 600.0) -> Any:
-    """The served index, loaded with stdout kept clean (MCP speaks on it).
+def _served(index: Path, poll_seconds: float, verify_seconds: float = 600.0, store: Any = None) -> Any:
+    """The served index, loaded with stdout kept clean (MCP speaks on it); with
+    ``store``, its knowledge base (and each generation swapped in) takes every
+    question's flat candidates from that Neo4j store.
 
     Its error is said here, not left to the command group: the ``--workers`` processes
     (:mod:`arborgraph.service.worker`) call it outside any command."""
+    from arborgraph.kb import KnowledgeBase
     from arborgraph.service.swap import ServedIndex
-    from arborgraph.core.errors import IndexUnusable
+    from arborgraph.core.errors import ExportError, IndexUnusable
 
+    opener = None if store is None else lambda index_dir: KnowledgeBase.open(index_dir, store=store)
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            return ServedIndex(index, poll_seconds=poll_seconds, verify_seconds=verify_seconds)
+            return ServedIndex(index, poll_seconds=poll_seconds, verify_seconds=verify_seconds, opener=opener)
     except IndexUnusable as exc:
         raise _fail(str(exc)) from None
+    except ExportError as exc:  # the start's check query on every route failed in the store
+        raise _fail(f"--store: {exc}") from None
 
 
 def _settings_from(values: dict[str, Any]) -> Any:
@@ -103,7 +109,7 @@ def build_app(settings: Any, served: Any = None, store_password: str | None = No
     if keys is not None:
         keys.records()  # a damaged keys file stops the start, not the first request
     store = _store(settings, store_password) if settings.store_uri else None
-    served = served or _served(settings.index_dir, settings.poll_seconds, settings.verify_seconds)
+    served = served or _served(settings.index_dir, settings.poll_seconds, settings.verify_seconds, store)
     return create_app(served, settings, Authenticator(keys, require_key=settings.require_key), store=store)
 
 
@@ -115,19 +121,12 @@ def _store(settings: Any, password: str | None) -> Any:
     address, password or a database exported without ``--search`` stops the start in
     one line."""
     from arborgraph.core.errors import ExportError
-    from arborgraph.neo4j import Neo4jStore, connect
+    from arborgraph.neo4j import open_store
 
     try:
-        driver = connect(settings.store_uri, settings.store_user, password)
+        return open_store(settings.store_uri, settings.store_user, password, database=settings.store_database)
     except ExportError as exc:
         raise _fail(f"--store: {exc}") from None
-    store = Neo4jStore(driver, database=settings.store_database)
-    try:
-        store.check_search_indexes()
-    except ExportError as exc:
-        driver.close()
-        raise _fail(f"--store: {exc}") from None
-    return store
 
 
 def serve(
@@ -293,11 +292,9 @@ def mcp(
     on_store = None
     if store is not None:
         on_store = _store(ServeSettings(index, store_uri=store, store_user=graph_user, store_database=graph_database), graph_password)
-    served = _served(index, poll_seconds)
+    served = _served(index, poll_seconds, store=on_store)
     one_math_thread_from_now()
-    server = build_mcp(
-        served, fixed_principal(as_principal), threads=WorkerThreads(concurrency, timeout, narrow=served.preparing), store=on_store,
-    )
+    server = build_mcp(served, fixed_principal(as_principal), threads=WorkerThreads(concurrency, timeout, narrow=served.preparing))
     served.start()
     try:
         anyio.run(server.run_stdio_async)

@@ -34,8 +34,6 @@ class Service:
     # serve --docs DIR: the folder the index is built from, and its rebuilds
     documents: DocumentFolder | None = None
     rebuilds: Rebuilds | None = None
-    # serve --store: the Neo4j store that finds each question's flat candidates
-    store: Any = None
 
     async def caller(self, request: Request) -> Caller:
         """The request's caller (a FastAPI dependency; async: no thread-pool hop)."""

@@ -96,7 +96,7 @@ def workers_that_fit(first_pid: int, at_most: int) -> int:
     return max(0, min(at_most, int(free * MEMORY_SHARE // max(held, 1))))
 
 
-def psutil_rss_mb(pid: int) -> int:
+def _held_mb(pid: int) -> int:
     import psutil
 
     return int(psutil.Process(pid).memory_info().rss // 2**20)
@@ -153,7 +153,7 @@ def run(
 
                 try:
                     more = workers_that_fit(pool[0].process.pid, to_fit)
-                    held_mb = psutil_rss_mb(pool[0].process.pid)
+                    held_mb = _held_mb(pool[0].process.pid)
                 except psutil.Error:  # the first worker exited meanwhile: measure its replacement
                     continue
                 if more < to_fit:

@@ -49,12 +49,10 @@ Scope = Annotated[
 
 
 def build_mcp(
-    served: ServedIndex, principal_of: PrincipalOf, *, threads: WorkerThreads, max_question_chars: int = MAX_QUESTION_CHARS,
-    store: Any = None,
+    served: ServedIndex, principal_of: PrincipalOf, *, threads: WorkerThreads, max_question_chars: int = MAX_QUESTION_CHARS
 ) -> MCPServer:
     """An MCP server over ``served``; ``principal_of`` gives each call's principal,
-    ``threads`` runs the blocking work (shared with the HTTP routes when mounted);
-    ``store``, when given, finds the search tool's flat candidates (see :func:`views.query`)."""
+    ``threads`` runs the blocking work (shared with the HTTP routes when mounted)."""
     server = MCPServer(
         "arborgraph", title="Arborgraph knowledge base", instructions=INSTRUCTIONS, version=__version__
     )
@@ -97,7 +95,7 @@ def build_mcp(
         chunk_id read_document takes; a summary's, the node id tree_node takes). Use it
         first for any question."""
         options = views.QueryOptions(route=route, top_k=top_k, budget_tokens=budget_tokens, as_of=as_of)
-        result = await run(ctx, views.query, checked(question), options, store=store)
+        result = await run(ctx, views.query, checked(question), options)
         return compact_json(result if detail == "full" else compact_search(result))
 
     @server.tool(structured_output=False)

@@ -9,14 +9,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from arborgraph.core.errors import QueryError
 from arborgraph.kb import KnowledgeBase
 from arborgraph.service.swap import generation_name
-
-if TYPE_CHECKING:
-    from arborgraph.neo4j.store import Neo4jStore
 
 RouteName = Literal["auto", "lookup", "tree", "graph", "global"]
 
@@ -49,14 +46,13 @@ def query(
     qid: Any = None,
     *,
     llm_model: str | None = None,
-    store: "Neo4jStore | None" = None,
 ) -> dict[str, Any]:
     """The object ``arborgraph query --json`` prints, plus the generation that answered.
-    ``llm_model`` names the chat model for ``answer`` (default: the index's config);
-    with ``store`` the question's flat candidates come from that database
-    (:meth:`~arborgraph.kb.KnowledgeBase.query_store`)."""
+    ``llm_model`` names the chat model for ``answer`` (default: the index's config)."""
     llm = kb.engine.chat_model(llm_model) if options.answer else None
-    asked = dict(
+    res = kb.query(
+        question,
+        route=options.route,
         top_k=options.top_k,
         budget_tokens=options.budget_tokens,
         principal=principal,
@@ -65,10 +61,6 @@ def query(
         answer=options.answer,
         llm=llm,
     )
-    if store is not None:
-        res = kb.query_store(question, store, options.route, **asked)  # type: ignore[arg-type]
-    else:
-        res = kb.query(question, route=options.route, **asked)  # type: ignore[arg-type]
     # the contract's "id" (first key) is the caller's, not the library's null
     out: dict[str, Any] = {**res.to_dict(), "generation": generation_name(kb)} | {"id": qid}
     out = {"id": qid} | {k: v for k, v in out.items() if k != "id"}

@@ -138,7 +138,7 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
         options = body.options()  # type: ignore[attr-defined]
         question = body.question  # type: ignore[attr-defined]
         result = await run(
-            None, lambda kb: views.query(kb, who.principal, question, options, llm_model=settings.llm_model, store=service.store),
+            None, lambda kb: views.query(kb, who.principal, question, options, llm_model=settings.llm_model),
             model=asks_the_model(options),
         )
         setattr(request.state, ROUTE_LABEL, result["route"])
@@ -159,7 +159,7 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
         with service.served.pin() as pinned:  # the whole batch on the generation it started on
             for qid, question in items:
                 def answer(kb: Any, qid: Any = qid, question: str = question) -> dict[str, Any]:
-                    return views.query(kb, principal, question, options, qid, llm_model=settings.llm_model, store=service.store)
+                    return views.query(kb, principal, question, options, qid, llm_model=settings.llm_model)
 
                 try:
                     line = await run(pinned, answer, model=asks_the_model(options))
@@ -191,7 +191,7 @@ def router(service: Service, documented_auth: list[Any], errors: dict[int | str,
         with service.served.pin() as pinned:  # contexts and answer from one generation
             try:
                 result = await run(
-                    pinned, lambda kb: views.query(kb, principal, question, options, store=service.store), model=asks_the_model(options)
+                    pinned, lambda kb: views.query(kb, principal, question, options), model=asks_the_model(options)
                 )
                 yield json.dumps({"event": "contexts", **result}, ensure_ascii=False) + "\n"
                 contexts = [Context.model_validate(c) for c in result["contexts"]]
