@@ -5,7 +5,8 @@ The sheets come from ``structure_sample.py`` (items of two indexes of one manual
 together, the key in a separate file); the rater writes ``ratings.json`` as
 ``{manual: {item id: {"name": n, "summary": n, "note": "..."}}}`` without seeing the key.
 The two indexes' items are different nodes, so the interval resamples each side's items
-on its own (an unpaired bootstrap of the difference of means).
+on its own (an unpaired bootstrap of the difference of means). With more than one
+manual, ``all manuals`` pools their items, each side's over all manuals.
 
     python benchmarks/tally_structure_rating.py --ratings DIR/ratings.json \
         --key git=DIR/git_key.json --key frr=DIR/frr_key.json --before-contains old \
@@ -45,6 +46,7 @@ def tally(
     ratings: dict[str, Any], keys: dict[str, dict[str, Any]], before_contains: str, fields: tuple[str, ...] = FIELDS
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    pooled: dict[str, dict[str, list[float]]] = {}
     for manual, key in keys.items():
         rated = ratings[manual]
         sides: dict[str, dict[str, list[float]]] = {}
@@ -55,15 +57,24 @@ def tally(
             for field in fields:
                 if rated[item].get(field) is not None:
                     sides.setdefault(side, {}).setdefault(field, []).append(float(rated[item][field]))
-        entry: dict[str, Any] = {"items": {s: len(v[fields[0]]) for s, v in sides.items()}}
-        for field in fields:
-            b, a = sides["before"][field], sides["after"][field]
-            entry[field] = {
-                "before": round(mean(b), 2), "after": round(mean(a), 2), "difference": round(mean(a) - mean(b), 2),
-                "interval_95": bootstrap_difference(b, a),
-            }
-        out[manual] = entry
+        out[manual] = _entry(sides, fields)
+        for side, values in sides.items():
+            for field, marks in values.items():
+                pooled.setdefault(side, {}).setdefault(field, []).extend(marks)
+    if len(keys) > 1:
+        out["all manuals"] = _entry(pooled, fields)
     return out
+
+
+def _entry(sides: dict[str, dict[str, list[float]]], fields: tuple[str, ...]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"items": {s: len(v[fields[0]]) for s, v in sides.items()}}
+    for field in fields:
+        b, a = sides["before"][field], sides["after"][field]
+        entry[field] = {
+            "before": round(mean(b), 2), "after": round(mean(a), 2), "difference": round(mean(a) - mean(b), 2),
+            "interval_95": bootstrap_difference(b, a),
+        }
+    return entry
 
 
 def main(argv: list[str] | None = None) -> int:

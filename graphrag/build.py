@@ -108,8 +108,13 @@ def build_graph(
     extractions = extract_all(chunks, extractor, prog)
     return graph_from_extractions(
         extractions, extractor=extractor.name, config=config, progress=prog, report_writer=report_writer,
-        headings=chunk_headings(chunks), leads=section_leads(chunks),
+        headings=chunk_headings(chunks), leads=section_leads(chunks), texts=chunk_texts(chunks),
     )
+
+
+def chunk_texts(chunks: Sequence[Chunk]) -> dict[str, str]:
+    """Chunk id -> text, in document order: what the reports' overviews are drawn from."""
+    return {c.chunk_id: c.text for c in chunks}
 
 
 def chunk_headings(chunks: Sequence[Chunk]) -> dict[str, list[str]]:
@@ -198,11 +203,12 @@ def graph_from_extractions(
     report_writer: ReportWriter | None = None,
     headings: Mapping[str, Sequence[str]] | None = None,
     leads: Mapping[str, str] | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> KnowledgeGraph:
     """Resolve, partition and report: the graph of per-chunk ``extractions`` (in
     document order) made by the extractor named ``extractor``; ``headings`` (see
     :func:`chunk_headings`) name the communities, ``leads`` (see :func:`section_leads`)
-    open their reports."""
+    open their reports, ``texts`` (see :func:`chunk_texts`) give their overviews."""
     cfg = config or GraphConfig()
     prog = progress or no_progress
     prog("graphrag.resolve", 0, 1)
@@ -215,7 +221,9 @@ def graph_from_extractions(
     next_id = max(communities, default=-1) + 1
     meta = graph_meta(extractor, writer, cfg, next_community_id=next_id, fit_chunks=len(extractions))
     kg = KnowledgeGraph(entities, relations, communities, meta=meta)
-    write_reports(kg, writer, min_size=cfg.min_report_size, progress=prog, headings=headings, leads=leads)
+    write_reports(
+        kg, writer, min_size=cfg.min_report_size, progress=prog, headings=headings, leads=leads, texts=texts
+    )
     return kg
 
 

@@ -38,6 +38,7 @@ from graphrag.naming import (
     page_title,
     readable_name,
 )
+from graphrag.overview import Sentence, chunk_sentences, chunk_weights, document_frequencies, is_meta, overview, restates
 from graphrag.text import singular
 from graphrag.vocab import HEAD_NOUN_TYPES
 
@@ -110,6 +111,10 @@ class CommunityContext:
     # ("Command line options: -bv"): the summary says what it is first, where the
     # section's lead would repeat the other community's
     named: str | None = None
+    # (sentence, chunk id), in reading order: the sentences of the text its members are
+    # discussed in that carry most of its vocabulary (graphrag.overview), when the
+    # chunks' texts were given
+    overview: list[tuple[str, str]] = field(default_factory=list)
 
 
 def community_context(
@@ -176,11 +181,14 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 def quotable(sentence: str, names: Collection[str] = ()) -> str | None:
     """``sentence`` as a report quotes it (a list item without its bullet, spaces
     collapsed), or None when it does not read on its own as one statement of six to
-    forty words ending in a full stop. The entity ``names`` it holds count as plain
-    words: a sentence about three functions is not a line of code."""
+    forty words ending in a full stop, with its brackets closed (a sentence split at
+    an abbreviation inside them ends "(e.g." cut off). The entity ``names`` it holds
+    count as plain words: a sentence about three functions is not a line of code."""
     text = _BULLET.sub("", " ".join(sentence.split()))
     words = text.split()
     if not (6 <= len(words) <= _MAX_QUOTE_WORDS) or text[-1:] not in ".!" or not reads_alone(_masked(text, names)):
+        return None
+    if text.count("(") != text.count(")") or text.count("[") != text.count("]"):
         return None
     return text
 
@@ -408,6 +416,63 @@ def home_leads(
     return out
 
 
+def section_openers(headings: Mapping[str, Sequence[str]]) -> frozenset[str]:
+    """The chunks (``headings`` in reading order) that open their section: the first of
+    their document under their heading path."""
+    out: set[str] = set()
+    previous: tuple[str, tuple[str, ...]] | None = None
+    for chunk, path in headings.items():
+        key = (doc_of(chunk), tuple(path))
+        if key != previous:
+            out.add(chunk)
+        previous = key
+    return frozenset(out)
+
+
+# the chunks an overview reads, most of the members' mentions first
+_OVERVIEW_CHUNKS = 30
+
+
+def community_overview(
+    kg: KnowledgeGraph,
+    context: CommunityContext,
+    index: SectionIndex,
+    texts: Mapping[str, str],
+    order: Mapping[str, int],
+    df: Mapping[str, int],
+    n_docs: int,
+    analysed: dict[str, tuple[Sentence, ...]],
+    openers: Collection[str] = (),
+) -> list[tuple[str, str]]:
+    """The overview sentences of a community (:func:`graphrag.overview.overview`): from
+    the chunks its members are mentioned in outside index pages, within its title's
+    section where it has one and mentions there, at most :data:`_OVERVIEW_CHUNKS` of
+    them, weighed by their mentions; the first sentences of ``openers`` (chunks opening
+    their section) gain. ``analysed`` caches each chunk's sentences."""
+    members = [kg.entities[m] for m in context.community.members]
+    mentions = [
+        mention.chunk_id for e in members for mention in e.mentions for _ in range(max(1, mention.count))
+        if mention.chunk_id in texts and not index.in_index(mention.chunk_id)
+    ]
+    weight = chunk_weights(mentions)
+    if context.page_chunks:
+        home = {c: w for c, w in weight.items() if c in context.page_chunks}
+        weight = home or weight
+    chosen = sorted(weight, key=lambda c: (-weight[c], order.get(c, len(order)), c))[:_OVERVIEW_CHUNKS]
+    chunks = []
+    for chunk in sorted(chosen, key=lambda c: (order.get(c, len(order)), c)):
+        if chunk not in analysed:
+            analysed[chunk] = chunk_sentences(texts[chunk])
+        chunks.append((chunk, analysed[chunk], weight[chunk]))
+    names = [n for e in members if readable_name(e.name) for n in (e.name, *e.aliases)]
+
+    def may_quote(sentence: str) -> bool:
+        return quotable(sentence, names) is not None and states_something(sentence) \
+            and not (points_elsewhere(sentence) or is_fragment(sentence) or sets_terms(sentence) or is_credit(sentence))
+
+    return overview(chunks, names, df, n_docs, may_quote, section_openers=openers)
+
+
 def _lead_heading(index: SectionIndex, section: Section) -> str:
     """The title a section's lead is shown under: the section's, or for a generic
     heading ("Overview", "Executive Summary") that of the section it opens ("ANALYZE",
@@ -447,7 +512,7 @@ class ExtractiveReportWriter:
     cut. Findings give the same sentences with their chunk ids, each relation as "A verb
     B" before the sentence stating it."""
 
-    name = "extractive-v5"
+    name = "extractive-v6"
     # the rank of a report is its community's weight relative to the level's heaviest:
     # an update that reuses the report's text sets the rank anew (graphrag.update)
     rank_from_weight = True
@@ -509,6 +574,17 @@ class ExtractiveReportWriter:
         named = [(s, c) for eid, s, c in context.introductions if eid == context.named]
         if named:
             take(named[0][0], named[0][0])
+        if context.overview:
+            # the lead of its title's own section, then the sentences carrying most of
+            # what it is about, in reading order: an overview, where the other sections'
+            # leads under their headings and the relations' sentences read as pasted in
+            lead = context.leads[0][1] if context.leads and not context.leads[0][0] else None
+            if lead is not None and not is_meta(lead) and not restates(lead, context.name):
+                take(lead, lead, own_lead=True)
+            for sentence, _ in context.overview:
+                take(sentence, sentence)
+            if parts:
+                return "\n".join(parts)
         for k, (heading, sentence, _) in enumerate(context.leads):
             # home_leads gives a noun phrase only as the first, its title's section's lead
             take(sentence, f"{heading}: {sentence}" if heading else sentence, own_lead=k == 0 and not heading)
@@ -643,6 +719,7 @@ def write_reports(
     headings: Mapping[str, Sequence[str]] | None = None,
     small_writer: ReportWriter | None = None,
     leads: Mapping[str, str] | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> dict[int, CommunityReport]:
     """A report for every community, deepest level first (so a parent's writer can read
     its children's reports). Stored on ``kg``.
@@ -655,7 +732,8 @@ def write_reports(
     them its central entity's name), which also give the pages to read; every report
     keeps them (``name``, ``pages``). ``leads`` (chunk id -> lead sentence of a chunk
     opening its section, :func:`graphrag.build.section_leads`) give the lead sentences
-    of the sections each community lives in (:func:`home_leads`). ``reuse`` (for
+    of the sections each community lives in (:func:`home_leads`); ``texts`` (chunk id ->
+    text) the sentences of its overview (:func:`community_overview`). ``reuse`` (for
     updates) may return an existing report for a community's context (its rank, child
     reports, name, pages and leads filled in); no writer is then called for it.
     """
@@ -686,6 +764,13 @@ def write_reports(
             ctx.page_chunks = frozenset(
                 c for c in on_page.get(section[0], frozenset()) if index.paths[c][: len(section)] == section
             )
+    if texts:
+        df, n_docs = document_frequencies(texts.values())
+        order = {chunk: k for k, chunk in enumerate(headings or texts)}
+        analysed: dict[str, tuple[Sentence, ...]] = {}
+        openers = section_openers(headings or {})
+        for ctx in contexts.values():
+            ctx.overview = community_overview(kg, ctx, index, texts, order, df, n_docs, analysed, openers)
     # rank: internal weight relative to the heaviest community of the same level
     weight = {cid: ctx.internal_weight for cid, ctx in contexts.items()}
     top: dict[int, float] = {}

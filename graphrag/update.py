@@ -43,6 +43,7 @@ from arborgraph.core.protocols import ProgressCallback, no_progress
 from graphrag import schema as S
 from graphrag.build import (
     chunk_headings,
+    chunk_texts,
     default_report_writer,
     section_leads,
     detect_communities,
@@ -273,7 +274,7 @@ def update_graph(
     counting = _CountingWriter(writer)
     write_reports(
         kg, counting, min_size=cfg.min_report_size, progress=prog, reuse=reuse, headings=chunk_headings(chunks),
-        leads=section_leads(chunks),
+        leads=section_leads(chunks), texts=chunk_texts(chunks),
     )
 
     kept_ids = tuple(c for c in communities if c in old_graph.communities)

@@ -185,7 +185,7 @@ def adopted_graph(
 ) -> "KnowledgeGraph":
     """``graph``'s entities and relations with GDS's communities (``levels``: ids per
     entity, finest first) and their reports, written as a build writes them."""
-    from graphrag.build import chunk_headings, default_report_writer, section_leads
+    from graphrag.build import chunk_headings, chunk_texts, default_report_writer, section_leads
     from graphrag.config import GraphConfig
     from graphrag.graph import KnowledgeGraph
     from graphrag.reports import write_reports
@@ -205,7 +205,8 @@ def adopted_graph(
     meta = {**graph.meta, "communities": SOURCE, "next_community_id": str(next_id)}
     adopted = KnowledgeGraph(graph.entities, graph.relations, communities, meta=meta)
     write_reports(
-        adopted, writer, min_size=config.min_report_size, headings=chunk_headings(chunks), leads=section_leads(chunks)
+        adopted, writer, min_size=config.min_report_size, headings=chunk_headings(chunks), leads=section_leads(chunks),
+        texts=chunk_texts(chunks),
     )
     return adopted
 
