@@ -60,12 +60,12 @@ def test_summaries_are_the_manuals_sentences_with_no_counts(kg: KnowledgeGraph, 
         assert report.summary and not is_template_sentence(report.summary), report.summary
         for word in ("(acronym)", "(keyword)", "(term)", "(identifier)"):  # type tags only for sure types
             assert word not in report.summary
-    # the WAL community's lines are the manual's whole sentences (a section's lead after
-    # its title), one of them with WAL for its subject
+    # the WAL community's lines are the manual's whole sentences, an overview: more than
+    # one, most of them about WAL (graphrag.overview)
     wal = kg.reports[_community_of(kg, "WAL")]
     sentences = [line if any(line in t for t in texts) else line.split(": ", 1)[-1] for line in wal.summary.split("\n")]
     assert all(any(s in t for t in texts) for s in sentences), wal.summary
-    assert any(s.startswith(("WAL ", "The WAL ")) for s in sentences), wal.summary
+    assert len(sentences) >= 2 and sum("WAL" in s for s in sentences) > len(sentences) / 2, wal.summary
 
 
 def test_the_structure_check_measures_the_titles_and_summaries(sample_kb) -> None:  # type: ignore[no-untyped-def]
