@@ -6,7 +6,8 @@ chunk weighed by how many of their mentions it holds), times each term's inverse
 document frequency over the whole graph's chunks, so that words every page uses count
 for little. A sentence scores the share of that vocabulary it carries (its distinct
 terms' weights over the square root of their number, so long sentences do not win by
-length), more when it names a member or opens its chunk. Sentences are chosen best
+length), more when it names a member or opens its section or chunk, less when it states
+a condition or an instruction ("If the result is NULL, ..."). Sentences are chosen best
 first with maximal marginal relevance (a sentence repeating the terms of one already
 chosen loses) and returned in reading order, so the overview reads as the manual does.
 
@@ -51,7 +52,9 @@ _DETAIL = re.compile(r"^(?:if|when|whenever|unless|only|do not|don[’']t|never|
                      re.IGNORECASE)
 _DETAIL_FACTOR = 0.7
 # a sentence going on from the one before it ("Or if ...", "And ...")
-_GOES_ON = re.compile(r"^(?:or|and|but|nor|so|yet|also|on the other hand|in addition|moreover|furthermore|additionally)\b", re.IGNORECASE)
+_GOES_ON = re.compile(
+    r"^(?:or|and|but|nor|so|yet|also|on the other hand|in addition|moreover|furthermore|additionally)\b", re.IGNORECASE
+)
 _MEMBER_BONUS = 0.3
 # a section says what it is about first: its first sentences gain, and a chunk's first
 # (a page's text goes on over several chunks) a little

@@ -5,10 +5,12 @@ internal relations and the manual's own sentences stating them, the sentences th
 introduce its central entities; with the chunks' headings, the community's title, the
 lead sentences of its home sections and the pages to read); a :class:`ReportWriter`
 turns it into a :class:`CommunityReport`. The default :class:`ExtractiveReportWriter`
-needs no model: the lead sentences of the sections the community lives in, in reading
-order under their titles, then the manual's sentences introducing its central entities,
-then the sentences stating the typed relations between its members; whole sentences
-only, no counts. :func:`write_reports` gives every community a report, whatever its
+needs no model: given the chunks' texts, its title section's lead and then the
+sentences carrying most of what the community is about (:mod:`graphrag.overview`), in
+reading order; without them, the lead sentences of the sections the community lives
+in, in reading order under their titles, then the manual's sentences introducing its
+central entities, then the sentences stating the typed relations between its members.
+Whole sentences only, no counts. :func:`write_reports` gives every community a report, whatever its
 size.
 """
 
@@ -38,7 +40,15 @@ from graphrag.naming import (
     page_title,
     readable_name,
 )
-from graphrag.overview import Sentence, chunk_sentences, chunk_weights, document_frequencies, is_meta, overview, restates
+from graphrag.overview import (
+    Sentence,
+    chunk_sentences,
+    chunk_weights,
+    document_frequencies,
+    is_meta,
+    overview,
+    restates,
+)
 from graphrag.text import singular
 from graphrag.vocab import HEAD_NOUN_TYPES
 
@@ -503,7 +513,10 @@ class ReportWriter(Protocol):
 
 class ExtractiveReportWriter:
     """Reports without a model, in the manual's own words. The title is the community's
-    title (:mod:`graphrag.naming`); the summary opens with the lead sentences of the
+    title (:mod:`graphrag.naming`). With an overview in the context (the chunks' texts
+    were given to :func:`write_reports`), the summary is its title section's lead, unless
+    that addresses the reader or only restates the title, then the overview's sentences.
+    Otherwise it opens with the lead sentences of the
     sections it lives in (its title's, then the others in reading order, each after its
     title), then the sentences introducing its central entities ("X is ...", "X stores
     ..."), most central first, then the sentences stating the typed relations between its
