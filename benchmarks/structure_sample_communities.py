@@ -14,7 +14,10 @@ the rating. The rater should be someone who did not write either version.
 the tables directly, so indexes of an earlier schema can be drawn from.
 ``--index new=DIR+recompute`` draws from DIR with its community names and extractive
 reports written again by the code checked out (the stored graph kept; the same
-communities as ``--index today=DIR``).
+communities as ``--index today=DIR``). ``--changed-only`` (with ``--every-community``
+and indexes of the same communities) draws only from the communities whose title or
+summary differ between the indexes: a change that touches a few communities is rated
+on those, where a draw from all would hold one or two of them.
 """
 
 from __future__ import annotations
@@ -59,11 +62,12 @@ def draw(index: Path, n: int, seed: int, recompute: bool = False) -> list[dict[s
         ]
 
 
-def draw_every(index: Path, n: int, seed: int) -> list[dict[str, Any]]:
-    """``n`` communities of ``index``'s public graph drawn from all of them, not only
-    those with a report: what a reader of the explorer meets, a community without a
-    title or report included ("(no title)", "(no report)"). Read from the tables, so an
-    index of an older schema (built by an earlier version) is drawn from too."""
+def draw_every(index: Path, n: int, seed: int, among: set[int] | None = None) -> list[dict[str, Any]]:
+    """``n`` communities of ``index``'s public graph drawn from all of them (or from the
+    ids in ``among``), not only those with a report: what a reader of the explorer
+    meets, a community without a title or report included ("(no title)", "(no
+    report)"). Read from the tables, so an index of an older schema (built by an
+    earlier version) is drawn from too."""
     import pyarrow.parquet as pq
 
     from graphrag import schema as G
@@ -72,6 +76,8 @@ def draw_every(index: Path, n: int, seed: int) -> list[dict[str, Any]]:
     coms = pq.read_table(gen / f"{G.COMMUNITIES}.s0.parquet").to_pylist()
     reports = {r[G.COMMUNITY_ID]: r for r in pq.read_table(gen / f"{G.COMMUNITY_REPORTS}.s0.parquet").to_pylist()}
     coms.sort(key=lambda c: c[G.ID])
+    if among is not None:
+        coms = [c for c in coms if c[G.ID] in among]
     picked = random.Random(seed).sample(coms, min(n, len(coms)))
     return [
         {
@@ -83,6 +89,13 @@ def draw_every(index: Path, n: int, seed: int) -> list[dict[str, Any]]:
         }
         for c in picked
     ]
+
+
+def changed_communities(indexes: list[Path]) -> set[int]:
+    """The ids of the communities whose title or summary is not the same in all of
+    ``indexes``."""
+    seen = [{it["community"]: (it["title"], it["summary"]) for it in draw_every(index, 10**9, 0)} for index in indexes]
+    return {c for c in seen[0] if any(other.get(c) != seen[0][c] for other in seen[1:])}
 
 
 def sheet(items: list[dict[str, Any]]) -> str:
@@ -115,7 +128,12 @@ def main() -> int:
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--every-community", action="store_true",
                         help="draw from every community, untitled and unreported ones too (see draw_every)")
+    parser.add_argument("--changed-only", action="store_true",
+                        help="with --every-community: only communities whose title or summary differ between the indexes")
     args = parser.parse_args()
+    if args.changed_only and not args.every_community:
+        parser.error("--changed-only needs --every-community")
+    among = changed_communities([Path(spec.partition("=")[2]) for spec in args.index]) if args.changed_only else None
     items: list[dict[str, Any]] = []
     for spec in args.index:
         label, _, path = spec.partition("=")
@@ -123,7 +141,7 @@ def main() -> int:
             parser.error(f"--index takes LABEL=DIR, not {spec!r}")
         fresh = path.endswith(RECOMPUTE)
         drawn = (
-            draw_every(Path(path), args.n, args.seed) if args.every_community
+            draw_every(Path(path), args.n, args.seed, among) if args.every_community
             else draw(Path(path.removesuffix(RECOMPUTE)), args.n, args.seed, fresh)
         )
         for item in drawn:
