@@ -20,7 +20,14 @@ from graphrag.config import GraphConfig
 from graphrag.extract.base import CorpusAwareExtractor, Extractor
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import ChunkExtraction, Community, Entity, Relation
-from graphrag.reports import ExtractiveReportWriter, ReportWriter, sets_terms, states_something, write_reports
+from graphrag.reports import (
+    ExtractiveReportWriter,
+    ReportWriter,
+    section_openers,
+    sets_terms,
+    states_something,
+    write_reports,
+)
 from graphrag.resolution import resolve
 from ingest.models import Chunk
 
@@ -133,10 +140,9 @@ def section_leads(chunks: Sequence[Chunk]) -> dict[str, str]:
     is described in section 10.6.", "Let's say a company named Example, Inc.") and is
     not a table's row or a definition without its headword."""
     out: dict[str, str] = {}
-    previous: tuple[str, tuple[str, ...]] | None = None
+    openers = section_openers(chunk_headings(chunks))
     for c in chunks:
-        key = (c.doc_id, tuple(c.heading_path))
-        if key != previous:
+        if c.chunk_id in openers:
             candidates = [s for s in opening(c.text, _LEAD_CANDIDATES) if _may_lead(s)]
             # a sentence with a verb first; a noun phrase ("Macro to provide an option
             # dependent on other options.") only when the section has nothing else: it
@@ -144,7 +150,6 @@ def section_leads(chunks: Sequence[Chunk]) -> dict[str, str]:
             lead = next((s for s in candidates if states_something(s)), candidates[0] if candidates else None)
             if lead is not None:
                 out[c.chunk_id] = lead
-        previous = key
     return out
 
 

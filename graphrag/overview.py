@@ -22,6 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from arborgraph.core.leads import split_units
 from arborgraph.core.text import analyse
@@ -149,7 +150,7 @@ def overview(
         return []
     weights = {t: tf * (math.log((1 + n_docs) / (1 + df.get(t, 0))) + 1.0) for t, tf in vocabulary.items()}
     top = max(weights.values(), default=0.0) or 1.0
-    member = _names_pattern(names)
+    member = names_pattern(names, min_chars=3)
     terms = [frozenset(s.terms) for s, _ in candidates]
     relevance = []
     for (s, chunk), ts in zip(candidates, terms, strict=True):
@@ -189,11 +190,17 @@ def chunk_weights(mentions: Iterable[str]) -> dict[str, float]:
     return {c: float(min(n, _MAX_CHUNK_MENTIONS)) for c, n in counts.items()}
 
 
-def _names_pattern(names: Collection[str]) -> re.Pattern[str] | None:
-    wanted = sorted({n for n in names if len(n.strip()) > 2}, key=len, reverse=True)
-    if not wanted:
-        return None
-    return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, wanted)) + r")(?![\w-])", re.IGNORECASE)
+def names_pattern(names: Collection[str], min_chars: int = 1) -> re.Pattern[str] | None:
+    """A pattern matching any of ``names`` of at least ``min_chars`` characters, in any
+    case, as a whole word (longest first); None when there is none. Built once per set
+    of names: a report's sentences are all checked against the same members."""
+    wanted = tuple(sorted({n for n in names if len(n.strip()) >= min_chars}, key=lambda n: (-len(n), n)))
+    return _pattern(wanted) if wanted else None
+
+
+@lru_cache(maxsize=4096)
+def _pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])", re.IGNORECASE)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

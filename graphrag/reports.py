@@ -46,6 +46,7 @@ from graphrag.overview import (
     chunk_weights,
     document_frequencies,
     is_meta,
+    names_pattern,
     overview,
     restates,
 )
@@ -205,10 +206,9 @@ def quotable(sentence: str, names: Collection[str] = ()) -> str | None:
 
 def _masked(text: str, names: Collection[str]) -> str:
     """``text`` with each of ``names`` (any case, as a whole word) said "name"."""
-    wanted = sorted({n for n in names if n.strip()}, key=len, reverse=True)
-    if not wanted:
+    pattern = names_pattern(names)
+    if pattern is None:
         return text
-    pattern = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, wanted)) + r")(?![\w-])", re.IGNORECASE)
     masked = pattern.sub("name", text)
     return masked[:1].upper() + masked[1:]
 
@@ -437,6 +437,30 @@ def section_openers(headings: Mapping[str, Sequence[str]]) -> frozenset[str]:
             out.add(chunk)
         previous = key
     return frozenset(out)
+
+
+class _Overviews:
+    """The overviews of one graph's communities (:func:`community_overview`), with what
+    they share (the chunks' document frequencies, reading order, section openers and
+    analysed sentences) made on the first one asked for."""
+
+    def __init__(
+        self, kg: KnowledgeGraph, index: SectionIndex, texts: Mapping[str, str],
+        headings: Mapping[str, Sequence[str]] | None,
+    ) -> None:
+        self._kg, self._index, self._texts, self._headings = kg, index, texts, headings or {}
+        self._shared: tuple[Counter[str], int, dict[str, int], frozenset[str]] | None = None
+        self._analysed: dict[str, tuple[Sentence, ...]] = {}
+
+    def of(self, context: CommunityContext) -> list[tuple[str, str]]:
+        if self._shared is None:
+            df, n_docs = document_frequencies(self._texts.values())
+            order = {chunk: k for k, chunk in enumerate(self._headings or self._texts)}
+            self._shared = (df, n_docs, order, section_openers(self._headings))
+        df, n_docs, order, openers = self._shared
+        return community_overview(
+            self._kg, context, self._index, self._texts, order, df, n_docs, self._analysed, openers
+        )
 
 
 # the chunks an overview reads, most of the members' mentions first
@@ -777,13 +801,7 @@ def write_reports(
             ctx.page_chunks = frozenset(
                 c for c in on_page.get(section[0], frozenset()) if index.paths[c][: len(section)] == section
             )
-    if texts:
-        df, n_docs = document_frequencies(texts.values())
-        order = {chunk: k for k, chunk in enumerate(headings or texts)}
-        analysed: dict[str, tuple[Sentence, ...]] = {}
-        openers = section_openers(headings or {})
-        for ctx in contexts.values():
-            ctx.overview = community_overview(kg, ctx, index, texts, order, df, n_docs, analysed, openers)
+    overviews = _Overviews(kg, index, texts, headings) if texts else None
     # rank: internal weight relative to the heaviest community of the same level
     weight = {cid: ctx.internal_weight for cid, ctx in contexts.items()}
     top: dict[int, float] = {}
@@ -809,6 +827,10 @@ def write_reports(
                 kg.reports[c.id] = kept
             else:
                 to_write.append(ctx)
+        if overviews is not None:
+            # only for the reports written here: a reused report keeps its text
+            for ctx in to_write:
+                ctx.overview = overviews.of(ctx)
         base = finished + len(level_todo) - len(to_write)
         written: dict[int, CommunityReport] = {}
         for w in dict.fromkeys((writer, small)):
