@@ -68,6 +68,14 @@ def draw_every(index: Path, n: int, seed: int, among: set[int] | None = None) ->
     meets, a community without a title or report included ("(no title)", "(no
     report)"). Read from the tables, so an index of an older schema (built by an
     earlier version) is drawn from too."""
+    items = every_community(index)
+    if among is not None:
+        items = [it for it in items if it["community"] in among]
+    return random.Random(seed).sample(items, min(n, len(items)))
+
+
+def every_community(index: Path) -> list[dict[str, Any]]:
+    """Every community of ``index``'s public graph as a rater-facing item, by id."""
     import pyarrow.parquet as pq
 
     from graphrag import schema as G
@@ -76,9 +84,6 @@ def draw_every(index: Path, n: int, seed: int, among: set[int] | None = None) ->
     coms = pq.read_table(gen / f"{G.COMMUNITIES}.s0.parquet").to_pylist()
     reports = {r[G.COMMUNITY_ID]: r for r in pq.read_table(gen / f"{G.COMMUNITY_REPORTS}.s0.parquet").to_pylist()}
     coms.sort(key=lambda c: c[G.ID])
-    if among is not None:
-        coms = [c for c in coms if c[G.ID] in among]
-    picked = random.Random(seed).sample(coms, min(n, len(coms)))
     return [
         {
             "community": c[G.ID],
@@ -87,14 +92,14 @@ def draw_every(index: Path, n: int, seed: int, among: set[int] | None = None) ->
             "title": (reports.get(c[G.ID]) or {}).get(G.TITLE) or "(no title)",
             "summary": (reports.get(c[G.ID]) or {}).get(G.SUMMARY) or "(no report)",
         }
-        for c in picked
+        for c in coms
     ]
 
 
 def changed_communities(indexes: list[Path]) -> set[int]:
     """The ids of the communities whose title or summary is not the same in all of
     ``indexes``."""
-    seen = [{it["community"]: (it["title"], it["summary"]) for it in draw_every(index, 10**9, 0)} for index in indexes]
+    seen = [{it["community"]: (it["title"], it["summary"]) for it in every_community(index)} for index in indexes]
     return {c for c in seen[0] if any(other.get(c) != seen[0][c] for other in seen[1:])}
 
 
