@@ -41,6 +41,7 @@ from graphrag.extract.terms import heading_key
 from graphrag.graph import KnowledgeGraph
 from graphrag.lexicon import word_classes
 from graphrag.model import Community, Entity
+from graphrag.taglines import with_tagline
 from graphrag.text import entity_key
 from graphrag.vocab import GENERIC_WORDS, HEAD_NOUN_TYPES
 
@@ -371,13 +372,19 @@ class SectionIndex:
 
 
 def community_titles(
-    kg: KnowledgeGraph, headings: Mapping[str, Sequence[str]], index: SectionIndex | None = None
+    kg: KnowledgeGraph,
+    headings: Mapping[str, Sequence[str]],
+    index: SectionIndex | None = None,
+    taglines: Mapping[str, str] | None = None,
 ) -> dict[int, Title]:
     """A :class:`Title` for every community of ``kg``, distinct within its level and
     from its ancestors' titles.
 
     ``headings``: chunk id -> heading path (page title first) of the graph's chunks;
-    ``index``: their :class:`SectionIndex` when the caller has made it already.
+    ``index``: their :class:`SectionIndex` when the caller has made it already;
+    ``taglines``: page title -> the one-line summary a page titled by an identifier
+    opens with (:func:`graphrag.taglines.page_taglines`), said after that page's name
+    where it is a title alone ("celery.utils.log — Logging utilities").
     """
     index = index or SectionIndex(kg, headings)
     titles: dict[int, Title] = {}
@@ -385,6 +392,11 @@ def community_titles(
         communities = sorted((c for c in kg.communities.values() if c.level == level), key=lambda c: c.id)
         first = {c.id: _title(kg, index, c, [titles[a] for a in _ancestors(kg, c)]) for c in communities}
         titles.update(_placed(index, _distinct(kg, index, communities, first, titles)))
+    # after the titles are told apart: a page's tagline is its own, so two titles that
+    # differ keep differing, and none that is the same page's becomes another's
+    for cid, t in titles.items():
+        if t.section and t.text == t.section[0] and (tagline := (taglines or {}).get(t.text)):
+            titles[cid] = dataclasses.replace(t, text=with_tagline(t.text, tagline))
     return titles
 
 

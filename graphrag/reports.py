@@ -31,6 +31,7 @@ from graphrag.graph import KnowledgeGraph
 from graphrag.lexicon import PREPOSITIONS, is_gerund, relation_words, verb_lemma, word_classes
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
 from graphrag.naming import (
+    MAX_HEADING_DOCS,
     Section,
     SectionIndex,
     Title,
@@ -50,6 +51,7 @@ from graphrag.overview import (
     overview,
     restates,
 )
+from graphrag.taglines import page_taglines
 from graphrag.text import singular
 from graphrag.vocab import HEAD_NOUN_TYPES
 
@@ -325,6 +327,7 @@ def _evidence_chunk(rel: Relation) -> str | None:
 _LEADS = 2
 _LEAD_SHARE = 0.2
 _DEFINING_SHARE = 0.1
+
 
 
 def home_leads(
@@ -746,6 +749,27 @@ def _join(items: Sequence[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
+# the chunks of a page read for its tagline: its opening, past a banner chunk
+_TAGLINE_CHUNKS = 2
+
+
+def _taglines(index: SectionIndex, texts: Mapping[str, str] | None) -> dict[str, str]:
+    """Page title -> tagline of the pages titled by an identifier (:func:`page_taglines`).
+    A title two documents carry (a page copied with its title unchanged: Celery's
+    'celery.events.state' over the dispatcher's page too) gets none: whose would it be?"""
+    if not texts:
+        return {}
+    pages: dict[str, list[str]] = {}
+    docs: dict[str, set[str]] = {}
+    for chunk, path in index.paths.items():  # reading order
+        docs.setdefault(path[0], set()).add(doc_of(chunk))
+        opening = pages.setdefault(path[0], [])
+        if len(opening) < _TAGLINE_CHUNKS and chunk in texts:
+            opening.append(texts[chunk])
+    taglines = page_taglines(pages, MAX_HEADING_DOCS)
+    return {title: tagline for title, tagline in taglines.items() if len(docs[title]) == 1}
+
+
 def write_reports(
     kg: KnowledgeGraph,
     writer: ReportWriter,
@@ -778,7 +802,7 @@ def write_reports(
     todo = sorted(kg.communities.values(), key=lambda c: (-c.level, c.id))
     contexts = {c.id: community_context(kg, c) for c in todo}
     index = SectionIndex(kg, headings or {}, leads)
-    names = community_titles(kg, headings or {}, index)
+    names = community_titles(kg, headings or {}, index, _taglines(index, texts))
     titles: dict[str, str] = {}
     for chunk_id, path in (headings or {}).items():
         if path:

@@ -1,0 +1,81 @@
+"""What a page titled by an identifier says it is: its tagline.
+
+An API reference often titles its pages by a module's dotted name ("celery.utils.log",
+"amqp.channel", "oslo_log.formatters") and opens each with the module's one-line
+summary ("Logging utilities."). The bare name tells a reader who does not know the
+package nothing (blind raters marked such community titles 2 of 5); the manual's own
+summary after it does, as the Python manual titles its pages ("logging — Logging
+facility for Python"). :func:`page_taglines` finds those summaries; a page whose text
+opens otherwise gets none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from arborgraph.core.leads import normalise_space, split_units
+
+# a module's dotted path ("celery.utils.log") or one snake_case name ("oslo_log")
+_IDENTIFIER_TITLE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+# a one-line summary is short; past this it is the first sentence of the prose
+MAX_TAGLINE_WORDS = 10
+# what a phrase of prose does not hold: calls, signatures, assignments, markup
+_CODE_CHARS = re.compile(r"[()\[\]{}<>=`|\\]")
+# the opening sentences read on each page: enough to pass a banner the site puts first
+_OPENING_UNITS = 4
+# the separator between a page's name and its tagline, as the Python manual writes it
+SEPARATOR = " — "
+
+
+def is_identifier_title(title: str) -> bool:
+    """Whether ``title`` is a code name alone: a dotted path or a snake_case name."""
+    return bool(_IDENTIFIER_TITLE.match(title.strip()))
+
+
+def page_taglines(pages: Mapping[str, Sequence[str]], max_shared: int) -> dict[str, str]:
+    """Page title -> tagline, for the pages titled by an identifier whose text opens with
+    a one-line summary.
+
+    ``pages``: each page's title -> its chunks' texts in reading order (the first few
+    are read). A sentence that more than ``max_shared`` pages open with is the site's
+    banner ("This document describes the current stable version of Celery (5.2).") and
+    is passed over. The page's first other sentence is its tagline when it is a short
+    phrase of prose: at most :data:`MAX_TAGLINE_WORDS` words, capitalised, no code, not
+    naming the page itself; else the page has none (what follows a module's summary is
+    about its classes, not the module)."""
+    openings: dict[str, list[str]] = {}
+    shared: dict[str, set[str]] = defaultdict(set)
+    for title, texts in pages.items():
+        units: list[str] = []
+        for text in texts:
+            units.extend(u.text for u in split_units(text) if not u.is_list_item)
+            if len(units) >= _OPENING_UNITS:
+                break
+        openings[title] = units[:_OPENING_UNITS]
+        for unit in openings[title]:
+            shared[normalise_space(unit).lower()].add(title)
+    out: dict[str, str] = {}
+    for title, units in openings.items():
+        if not is_identifier_title(title):
+            continue
+        first = next((u for u in units if len(shared[normalise_space(u).lower()]) <= max_shared), None)
+        if first is not None and (tagline := _tagline(first, title)):
+            out[title] = tagline
+    return out
+
+
+def _tagline(sentence: str, title: str) -> str | None:
+    text = sentence.strip()
+    words = text.split()
+    if not words or len(words) > MAX_TAGLINE_WORDS or not words[0][:1].isupper():
+        return None
+    if _CODE_CHARS.search(text) or title.lower() in text.lower() or text.endswith((":", "?")):
+        return None
+    return text.rstrip(".").strip() or None
+
+
+def with_tagline(title: str, tagline: str | None) -> str:
+    """``title`` followed by its tagline, when it has one."""
+    return f"{title}{SEPARATOR}{tagline}" if tagline else title

@@ -1,0 +1,94 @@
+"""A page titled by a module's name is said with the one-line summary it opens with:
+"celery.utils.log — Logging utilities", the way the Python manual titles its pages."""
+
+from __future__ import annotations
+
+from graphrag.graph import KnowledgeGraph
+from graphrag.model import Community, Entity, Mention
+from graphrag.reports import ExtractiveReportWriter, write_reports
+from graphrag.taglines import is_identifier_title, page_taglines, with_tagline
+
+BANNER = "This document describes the current stable version of Celery (5.2). For development docs, go here."
+
+
+def test_identifier_titles_are_dotted_paths_and_snake_case_names() -> None:
+    assert is_identifier_title("celery.utils.log")
+    assert is_identifier_title("oslo_log")
+    assert not is_identifier_title("Calling Tasks")
+    assert not is_identifier_title("Logging")
+    assert not is_identifier_title("X.509 Reference")
+
+
+def test_the_summary_after_a_banner_many_pages_share_is_the_tagline() -> None:
+    pages = {
+        "celery.utils.log": [BANNER, "Logging utilities.\n\nclass celery.utils.log.ColorFormatter(fmt=None)[source]"],
+        "celery.schedules": [BANNER, "Schedules define the intervals at which periodic tasks run.\n\nexception x"],
+        "Calling Tasks": [BANNER, "This document describes Celery's uniform Calling API."],
+        "celery.app.task": [BANNER, "class celery.app.task.Task[source]\n\nTask base class."],
+        "celery.bin.worker": [BANNER, "Program used to start a Celery worker instance, with the options the "
+                                      "command line takes and their defaults."],
+        "celery.result": [BANNER, "The celery.result module holds task results and state."],
+    }
+    assert page_taglines(pages, max_shared=3) == {
+        "celery.utils.log": "Logging utilities",
+        "celery.schedules": "Schedules define the intervals at which periodic tasks run",
+    }
+
+
+def test_a_page_alone_has_no_banner_to_pass_over() -> None:
+    # with too few pages to call the opening sentence shared, it is the page's own
+    pages = {"vine.promises": ["Promise implementation.\n\nclass vine.promises.promise(fun=None)"]}
+    assert page_taglines(pages, max_shared=3) == {"vine.promises": "Promise implementation"}
+    assert page_taglines({"vine.promises": ["class vine.promises.promise(fun=None)"]}, max_shared=3) == {}
+
+
+def test_with_tagline() -> None:
+    assert with_tagline("amqp.channel", "AMQP Channels") == "amqp.channel — AMQP Channels"
+    assert with_tagline("amqp.channel", None) == "amqp.channel"
+
+
+def _entity(eid: str, name: str, chunks: list[str]) -> Entity:
+    return Entity(id=eid, name=name, type="term", mentions=[Mention(c, 0, len(name)) for c in chunks])
+
+
+def _manual() -> tuple[KnowledgeGraph, dict[str, list[str]], dict[str, str]]:
+    """A community at home on the page 'celery.utils.log', and four other pages with the
+    site's banner."""
+    log = ["log#0", "log#1", "log#2"]
+    entities = [
+        _entity("e1", "ColorFormatter", log[1:]),
+        _entity("e2", "LoggingProxy", log[1:]),
+        _entity("e3", "get_task_logger", log[1:]),
+    ]
+    headings = {c: ["celery.utils.log"] for c in log}
+    texts = {
+        "log#0": BANNER,
+        "log#1": "Logging utilities.\n\nclass celery.utils.log.ColorFormatter(fmt=None, use_color=True)",
+        "log#2": "class celery.utils.log.LoggingProxy(logger, loglevel=None)\n\nForward file object to logger.",
+    }
+    for page in ("calling", "canvas", "routing", "workers"):
+        headings[f"{page}#0"] = [page.capitalize()]
+        texts[f"{page}#0"] = BANNER
+    kg = KnowledgeGraph({e.id: e for e in entities}, {}, {0: Community(0, 0, ["e1", "e2", "e3"])})
+    return kg, headings, texts
+
+
+def test_a_community_at_home_on_a_module_page_is_titled_with_its_summary() -> None:
+    kg, headings, texts = _manual()
+    reports = write_reports(kg, ExtractiveReportWriter(), headings=headings, texts=texts)
+    assert reports[0].title == "celery.utils.log — Logging utilities"
+
+
+def test_without_the_texts_the_page_name_alone() -> None:
+    kg, headings, _ = _manual()
+    reports = write_reports(kg, ExtractiveReportWriter(), headings=headings)
+    assert reports[0].title == "celery.utils.log"
+
+
+def test_a_title_two_pages_carry_gets_no_tagline() -> None:
+    kg, headings, texts = _manual()
+    # the dispatcher's page, copied with the state module's title
+    headings["dispatcher#0"] = ["celery.utils.log"]
+    texts["dispatcher#0"] = "Event dispatcher sends events."
+    reports = write_reports(kg, ExtractiveReportWriter(), headings=headings, texts=texts)
+    assert reports[0].title == "celery.utils.log"
