@@ -38,11 +38,12 @@ Sampler = Callable[[Any, random.Random, int], list[Item]]
 PAGES_SHOWN = 5
 
 
-def tree_items(kb: Any, rng: random.Random, count: int) -> list[Item]:
-    """``count`` summary nodes of the public tree, drawn uniformly with ``rng``: name,
-    summary, parent's name and covered pages (most covered first)."""
+def tree_items(kb: Any, rng: random.Random, count: int, only: frozenset[str] | None = None) -> list[Item]:
+    """``count`` summary nodes of the public tree (of those in ``only``, when given),
+    drawn uniformly with ``rng``: name, summary, parent's name and covered pages (most
+    covered first)."""
     tree = kb.explorer.tree_view().tree
-    ids = sorted(n.node_id for n in tree.summaries())
+    ids = sorted(n.node_id for n in tree.summaries() if only is None or n.node_id in only)
     picked = sorted(rng.sample(ids, min(count, len(ids))))
     titles = {doc_id: info.title or doc_id for doc_id, info in kb.index.store.docs.items()}
     items = []
@@ -63,6 +64,22 @@ def tree_items(kb: Any, rng: random.Random, count: int) -> list[Item]:
 
 # kind -> sampler; the communities' sampler is registered beside this one
 SAMPLERS: dict[str, Sampler] = {"tree": tree_items}
+
+
+def changed_nodes(indexes: list[Path]) -> frozenset[str]:
+    """The summary nodes of the indexes' trees whose name or summary differ between them
+    (nodes of the same id in each; a narrow change is rated on the nodes it changes)."""
+    import arborgraph
+
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for index in indexes:
+        kb = arborgraph.open(index)
+        try:
+            for node in kb.explorer.tree_view().tree.summaries():
+                seen.setdefault(node.node_id, set()).add((node.title, node.text))
+        finally:
+            kb.close()
+    return frozenset(node_id for node_id, versions in seen.items() if len(versions) > 1)
 
 
 class _Recomputed:
@@ -102,12 +119,16 @@ RECOMPUTED = " (recomputed)"
 
 
 def sample(
-    indexes: list[Path], kinds: list[str], per_index: int, seed: int, recompute: list[Path] | None = None
+    indexes: list[Path], kinds: list[str], per_index: int, seed: int, recompute: list[Path] | None = None,
+    changed_only: bool = False,
 ) -> tuple[list[Item], dict[str, str]]:
     """Items of every index and kind, shuffled together under neutral ids, and the key
     (item id -> index path; "PATH (recomputed)" for an index of ``recompute``, whose
-    structures are recomputed with this checkout's code)."""
+    structures are recomputed with this checkout's code). ``changed_only``: tree nodes
+    only from those whose name or summary differ between the ``indexes``."""
     import arborgraph
+
+    only = changed_nodes(indexes) if changed_only else None
 
     drawn: list[tuple[Item, str]] = []
     sources = [(index, False) for index in indexes] + [(index, True) for index in recompute or []]
@@ -120,7 +141,8 @@ def sample(
                 # from an index whatever else is sampled beside it
                 rng = random.Random(f"{seed}:{kind}")
                 label = str(index) + (RECOMPUTED if fresh else "")
-                drawn += [(item, label) for item in SAMPLERS[kind](view, rng, per_index)]
+                items = SAMPLERS[kind](view, rng, per_index, only) if only is not None else SAMPLERS[kind](view, rng, per_index)
+                drawn += [(item, label) for item in items]
         finally:
             kb.close()
     random.Random(seed).shuffle(drawn)
@@ -167,12 +189,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=["md", "json"], default="md")
     parser.add_argument("--out", type=Path, default=None, help="the sheet (default: stdout)")
     parser.add_argument("--key", type=Path, default=None, help="where the key goes (item id -> index)")
+    parser.add_argument("--changed-only", action="store_true",
+                        help="tree nodes only from those whose name or summary differ between the --index indexes")
     args = parser.parse_args(argv)
+    if args.changed_only and (len(args.index) < 2 or args.kinds != ["tree"]):
+        parser.error("--changed-only compares the trees of two or more --index indexes (--kinds tree)")
     if not args.index and not args.recompute:
         parser.error("give at least one --index or --recompute")
     if len(args.index) + len(args.recompute) > 1 and args.key is None:
         parser.error("--key is needed with several indexes: the sheet itself does not say which is which")
-    items, key = sample(args.index, args.kinds, args.per_index, args.seed, args.recompute)
+    items, key = sample(args.index, args.kinds, args.per_index, args.seed, args.recompute, args.changed_only)
     text = markdown(items) if args.format == "md" else json.dumps(items, indent=1, ensure_ascii=False) + "\n"
     if args.out is None:
         sys.stdout.write(text)

@@ -36,12 +36,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from arborgraph.core.taglines import with_tagline
 from arborgraph.core.text import ENTITY_STOPWORDS
 from graphrag.extract.terms import heading_key
 from graphrag.graph import KnowledgeGraph
 from graphrag.lexicon import word_classes
 from graphrag.model import Community, Entity
-from graphrag.taglines import with_tagline
 from graphrag.text import entity_key
 from graphrag.vocab import GENERIC_WORDS, HEAD_NOUN_TYPES
 

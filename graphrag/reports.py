@@ -25,13 +25,13 @@ from typing import Protocol
 
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.leads import is_fragment, points_elsewhere
+from arborgraph.core.taglines import page_taglines
 from arborgraph.core.text import reads_alone
 from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
 from graphrag.lexicon import PREPOSITIONS, is_gerund, relation_words, verb_lemma, word_classes
 from graphrag.model import CO_OCCURS, Community, CommunityReport, Entity, Finding, Relation
 from graphrag.naming import (
-    MAX_HEADING_DOCS,
     Section,
     SectionIndex,
     Title,
@@ -51,7 +51,6 @@ from graphrag.overview import (
     overview,
     restates,
 )
-from graphrag.taglines import page_taglines
 from graphrag.text import singular
 from graphrag.vocab import HEAD_NOUN_TYPES
 
@@ -754,20 +753,15 @@ _TAGLINE_CHUNKS = 2
 
 
 def _taglines(index: SectionIndex, texts: Mapping[str, str] | None) -> dict[str, str]:
-    """Page title -> tagline of the pages titled by an identifier (:func:`page_taglines`).
-    A title two documents carry (a page copied with its title unchanged: Celery's
-    'celery.events.state' over the dispatcher's page too) gets none: whose would it be?"""
+    """Page title -> tagline of the pages titled by an identifier (:func:`page_taglines`)."""
     if not texts:
         return {}
-    pages: dict[str, list[str]] = {}
-    docs: dict[str, set[str]] = {}
+    pages: dict[str, tuple[str, list[str]]] = {}  # document -> its title and opening
     for chunk, path in index.paths.items():  # reading order
-        docs.setdefault(path[0], set()).add(doc_of(chunk))
-        opening = pages.setdefault(path[0], [])
+        title, opening = pages.setdefault(doc_of(chunk), (path[0], []))
         if len(opening) < _TAGLINE_CHUNKS and chunk in texts:
             opening.append(texts[chunk])
-    taglines = page_taglines(pages, MAX_HEADING_DOCS)
-    return {title: tagline for title, tagline in taglines.items() if len(docs[title]) == 1}
+    return page_taglines(pages.values())
 
 
 def write_reports(

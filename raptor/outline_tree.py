@@ -25,6 +25,7 @@ from arborgraph.core.protocols import ProgressCallback
 from raptor.config import RaptorConfig
 from raptor.digest import Part, digest
 from arborgraph.core.leads import lead_sentence, opening
+from arborgraph.core.taglines import page_taglines, with_tagline
 from raptor.outline import OutlineNode, is_generic, outline, plain_title
 from raptor.summary import Cluster, ClusterMember, Summariser
 from raptor.tree import Leaf, Node
@@ -85,6 +86,7 @@ def outline_items(
     ]
     item_vectors = [vectors[i] for i in range(len(leaves))]
     nodes, tops = outline(leaves)
+    taglines = _page_taglines(nodes, leaves)
     index_of: dict[int, int] = {}
     leads: dict[int, str | None] = {}
 
@@ -98,10 +100,13 @@ def outline_items(
         own, parts = _digest_parts(node, children, items, leaves, leaf_lead)
         text = digest(own, parts, budget=config.summary_max_tokens, count_tokens=count_tokens) or node.title
         me = len(items)
+        title = node.title or node.doc_id
+        if node.kind == "page":
+            title = with_tagline(title, taglines.get(node.title))
         items.append(
             Item(
                 level=1 + max(items[k].level for k in children),
-                title=node.title or node.doc_id,
+                title=title,
                 text=text,
                 lead=own[0] if own else next((p.lead for p in parts if p.lead), None),
                 leaves=list(node.leaves),
@@ -120,6 +125,19 @@ def outline_items(
         item_vectors.append(_unit(vectors[node.leaves].mean(axis=0)))
         index_of[id(node)] = me
     return items, item_vectors, [index_of[id(t)] for t in tops]
+
+
+# a page's opening chunks read for its tagline
+_TAGLINE_LEAVES = 2
+
+
+def _page_taglines(nodes: Sequence[OutlineNode], leaves: Sequence[Leaf]) -> dict[str, str]:
+    """Page title -> the one-line summary a page titled by a module's name opens with
+    (:func:`arborgraph.core.taglines.page_taglines`)."""
+    return page_taglines(
+        (node.title, [leaves[i].text for i in node.leaves[:_TAGLINE_LEAVES]])
+        for node in nodes if node.kind == "page" and node.title
+    )
 
 
 def _digest_parts(

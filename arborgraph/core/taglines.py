@@ -12,8 +12,8 @@ opens otherwise gets none.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 
 from arborgraph.core.leads import normalise_space, split_units
 
@@ -25,6 +25,9 @@ MAX_TAGLINE_WORDS = 10
 _CODE_CHARS = re.compile(r"[()\[\]{}<>=`|\\]")
 # the opening sentences read on each page: enough to pass a banner the site puts first
 _OPENING_UNITS = 4
+# a sentence more pages than this open with is the site's banner (as a heading more pages
+# than this use is page structure: graphrag.naming.MAX_HEADING_DOCS)
+BANNER_PAGES = 3
 # the separator between a page's name and its tagline, as the Python manual writes it
 SEPARATOR = " — "
 
@@ -34,36 +37,44 @@ def is_identifier_title(title: str) -> bool:
     return bool(_IDENTIFIER_TITLE.match(title.strip()))
 
 
-def page_taglines(pages: Mapping[str, Sequence[str]], max_shared: int) -> dict[str, str]:
+def page_taglines(pages: Iterable[tuple[str, Sequence[str]]], max_shared: int = BANNER_PAGES) -> dict[str, str]:
     """Page title -> tagline, for the pages titled by an identifier whose text opens with
     a one-line summary.
 
-    ``pages``: each page's title -> its chunks' texts in reading order (the first few
-    are read). A sentence that more than ``max_shared`` pages open with is the site's
-    banner ("This document describes the current stable version of Celery (5.2).") and
-    is passed over. The page's first other sentence is its tagline when it is a short
-    phrase of prose: at most :data:`MAX_TAGLINE_WORDS` words, capitalised, no code, not
-    naming the page itself; else the page has none (what follows a module's summary is
-    about its classes, not the module)."""
-    openings: dict[str, list[str]] = {}
-    shared: dict[str, set[str]] = defaultdict(set)
-    for title, texts in pages.items():
+    ``pages``: one (title, its chunks' texts in reading order) per page; the first few
+    texts are read. A sentence that more than ``max_shared`` pages open with is the
+    site's banner ("This document describes the current stable version of Celery
+    (5.2).") and is passed over. The page's first other sentence is its tagline when it
+    is a short phrase of prose: at most :data:`MAX_TAGLINE_WORDS` words, capitalised, no
+    code, not naming the page itself; else the page has none (what follows a module's
+    summary is about its classes, not the module). A title two pages carry (a page
+    copied with its title unchanged: Celery's "celery.events.state" over the
+    dispatcher's page too) gets none: whose would it be?"""
+    openings: list[tuple[str, list[str]]] = []
+    carried: Counter[str] = Counter()
+    shared: dict[str, int] = defaultdict(int)
+    for title, texts in pages:
         units: list[str] = []
         for text in texts:
             units.extend(u.text for u in split_units(text) if not u.is_list_item)
             if len(units) >= _OPENING_UNITS:
                 break
-        openings[title] = units[:_OPENING_UNITS]
-        for unit in openings[title]:
-            shared[normalise_space(unit).lower()].add(title)
+        openings.append((title, units[:_OPENING_UNITS]))
+        carried[title] += 1
+        for key in {_key(unit) for unit in units[:_OPENING_UNITS]}:
+            shared[key] += 1
     out: dict[str, str] = {}
-    for title, units in openings.items():
-        if not is_identifier_title(title):
+    for title, units in openings:
+        if carried[title] > 1 or not is_identifier_title(title):
             continue
-        first = next((u for u in units if len(shared[normalise_space(u).lower()]) <= max_shared), None)
+        first = next((u for u in units if shared[_key(u)] <= max_shared), None)
         if first is not None and (tagline := _tagline(first, title)):
             out[title] = tagline
     return out
+
+
+def _key(sentence: str) -> str:
+    return normalise_space(sentence).lower()
 
 
 def _tagline(sentence: str, title: str) -> str | None:

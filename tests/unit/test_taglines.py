@@ -6,7 +6,7 @@ from __future__ import annotations
 from graphrag.graph import KnowledgeGraph
 from graphrag.model import Community, Entity, Mention
 from graphrag.reports import ExtractiveReportWriter, write_reports
-from graphrag.taglines import is_identifier_title, page_taglines, with_tagline
+from arborgraph.core.taglines import is_identifier_title, page_taglines, with_tagline
 
 BANNER = "This document describes the current stable version of Celery (5.2). For development docs, go here."
 
@@ -29,7 +29,7 @@ def test_the_summary_after_a_banner_many_pages_share_is_the_tagline() -> None:
                                       "command line takes and their defaults."],
         "celery.result": [BANNER, "The celery.result module holds task results and state."],
     }
-    assert page_taglines(pages, max_shared=3) == {
+    assert page_taglines(pages.items()) == {
         "celery.utils.log": "Logging utilities",
         "celery.schedules": "Schedules define the intervals at which periodic tasks run",
     }
@@ -37,9 +37,15 @@ def test_the_summary_after_a_banner_many_pages_share_is_the_tagline() -> None:
 
 def test_a_page_alone_has_no_banner_to_pass_over() -> None:
     # with too few pages to call the opening sentence shared, it is the page's own
-    pages = {"vine.promises": ["Promise implementation.\n\nclass vine.promises.promise(fun=None)"]}
-    assert page_taglines(pages, max_shared=3) == {"vine.promises": "Promise implementation"}
-    assert page_taglines({"vine.promises": ["class vine.promises.promise(fun=None)"]}, max_shared=3) == {}
+    pages = [("vine.promises", ["Promise implementation.\n\nclass vine.promises.promise(fun=None)"])]
+    assert page_taglines(pages) == {"vine.promises": "Promise implementation"}
+    assert page_taglines([("vine.promises", ["class vine.promises.promise(fun=None)"])]) == {}
+
+
+def test_a_title_two_pages_carry_has_no_tagline_of_either() -> None:
+    pages = [("celery.events.state", ["In-memory representation of cluster state."]),
+             ("celery.events.state", ["Event dispatcher sends events."])]
+    assert page_taglines(pages) == {}
 
 
 def test_with_tagline() -> None:
@@ -92,3 +98,28 @@ def test_a_title_two_pages_carry_gets_no_tagline() -> None:
     texts["dispatcher#0"] = "Event dispatcher sends events."
     reports = write_reports(kg, ExtractiveReportWriter(), headings=headings, texts=texts)
     assert reports[0].title == "celery.utils.log"
+
+
+def test_the_trees_page_node_is_said_with_its_summary_too() -> None:
+    import numpy as np
+
+    from raptor.config import RaptorConfig
+    from raptor.outline_tree import outline_items
+    from raptor.tree import Leaf
+
+    texts = {
+        "celery.utils.log": [BANNER, "Logging utilities.\n\nclass celery.utils.log.ColorFormatter(fmt=None)"],
+        "Calling Tasks": [BANNER, "This document describes Celery's uniform Calling API."],
+        "Canvas": [BANNER, "A signature wraps the arguments of a single task invocation."],
+        "Routing": [BANNER, "Routing sends messages to the right queues."],
+        "Workers": [BANNER, "Workers run the tasks."],
+    }
+    leaves = [
+        Leaf(chunk_id=f"p{p}#{n}", doc_id=f"p{p}", text=text, heading_path=[title])
+        for p, (title, chunks) in enumerate(texts.items()) for n, text in enumerate(chunks)
+    ]
+    vectors = np.random.default_rng(0).normal(size=(len(leaves), 8))
+    items, _, _ = outline_items(leaves, vectors, count_tokens=lambda t: len(t.split()), config=RaptorConfig())
+    titles = {it.title for it in items if it.origin == "outline"}
+    assert "celery.utils.log — Logging utilities" in titles
+    assert {"Calling Tasks", "Canvas", "Routing", "Workers"} <= titles
