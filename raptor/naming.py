@@ -37,6 +37,7 @@ from arborgraph.core.text import STOPWORDS, SUMMARY_STOPWORDS
 from raptor.config import RaptorConfig
 from raptor.text import clean_label
 from arborgraph.core.leads import is_summary_sentence, split_units
+from arborgraph.core.taglines import banner_key, banner_sentences, page_opening
 from raptor.tree import Node, Tree
 
 MAX_WORDS = 6
@@ -462,6 +463,7 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
 
     generic = _recurring_headings(leaves)
     boilerplate = _boilerplate_headings(leaves)
+    banner = _banner(leaves)
     page_keys = {_key(clean_label(leaf.heading_path[0]).rstrip(".:;,")) for leaf in leaves if leaf.heading_path}
     for i, leaf in enumerate(leaves):
         seen: set[int] = set()
@@ -481,7 +483,7 @@ def _vocabulary(leaves: Sequence[Node]) -> _Vocabulary:
             if _key(path[depth]) in _NO_TOPIC or _key(path[depth]) in boilerplate:
                 continue
             seen.add(column(_key(label), label, True))
-        for run in _prose_runs(leaf.text):
+        for run in _prose_runs(leaf.text, banner):
             low = [w.lower() for w in run]
             # each word's part in a key: the last word of a phrase drops a plural "s"
             last = [_singular(w) for w in low]
@@ -573,12 +575,30 @@ def _short_heading(label: str) -> str:
     return label
 
 
-def _prose_runs(text: str) -> list[list[str]]:
-    """Runs of adjacent content words in the prose sentences of ``text``: broken by
-    punctuation and function words, so each run is a candidate phrase's home."""
+# a page's opening chunks, where a site's banner is
+_OPENING_LEAVES = 2
+
+
+def _banner(leaves: Sequence[Node]) -> frozenset[str]:
+    """The sentences many pages open with (:func:`arborgraph.core.taglines.banner_sentences`):
+    a site's banner names no topic ("Development docs" named a cluster of Celery's module
+    pages)."""
+    openings: dict[str, list[str]] = {}
+    for leaf in leaves:  # reading order
+        if leaf.doc_ids:
+            opening = openings.setdefault(leaf.doc_ids[0], [])
+            if len(opening) < _OPENING_LEAVES:
+                opening.append(leaf.text)
+    return banner_sentences(page_opening(texts) for texts in openings.values())
+
+
+def _prose_runs(text: str, banner: frozenset[str] = frozenset()) -> list[list[str]]:
+    """Runs of adjacent content words in the prose sentences of ``text`` (a site's
+    ``banner`` left out): broken by punctuation and function words, so each run is a
+    candidate phrase's home."""
     runs: list[list[str]] = []
     for unit in split_units(text):
-        if not is_summary_sentence(unit):
+        if not is_summary_sentence(unit) or (banner and banner_key(unit.text) in banner):
             continue
         sentence = unit.text
         run: list[str] = []

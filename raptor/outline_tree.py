@@ -24,8 +24,8 @@ from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.protocols import ProgressCallback
 from raptor.config import RaptorConfig
 from raptor.digest import Part, digest
-from arborgraph.core.leads import lead_sentence, opening
-from arborgraph.core.taglines import page_taglines, with_tagline
+from arborgraph.core.leads import opening
+from arborgraph.core.taglines import banner_key, banner_sentences, page_opening, page_taglines, with_tagline
 from raptor.outline import OutlineNode, is_generic, outline, plain_title
 from raptor.summary import Cluster, ClusterMember, Summariser
 from raptor.tree import Leaf, Node
@@ -87,17 +87,24 @@ def outline_items(
     item_vectors = [vectors[i] for i in range(len(leaves))]
     nodes, tops = outline(leaves)
     taglines = _page_taglines(nodes, leaves)
+    banner = banner_sentences(
+        page_opening([leaves[i].text for i in node.leaves[:_TAGLINE_LEAVES]]) for node in nodes if node.kind == "page"
+    )
     index_of: dict[int, int] = {}
     leads: dict[int, str | None] = {}
 
+    def leaf_opening(i: int, n: int) -> list[str]:
+        return _opening(leaves[i].text, n, banner)
+
     def leaf_lead(i: int) -> str | None:
         if i not in leads:
-            leads[i] = lead_sentence(leaves[i].text)
+            found = leaf_opening(i, 1)
+            leads[i] = found[0] if found else None
         return leads[i]
 
     for node in nodes:
         children = [index_of[id(c)] if isinstance(c, OutlineNode) else c for c in node.items]
-        own, parts = _digest_parts(node, children, items, leaves, leaf_lead)
+        own, parts = _digest_parts(node, children, items, leaves, leaf_lead, leaf_opening)
         text = digest(own, parts, budget=config.summary_max_tokens, count_tokens=count_tokens) or node.title
         me = len(items)
         title = node.title or node.doc_id
@@ -131,6 +138,20 @@ def outline_items(
 _TAGLINE_LEAVES = 2
 
 
+# how many more sentences are read past a page's banner for its opening
+_PAST_BANNER = 2
+
+
+def _opening(text: str, n: int, banner: frozenset[str]) -> list[str]:
+    """The first ``n`` sentences of ``text`` that read on their own
+    (:func:`arborgraph.core.leads.opening`), the site's ``banner`` passed over: "For
+    development docs, go here." opened every digest of Celery's module pages."""
+    found = opening(text, n)
+    if not any(banner_key(s) in banner for s in found):
+        return found
+    return [s for s in opening(text, n + _PAST_BANNER) if banner_key(s) not in banner][:n]
+
+
 def _page_taglines(nodes: Sequence[OutlineNode], leaves: Sequence[Leaf]) -> dict[str, str]:
     """Page title -> the one-line summary a page titled by a module's name opens with
     (:func:`arborgraph.core.taglines.page_taglines`)."""
@@ -146,6 +167,7 @@ def _digest_parts(
     items: list[Item],
     leaves: Sequence[Leaf],
     leaf_lead: Callable[[int], str | None],
+    leaf_opening: Callable[[int, int], list[str]],
 ) -> tuple[list[str], list[Part]]:
     """What an outline node's digest is made of, in reading order: its opening sentences
     (those of its first chunks, when its own text comes first) and its parts, each with
@@ -167,7 +189,7 @@ def _digest_parts(
         path = tuple(leaves[k].heading_path)
         if node.kind == "folder" or len(path) <= len(node.heading_path) or not path:
             if opening_run and len(own) < wanted:
-                own.extend(s for s in opening(leaves[k].text, wanted - len(own)) if s not in own)
+                own.extend(s for s in leaf_opening(k, wanted - len(own)) if s not in own)
             continue
         opening_run = False
         heading = plain_title(path[-1])

@@ -1,4 +1,8 @@
-"""What a page titled by an identifier says it is: its tagline.
+"""What pages open with: the site's banner many share, and a module page's tagline.
+
+A site often opens every page with the same banner ("This document describes the current
+stable version of Celery (5.2). For development docs, go here."): :func:`banner_sentences`
+finds it, so that no digest, lead or name quotes it as if it said what a page is about.
 
 An API reference often titles its pages by a module's dotted name ("celery.utils.log",
 "amqp.channel", "oslo_log.formatters") and opens each with the module's one-line
@@ -12,7 +16,7 @@ opens otherwise gets none.
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from arborgraph.core.leads import normalise_space, split_units
@@ -37,44 +41,55 @@ def is_identifier_title(title: str) -> bool:
     return bool(_IDENTIFIER_TITLE.match(title.strip()))
 
 
+def page_opening(texts: Sequence[str]) -> list[str]:
+    """The first few sentences of a page (its chunks' ``texts`` in reading order), list
+    items left out: where a banner or a module's one-line summary is."""
+    units: list[str] = []
+    for text in texts:
+        units.extend(u.text for u in split_units(text) if not u.is_list_item)
+        if len(units) >= _OPENING_UNITS:
+            break
+    return units[:_OPENING_UNITS]
+
+
+def banner_sentences(openings: Iterable[Sequence[str]], max_shared: int = BANNER_PAGES) -> frozenset[str]:
+    """The sentences (as :func:`banner_key` gives them) that more than ``max_shared`` of
+    the pages open with (``openings``: each page's :func:`page_opening`): the site's
+    banner, not what any page is about."""
+    shared: Counter[str] = Counter()
+    for opening in openings:
+        shared.update({banner_key(sentence) for sentence in opening})
+    return frozenset(key for key, pages in shared.items() if pages > max_shared)
+
+
+def banner_key(sentence: str) -> str:
+    """A sentence as banners are compared: spacing and case aside."""
+    return normalise_space(sentence).lower()
+
+
 def page_taglines(pages: Iterable[tuple[str, Sequence[str]]], max_shared: int = BANNER_PAGES) -> dict[str, str]:
     """Page title -> tagline, for the pages titled by an identifier whose text opens with
     a one-line summary.
 
     ``pages``: one (title, its chunks' texts in reading order) per page; the first few
-    texts are read. A sentence that more than ``max_shared`` pages open with is the
-    site's banner ("This document describes the current stable version of Celery
-    (5.2).") and is passed over. The page's first other sentence is its tagline when it
-    is a short phrase of prose: at most :data:`MAX_TAGLINE_WORDS` words, capitalised, no
-    code, not naming the page itself; else the page has none (what follows a module's
-    summary is about its classes, not the module). A title two pages carry (a page
-    copied with its title unchanged: Celery's "celery.events.state" over the
-    dispatcher's page too) gets none: whose would it be?"""
-    openings: list[tuple[str, list[str]]] = []
-    carried: Counter[str] = Counter()
-    shared: dict[str, int] = defaultdict(int)
-    for title, texts in pages:
-        units: list[str] = []
-        for text in texts:
-            units.extend(u.text for u in split_units(text) if not u.is_list_item)
-            if len(units) >= _OPENING_UNITS:
-                break
-        openings.append((title, units[:_OPENING_UNITS]))
-        carried[title] += 1
-        for key in {_key(unit) for unit in units[:_OPENING_UNITS]}:
-            shared[key] += 1
+    texts are read. The site's banner (:func:`banner_sentences`) is passed over. The
+    page's first other sentence is its tagline when it is a short phrase of prose: at
+    most :data:`MAX_TAGLINE_WORDS` words, capitalised, no code, not naming the page
+    itself; else the page has none (what follows a module's summary is about its
+    classes, not the module). A title two pages carry (a page copied with its title
+    unchanged: Celery's "celery.events.state" over the dispatcher's page too) gets none:
+    whose would it be?"""
+    openings = [(title, page_opening(texts)) for title, texts in pages]
+    carried = Counter(title for title, _ in openings)
+    banner = banner_sentences((units for _, units in openings), max_shared)
     out: dict[str, str] = {}
     for title, units in openings:
         if carried[title] > 1 or not is_identifier_title(title):
             continue
-        first = next((u for u in units if shared[_key(u)] <= max_shared), None)
+        first = next((u for u in units if banner_key(u) not in banner), None)
         if first is not None and (tagline := _tagline(first, title)):
             out[title] = tagline
     return out
-
-
-def _key(sentence: str) -> str:
-    return normalise_space(sentence).lower()
 
 
 def _tagline(sentence: str, title: str) -> str | None:

@@ -100,26 +100,61 @@ def test_a_title_two_pages_carry_gets_no_tagline() -> None:
     assert reports[0].title == "celery.utils.log"
 
 
-def test_the_trees_page_node_is_said_with_its_summary_too() -> None:
+# a small site: every page opens with the banner, then its own first sentence
+SITE = {
+    "celery.utils.log": [BANNER, "Logging utilities.\n\nclass celery.utils.log.ColorFormatter(fmt=None)"],
+    "Calling Tasks": [BANNER, "This document describes Celery's uniform Calling API."],
+    "Canvas": [BANNER, "A signature wraps the arguments of a single task invocation."],
+    "Routing": [BANNER, "Routing sends messages to the right queues."],
+    "Workers": [BANNER, "Workers run the tasks."],
+}
+
+
+def _outline_nodes(pages: dict[str, list[str]]) -> dict[str, str]:
+    """Title -> digest of each outline node of a tree over ``pages``."""
     import numpy as np
 
     from raptor.config import RaptorConfig
     from raptor.outline_tree import outline_items
     from raptor.tree import Leaf
 
-    texts = {
-        "celery.utils.log": [BANNER, "Logging utilities.\n\nclass celery.utils.log.ColorFormatter(fmt=None)"],
-        "Calling Tasks": [BANNER, "This document describes Celery's uniform Calling API."],
-        "Canvas": [BANNER, "A signature wraps the arguments of a single task invocation."],
-        "Routing": [BANNER, "Routing sends messages to the right queues."],
-        "Workers": [BANNER, "Workers run the tasks."],
-    }
     leaves = [
         Leaf(chunk_id=f"p{p}#{n}", doc_id=f"p{p}", text=text, heading_path=[title])
-        for p, (title, chunks) in enumerate(texts.items()) for n, text in enumerate(chunks)
+        for p, (title, chunks) in enumerate(pages.items()) for n, text in enumerate(chunks)
     ]
     vectors = np.random.default_rng(0).normal(size=(len(leaves), 8))
     items, _, _ = outline_items(leaves, vectors, count_tokens=lambda t: len(t.split()), config=RaptorConfig())
-    titles = {it.title for it in items if it.origin == "outline"}
+    return {it.title: it.text for it in items if it.origin == "outline"}
+
+
+def test_the_trees_page_node_is_said_with_its_summary_too() -> None:
+    titles = set(_outline_nodes(SITE))
     assert "celery.utils.log — Logging utilities" in titles
     assert {"Calling Tasks", "Canvas", "Routing", "Workers"} <= titles
+
+
+def test_the_sentences_more_than_three_pages_open_with_are_the_banner() -> None:
+    from arborgraph.core.taglines import banner_key, banner_sentences, page_opening
+
+    shared_by_three = "Routing sends messages to the right queues."
+    openings = [page_opening([BANNER, f"Page {n} is about topic {n}."]) for n in range(4)]
+    openings += [page_opening([shared_by_three]) for _ in range(3)]
+    banner = banner_sentences(openings)
+    assert banner == {
+        banner_key("This document describes the current stable version of Celery (5.2)."),
+        banner_key("For development docs, go here."),
+    }
+    assert banner_sentences(openings[:3]) == frozenset()  # three pages are no site
+
+
+def test_no_tree_digest_or_name_quotes_the_banner() -> None:
+    from arborgraph.core.taglines import banner_key
+    from raptor.naming import _prose_runs
+
+    digests = _outline_nodes(SITE)
+    assert digests["Canvas"].startswith("A signature wraps the arguments")
+    assert not any("development docs" in text or "stable version" in text for text in digests.values())
+    banner = frozenset({banner_key("For development docs, go here.")})
+    text = "For development docs, go here.\n\nThe workers execute the queued tasks quickly."
+    assert ["development", "docs"] in _prose_runs(text)
+    assert _prose_runs(text, banner) == [["workers", "execute"], ["queued", "tasks", "quickly"]]
