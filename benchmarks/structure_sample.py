@@ -141,7 +141,8 @@ def sample(
                 # from an index whatever else is sampled beside it
                 rng = random.Random(f"{seed}:{kind}")
                 label = str(index) + (RECOMPUTED if fresh else "")
-                items = SAMPLERS[kind](view, rng, per_index, only) if only is not None else SAMPLERS[kind](view, rng, per_index)
+                sampler = SAMPLERS[kind]
+                items = sampler(view, rng, per_index) if only is None else tree_items(view, rng, per_index, only)
                 drawn += [(item, label) for item in items]
         finally:
             kb.close()

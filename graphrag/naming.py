@@ -383,7 +383,7 @@ def community_titles(
     ``headings``: chunk id -> heading path (page title first) of the graph's chunks;
     ``index``: their :class:`SectionIndex` when the caller has made it already;
     ``taglines``: page title -> the one-line summary a page titled by an identifier
-    opens with (:func:`graphrag.taglines.page_taglines`), said after that page's name
+    opens with (:func:`arborgraph.core.taglines.page_taglines`), said after that page's name
     where it is a title alone ("celery.utils.log — Logging utilities").
     """
     index = index or SectionIndex(kg, headings)

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.leads import is_fragment, points_elsewhere
-from arborgraph.core.taglines import page_taglines
+from arborgraph.core.taglines import OPENING_CHUNKS, page_taglines
 from arborgraph.core.text import reads_alone
 from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
@@ -326,7 +326,6 @@ def _evidence_chunk(rel: Relation) -> str | None:
 _LEADS = 2
 _LEAD_SHARE = 0.2
 _DEFINING_SHARE = 0.1
-
 
 
 def home_leads(
@@ -748,10 +747,6 @@ def _join(items: Sequence[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-# the chunks of a page read for its tagline: its opening, past a banner chunk
-_TAGLINE_CHUNKS = 2
-
-
 def _taglines(index: SectionIndex, texts: Mapping[str, str] | None) -> dict[str, str]:
     """Page title -> tagline of the pages titled by an identifier (:func:`page_taglines`)."""
     if not texts:
@@ -759,7 +754,7 @@ def _taglines(index: SectionIndex, texts: Mapping[str, str] | None) -> dict[str,
     pages: dict[str, tuple[str, list[str]]] = {}  # document -> its title and opening
     for chunk, path in index.paths.items():  # reading order
         title, opening = pages.setdefault(doc_of(chunk), (path[0], []))
-        if len(opening) < _TAGLINE_CHUNKS and chunk in texts:
+        if len(opening) < OPENING_CHUNKS and chunk in texts:
             opening.append(texts[chunk])
     return page_taglines(pages.values())
 

@@ -25,7 +25,14 @@ from arborgraph.core.protocols import ProgressCallback
 from raptor.config import RaptorConfig
 from raptor.digest import Part, digest
 from arborgraph.core.leads import opening
-from arborgraph.core.taglines import banner_key, banner_sentences, page_opening, page_taglines, with_tagline
+from arborgraph.core.taglines import (
+    OPENING_CHUNKS,
+    banner_key,
+    banner_sentences,
+    page_opening,
+    page_taglines,
+    with_tagline,
+)
 from raptor.outline import OutlineNode, is_generic, outline, plain_title
 from raptor.summary import Cluster, ClusterMember, Summariser
 from raptor.tree import Leaf, Node
@@ -88,7 +95,7 @@ def outline_items(
     nodes, tops = outline(leaves)
     taglines = _page_taglines(nodes, leaves)
     banner = banner_sentences(
-        page_opening([leaves[i].text for i in node.leaves[:_TAGLINE_LEAVES]]) for node in nodes if node.kind == "page"
+        page_opening([leaves[i].text for i in node.leaves[:OPENING_CHUNKS]]) for node in nodes if node.kind == "page"
     )
     index_of: dict[int, int] = {}
     leads: dict[int, str | None] = {}
@@ -134,10 +141,6 @@ def outline_items(
     return items, item_vectors, [index_of[id(t)] for t in tops]
 
 
-# a page's opening chunks read for its tagline
-_TAGLINE_LEAVES = 2
-
-
 # how many more sentences are read past a page's banner for its opening
 _PAST_BANNER = 2
 
@@ -156,7 +159,7 @@ def _page_taglines(nodes: Sequence[OutlineNode], leaves: Sequence[Leaf]) -> dict
     """Page title -> the one-line summary a page titled by a module's name opens with
     (:func:`arborgraph.core.taglines.page_taglines`)."""
     return page_taglines(
-        (node.title, [leaves[i].text for i in node.leaves[:_TAGLINE_LEAVES]])
+        (node.title, [leaves[i].text for i in node.leaves[:OPENING_CHUNKS]])
         for node in nodes if node.kind == "page" and node.title
     )
 

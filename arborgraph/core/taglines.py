@@ -27,6 +27,8 @@ _IDENTIFIER_TITLE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|^[a-z][a-z0-9
 MAX_TAGLINE_WORDS = 10
 # what a phrase of prose does not hold: calls, signatures, assignments, markup
 _CODE_CHARS = re.compile(r"[()\[\]{}<>=`|\\]")
+# a page's chunks its opening is read from: a banner may fill the first
+OPENING_CHUNKS = 2
 # the opening sentences read on each page: enough to pass a banner the site puts first
 _OPENING_UNITS = 4
 # a sentence more pages than this open with is the site's banner (as a heading more pages
@@ -42,8 +44,9 @@ def is_identifier_title(title: str) -> bool:
 
 
 def page_opening(texts: Sequence[str]) -> list[str]:
-    """The first few sentences of a page (its chunks' ``texts`` in reading order), list
-    items left out: where a banner or a module's one-line summary is."""
+    """The first few sentences of a page (its first :data:`OPENING_CHUNKS` chunks'
+    ``texts`` in reading order), list items left out: where a banner or a module's
+    one-line summary is."""
     units: list[str] = []
     for text in texts:
         units.extend(u.text for u in split_units(text) if not u.is_list_item)
