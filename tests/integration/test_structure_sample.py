@@ -67,3 +67,29 @@ def test_an_index_recomputed_with_this_code_is_drawn_on_the_same_nodes(sample_in
     pages = lambda label: sorted(str(items[i]["pages"]) for i, v in mapping.items() if v == label)  # noqa: E731
     assert pages(str(sample_index)) == pages(str(sample_index) + " (recomputed)")
     assert all(item["name"] and item["summary"] for item in items.values())
+
+
+def test_changed_only_draws_the_nodes_that_differ_and_needs_two_indexes(sample_index: Path, tmp_path: Path) -> None:
+    script = _script()
+    other = tmp_path / "same-index"
+    shutil.copytree(sample_index, other)
+    sheet, key = tmp_path / "sheet.json", tmp_path / "key.json"
+    # the same tree twice: no node differs, so none is drawn
+    assert script.main(["--index", str(sample_index), "--index", str(other), "--kinds", "tree", "--changed-only",
+                        "--format", "json", "--out", str(sheet), "--key", str(key)]) == 0
+    assert json.loads(sheet.read_text()) == []
+    import arborgraph
+
+    kb = arborgraph.open(sample_index)
+    try:
+        some = sorted(n.node_id for n in kb.explorer.tree_view().tree.summaries())[:3]
+        items = script.tree_items(kb, __import__("random").Random(0), 10, frozenset(some))
+    finally:
+        kb.close()
+    assert len(items) == 3  # only the nodes asked for
+    try:
+        script.main(["--index", str(sample_index), "--changed-only", "--out", str(sheet)])
+    except SystemExit as exit_:
+        assert exit_.code == 2
+    else:
+        raise AssertionError("--changed-only with one index was accepted")
