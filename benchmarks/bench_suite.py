@@ -82,6 +82,8 @@ def run_suite(clone: Path, slowest: int) -> dict[str, Any]:
             {"seconds": float(m.group("seconds")), "phase": m.group("phase"), "test": m.group("test")}
             for m in DURATION.finditer(done.stdout)
         ],
+        # pytest's short summary: which tests failed, and the first line of why
+        "failures": [line for line in done.stdout.splitlines() if line.startswith(("FAILED ", "ERROR "))],
         "tail": done.stdout.splitlines()[-3:] + done.stderr.splitlines()[-3:],
     }
 
