@@ -26,6 +26,7 @@ from statistics import median
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
+from arborgraph.core.taglines import SEPARATOR
 from arborgraph.core.text import STOPWORDS
 from arborgraph.index import schema as S
 from arborgraph.index.layout import scoped
@@ -143,10 +144,20 @@ def heading_coverage(name: str, chunk_ids: Sequence[str], chunk_paths: dict[str,
     from raptor.text import clean_label
 
     paths = [[_norm(clean_label(h)) for h in chunk_paths.get(c, ())] for c in chunk_ids]
-    wanted = _norm(name)
-    owner, _, own = wanted.rpartition(": ")
-    hits = sum(wanted in path or (bool(owner) and own in path and owner in path) for path in paths)
-    return hits / len(paths) if hits else None
+    for wanted in _names_of(name):
+        owner, _, own = wanted.rpartition(": ")
+        hits = sum(wanted in path or (bool(owner) and own in path and owner in path) for path in paths)
+        if hits:
+            return hits / len(paths)
+    return None
+
+
+def _names_of(name: str) -> list[str]:
+    """``name`` as headings are compared, and without the one-line summary said after a
+    module page's name ("celery.utils.log — Logging utilities": the page's title and its
+    own first sentence, :mod:`arborgraph.core.taglines`)."""
+    title, tagged, _ = name.partition(SEPARATOR)
+    return [_norm(name), _norm(title)] if tagged else [_norm(name)]
 
 
 def tree_shape(
@@ -282,11 +293,13 @@ def is_manual_title(title: str, headings: set[str]) -> bool:
     ``"Page: Heading"`` with both parts among them."""
     from raptor.text import clean_label
 
-    wanted = _norm(clean_label(title))
-    if wanted in headings:
-        return True
-    owner, sep, own = wanted.partition(": ")
-    return bool(sep) and owner in headings and own in headings
+    for wanted in _names_of(clean_label(title)):
+        if wanted in headings:
+            return True
+        owner, sep, own = wanted.partition(": ")
+        if sep and owner in headings and own in headings:
+            return True
+    return False
 
 
 def community_shape(

@@ -132,6 +132,9 @@ def test_community_shape_counts_the_manuals_titles_template_summaries_and_untitl
     assert is_manual_title("pg_resetwal: Options", headings)  # "Page: Heading", both headings
     assert not is_manual_title("Write-Ahead Logging: checkpoint", headings)  # a member's name after it
     assert not is_manual_title("Checkpoint frames", headings)
+    # a module page's name with the one-line summary it opens with is the page's title
+    assert is_manual_title("pg_resetwal — Reset the write-ahead log", headings)
+    assert not is_manual_title("Checkpoint frames — Reset the write-ahead log", headings)
     assert is_template_sentence("Its 4 entities are WAL, checkpoint, reader and writer.")
     assert is_template_sentence("The most connected of its 12 entities is WAL.")
     assert is_template_sentence("WAL has 73 related entities (10 keyword, 10 term, 6 acronym).")
@@ -155,3 +158,12 @@ def test_community_shape_counts_the_manuals_titles_template_summaries_and_untitl
     assert abs(shape.template_summaries - 1 / 3) < 1e-3
     without = community_shape(communities, reports.drop_columns(["summary"]), entities)
     assert without.manual_titles is None and without.template_summaries is None  # not measured
+
+
+def test_a_page_name_said_with_its_summary_covers_the_pages_chunks() -> None:
+    from arborgraph.index.structure_check import heading_coverage
+
+    paths = {"a": ["celery.utils.log"], "b": ["celery.utils.log", "Functions"], "c": ["Routing"]}
+    assert heading_coverage("celery.utils.log — Logging utilities", ["a", "b", "c"], paths) == 2 / 3
+    assert heading_coverage("celery.utils.log", ["a", "b", "c"], paths) == 2 / 3
+    assert heading_coverage("Routing — Logging utilities", ["a", "b"], paths) is None
