@@ -25,7 +25,7 @@ from typing import Protocol
 
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.leads import is_fragment, points_elsewhere
-from arborgraph.core.taglines import OPENING_CHUNKS, page_taglines
+from arborgraph.core.taglines import opening_chunks, page_taglines
 from arborgraph.core.text import reads_alone
 from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
@@ -751,12 +751,12 @@ def _taglines(index: SectionIndex, texts: Mapping[str, str] | None) -> dict[str,
     """Page title -> tagline of the pages titled by an identifier (:func:`page_taglines`)."""
     if not texts:
         return {}
-    pages: dict[str, tuple[str, list[str]]] = {}  # document -> its title and opening
-    for chunk, path in index.paths.items():  # reading order
-        title, opening = pages.setdefault(doc_of(chunk), (path[0], []))
-        if len(opening) < OPENING_CHUNKS and chunk in texts:
-            opening.append(texts[chunk])
-    return page_taglines(pages.values())
+    titles: dict[str, str] = {}  # document -> its title
+    for chunk, path in index.paths.items():
+        titles.setdefault(doc_of(chunk), path[0])
+    # index.paths is in reading order
+    openings = opening_chunks((doc_of(chunk), texts[chunk]) for chunk in index.paths if chunk in texts)
+    return page_taglines((titles[document], opening) for document, opening in openings.items())
 
 
 def write_reports(

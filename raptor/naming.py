@@ -37,7 +37,7 @@ from arborgraph.core.text import STOPWORDS, SUMMARY_STOPWORDS
 from raptor.config import RaptorConfig
 from raptor.text import clean_label
 from arborgraph.core.leads import is_summary_sentence, split_units
-from arborgraph.core.taglines import OPENING_CHUNKS, banner_key, banner_sentences, page_opening
+from arborgraph.core.taglines import banner_key, banner_sentences, opening_chunks, page_opening
 from raptor.tree import Node, Tree
 
 MAX_WORDS = 6
@@ -579,12 +579,7 @@ def _banner(leaves: Sequence[Node]) -> frozenset[str]:
     """The sentences many pages open with (:func:`arborgraph.core.taglines.banner_sentences`):
     a site's banner names no topic ("Development docs" named a cluster of Celery's module
     pages)."""
-    openings: dict[str, list[str]] = {}
-    for leaf in leaves:  # reading order
-        if leaf.doc_ids:
-            opening = openings.setdefault(leaf.doc_ids[0], [])
-            if len(opening) < OPENING_CHUNKS:
-                opening.append(leaf.text)
+    openings = opening_chunks((leaf.doc_ids[0], leaf.text) for leaf in leaves if leaf.doc_ids)  # reading order
     return banner_sentences(page_opening(texts) for texts in openings.values())
 
 

@@ -93,10 +93,12 @@ def outline_items(
     ]
     item_vectors = [vectors[i] for i in range(len(leaves))]
     nodes, tops = outline(leaves)
-    taglines = _page_taglines(nodes, leaves)
-    banner = banner_sentences(
-        page_opening([leaves[i].text for i in node.leaves[:OPENING_CHUNKS]]) for node in nodes if node.kind == "page"
-    )
+    # each page's title and its first chunks: its tagline, and the site's banner
+    pages = [
+        (node.title, [leaves[i].text for i in node.leaves[:OPENING_CHUNKS]]) for node in nodes if node.kind == "page"
+    ]
+    taglines = page_taglines((title, texts) for title, texts in pages if title)
+    banner = banner_sentences(page_opening(texts) for _, texts in pages)
     index_of: dict[int, int] = {}
     leads: dict[int, str | None] = {}
 
@@ -153,15 +155,6 @@ def _opening(text: str, n: int, banner: frozenset[str]) -> list[str]:
     if not any(banner_key(s) in banner for s in found):
         return found
     return [s for s in opening(text, n + _PAST_BANNER) if banner_key(s) not in banner][:n]
-
-
-def _page_taglines(nodes: Sequence[OutlineNode], leaves: Sequence[Leaf]) -> dict[str, str]:
-    """Page title -> the one-line summary a page titled by a module's name opens with
-    (:func:`arborgraph.core.taglines.page_taglines`)."""
-    return page_taglines(
-        (node.title, [leaves[i].text for i in node.leaves[:OPENING_CHUNKS]])
-        for node in nodes if node.kind == "page" and node.title
-    )
 
 
 def _digest_parts(

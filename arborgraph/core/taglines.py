@@ -43,6 +43,17 @@ def is_identifier_title(title: str) -> bool:
     return bool(_IDENTIFIER_TITLE.match(title.strip()))
 
 
+def opening_chunks(chunks: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Document -> the texts of its first :data:`OPENING_CHUNKS` chunks, from
+    ``(document, text)`` pairs in reading order: what :func:`page_opening` reads."""
+    out: dict[str, list[str]] = {}
+    for document, text in chunks:
+        texts = out.setdefault(document, [])
+        if len(texts) < OPENING_CHUNKS:
+            texts.append(text)
+    return out
+
+
 def page_opening(texts: Sequence[str]) -> list[str]:
     """The first few sentences of a page (its first :data:`OPENING_CHUNKS` chunks'
     ``texts`` in reading order), list items left out: where a banner or a module's
