@@ -135,10 +135,18 @@ def _title_text(root: lxml.html.HtmlElement) -> str | None:
     return clean_inline(titles[0].text_content()) if titles else None
 
 
+# what sets a site's name off from a page's in a <title>: "OpenStack Docs: TaskFlow"
+_SITE_SEPARATOR = re.compile(r"(?::|\s[-\u2013\u2014|\u00b7])\s*$")
+
+
 def _choose_title(page_title: str | None, first_h1: str | None) -> str | None:
-    # A <title> is often "<h1> — Site name"; the h1 alone is the better title then.
-    if page_title and first_h1 and page_title.startswith(first_h1):
-        return first_h1
+    # A <title> is often "<h1> — Site name", or "Site name: <h1>"; the h1 alone is the
+    # better title then (the site's name would open every page's title).
+    if page_title and first_h1:
+        if page_title.startswith(first_h1):
+            return first_h1
+        if page_title.endswith(first_h1) and _SITE_SEPARATOR.search(page_title[: -len(first_h1)]):
+            return first_h1
     return page_title or first_h1
 
 

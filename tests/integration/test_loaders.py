@@ -89,6 +89,19 @@ def test_sphinx_page_content_only_with_signatures_and_lists() -> None:
     assert any(b.kind == "table" and "JSON | Python" in b.text for b in doc.blocks)
 
 
+def test_site_name_before_the_h1_is_left_out_of_the_title() -> None:
+    # openstackdocstheme titles every page "OpenStack Docs: <h1>"
+    def title(page_title: str, h1: str) -> str | None:
+        raw = f"<html><head><title>{page_title}</title></head><body><h1>{h1}</h1><p>Text.</p></body></html>"
+        return load_html(raw.encode(), doc_id="p.html", path="/p.html").title
+
+    assert title("OpenStack Docs: Log rotation", "Log rotation") == "Log rotation"
+    assert title("Oslo | Conductors", "Conductors") == "Conductors"
+    # no separator before the h1: the <title> says more than it
+    assert title("Running Conductors", "Conductors") == "Running Conductors"
+    assert title("Engines: Parallel", "Engines: Parallel") == "Engines: Parallel"
+
+
 def test_sphinx_tutorial_lists_and_code() -> None:
     doc = load(DATA / "html/python_controlflow.html", load_html)
     assert_offsets(doc)
