@@ -25,7 +25,7 @@ from typing import Protocol
 
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.leads import is_fragment, points_elsewhere
-from arborgraph.core.taglines import opening_chunks, page_taglines
+from arborgraph.core.taglines import banner_key, opening_chunks, page_taglines, shared_sentences
 from arborgraph.core.text import reads_alone
 from graphrag.chunks import doc_of
 from graphrag.graph import KnowledgeGraph
@@ -450,17 +450,18 @@ class _Overviews:
         headings: Mapping[str, Sequence[str]] | None,
     ) -> None:
         self._kg, self._index, self._texts, self._headings = kg, index, texts, headings or {}
-        self._shared: tuple[Counter[str], int, dict[str, int], frozenset[str]] | None = None
+        self._shared: tuple[Counter[str], int, dict[str, int], frozenset[str], frozenset[str]] | None = None
         self._analysed: dict[str, tuple[Sentence, ...]] = {}
 
     def of(self, context: CommunityContext) -> list[tuple[str, str]]:
         if self._shared is None:
             df, n_docs = document_frequencies(self._texts.values())
             order = {chunk: k for k, chunk in enumerate(self._headings or self._texts)}
-            self._shared = (df, n_docs, order, section_openers(self._headings))
-        df, n_docs, order, openers = self._shared
+            many_pages = shared_sentences((doc_of(chunk), text) for chunk, text in self._texts.items())
+            self._shared = (df, n_docs, order, section_openers(self._headings), many_pages)
+        df, n_docs, order, openers, many_pages = self._shared
         return community_overview(
-            self._kg, context, self._index, self._texts, order, df, n_docs, self._analysed, openers
+            self._kg, context, self._index, self._texts, order, df, n_docs, self._analysed, openers, many_pages
         )
 
 
@@ -478,12 +479,15 @@ def community_overview(
     n_docs: int,
     analysed: dict[str, tuple[Sentence, ...]],
     openers: Collection[str] = (),
+    shared: Collection[str] = frozenset(),
 ) -> list[tuple[str, str]]:
     """The overview sentences of a community (:func:`graphrag.overview.overview`): from
     the chunks its members are mentioned in outside index pages, within its title's
     section where it has one and mentions there, at most :data:`_OVERVIEW_CHUNKS` of
     them, weighed by their mentions; the first sentences of ``openers`` (chunks opening
-    their section) gain. ``analysed`` caches each chunk's sentences."""
+    their section) gain. ``analysed`` caches each chunk's sentences. A sentence many
+    pages carry (``shared``, as :func:`arborgraph.core.taglines.banner_key` gives it: an
+    inherited docstring) is not quoted: it fits any of them."""
     members = [kg.entities[m] for m in context.community.members]
     mentions = [
         mention.chunk_id for e in members for mention in e.mentions for _ in range(max(1, mention.count))
@@ -503,7 +507,8 @@ def community_overview(
 
     def may_quote(sentence: str) -> bool:
         return quotable(sentence, names) is not None and states_something(sentence) \
-            and not (points_elsewhere(sentence) or is_fragment(sentence) or sets_terms(sentence) or is_credit(sentence))
+            and not (points_elsewhere(sentence) or is_fragment(sentence) or sets_terms(sentence) or is_credit(sentence)) \
+            and banner_key(sentence) not in shared
 
     return overview(chunks, names, df, n_docs, may_quote, section_openers=openers)
 

@@ -29,6 +29,7 @@ from arborgraph.core.taglines import (
     OPENING_CHUNKS,
     banner_key,
     banner_sentences,
+    shared_sentences,
     page_opening,
     page_taglines,
     with_tagline,
@@ -99,21 +100,29 @@ def outline_items(
     ]
     taglines = page_taglines((title, texts) for title, texts in pages if title)
     banner = banner_sentences(page_opening(texts) for _, texts in pages)
+    shared = shared_sentences((leaf.doc_id, leaf.text) for leaf in leaves) | banner
     index_of: dict[int, int] = {}
     leads: dict[int, str | None] = {}
 
     def leaf_opening(i: int, n: int) -> list[str]:
+        return _opening(leaves[i].text, n, shared)
+
+    def shared_opening(i: int, n: int) -> list[str]:
         return _opening(leaves[i].text, n, banner)
 
     def leaf_lead(i: int) -> str | None:
         if i not in leads:
-            found = leaf_opening(i, 1)
+            found = _opening(leaves[i].text, 1, shared)
             leads[i] = found[0] if found else None
         return leads[i]
 
     for node in nodes:
         children = [index_of[id(c)] if isinstance(c, OutlineNode) else c for c in node.items]
-        own, parts = _digest_parts(node, children, items, leaves, leaf_lead, leaf_opening)
+        own, parts = _digest_parts(node, children, items, leaves, leaf_lead, leaf_opening, shared)
+        if not own:
+            # text many pages share (a section included whole in each) opens its own
+            # node when the node has no words of its own
+            own = _digest_parts(node, children, items, leaves, leaf_lead, shared_opening, shared)[0]
         text = digest(own, parts, budget=config.summary_max_tokens, count_tokens=count_tokens) or node.title
         me = len(items)
         title = node.title or node.doc_id
@@ -143,18 +152,19 @@ def outline_items(
     return items, item_vectors, [index_of[id(t)] for t in tops]
 
 
-# how many more sentences are read past a page's banner for its opening
-_PAST_BANNER = 2
+# how many more sentences are read past the sentences passed over for an opening
+_PAST_SKIPPED = 6
 
 
-def _opening(text: str, n: int, banner: frozenset[str]) -> list[str]:
+def _opening(text: str, n: int, skipped: frozenset[str]) -> list[str]:
     """The first ``n`` sentences of ``text`` that read on their own
-    (:func:`arborgraph.core.leads.opening`), the site's ``banner`` passed over: "For
-    development docs, go here." opened every digest of Celery's module pages."""
+    (:func:`arborgraph.core.leads.opening`), ``skipped`` passed over: the site's banner
+    ("For development docs, go here." opened every digest of Celery's module pages), the
+    sentences many pages share."""
     found = opening(text, n)
-    if not any(banner_key(s) in banner for s in found):
+    if not any(banner_key(s) in skipped for s in found):
         return found
-    return [s for s in opening(text, n + _PAST_BANNER) if banner_key(s) not in banner][:n]
+    return [s for s in opening(text, n + _PAST_SKIPPED) if banner_key(s) not in skipped][:n]
 
 
 def _digest_parts(
@@ -164,13 +174,15 @@ def _digest_parts(
     leaves: Sequence[Leaf],
     leaf_lead: Callable[[int], str | None],
     leaf_opening: Callable[[int, int], list[str]],
+    shared: frozenset[str] = frozenset(),
 ) -> tuple[list[str], list[Part]]:
     """What an outline node's digest is made of, in reading order: its opening sentences
     (those of its first chunks, when its own text comes first) and its parts, each with
     its plain heading (the digest sits under the node's title) and lead sentence. A
     chunk of a section too small to be a node is a part under that section's heading. A
     part named for page structure ("Options", "Synopsis", "Examples") has no lead: the
-    first sentence under it describes one option or example, not the part."""
+    first sentence under it describes one option or example, not the part; nor has one
+    whose lead many pages share (``shared``): it says nothing of this node's part."""
     own: list[str] = []
     parts: list[Part] = []
     subsections = any(isinstance(c, OutlineNode) for c in node.items)
@@ -180,7 +192,9 @@ def _digest_parts(
         if isinstance(child, OutlineNode):
             opening_run = False
             title = _plain(child)
-            parts.append(Part(title, None if _structural(title) else items[k].lead))
+            lead = items[k].lead
+            shared_lead = lead is not None and banner_key(lead) in shared
+            parts.append(Part(title, None if _structural(title) or shared_lead else lead))
             continue
         path = tuple(leaves[k].heading_path)
         if node.kind == "folder" or len(path) <= len(node.heading_path) or not path:

@@ -1,4 +1,5 @@
-"""What pages open with: the site's banner many share, and a module page's tagline.
+"""What pages open with: the site's banner many share, and a module page's tagline; and
+the sentences many pages share anywhere.
 
 A site often opens every page with the same banner ("This document describes the current
 stable version of Celery (5.2). For development docs, go here."): :func:`banner_sentences`
@@ -11,6 +12,11 @@ package nothing (blind raters marked such community titles 2 of 5); the manual's
 summary after it does, as the Python manual titles its pages ("logging — Logging
 facility for Python"). :func:`page_taglines` finds those summaries; a page whose text
 opens otherwise gets none.
+
+A sentence many pages carry anywhere (:func:`shared_sentences`: an inherited docstring, a
+footer) fits each of them alike: blind raters marked digests quoting them down (1 of 5
+for fontTools' pens, whose every page said "Draw a cubic bezier ..."), so digests and
+reports pass over them where a page has words of its own.
 """
 
 from __future__ import annotations
@@ -74,6 +80,19 @@ def banner_sentences(openings: Iterable[Sequence[str]], max_shared: int = BANNER
     for opening in openings:
         shared.update({banner_key(sentence) for sentence in opening})
     return frozenset(key for key, pages in shared.items() if pages > max_shared)
+
+
+def shared_sentences(chunks: Iterable[tuple[str, str]], max_shared: int = BANNER_PAGES) -> frozenset[str]:
+    """The sentences (as :func:`banner_key` gives them) that more than ``max_shared``
+    documents carry anywhere, from ``(document, text)`` chunk pairs: a docstring every
+    subclass inherits ("You must call either pen.closePath() or pen.endPath() after each
+    sub path." on 25 of fontTools' pen pages), a footer, a section included whole in
+    several pages. Such a sentence fits any of its pages, so it tells none apart."""
+    carriers: dict[str, set[str]] = {}
+    for document, text in chunks:
+        for unit in split_units(text):
+            carriers.setdefault(banner_key(unit.text), set()).add(document)
+    return frozenset(key for key, documents in carriers.items() if len(documents) > max_shared)
 
 
 def banner_key(sentence: str) -> str:

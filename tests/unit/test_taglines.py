@@ -158,3 +158,81 @@ def test_no_tree_digest_or_name_quotes_the_banner() -> None:
     text = "For development docs, go here.\n\nThe workers execute the queued tasks quickly."
     assert ["development", "docs"] in _prose_runs(text)
     assert _prose_runs(text, banner) == [["workers", "execute"], ["queued", "tasks", "quickly"]]
+
+
+# five pen pages, each with its own opening, then the docstrings every pen inherits
+INHERITED = ("closePath()\n\nYou must call either pen.closePath() or pen.endPath() after each sub path.\n\n"
+             "curveTo(*points)\n\nDraw a cubic bezier with an arbitrary number of control points.")
+PENS = {
+    "areaPen": ["Calculate the area of a glyph.\n\n" + INHERITED],
+    "boundsPen": ["Pen to calculate the bounds of a shape.\n\n" + INHERITED],
+    "perimeterPen": ["Calculate the perimeter of a glyph.\n\n" + INHERITED],
+    "recordingPen": ["Pen recording operations that can be accessed or replayed.\n\n" + INHERITED],
+    # a page of nothing but what the others share: its own node still says it
+    "basePen": [INHERITED],
+}
+
+
+def test_sentences_more_than_three_documents_carry_are_shared() -> None:
+    from arborgraph.core.taglines import banner_key, shared_sentences
+
+    chunks = [(page, text) for page, texts in PENS.items() for text in texts]
+    shared = shared_sentences(chunks)
+    assert banner_key("You must call either pen.closePath() or pen.endPath() after each sub path.") in shared
+    assert banner_key("Draw a cubic bezier with an arbitrary number of control points.") in shared
+    assert banner_key("Calculate the area of a glyph.") not in shared
+    assert shared_sentences(chunks[:3]) == frozenset()
+    # one document saying it in many chunks is one carrier
+    assert shared_sentences([("basePen", INHERITED)] * 5) == frozenset()
+
+
+def test_no_tree_digest_quotes_what_many_pages_share_beside_words_of_its_own() -> None:
+    digests = _outline_nodes(PENS)
+    assert digests["areaPen"] == "Calculate the area of a glyph."
+    assert digests["recordingPen"] == "Pen recording operations that can be accessed or replayed."
+    # (not its title alone)
+    assert digests["basePen"] == "Draw a cubic bezier with an arbitrary number of control points."
+
+
+def test_no_report_overview_quotes_what_many_pages_share() -> None:
+    log = ["log#0", "log#1"]
+    entities = [_entity("e1", "ColorFormatter", log), _entity("e2", "LoggingProxy", log)]
+    headings = {c: ["Logging"] for c in log}
+    texts = {
+        "log#0": "The logging helpers colour records. ColorFormatter colours records by level.",
+        "log#1": "LoggingProxy forwards a file object to a logger. "
+                 "Register a virtual subclass of an ABC with ColorFormatter and LoggingProxy.",
+    }
+    for page in ("calling", "canvas", "routing", "workers"):
+        headings[f"{page}#0"] = [page.capitalize()]
+        texts[f"{page}#0"] = f"{page.capitalize()} is a topic. Register a virtual subclass of an ABC with ColorFormatter and LoggingProxy."
+    kg = KnowledgeGraph({e.id: e for e in entities}, {}, {0: Community(0, 0, ["e1", "e2"])})
+    summary = write_reports(kg, ExtractiveReportWriter(), headings=headings, texts=texts)[0].summary
+    assert "LoggingProxy forwards a file object to a logger." in summary
+    assert "virtual subclass" not in summary
+
+
+def test_a_section_many_pages_share_is_listed_without_its_lead() -> None:
+    import numpy as np
+
+    from raptor.config import RaptorConfig
+    from raptor.outline_tree import outline_items
+    from raptor.tree import Leaf
+
+    drawing = "You must call either pen.closePath() or pen.endPath() after each sub path. Draw a cubic bezier."
+    leaves = []
+    for p, own in enumerate(["Calculate the area of a glyph.", "Pen to calculate the bounds of a shape.",
+                             "Calculate the perimeter of a glyph.", "Pen recording operations to replay.",
+                             "Pen drawing onto a path object."]):
+        leaves += [
+            Leaf(chunk_id=f"p{p}#0", doc_id=f"p{p}", text=own, heading_path=[f"pen{p}"]),
+            Leaf(chunk_id=f"p{p}#1", doc_id=f"p{p}", text=f"Pen {p} keeps its state in memory.", heading_path=[f"pen{p}"]),
+            Leaf(chunk_id=f"p{p}#2", doc_id=f"p{p}", text=drawing, heading_path=[f"pen{p}", "Drawing"]),
+            Leaf(chunk_id=f"p{p}#3", doc_id=f"p{p}", text=drawing + " Then stop.", heading_path=[f"pen{p}", "Drawing"]),
+        ]
+    vectors = np.random.default_rng(0).normal(size=(len(leaves), 8))
+    items, _, _ = outline_items(leaves, vectors, count_tokens=lambda t: len(t.split()), config=RaptorConfig())
+    digests = {it.title: it.text for it in items if it.origin == "outline"}
+    # the shared section's own node says what it is; its page lists it by name only
+    assert digests["pen0: Drawing"].startswith("You must call either pen.closePath()")
+    assert digests["pen0"] == "Calculate the area of a glyph.\nPen 0 keeps its state in memory.\nAlso: Drawing."
