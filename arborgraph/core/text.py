@@ -274,15 +274,24 @@ def opens_without_subject(sentence: str) -> bool:
     return bool(words) and words[0].lower() in _SUBJECTLESS
 
 
+# an aside: the manual's "NOTE: This command is temporarily disabled if ...", or a
+# programmer's note kept in a docstring ("NOTE(harlowja): this merge does not deep copy
+# ...", "TODO(x): ..."): a side remark, not what a section or the code is for
+_DEVELOPER_NOTE = re.compile(r"^(?:NOTE|TODO|FIXME|XXX|HACK)(?:\([^)]*\))?:")
+
+
 def reads_alone(sentence: str, *, opens_chunk: bool = False) -> bool:
     """Whether a sentence (or list item) reads as a whole statement on its own, in a
     digest or a report: not the tail of a sentence cut at a chunk's start
     (``opens_chunk``, starting in lower case), not a line of code, options or a table
     (a raw "--abbrev=<n>" or "name | value"), not pointing at text around it
-    (:func:`leans_on_context`), of five words or more, and mostly plain words."""
+    (:func:`leans_on_context`), not an aside ("NOTE: ...", a programmer's
+    "NOTE(harlowja): ..."), of five words or more, and mostly plain words."""
     body = _BULLET.sub("", sentence).strip()
     words = body.split()
     if len(words) < 5 or body.rstrip().endswith(":") or " | " in body or leans_on_context(body):
+        return False
+    if _DEVELOPER_NOTE.match(body):
         return False
     first = words[0]
     if opens_chunk and first[:1].islower():

@@ -39,6 +39,9 @@ _MAIN_XPATHS = (
     "//main",
     "//*[@role='main']",
     "//div[contains(concat(' ', normalize-space(@class), ' '), ' body ')]",
+    # openstackdocstheme: no role, and a sidebar, "updated:" line and table of contents
+    # ("Page Contents") beside it in <body>
+    "//div[contains(concat(' ', normalize-space(@class), ' '), ' docs-body ')]",
     "//article",
 )
 _LIST_TAGS = frozenset(("ul", "ol", "menu", "dir"))
@@ -130,11 +133,22 @@ def _flatten(text: str, limit: int) -> str:
     return "".join(out)
 
 
+# markup escaped into a <title> ("OpenStack Docs: &lt;code class=...&gt;initiator&lt;/code&gt;")
+_ESCAPED_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?>")
+
+
 def _title_text(root: lxml.html.HtmlElement) -> str | None:
     titles = root.xpath("//title")
-    return clean_inline(titles[0].text_content()) if titles else None
+    if not titles:
+        return None
+    text = clean_inline(titles[0].text_content())
+    if _NO_TITLE in text:
+        return None  # Sphinx's stand-in for a page without a heading
+    # a Sphinx theme may escape a heading's markup into the <title>: its text is the title
+    return clean_inline(html_fragment_text(text)) if _ESCAPED_TAG.search(text) else text
 
 
+_NO_TITLE = "<no title>"
 # what sets a site's name off from a page's in a <title>: "OpenStack Docs: TaskFlow"
 _SITE_SEPARATOR = re.compile(r"(?::|\s[-\u2013\u2014|\u00b7])\s*$")
 

@@ -102,6 +102,34 @@ def test_site_name_before_the_h1_is_left_out_of_the_title() -> None:
     assert title("Engines: Parallel", "Engines: Parallel") == "Engines: Parallel"
 
 
+def test_markup_escaped_into_the_title_is_read_as_text() -> None:
+    raw = (b'<html><head><title>OpenStack Docs: &lt;code class="xref py py-mod"&gt;&lt;span class="pre"&gt;initiator'
+           b'&lt;/span&gt;&lt;/code&gt; \xe2\x80\x93 Initiator</title></head><body><h1>initiator \xe2\x80\x93 Initiator</h1>'
+           b'<p>Brick initiator.</p></body></html>')
+    assert load_html(raw, doc_id="i.html", path="/i.html").title == "initiator \u2013 Initiator"
+    raw = b"<html><head><title>a &lt; b and c &gt; d</title></head><body><p>Text.</p></body></html>"
+    assert load_html(raw, doc_id="c.html", path="/c.html").title == "a < b and c > d"
+
+
+def test_sphinx_no_title_stand_in_is_no_title() -> None:
+    raw = b"<html><head><title>&lt;no title&gt; - pytest documentation</title></head><body><p>Moved.</p></body></html>"
+    assert load_html(raw, doc_id="recwarn.html", path="/docs/recwarn.html").title == "recwarn"
+
+
+def test_openstack_theme_page_is_its_docs_body_only() -> None:
+    raw = b"""<html><head><title>OpenStack Docs: Engines</title></head><body>
+    <div class="container docs-book-wrapper"><div class="row"><div class="col-lg-9 col-md-8 col-sm-8 col-lg-push-3">
+    <div class="docs-actions"><a href="#">report a bug</a></div><div class="docs-updated">updated: 2022-12-09 10:22</div>
+    <div class="docs-body"><h1>Engines</h1><p>Engines are what really runs your atoms.</p></div>
+    <div class="docs-footer">Except where otherwise noted, this document is licensed under Creative Commons.</div>
+    </div><div class="col-lg-3"><div class="docs-sidebar-toc"><div class="docs-sidebar-section" id="local-table-of-contents">
+    <h4 class="docs-sidebar-section-title">Page Contents</h4><ul><li><a href="#">Engines</a></li></ul></div></div></div>
+    </div></div></body></html>"""
+    doc = load_html(raw, doc_id="engines.html", path="/user/engines.html")
+    assert doc.title == "Engines"
+    assert doc.text == "Engines\n\nEngines are what really runs your atoms."
+
+
 def test_sphinx_tutorial_lists_and_code() -> None:
     doc = load(DATA / "html/python_controlflow.html", load_html)
     assert_offsets(doc)

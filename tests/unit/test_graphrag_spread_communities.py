@@ -107,6 +107,10 @@ def test_a_summary_has_no_credits_no_repeats_and_no_dangling_sentence() -> None:
     assert reads_alone("If the file already exists, new data is appended to it by the module.")
     assert not reads_alone("The default value is smtpd, corresponding to a configuration file named smtpd.conf.")
     assert reads_alone("The default queue directory is /var/spool/postfix on most systems.")
+    # a programmer's note in a docstring is for the code's maintainers
+    assert not reads_alone("NOTE(harlowja): This merge does not deep copy the incoming objects results attribute.")
+    assert not reads_alone("TODO: remove this once every backend supports the new claim protocol.")
+    assert reads_alone("Note that the merge does not deep copy the incoming objects results attribute.")
     chunks = _chunks(PAGES)
     headings = {c.chunk_id: list(c.heading_path) for c in chunks}
     said = "The server keeps one certificate for each of its host names."
