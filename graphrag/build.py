@@ -19,6 +19,7 @@ from graphrag.communities import HierarchicalLeiden, aggregate_edges
 from graphrag.config import GraphConfig
 from graphrag.extract.base import CorpusAwareExtractor, Extractor
 from graphrag.graph import KnowledgeGraph
+from graphrag.namesakes import with_namesakes_merged
 from graphrag.model import ChunkExtraction, Community, Entity, Relation
 from graphrag.reports import (
     ExtractiveReportWriter,
@@ -225,7 +226,7 @@ def graph_from_extractions(
     writer = report_writer or default_report_writer(cfg)
     next_id = max(communities, default=-1) + 1
     meta = graph_meta(extractor, writer, cfg, next_community_id=next_id, fit_chunks=len(extractions))
-    kg = KnowledgeGraph(entities, relations, communities, meta=meta)
+    kg = with_namesakes_merged(KnowledgeGraph(entities, relations, communities, meta=meta), headings or {})
     write_reports(
         kg, writer, min_size=cfg.min_report_size, progress=prog, headings=headings, leads=leads, texts=texts
     )

@@ -216,6 +216,9 @@ class Title:
     # the member whose name tells the title apart ("Command line options: -bv"), if any:
     # its report says what that member is first
     named: str | None = None
+    # the community of the same level that keeps the title this one is told apart from by
+    # that member's name (graphrag.namesakes merges the two where they are siblings)
+    apart_from: int | None = None
 
 
 class SectionIndex:
@@ -626,7 +629,8 @@ def _distinct(
                     named = _section_title(index, base.section) or base.section[0]
                 text, member = _told_apart(kg, c, named or base.text, taken | ancestral)
                 taken.add(_norm(text))
-                out[c.id] = Title(text, base.source, base.share, base.entity, (), base.section, member)
+                keeper = group[0].id if group[0].id != c.id else None
+                out[c.id] = Title(text, base.source, base.share, base.entity, (), base.section, member, keeper)
                 continue
             taken.add(_norm(text))
             out[c.id] = Title(text, base.source, base.share, base.entity, (), section)

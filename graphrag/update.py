@@ -54,6 +54,7 @@ from graphrag.build import (
 from graphrag.config import GraphConfig
 from graphrag.extract.base import CorpusAwareExtractor, Extractor
 from graphrag.graph import KnowledgeGraph
+from graphrag.namesakes import with_namesakes_merged
 from graphrag.model import ChunkExtraction, Community, CommunityReport, Entity, Relation
 from graphrag.reports import CommunityContext, ReportWriter, community_context, write_reports
 from graphrag.resolution import resolve
@@ -268,12 +269,15 @@ def update_graph(
         extractor.name, writer, cfg, next_community_id=next_id,
         fit_chunks=len(chunks) if refit else fitted_on, changed_since_fit=0 if refit else changes,
     )
-    kg = KnowledgeGraph(entities, relations, communities, meta=meta)
+    headings = chunk_headings(chunks)
+    # as a build does: siblings only a member's name would tell apart are one community
+    kg = with_namesakes_merged(KnowledgeGraph(entities, relations, communities, meta=meta), headings)
+    communities = kg.communities
     touched = {cid for cid, h in hashes.items() if old.get(cid) != h} | set(removed)
     reuse = _report_reuse(old_graph, old, hashes, writer, _dirty_entities(old_graph, entities, relations, touched))
     counting = _CountingWriter(writer)
     write_reports(
-        kg, counting, min_size=cfg.min_report_size, progress=prog, reuse=reuse, headings=chunk_headings(chunks),
+        kg, counting, min_size=cfg.min_report_size, progress=prog, reuse=reuse, headings=headings,
         leads=section_leads(chunks), texts=chunk_texts(chunks),
     )
 

@@ -188,6 +188,7 @@ def adopted_graph(
     from graphrag.build import chunk_headings, chunk_texts, default_report_writer, section_leads
     from graphrag.config import GraphConfig
     from graphrag.graph import KnowledgeGraph
+    from graphrag.namesakes import with_namesakes_merged
     from graphrag.reports import write_reports
 
     config = GraphConfig.model_validate(dict(graph_config))
@@ -203,9 +204,11 @@ def adopted_graph(
         raise ExportError(f"GDS's communities cannot be adopted: {exc}") from None
     next_id = max(int(graph.meta.get("next_community_id", 0)), len(communities))
     meta = {**graph.meta, "communities": SOURCE, "next_community_id": str(next_id)}
-    adopted = KnowledgeGraph(graph.entities, graph.relations, communities, meta=meta)
+    headings = chunk_headings(chunks)
+    # as a build does: siblings only a member's name would tell apart are one community
+    adopted = with_namesakes_merged(KnowledgeGraph(graph.entities, graph.relations, communities, meta=meta), headings)
     write_reports(
-        adopted, writer, min_size=config.min_report_size, headings=chunk_headings(chunks), leads=section_leads(chunks),
+        adopted, writer, min_size=config.min_report_size, headings=headings, leads=section_leads(chunks),
         texts=chunk_texts(chunks),
     )
     return adopted

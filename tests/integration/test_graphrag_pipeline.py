@@ -24,9 +24,10 @@ from graphrag import (
 )
 from graphrag import schema as S
 from arborgraph.index.structure_check import is_comma_list
-from graphrag.build import detect_communities, extract_all
+from graphrag.build import chunk_headings, detect_communities, extract_all
 from graphrag.communities import HierarchicalLeiden
 from graphrag.model import Community
+from graphrag.namesakes import with_namesakes_merged
 from graphrag.resolution import resolve
 from ingest.models import Chunk
 from manual_chunks import manual_chunks
@@ -115,15 +116,22 @@ def _split(kg: KnowledgeGraph, com: Community, config: GraphConfig) -> list[list
     return leiden._partition(graph, sorted(index[m] for m in com.members), split_required=True)
 
 
-def test_leiden_is_deterministic_for_a_seed(kg: KnowledgeGraph, config: GraphConfig) -> None:
-    again = detect_communities(kg.entities, kg.relations, config)
+def test_leiden_is_deterministic_for_a_seed(kg: KnowledgeGraph, config: GraphConfig, chunks: list[Chunk]) -> None:
+    headings = chunk_headings(chunks)
+
+    def partition(entities: dict, relations: dict) -> dict[int, Community]:
+        # as the build partitions: Leiden, then namesake siblings merged (graphrag.namesakes)
+        detected = detect_communities(entities, relations, config)
+        return with_namesakes_merged(KnowledgeGraph(entities, relations, detected), headings).communities
+
+    again = partition(kg.entities, kg.relations)
     assert [(c.level, c.members, c.children) for c in again.values()] == [
         (c.level, c.members, c.children) for c in kg.communities.values()
     ]
     # the input order of entities and relations must not matter either
     shuffled_e = dict(sorted(kg.entities.items(), reverse=True))
     shuffled_r = dict(sorted(kg.relations.items(), reverse=True))
-    again = detect_communities(shuffled_e, shuffled_r, config)
+    again = partition(shuffled_e, shuffled_r)
     assert [c.members for c in again.values()] == [c.members for c in kg.communities.values()]
 
 

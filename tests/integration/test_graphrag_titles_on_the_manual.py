@@ -39,6 +39,14 @@ def test_every_community_has_a_title_distinct_within_its_level(kg: KnowledgeGrap
         assert all(titles) and len(titles) == len(set(titles))
 
 
+def test_no_sibling_is_told_apart_only_by_a_members_name(kg: KnowledgeGraph, chunks: list[Chunk]) -> None:
+    # the build merges such siblings (graphrag.namesakes): one section, one community
+    titles = community_titles(kg, chunk_headings(chunks))
+    for cid, title in titles.items():
+        if title.named is not None and title.apart_from is not None:
+            assert kg.communities[cid].parent != kg.communities[title.apart_from].parent, title.text
+
+
 def test_a_community_at_home_in_a_section_is_titled_by_it(kg: KnowledgeGraph, chunks: list[Chunk]) -> None:
     titles = community_titles(kg, chunk_headings(chunks))
     # the busy handler's page, and the section of the WAL page on the shared-memory methods
