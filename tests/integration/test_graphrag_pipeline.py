@@ -540,3 +540,16 @@ def test_no_path_between_unconnected_entities_is_said_quietly_on_any_thread(
     worker.join(60)
     assert found == [[], []]
     assert "Couldn't reach" not in capfd.readouterr().err
+
+
+def test_an_update_partitions_as_the_build_does(kg: KnowledgeGraph, config: GraphConfig, chunks: list[Chunk]) -> None:
+    from graphrag.update import build_graph_state
+
+    # this graph has sibling communities that only a member's name would tell apart: both
+    # paths merge them (graphrag.namesakes), so both give the same communities
+    detected = detect_communities(kg.entities, kg.relations, config)
+    assert len(detected) > len(kg.communities)
+    state, _ = build_graph_state(chunks, extractor=RuleExtractor(), config=config)
+    assert [(c.id, c.level, c.members, c.children) for c in state.graph.communities.values()] == [
+        (c.id, c.level, c.members, c.children) for c in kg.communities.values()
+    ]
