@@ -43,8 +43,10 @@ from graphrag.naming import (
 )
 from graphrag.overview import (
     Sentence,
+    before_first_class,
     chunk_sentences,
     chunk_weights,
+    class_one_liners,
     document_frequencies,
     is_meta,
     names_pattern,
@@ -127,6 +129,12 @@ class CommunityContext:
     # discussed in that carry most of its vocabulary (graphrag.overview), when the
     # chunks' texts were given
     overview: list[tuple[str, str]] = field(default_factory=list)
+    # (class name, its docstring's first sentence, chunk id), in reading order: the
+    # classes its title's section documents (an API reference page), when the chunks'
+    # texts were given (graphrag.overview.class_one_liners)
+    classes: list[tuple[str, str, str]] = field(default_factory=list)
+    # the sentences of that section before its first class: the module's own docstring
+    preface: frozenset[str] = frozenset()
 
 
 def community_context(
@@ -464,6 +472,16 @@ class _Overviews:
             self._kg, context, self._index, self._texts, order, df, n_docs, self._analysed, openers, many_pages
         )
 
+    def classes(self, context: CommunityContext) -> tuple[list[tuple[str, str, str]], frozenset[str]]:
+        """The class one-liners of its title's section and the sentences before its first
+        class (none without a section)."""
+        if not context.page_chunks:
+            return [], frozenset()
+        order = self._shared[2] if self._shared is not None else {}
+        chunks = [(c, self._texts[c]) for c in sorted(context.page_chunks, key=lambda c: (order.get(c, len(order)), c))
+                  if c in self._texts]
+        return class_one_liners(chunks), frozenset(before_first_class(chunks))
+
 
 # the chunks an overview reads, most of the members' mentions first
 _OVERVIEW_CHUNKS = 30
@@ -546,6 +564,10 @@ class ExtractiveReportWriter:
     title (:mod:`graphrag.naming`). With an overview in the context (the chunks' texts
     were given to :func:`write_reports`), the summary is its title section's lead, unless
     that addresses the reader or only restates the title, then the overview's sentences.
+    A title section that is an API reference page says first what its classes are, one
+    line each ("GroupManager: Manager class for ..."), after its lead only when that comes
+    before the first class (the module's docstring, not a member's); with two classes or
+    more, no overview sentences (its methods' docstrings) follow.
     Otherwise it opens with the lead sentences of the
     sections it lives in (its title's, then the others in reading order, each after its
     title), then the sentences introducing its central entities ("X is ...", "X stores
@@ -564,9 +586,10 @@ class ExtractiveReportWriter:
 
     def __init__(
         self, *, n_entities: int = 6, n_findings: int = 5, max_quote_chars: int = 400, n_relations: int = 3,
-        n_introductions: int = 3, max_words: int = 100,
+        n_introductions: int = 3, max_words: int = 100, n_classes: int = 3,
     ) -> None:
         self.max_words = max_words
+        self.n_classes = n_classes
         self.n_entities = n_entities
         self.n_findings = n_findings
         self.max_quote_chars = max_quote_chars
@@ -596,15 +619,16 @@ class ExtractiveReportWriter:
 
         said: set[str] = set()  # what was said, in any case and spacing
 
-        def take(sentence: str, line: str, own_lead: bool = False) -> bool:
+        def take(sentence: str, line: str, own_lead: bool = False, headed: bool = False) -> bool:
             """Add ``line`` (saying ``sentence``) when the sentence is new, whole, fits and
             says something of the topic (not who added it). A noun phrase only as the lead
-            of the title's own section (``own_lead``), which says what that heading is."""
+            of the title's own section (``own_lead``), which says what that heading is, or
+            under the name it defines (``headed``: "GroupManager: Manager class for ...")."""
             key = _said(sentence)
             if key in said or len(sentence) > self.max_quote_chars or is_credit(sentence):
                 return False
-            if points_elsewhere(sentence) or is_fragment(sentence) or sets_terms(sentence) \
-                    or not (own_lead or states_something(sentence)):
+            if points_elsewhere(sentence) or (is_fragment(sentence) and not headed) or sets_terms(sentence) \
+                    or not (own_lead or headed or states_something(sentence)):
                 return False  # "see section 3.10", "Let's say ...", a table's row or cell: nothing of the topic itself
             if parts and len(" ".join([*parts, line]).split()) > self.max_words:
                 return False
@@ -622,9 +646,16 @@ class ExtractiveReportWriter:
             # what it is about, in reading order: an overview, where the other sections'
             # leads under their headings and the relations' sentences read as pasted in
             lead = context.leads[0][1] if context.leads and not context.leads[0][0] else None
+            if lead is not None and context.classes and lead not in context.preface:
+                lead = None  # the docstring of a member the page documents first, not the module's
             if lead is not None and not is_meta(lead) and not restates(lead, context.name):
                 take(lead, lead, own_lead=True)
-            for sentence, _ in context.overview:
+            # an API reference page: what each class it documents is, under its name, says
+            # what the module holds where its methods' docstrings would not (raters gave
+            # those lists 3 of 5: "no overview sentence"); with two or more, the methods'
+            # docstrings are left out
+            classes = sum(take(s, f"{name}: {s}", headed=True) for name, s, _ in context.classes[: self.n_classes])
+            for sentence, _ in context.overview if classes < 2 else ():
                 take(sentence, sentence)
             if parts:
                 return "\n".join(parts)
@@ -849,6 +880,7 @@ def write_reports(
             # only for the reports written here: a reused report keeps its text
             for ctx in to_write:
                 ctx.overview = overviews.of(ctx)
+                ctx.classes, ctx.preface = overviews.classes(ctx)
         base = finished + len(level_todo) - len(to_write)
         written: dict[int, CommunityReport] = {}
         for w in dict.fromkeys((writer, small)):
