@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from arborgraph.core.api_pages import before_first_class, class_one_liners
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.leads import is_fragment, points_elsewhere
 from arborgraph.core.taglines import banner_key, opening_chunks, page_taglines, shared_sentences
@@ -43,10 +44,8 @@ from graphrag.naming import (
 )
 from graphrag.overview import (
     Sentence,
-    before_first_class,
     chunk_sentences,
     chunk_weights,
-    class_one_liners,
     document_frequencies,
     is_meta,
     names_pattern,

@@ -24,6 +24,7 @@ from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.protocols import ProgressCallback
 from raptor.config import RaptorConfig
 from raptor.digest import Part, digest
+from arborgraph.core.api_pages import before_first_class, class_one_liners
 from arborgraph.core.leads import opening
 from arborgraph.core.taglines import (
     OPENING_CHUNKS,
@@ -123,6 +124,7 @@ def outline_items(
             # text many pages share (a section included whole in each) opens its own
             # node when the node has no words of its own
             own = _digest_parts(node, children, items, leaves, leaf_lead, shared_opening, shared)[0]
+        own, parts = _with_classes(node, leaves, own, parts)
         text = digest(own, parts, budget=config.summary_max_tokens, count_tokens=count_tokens) or node.title
         me = len(items)
         title = node.title or node.doc_id
@@ -206,6 +208,26 @@ def _digest_parts(
         if not parts or parts[-1].title != heading:
             parts.append(Part(heading, None if _structural(heading) else leaf_lead(k)))
     return own, parts
+
+
+# an API page's node lists its classes as parts when it documents at least this many
+_MIN_CLASSES = 2
+
+
+def _with_classes(node: OutlineNode, leaves: Sequence[Leaf], own: list[str], parts: list[Part]) -> tuple[list[str], list[Part]]:
+    """An API reference page's digest (:mod:`arborgraph.core.api_pages`): its own words
+    before its first class (the module's docstring; not a member's docstring the page
+    opens with), then what each class it documents is, under the class's name, before
+    its other parts. A node documenting fewer than :data:`_MIN_CLASSES` keeps its digest."""
+    if node.kind == "folder":
+        return own, parts
+    texts = [(leaves[i].chunk_id, leaves[i].text) for i in node.leaves
+             if tuple(leaves[i].heading_path) == tuple(node.heading_path)]
+    classes = class_one_liners(texts)
+    if len(classes) < _MIN_CLASSES:
+        return own, parts
+    preface = set(before_first_class(texts))
+    return [s for s in own if s in preface], [Part(name, sentence) for name, sentence, _ in classes] + parts
 
 
 # parts whose first sentence tells what the part is about, though their name is generic
