@@ -130,7 +130,7 @@ class CommunityContext:
     overview: list[tuple[str, str]] = field(default_factory=list)
     # (class name, its docstring's first sentence, chunk id), in reading order: the
     # classes its title's section documents (an API reference page), when the chunks'
-    # texts were given (graphrag.overview.class_one_liners)
+    # texts were given (arborgraph.core.api_pages.class_one_liners)
     classes: list[tuple[str, str, str]] = field(default_factory=list)
     # the sentences of that section before its first class: the module's own docstring
     preface: frozenset[str] = frozenset()
