@@ -108,12 +108,12 @@ def outline_items(
     def leaf_opening(i: int, n: int) -> list[str]:
         return _opening(leaves[i].text, n, shared)
 
-    def shared_opening(i: int, n: int) -> list[str]:
+    def opening_past_banner(i: int, n: int) -> list[str]:
         return _opening(leaves[i].text, n, banner)
 
     def leaf_lead(i: int) -> str | None:
         if i not in leads:
-            found = _opening(leaves[i].text, 1, shared)
+            found = leaf_opening(i, 1)
             leads[i] = found[0] if found else None
         return leads[i]
 
@@ -123,7 +123,7 @@ def outline_items(
         if not own:
             # text many pages share (a section included whole in each) opens its own
             # node when the node has no words of its own
-            own = _digest_parts(node, children, items, leaves, leaf_lead, shared_opening, shared)[0]
+            own = _digest_parts(node, children, items, leaves, leaf_lead, opening_past_banner, shared)[0]
         own, parts = _with_classes(node, leaves, own, parts)
         text = digest(own, parts, budget=config.summary_max_tokens, count_tokens=count_tokens) or node.title
         me = len(items)

@@ -133,6 +133,8 @@ def _flatten(text: str, limit: int) -> str:
     return "".join(out)
 
 
+# Sphinx's stand-in for a page without a heading
+_NO_TITLE = "<no title>"
 # markup escaped into a <title> ("OpenStack Docs: &lt;code class=...&gt;initiator&lt;/code&gt;")
 _ESCAPED_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?>")
 
@@ -148,7 +150,6 @@ def _title_text(root: lxml.html.HtmlElement) -> str | None:
     return clean_inline(html_fragment_text(text)) if _ESCAPED_TAG.search(text) else text
 
 
-_NO_TITLE = "<no title>"
 # what sets a site's name off from a page's in a <title>: "OpenStack Docs: TaskFlow"
 _SITE_SEPARATOR = re.compile(r"(?::|\s[-\u2013\u2014|\u00b7])\s*$")
 
