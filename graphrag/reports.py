@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from arborgraph.core.api_pages import before_first_class, class_one_liners
+from arborgraph.core.definitions import opens_with_term, term_one_liners
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.leads import is_fragment, points_elsewhere
 from arborgraph.core.taglines import banner_key, opening_chunks, page_taglines, shared_sentences
@@ -128,11 +129,13 @@ class CommunityContext:
     # discussed in that carry most of its vocabulary (graphrag.overview), when the
     # chunks' texts were given
     overview: list[tuple[str, str]] = field(default_factory=list)
-    # (class name, its docstring's first sentence, chunk id), in reading order: the
-    # classes its title's section documents (an API reference page), when the chunks'
-    # texts were given (arborgraph.core.api_pages.class_one_liners)
-    classes: list[tuple[str, str, str]] = field(default_factory=list)
+    # (name, its first sentence, chunk id), in reading order, when the chunks' texts
+    # were given: the classes its title's section documents (an API reference page:
+    # arborgraph.core.api_pages.class_one_liners), or the options it lists when it opens
+    # with one (arborgraph.core.definitions.term_one_liners)
+    entries: list[tuple[str, str, str]] = field(default_factory=list)
     # the sentences of that section before its first class: the module's own docstring
+    # (none before a list of options)
     preface: frozenset[str] = frozenset()
 
 
@@ -471,14 +474,17 @@ class _Overviews:
             self._kg, context, self._index, self._texts, order, df, n_docs, self._analysed, openers, many_pages
         )
 
-    def classes(self, context: CommunityContext) -> tuple[list[tuple[str, str, str]], frozenset[str]]:
+    def entries(self, context: CommunityContext) -> tuple[list[tuple[str, str, str]], frozenset[str]]:
         """The class one-liners of its title's section and the sentences before its first
-        class (none without a section)."""
+        class; in a section opening with an option, its options' one-liners and no
+        sentence before them (none without a section)."""
         if not context.page_chunks:
             return [], frozenset()
         order = self._shared[2] if self._shared is not None else {}
         chunks = [(c, self._texts[c]) for c in sorted(context.page_chunks, key=lambda c: (order.get(c, len(order)), c))
                   if c in self._texts]
+        if opens_with_term(text for _, text in chunks):
+            return term_one_liners(chunks), frozenset()
         return class_one_liners(chunks), frozenset(before_first_class(chunks))
 
 
@@ -566,7 +572,9 @@ class ExtractiveReportWriter:
     A title section that is an API reference page says first what its classes are, one
     line each ("GroupManager: Manager class for ..."), after its lead only when that comes
     before the first class (the module's docstring, not a member's); with two classes or
-    more, no overview sentences (its methods' docstrings) follow.
+    more, no overview sentences (its methods' docstrings) follow. A title section that
+    opens with an option says its options the same way ("-d, --dereference: Dereference
+    tags into object IDs as well."), and not the first option's gloss alone as its lead.
     Otherwise it opens with the lead sentences of the
     sections it lives in (its title's, then the others in reading order, each after its
     title), then the sentences introducing its central entities ("X is ...", "X stores
@@ -645,16 +653,17 @@ class ExtractiveReportWriter:
             # what it is about, in reading order: an overview, where the other sections'
             # leads under their headings and the relations' sentences read as pasted in
             lead = context.leads[0][1] if context.leads and not context.leads[0][0] else None
-            if lead is not None and context.classes and lead not in context.preface:
-                lead = None  # the docstring of a member the page documents first, not the module's
+            if lead is not None and context.entries and lead not in context.preface:
+                lead = None  # the docstring of a member the page documents first, not the module's; an option's gloss
             if lead is not None and not is_meta(lead) and not restates(lead, context.name):
                 take(lead, lead, own_lead=True)
             # an API reference page: what each class it documents is, under its name, says
             # what the module holds where its methods' docstrings would not (raters gave
             # those lists 3 of 5: "no overview sentence"); with two or more, the methods'
-            # docstrings are left out
-            classes = sum(take(s, f"{name}: {s}", headed=True) for name, s, _ in context.classes[: self.n_classes])
-            for sentence, _ in context.overview if classes < 2 else ():
+            # docstrings are left out. A list of options likewise says each option's gloss
+            # under its name.
+            entries = sum(take(s, f"{name}: {s}", headed=True) for name, s, _ in context.entries[: self.n_classes])
+            for sentence, _ in context.overview if entries < 2 else ():
                 take(sentence, sentence)
             if parts:
                 return "\n".join(parts)
@@ -879,7 +888,7 @@ def write_reports(
             # only for the reports written here: a reused report keeps its text
             for ctx in to_write:
                 ctx.overview = overviews.of(ctx)
-                ctx.classes, ctx.preface = overviews.classes(ctx)
+                ctx.entries, ctx.preface = overviews.entries(ctx)
         base = finished + len(level_todo) - len(to_write)
         written: dict[int, CommunityReport] = {}
         for w in dict.fromkeys((writer, small)):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arborgraph.core.api_pages import before_first_class, class_one_liners
+from arborgraph.core.definitions import opens_with_term, term_one_liners
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.protocols import ProgressCallback
 from raptor.config import RaptorConfig
@@ -124,7 +125,7 @@ def outline_items(
             # text many pages share (a section included whole in each) opens its own
             # node when the node has no words of its own
             own = _digest_parts(node, children, items, leaves, leaf_lead, opening_past_banner, shared)[0]
-        own, parts = _with_classes(node, leaves, own, parts)
+        own, parts = _with_entries(node, leaves, own, parts)
         text = digest(own, parts, budget=config.summary_max_tokens, count_tokens=count_tokens) or node.title
         me = len(items)
         title = node.title or node.doc_id
@@ -214,20 +215,26 @@ def _digest_parts(
 _MIN_CLASSES = 2
 
 
-def _with_classes(node: OutlineNode, leaves: Sequence[Leaf], own: list[str], parts: list[Part]) -> tuple[list[str], list[Part]]:
-    """An API reference page's digest (:mod:`arborgraph.core.api_pages`): its own words
-    before its first class (the module's docstring; not a member's docstring the page
-    opens with), then what each class it documents is, under the class's name, before
-    its other parts. A node documenting fewer than :data:`_MIN_CLASSES` keeps its digest."""
+def _with_entries(node: OutlineNode, leaves: Sequence[Leaf], own: list[str], parts: list[Part]) -> tuple[list[str], list[Part]]:
+    """The digest of a node whose own text is a list of entries, each named before its
+    parts: an API reference page's classes (:mod:`arborgraph.core.api_pages`: its own
+    words before its first class, the module's docstring, then what each class is; a
+    node documenting fewer than :data:`_MIN_CLASSES` keeps its digest), or a list of
+    options (:mod:`arborgraph.core.definitions`: a section opening with a term, whose
+    opening sentences would gloss options they do not name, lists each with its gloss)."""
     if node.kind == "folder":
         return own, parts
     texts = [(leaves[i].chunk_id, leaves[i].text) for i in node.leaves
              if tuple(leaves[i].heading_path) == tuple(node.heading_path)]
     classes = class_one_liners(texts)
-    if len(classes) < _MIN_CLASSES:
-        return own, parts
-    preface = set(before_first_class(texts))
-    return [s for s in own if s in preface], [Part(name, sentence) for name, sentence, _ in classes] + parts
+    if len(classes) >= _MIN_CLASSES:
+        preface = set(before_first_class(texts))
+        return [s for s in own if s in preface], [Part(name, sentence) for name, sentence, _ in classes] + parts
+    if opens_with_term(text for _, text in texts):
+        entries = term_one_liners(texts)
+        if entries:
+            return [], [Part(terms, sentence) for terms, sentence, _ in entries] + parts
+    return own, parts
 
 
 # parts whose first sentence tells what the part is about, though their name is generic

@@ -1,0 +1,83 @@
+"""A section that is a list of options (a man page's OPTIONS, as the HTML loader turns a
+definition list into text: each term on a line of its own, then its gloss) is digested
+as the options with their glosses ("-d, --dereference: Dereference tags into object
+IDs as well."), not as glosses that name no option (raters: "context-free option
+fragments as the whole summary", 2 of 5). Titles and reports are made by the real code."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arborgraph.core.definitions import is_term, opens_with_term, term_one_liners
+from graphrag.build import section_leads
+from graphrag.model import Community
+from graphrag.reports import ExtractiveReportWriter, write_reports
+from hand_graphs import entity as _entity
+from hand_graphs import graph as _graph
+from hand_graphs import page_chunks as _chunks
+from raptor.config import RaptorConfig
+from raptor.outline_tree import outline_items
+from raptor.tree import Leaf
+
+OPTIONS = [
+    "--head\n\nShow the HEAD reference, even if it would normally be filtered out.\n\n"
+    "-d\n\n--dereference\n\nDereference tags into object IDs as well. They will be shown with \"^{}\" appended.\n\n"
+    "-s\n\n--hash[=<n>]\n\nOnly show the SHA-1 hash, not the reference name.",
+    "--abbrev[=<n>]\n\n`git show-ref --abbrev`\n\n"
+    "-q\n\n--quiet\n\nDo not print any results to stdout. It can check silently.\n\n"
+    "<pattern>…\n\nShow references matching one or more patterns.\n\n"
+    "-C <configs>\n\nSpecify the configuration(s) to be packaged (e.g. Debug or Release).",
+]
+DESCRIPTION = "Displays references available in a local repository along with the associated commit IDs."
+
+
+def test_terms_and_their_glosses() -> None:
+    assert all(is_term(t) for t in ["--head", "-f fmt (input/output)", "--hash[=<n>]", "<commit>", "core.fileMode"])
+    assert not any(is_term(t) for t in ["Show the HEAD reference.", "Options:", "Remap to ancestor", "git diff <path>"])
+    chunks = list(enumerate(OPTIONS))
+    assert term_one_liners([(f"c{k}", text) for k, text in chunks]) == [
+        ("--head", "Show the HEAD reference, even if it would normally be filtered out.", "c0"),
+        ("-d, --dereference", "Dereference tags into object IDs as well.", "c0"),
+        ("-s, --hash[=<n>]", "Only show the SHA-1 hash, not the reference name.", "c0"),
+        # --abbrev's definition opens with code: left out
+        ("-q, --quiet", "Do not print any results to stdout.", "c1"),
+        ("<pattern>…", "Show references matching one or more patterns.", "c1"),
+        # cut at "(e.g." by the sentence splitter: left out
+    ]
+    assert opens_with_term(OPTIONS)
+    assert not opens_with_term([DESCRIPTION, *OPTIONS])
+
+
+def _leaves() -> list[Leaf]:
+    sections = [("DESCRIPTION", DESCRIPTION), ("OPTIONS", OPTIONS[0]), ("OPTIONS", OPTIONS[1])]
+    return [Leaf(chunk_id=f"show-ref#{n}", doc_id="show-ref", text=text, heading_path=["git-show-ref(1)", heading])
+            for n, (heading, text) in enumerate(sections)]
+
+
+def test_the_trees_node_of_an_options_section_lists_its_options() -> None:
+    leaves = _leaves()
+    vectors = np.random.default_rng(0).normal(size=(len(leaves), 8))
+    items, _, _ = outline_items(leaves, vectors, count_tokens=lambda t: len(t.split()), config=RaptorConfig())
+    digests = {it.title: it.text for it in items if it.origin == "outline"}
+    options = next(text for title, text in digests.items() if title.endswith("OPTIONS"))
+    assert options.split("\n")[:3] == [
+        "--head: Show the HEAD reference, even if it would normally be filtered out.",
+        "-d, --dereference: Dereference tags into object IDs as well.",
+        "-s, --hash[=<n>]: Only show the SHA-1 hash, not the reference name.",
+    ]
+    # the page: its prose section's lead, and the options section under its name only
+    assert digests["git-show-ref(1)"].split("\n") == [f"DESCRIPTION: {DESCRIPTION}", "Also: OPTIONS."]
+
+
+def test_a_community_at_home_in_an_options_section_is_said_by_its_options() -> None:
+    chunks = _chunks({"show-ref": [(["git-show-ref(1)", "OPTIONS"], text) for text in OPTIONS]})
+    members = ["show-ref#0", "show-ref#1"]
+    kg = _graph([_entity("h", "--head", members), _entity("d", "--dereference", members)], [],
+                [Community(0, 0, ["h", "d"])])
+    report = write_reports(kg, ExtractiveReportWriter(), headings={c.chunk_id: list(c.heading_path) for c in chunks},
+                           leads=section_leads(chunks), texts={c.chunk_id: c.text for c in chunks})[0]
+    assert report.summary.split("\n") == [
+        "--head: Show the HEAD reference, even if it would normally be filtered out.",
+        "-d, --dereference: Dereference tags into object IDs as well.",
+        "-s, --hash[=<n>]: Only show the SHA-1 hash, not the reference name.",
+    ]
