@@ -26,7 +26,7 @@ from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.protocols import ProgressCallback
 from raptor.config import RaptorConfig
 from raptor.digest import Part, digest
-from arborgraph.core.leads import opening
+from arborgraph.core.leads import announces_list, opening
 from arborgraph.core.taglines import (
     OPENING_CHUNKS,
     banner_key,
@@ -202,7 +202,10 @@ def _digest_parts(
         path = tuple(leaves[k].heading_path)
         if node.kind == "folder" or len(path) <= len(node.heading_path) or not path:
             if opening_run and len(own) < wanted:
-                own.extend(s for s in leaf_opening(k, wanted - len(own)) if s not in own)
+                more = wanted - len(own)
+                own.extend(s for s in leaf_opening(k, more) if s not in own)
+                # past a list's announcement the chunks that follow are the list
+                opening_run = not announces_list(leaves[k].text, more)
             continue
         opening_run = False
         heading = plain_title(path[-1])
@@ -213,6 +216,9 @@ def _digest_parts(
 
 # an API page's node lists its classes as parts when it documents at least this many
 _MIN_CLASSES = 2
+# a section's opening that stops at a list lists the entries when it has this many
+_MIN_ENTRIES = 2
+_OPENING_SENTENCES = 3
 
 
 def _with_entries(node: OutlineNode, leaves: Sequence[Leaf], own: list[str], parts: list[Part]) -> tuple[list[str], list[Part]]:
@@ -221,7 +227,8 @@ def _with_entries(node: OutlineNode, leaves: Sequence[Leaf], own: list[str], par
     words before its first class, the module's docstring, then what each class is; a
     node documenting fewer than :data:`_MIN_CLASSES` keeps its digest), or a list of
     options (:mod:`arborgraph.core.definitions`: a section opening with a term, whose
-    opening sentences would gloss options they do not name, lists each with its gloss)."""
+    opening sentences would gloss options they do not name, lists each with its gloss;
+    a section whose opening stops at a list it announces lists the entries after it)."""
     if node.kind == "folder":
         return own, parts
     texts = [(leaves[i].chunk_id, leaves[i].text) for i in node.leaves
@@ -234,6 +241,11 @@ def _with_entries(node: OutlineNode, leaves: Sequence[Leaf], own: list[str], par
         entries = term_one_liners(texts)
         if entries:
             return [], [Part(terms, sentence) for terms, sentence, _ in entries] + parts
+    if texts and announces_list(texts[0][1], _OPENING_SENTENCES):
+        # the opening stopped at a list of named entries: what it is, then its entries
+        entries = term_one_liners(texts, announced=True)
+        if len(entries) >= _MIN_ENTRIES:
+            return own, [Part(terms, sentence) for terms, sentence, _ in entries] + parts
     return own, parts
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from arborgraph.core.leads import Unit, split_units
+from arborgraph.core.leads import Unit, announces_entries, split_units
 
 # a term: an option with its arguments, a placeholder, a dotted setting name; never a
 # sentence (it ends in no full stop or colon)
@@ -22,6 +22,10 @@ _TERM = re.compile(
 )
 _TERM_MAX_CHARS = 60
 _ONE_LINER_WORDS = (3, 40)
+# an announced list's entry named in plain words ("filename, f")
+_NAME_WORDS = 4
+# a gloss that only says when ("New in version 3.8."), not what
+_VERSION_NOTE = re.compile(r"^(?:new|changed|deprecated|added|removed) (?:in|since) (?:version )?\S+\.?$", re.IGNORECASE)
 # aliases named before a one-liner ("-s, --hash[=<n>]")
 _MAX_ALIASES = 3
 
@@ -38,21 +42,29 @@ def _is_gloss(unit: Unit) -> bool:
         and _ONE_LINER_WORDS[0] <= words <= _ONE_LINER_WORDS[1]
         # "Specify the configuration(s) to be packaged (e.g.": a sentence cut at an abbreviation
         and text.count("(") == text.count(")")
+        and _VERSION_NOTE.match(text) is None
     )
 
 
-def term_one_liners(chunks: Iterable[tuple[str, str]]) -> list[tuple[str, str, str]]:
+def term_one_liners(chunks: Iterable[tuple[str, str]], *, announced: bool = False) -> list[tuple[str, str, str]]:
     """(its terms, the first sentence that defines them, chunk id) of each entry of the
     definition lists in ``(chunk id, text)``, in reading order: ("-d, --dereference",
     "Dereference tags into object IDs as well.", ...). An entry whose definition does
     not open with a sentence of prose (code, a list, text cut at the chunk's end) is
-    left out, as is a term already listed."""
+    left out, as is a term already listed.
+
+    With ``announced``, a list of options, parameters, fields ... a sentence announces
+    ("The filter accepts the following options:",
+    :func:`arborgraph.core.leads.announces_entries`) may name its entries in a few plain
+    words ("filename, f", "name"): past such a sentence a short line that is no sentence
+    names the gloss after it."""
     out: list[tuple[str, str, str]] = []
     seen: set[str] = set()
+    in_list = False  # past an announcement: the chunks of one section are read in order
     for chunk_id, text in chunks:
         terms: list[str] = []
         for unit in split_units(text):
-            if is_term(unit.text):
+            if is_term(unit.text) or (announced and in_list and _is_name(unit.text)):
                 terms.append(unit.text)
                 continue
             named = ", ".join(terms[:_MAX_ALIASES])
@@ -60,7 +72,16 @@ def term_one_liners(chunks: Iterable[tuple[str, str]]) -> list[tuple[str, str, s
                 seen.add(named)
                 out.append((named, unit.text, chunk_id))
             terms = []
+            in_list = in_list or announces_entries(unit.text)
     return out
+
+
+def _is_name(text: str) -> bool:
+    """A list entry's name in plain words: a few words, no sentence, no code."""
+    return (
+        len(text.split()) <= _NAME_WORDS and len(text) <= _TERM_MAX_CHARS
+        and not text.rstrip().endswith((".", ":", "!", "?", ";")) and not any(c in text for c in "()[]{}=;")
+    )
 
 
 def opens_with_term(texts: Iterable[str]) -> bool:

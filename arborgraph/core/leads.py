@@ -107,8 +107,13 @@ def opening(text: str, n: int = 1) -> list[str]:
     of prose, not list items, not leaning on what came before), among its first few;
     when none does, its first complete sentence or list item that at least does not
     lean on what came before ("In the last form", "Therefore", "this option"), does not
-    announce what follows and does not start mid-sentence. None of those: nothing."""
-    units = split_units(text)[:_LEAD_UNITS + n]
+    announce what follows and does not start mid-sentence. None of those: nothing.
+
+    A sentence announcing a list of named entries ("The filter accepts the following
+    options:", then "alpha") ends the opening when something comes before it: what
+    follows glosses the entries ("Process alpha channel, by default alpha channel is
+    untouched."), not the text."""
+    units = _before_announcement(split_units(text)[:_LEAD_UNITS + n])
     found = [
         u.text for k, u in enumerate(units)
         if not u.is_list_item and is_summary_sentence(u) and stands_alone(u, opens_chunk=k == 0)
@@ -118,6 +123,44 @@ def opening(text: str, n: int = 1) -> list[str]:
         return found
     whole = next((u.text for u in units if _plain_statement(u.text) and is_summary_sentence(u)), None)
     return [whole] if whole else []
+
+
+def announces_list(text: str, n: int = 1) -> bool:
+    """Whether the opening of ``text`` (:func:`opening`'s window for ``n`` sentences)
+    ends at a sentence announcing a list of named entries: a text read on from there
+    (the next chunk of a section) is in the list, not the opening."""
+    units = split_units(text)[:_LEAD_UNITS + n]
+    return len(_before_announcement(units)) < len(units)
+
+
+# a list entry's name on a line of its own: a few words, no sentence
+_ENTRY_NAME_WORDS = 4
+# a sentence announcing a list of named entries: "The filter accepts the following
+# options:", "It accepts the following parameters:", "The fields are:"
+_ANNOUNCES_ENTRIES = re.compile(
+    r"\b(?:options|parameters|arguments|fields|keys|values|members|attributes|properties|variables"
+    r"|settings|flags|commands|subcommands|directives|macros|functions|methods|entries)\b[^:]*:$",
+    re.IGNORECASE,
+)
+
+
+def announces_entries(sentence: str) -> bool:
+    """Whether ``sentence`` announces a list of named entries (options, parameters,
+    fields ...): "The filter accepts the following options:"."""
+    return _ANNOUNCES_ENTRIES.search(sentence.rstrip()) is not None
+
+
+def _before_announcement(units: list[Unit]) -> list[Unit]:
+    """``units`` up to the first one, past the first, that announces a list of named
+    entries (:func:`announces_entries`), when the next unit is a name (a few words
+    ending in no punctuation, "filename, f") and the one after it a sentence, the name's
+    gloss (not a line of code: "<prefix>/include/foo.h")."""
+    for k in range(1, len(units) - 2):
+        unit, name, gloss = units[k], units[k + 1].text.rstrip(), units[k + 2].text.rstrip()
+        if not unit.is_list_item and announces_entries(unit.text) and len(name.split()) <= _ENTRY_NAME_WORDS \
+                and not _TERMINAL.search(name) and gloss[:1].isupper() and bool(_TERMINAL.search(gloss)):
+            return units[:k]
+    return units
 
 
 def _plain_statement(sentence: str) -> bool:

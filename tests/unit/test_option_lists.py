@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from arborgraph.core.definitions import is_term, opens_with_term, term_one_liners
+from arborgraph.core.leads import announces_list, opening
 from graphrag.build import section_leads
 from graphrag.model import Community
 from graphrag.reports import ExtractiveReportWriter, write_reports
@@ -80,4 +81,49 @@ def test_a_community_at_home_in_an_options_section_is_said_by_its_options() -> N
         "--head: Show the HEAD reference, even if it would normally be filtered out.",
         "-d, --dereference: Dereference tags into object IDs as well.",
         "-s, --hash[=<n>]: Only show the SHA-1 hash, not the reference name.",
+    ]
+
+
+# FFmpeg's filters: a sentence of what the filter does, then a list it announces, whose
+# entries are named in plain words
+CROP = (
+    "Crop the input video to given dimensions.\n\nIt accepts the following parameters:\n\n"
+    "w, out_w\n\nThe width of the output video. It defaults to iw.\n\n"
+    "h, out_h\n\nThe height of the output video.\n\n"
+    "keep_aspect\n\nNew in version 3.8.\n\n"
+    "exact\n\nEnable exact cropping."
+)
+
+
+def test_an_announced_list_ends_the_opening_and_names_its_entries() -> None:
+    assert opening(CROP, 3) == ["Crop the input video to given dimensions."]
+    assert announces_list(CROP, 3)
+    # a list of code lines after an announcement is no list of named entries
+    files = "A package installs its headers. Its build script takes the following arguments:\n\n<prefix>/foo.h\n\n<prefix>/libfoo.a\n\nIt may also provide a file."
+    assert not announces_list(files, 3)
+    # only a list of named things (options, fields ...) is announced, not an example
+    example = "Print the version first. It looks like this:\n\nGNU Emacs 19.30\n\nThe program's name should be a constant string."
+    assert not announces_list(example, 3) and term_one_liners([("v#0", example)], announced=True) == []
+    assert term_one_liners([("crop#0", CROP)]) == []  # plain names only when announced
+    assert term_one_liners([("crop#0", CROP)], announced=True) == [
+        ("w, out_w", "The width of the output video.", "crop#0"),
+        ("h, out_h", "The height of the output video.", "crop#0"),
+        # keep_aspect's gloss says only when it came: left out
+        ("exact", "Enable exact cropping.", "crop#0"),
+    ]
+
+
+def test_the_trees_node_of_a_section_with_an_announced_list_says_what_it_is_then_its_entries() -> None:
+    more = "The filter works on every pixel format of the input video."  # past the list: no opening
+    leaves = [Leaf(chunk_id=f"crop#{n}", doc_id="filters", text=text, heading_path=["Video Filters", "crop"])
+              for n, text in enumerate([CROP, more])]
+    leaves.append(Leaf(chunk_id="scale#0", doc_id="filters", text="Scale the input video.", heading_path=["Video Filters", "scale"]))
+    vectors = np.random.default_rng(0).normal(size=(len(leaves), 8))
+    items, _, _ = outline_items(leaves, vectors, count_tokens=lambda t: len(t.split()), config=RaptorConfig())
+    digests = {it.title: it.text for it in items if it.origin == "outline"}
+    assert digests["Video Filters: crop"].split("\n") == [
+        "Crop the input video to given dimensions.",
+        "w, out_w: The width of the output video.",
+        "h, out_h: The height of the output video.",
+        "exact: Enable exact cropping.",
     ]
