@@ -76,19 +76,14 @@ def test_a_page_with_no_docstring_of_its_own_opens_with_no_members() -> None:
 
 
 def test_the_trees_node_of_an_api_page_lists_its_classes() -> None:
-    import numpy as np
-
-    from raptor.config import RaptorConfig
-    from raptor.outline_tree import outline_items
+    from outline_digests import outline_digests
     from raptor.tree import Leaf
 
     pages = {"groups": GROUPS, "users": ["Users of the Identity service.\n\nclass keystoneclient.v3.users.User\n\n"
                                          "Represents an Identity user.\n\nget(user)\n\nRetrieve a user from the server."]}
     leaves = [Leaf(chunk_id=f"{page}#{n}", doc_id=page, text=text, heading_path=[f"keystoneclient.v3.{page} module"])
               for page, texts in pages.items() for n, text in enumerate(texts)]
-    vectors = np.random.default_rng(0).normal(size=(len(leaves), 8))
-    items, _, _ = outline_items(leaves, vectors, count_tokens=lambda t: len(t.split()), config=RaptorConfig())
-    digests = {it.title: it.text for it in items if it.origin == "outline"}
+    digests = outline_digests(leaves)
     assert digests["keystoneclient.v3.groups module"].split("\n") == [
         "Identity groups of users, and the manager that lists, creates and deletes them.",
         "Group: Represents an Identity user group.",

@@ -6,8 +6,6 @@ fragments as the whole summary", 2 of 5). Titles and reports are made by the rea
 
 from __future__ import annotations
 
-import numpy as np
-
 from arborgraph.core.definitions import is_term, opens_with_term, term_one_liners
 from arborgraph.core.leads import announces_list, opening
 from graphrag.build import section_leads
@@ -16,8 +14,7 @@ from graphrag.reports import ExtractiveReportWriter, write_reports
 from hand_graphs import entity as _entity
 from hand_graphs import graph as _graph
 from hand_graphs import page_chunks as _chunks
-from raptor.config import RaptorConfig
-from raptor.outline_tree import outline_items
+from outline_digests import outline_digests
 from raptor.tree import Leaf
 
 OPTIONS = [
@@ -57,9 +54,7 @@ def _leaves() -> list[Leaf]:
 
 def test_the_trees_node_of_an_options_section_lists_its_options() -> None:
     leaves = _leaves()
-    vectors = np.random.default_rng(0).normal(size=(len(leaves), 8))
-    items, _, _ = outline_items(leaves, vectors, count_tokens=lambda t: len(t.split()), config=RaptorConfig())
-    digests = {it.title: it.text for it in items if it.origin == "outline"}
+    digests = outline_digests(leaves)
     options = next(text for title, text in digests.items() if title.endswith("OPTIONS"))
     assert options.split("\n")[:3] == [
         "--head: Show the HEAD reference, even if it would normally be filtered out.",
@@ -118,9 +113,7 @@ def test_the_trees_node_of_a_section_with_an_announced_list_says_what_it_is_then
     leaves = [Leaf(chunk_id=f"crop#{n}", doc_id="filters", text=text, heading_path=["Video Filters", "crop"])
               for n, text in enumerate([CROP, more])]
     leaves.append(Leaf(chunk_id="scale#0", doc_id="filters", text="Scale the input video.", heading_path=["Video Filters", "scale"]))
-    vectors = np.random.default_rng(0).normal(size=(len(leaves), 8))
-    items, _, _ = outline_items(leaves, vectors, count_tokens=lambda t: len(t.split()), config=RaptorConfig())
-    digests = {it.title: it.text for it in items if it.origin == "outline"}
+    digests = outline_digests(leaves)
     assert digests["Video Filters: crop"].split("\n") == [
         "Crop the input video to given dimensions.",
         "w, out_w: The width of the output video.",

@@ -112,19 +112,14 @@ SITE = {
 
 def _outline_nodes(pages: dict[str, list[str]]) -> dict[str, str]:
     """Title -> digest of each outline node of a tree over ``pages``."""
-    import numpy as np
-
-    from raptor.config import RaptorConfig
-    from raptor.outline_tree import outline_items
+    from outline_digests import outline_digests
     from raptor.tree import Leaf
 
     leaves = [
         Leaf(chunk_id=f"p{p}#{n}", doc_id=f"p{p}", text=text, heading_path=[title])
         for p, (title, chunks) in enumerate(pages.items()) for n, text in enumerate(chunks)
     ]
-    vectors = np.random.default_rng(0).normal(size=(len(leaves), 8))
-    items, _, _ = outline_items(leaves, vectors, count_tokens=lambda t: len(t.split()), config=RaptorConfig())
-    return {it.title: it.text for it in items if it.origin == "outline"}
+    return outline_digests(leaves)
 
 
 def test_the_trees_page_node_is_said_with_its_summary_too() -> None:
@@ -213,10 +208,7 @@ def test_no_report_overview_quotes_what_many_pages_share() -> None:
 
 
 def test_a_section_many_pages_share_is_listed_without_its_lead() -> None:
-    import numpy as np
-
-    from raptor.config import RaptorConfig
-    from raptor.outline_tree import outline_items
+    from outline_digests import outline_digests
     from raptor.tree import Leaf
 
     drawing = "You must call either pen.closePath() or pen.endPath() after each sub path. Draw a cubic bezier."
@@ -230,9 +222,7 @@ def test_a_section_many_pages_share_is_listed_without_its_lead() -> None:
             Leaf(chunk_id=f"p{p}#2", doc_id=f"p{p}", text=drawing, heading_path=[f"pen{p}", "Drawing"]),
             Leaf(chunk_id=f"p{p}#3", doc_id=f"p{p}", text=drawing + " Then stop.", heading_path=[f"pen{p}", "Drawing"]),
         ]
-    vectors = np.random.default_rng(0).normal(size=(len(leaves), 8))
-    items, _, _ = outline_items(leaves, vectors, count_tokens=lambda t: len(t.split()), config=RaptorConfig())
-    digests = {it.title: it.text for it in items if it.origin == "outline"}
+    digests = outline_digests(leaves)
     # the shared section's own node says what it is; its page lists it by name only
     assert digests["pen0: Drawing"].startswith("You must call either pen.closePath()")
     assert digests["pen0"] == "Calculate the area of a glyph.\nPen 0 keeps its state in memory.\nAlso: Drawing."
