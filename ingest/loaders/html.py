@@ -27,11 +27,13 @@ _DROP_ROLES = frozenset(
     "navigation banner contentinfo search complementary menu menubar toolbar".split()
 )
 # Page chrome by class: Sphinx (related, sphinxsidebar, headerlink...), SQLite's
-# docs (menu, searchmenu, nosearch, fancy_toc) and common site templates.
+# docs (menu, searchmenu, nosearch, fancy_toc), DocBook's chunked HTML (navheader,
+# navfooter: "Prev | Chapter 8. Statistics | Next" above and below every page) and
+# common site templates.
 _DROP_CLASSES = frozenset(
     "related sphinxsidebar sphinxsidebarwrapper headerlink footer mobile-nav menu-wrapper "
     "menu mainmenu submenu searchmenu nosearch fancy_toc toc breadcrumb breadcrumbs navbar "
-    "sidebar skip-link copybutton".split()
+    "sidebar skip-link copybutton navheader navfooter".split()
 )
 _DROP_IDS = frozenset("sidebar sidebarbutton navigation searchbox searchmenu toc".split())
 # Where the content lives, most specific first.

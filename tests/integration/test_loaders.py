@@ -130,6 +130,23 @@ def test_openstack_theme_page_is_its_docs_body_only() -> None:
     assert doc.text == "Engines\n\nEngines are what really runs your atoms."
 
 
+def test_docbook_chunked_page_without_its_navigation() -> None:
+    # DocBook XSL's chunked HTML (Wireshark's user guide): a navigation table above and
+    # below each page, which opened every page's text ("Prev | Chapter 8. Statistics")
+    raw = """<html><head><title>8.2. The “Capture File Properties” Dialog</title></head><body>
+    <div class="navheader"><table summary="Navigation header"><tr><th colspan="3">8.2. The “Capture File Properties” Dialog</th></tr>
+    <tr><td><a accesskey="p" href="ChStatIntroduction.html">Prev</a> </td><th>Chapter 8. Statistics</th>
+    <td> <a accesskey="n" href="ChStatHierarchy.html">Next</a></td></tr></table><hr></div>
+    <div class="section"><div class="titlepage"><h2 class="title">8.2. The “Capture File Properties” Dialog</h2></div>
+    <p>General information about the current capture file.</p></div>
+    <div class="navfooter"><hr><table summary="Navigation footer"><tr><td><a href="ChStatIntroduction.html">Prev</a> </td>
+    <td><a accesskey="u" href="ChStatistics.html">Up</a></td><td> <a href="ChStatHierarchy.html">Next</a></td></tr>
+    <tr><td>8.1. Introduction </td><td><a accesskey="h" href="index.html">Home</a></td><td> 8.3. Resolved Addresses</td></tr></table></div>
+    </body></html>""".encode()
+    doc = load_html(raw, doc_id="ChStatCaptureFileProperties.html", path="/wsug/ChStatCaptureFileProperties.html")
+    assert doc.text == "8.2. The “Capture File Properties” Dialog\n\nGeneral information about the current capture file."
+
+
 def test_sphinx_tutorial_lists_and_code() -> None:
     doc = load(DATA / "html/python_controlflow.html", load_html)
     assert_offsets(doc)
