@@ -256,6 +256,9 @@ class SectionIndex:
             pages_of[_norm(sentence)].add(section[0])
         self.leads = {s: lead for s, lead in self.leads.items() if len(pages_of[_norm(lead[0])]) <= MAX_HEADING_DOCS}
         self.structural = structural_headings((path[0], path[1:]) for path in self.paths.values())
+        # headings below a page that another page has too ("Main options" on ffmpeg's,
+        # ffprobe's and ffplay's pages): alone they do not say whose they are
+        self.recurring = structural_headings(((path[0], path[1:]) for path in self.paths.values()), max_docs=1)
         entities: dict[Section, set[str]] = defaultdict(set)
         for chunk, path in self.paths.items():
             ids = kg.chunk_entities.get(chunk, ())
@@ -293,7 +296,7 @@ class SectionIndex:
 
     def title(self, section: Section, *, in_index: bool = False) -> str | None:
         """A section's title: its heading, after the nearest heading above it that is
-        not generic when it is generic itself; None for an index page (unless
+        not generic when it is generic itself or another page has it too; None for an index page (unless
         ``in_index``: a reference page naming much of the manual, for members named
         nowhere else) or a heading no title can be made of."""
         if not in_index and any(section[:d] in self.index_like for d in range(1, len(section) + 1)):
@@ -305,7 +308,10 @@ class SectionIndex:
         # says what it is only with the page it is on: "omelasticsearch: retryfailures"
         # (a capitalised word is a topic: "Checkpointing")
         alone = len(own.split()) > 1 or len(section) == 1 or bool(_WORD_RE.match(own))
-        if alone and not is_generic_heading(own, self.structural):
+        # a heading other pages have too says whose it is with the heading above it
+        # ("ffprobe Documentation: Main options")
+        shared = len(section) > 1 and heading_key(own) in self.recurring
+        if alone and not shared and not is_generic_heading(own, self.structural):
             return own
         for above in reversed(section[:-1]):
             if not is_generic_heading(above, self.structural) and len(above.split()) <= MAX_TITLE_WORDS:

@@ -151,3 +151,21 @@ def test_a_page_calling_itself_a_quick_reference_is_an_index_not_a_home() -> Non
     index = SectionIndex(kg, headings)
     assert ("Directive Quick Reference",) in index.index_like
     assert not community_titles(kg, headings)[0].text.startswith("Directive Quick Reference")
+
+
+def test_a_heading_other_pages_have_too_is_titled_with_its_page() -> None:
+    # FFmpeg's tools each have a "Main options" section: alone, the title does not say
+    # whose (raters: "doesn't say whether it means ffmpeg, ffprobe or ffplay")
+    pages = {
+        tool: [([f"{tool} Documentation", "Options", "Main options"], f"The {tool} tool takes -f to force a format.")]
+        for tool in ("ffmpeg", "ffprobe")
+    }
+    pages["ffmpeg"].append((["ffmpeg Documentation", "Stream selection"], "The ffmpeg tool picks one stream of each kind."))
+    chunks = _chunks(pages)
+    headings = {c.chunk_id: list(c.heading_path) for c in chunks}
+    kg = _graph([_entity("f", "-f", ["ffprobe#0", "ffprobe#0"]), _entity("s", "-show_streams", ["ffprobe#0"])], [],
+                [Community(0, 0, ["f", "s"])])
+    assert community_titles(kg, headings)[0].text == "ffprobe Documentation: Main options"
+    index = SectionIndex(kg, headings)
+    # a heading only one page has keeps its own words
+    assert index.title(("ffmpeg Documentation", "Stream selection")) == "Stream selection"
