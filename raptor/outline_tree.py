@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arborgraph.core.api_pages import before_first_class, class_one_liners
-from arborgraph.core.definitions import opens_with_term, term_one_liners
 from arborgraph.core.concurrency import run_ordered, workers_for
+from arborgraph.core.definitions import opens_with_term, term_one_liners
 from arborgraph.core.protocols import ProgressCallback
 from raptor.config import RaptorConfig
 from raptor.digest import Part, digest

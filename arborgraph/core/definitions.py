@@ -3,7 +3,9 @@ renders into text: each term on a line of its own ("-d", "--dereference",
 "-f fmt (input/output)", "<commit>", "core.fileMode"), then the prose that defines it.
 Read without its term, the first sentence of such a section ("Dereference tags into
 object IDs as well.") says nothing of what it describes; with it ("-d, --dereference:
-Dereference tags into object IDs as well.") it is the manual's own one-line gloss.
+Dereference tags into object IDs as well.") it is the manual's own one-line gloss. A
+list a sentence announces ("The filter accepts the following options:") may name its
+entries in plain words ("w, out_w").
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from arborgraph.core.leads import Unit, announces_entries, split_units
+from arborgraph.core.leads import Unit, announces_entries, is_entry_name, split_units
 
 # a term: an option with its arguments, a placeholder, a dotted setting name; never a
 # sentence (it ends in no full stop or colon)
@@ -22,8 +24,6 @@ _TERM = re.compile(
 )
 _TERM_MAX_CHARS = 60
 _ONE_LINER_WORDS = (3, 40)
-# an announced list's entry named in plain words ("filename, f")
-_NAME_WORDS = 4
 # a gloss that only says when ("New in version 3.8."), not what
 _VERSION_NOTE = re.compile(r"^(?:new|changed|deprecated|added|removed) (?:in|since) (?:version )?\S+\.?$", re.IGNORECASE)
 # aliases named before a one-liner ("-s, --hash[=<n>]")
@@ -78,10 +78,7 @@ def term_one_liners(chunks: Iterable[tuple[str, str]], *, announced: bool = Fals
 
 def _is_name(text: str) -> bool:
     """A list entry's name in plain words: a few words, no sentence, no code."""
-    return (
-        len(text.split()) <= _NAME_WORDS and len(text) <= _TERM_MAX_CHARS
-        and not text.rstrip().endswith((".", ":", "!", "?", ";")) and not any(c in text for c in "()[]{}=;")
-    )
+    return is_entry_name(text) and not any(c in text for c in "()[]{}=;")
 
 
 def opens_with_term(texts: Iterable[str]) -> bool:

@@ -135,6 +135,7 @@ def announces_list(text: str, n: int = 1) -> bool:
 
 # a list entry's name on a line of its own: a few words, no sentence
 _ENTRY_NAME_WORDS = 4
+_ENTRY_NAME_CHARS = 60
 # a sentence announcing a list of named entries: "The filter accepts the following
 # options:", "It accepts the following parameters:", "The fields are:"
 _ANNOUNCES_ENTRIES = re.compile(
@@ -150,6 +151,12 @@ def announces_entries(sentence: str) -> bool:
     return _ANNOUNCES_ENTRIES.search(sentence.rstrip()) is not None
 
 
+def is_entry_name(text: str) -> bool:
+    """Whether a line can name a list's entry: a few words ending in no punctuation
+    ("filename, f"), not a sentence."""
+    return len(text.split()) <= _ENTRY_NAME_WORDS and len(text) <= _ENTRY_NAME_CHARS and not _TERMINAL.search(text)
+
+
 def _before_announcement(units: list[Unit]) -> list[Unit]:
     """``units`` up to the first one, past the first, that announces a list of named
     entries (:func:`announces_entries`), when the next unit is a name (a few words
@@ -157,8 +164,8 @@ def _before_announcement(units: list[Unit]) -> list[Unit]:
     gloss (not a line of code: "<prefix>/include/foo.h")."""
     for k in range(1, len(units) - 2):
         unit, name, gloss = units[k], units[k + 1].text.rstrip(), units[k + 2].text.rstrip()
-        if not unit.is_list_item and announces_entries(unit.text) and len(name.split()) <= _ENTRY_NAME_WORDS \
-                and not _TERMINAL.search(name) and gloss[:1].isupper() and bool(_TERMINAL.search(gloss)):
+        if not unit.is_list_item and announces_entries(unit.text) and is_entry_name(name) \
+                and gloss[:1].isupper() and bool(_TERMINAL.search(gloss)):
             return units[:k]
     return units
 
