@@ -488,6 +488,8 @@ class _Overviews:
         return class_one_liners(chunks), frozenset(before_first_class(chunks))
 
 
+# before the names of a list's entries a summary does not gloss
+ALSO = "Also: "
 # the chunks an overview reads, most of the members' mentions first
 _OVERVIEW_CHUNKS = 30
 
@@ -663,6 +665,8 @@ class ExtractiveReportWriter:
             # docstrings are left out. A list of options likewise says each option's gloss
             # under its name.
             entries = sum(take(s, f"{name}: {s}", headed=True) for name, s, _ in context.entries[: self.n_classes])
+            if entries >= 2:
+                self._the_rest(parts, [name for name, _, _ in context.entries[self.n_classes:]])
             for sentence, _ in context.overview if entries < 2 else ():
                 take(sentence, sentence)
             if parts:
@@ -694,6 +698,19 @@ class ExtractiveReportWriter:
             for text, _ in sorted(described, key=lambda tc: on_page is not None and tc[1] not in on_page)[:2]:
                 take(text, text)
         return "\n".join(parts) if parts else _where_named(context)
+
+    def _the_rest(self, parts: list[str], names: list[str]) -> None:
+        """Add to ``parts`` the names of the entries a list left out ("Also: -q, --quiet;
+        --verify; ..."), as many as fit the summary's words: a list cut short says so
+        (raters: lists of three "with no sign that the list is cut short")."""
+        shown = list(names)
+        while shown:
+            last = "; …" if len(shown) < len(names) else ("" if shown[-1].endswith((".", "…")) else ".")
+            line = ALSO + "; ".join(shown) + last
+            if len(" ".join([*parts, line]).split()) <= self.max_words:
+                parts.append(line)
+                return
+            shown.pop()
 
     def _findings(self, context: CommunityContext, central: list[Entity]) -> list[Finding]:
         findings: list[Finding] = []

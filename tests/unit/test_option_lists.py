@@ -76,6 +76,8 @@ def test_a_community_at_home_in_an_options_section_is_said_by_its_options() -> N
         "--head: Show the HEAD reference, even if it would normally be filtered out.",
         "-d, --dereference: Dereference tags into object IDs as well.",
         "-s, --hash[=<n>]: Only show the SHA-1 hash, not the reference name.",
+        # the list goes on: the names of the rest
+        "Also: -q, --quiet; <pattern>…",
     ]
 
 
