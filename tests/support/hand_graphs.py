@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from graphrag.graph import KnowledgeGraph
-from graphrag.model import Community, Entity, Mention, Relation
+from graphrag.model import Community, CommunityReport, Entity, Mention, Relation
 from ingest.models import Chunk
 
 
@@ -30,3 +30,13 @@ def page_chunks(pages: dict[str, list[tuple[list[str], str]]]) -> list[Chunk]:
             out.append(Chunk(chunk_id=f"{doc}#{i}", doc_id=doc, text=text, heading_path=path, ordinal=i, start=0,
                              end=len(text), n_tokens=len(text.split())))
     return out
+
+
+def extractive_reports(kg: KnowledgeGraph, chunks: Sequence[Chunk]) -> list[CommunityReport]:
+    """The reports the no-LLM writer gives ``kg``'s communities, with the chunks' headings,
+    section leads and texts, as an index build gives them."""
+    from graphrag.build import section_leads
+    from graphrag.reports import ExtractiveReportWriter, write_reports
+
+    return write_reports(kg, ExtractiveReportWriter(), headings={c.chunk_id: list(c.heading_path) for c in chunks},
+                         leads=section_leads(chunks), texts={c.chunk_id: c.text for c in chunks})

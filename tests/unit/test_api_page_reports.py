@@ -8,11 +8,10 @@ reports are made by the real code (write_reports)."""
 
 from __future__ import annotations
 
-from graphrag.build import section_leads
 from graphrag.model import Community
 from arborgraph.core.api_pages import before_first_class, class_one_liners
-from graphrag.reports import ExtractiveReportWriter, write_reports
 from hand_graphs import entity as _entity
+from hand_graphs import extractive_reports
 from hand_graphs import graph as _graph
 from hand_graphs import page_chunks as _chunks
 
@@ -47,9 +46,7 @@ def test_an_api_page_community_is_said_by_its_classes_after_the_modules_docstrin
     members = ["groups#0", "groups#1"]
     kg = _graph([_entity("g", "Group", members), _entity("gm", "GroupManager", members),
                  _entity("create", "create()", ["groups#1"])], [], [Community(0, 0, ["g", "gm", "create"])])
-    headings = {c.chunk_id: list(c.heading_path) for c in chunks}
-    texts = {c.chunk_id: c.text for c in chunks}
-    report = write_reports(kg, ExtractiveReportWriter(), headings=headings, leads=section_leads(chunks), texts=texts)[0]
+    report = extractive_reports(kg, chunks)[0]
     assert report.summary.split("\n") == [
         "Identity groups of users, and the manager that lists, creates and deletes them.",
         "Group: Represents an Identity user group.",
@@ -67,8 +64,7 @@ def test_a_page_with_no_docstring_of_its_own_opens_with_no_members() -> None:
     members = ["groups#0", "groups#1"]
     kg = _graph([_entity("g", "Group", members), _entity("gm", "GroupManager", members)], [],
                 [Community(0, 0, ["g", "gm"])])
-    report = write_reports(kg, ExtractiveReportWriter(), headings={c.chunk_id: list(c.heading_path) for c in chunks},
-                           leads=section_leads(chunks), texts={c.chunk_id: c.text for c in chunks})[0]
+    report = extractive_reports(kg, chunks)[0]
     assert report.summary.split("\n") == [
         "Group: Represents an Identity user group.",
         "GroupManager: Manager class for manipulating Identity groups.",

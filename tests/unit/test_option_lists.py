@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from arborgraph.core.definitions import is_term, opens_with_term, term_one_liners
 from arborgraph.core.leads import announces_list, opening
-from graphrag.build import section_leads
 from graphrag.model import Community
-from graphrag.reports import ExtractiveReportWriter, write_reports
 from hand_graphs import entity as _entity
+from hand_graphs import extractive_reports
 from hand_graphs import graph as _graph
 from hand_graphs import page_chunks as _chunks
 from outline_digests import outline_digests
@@ -70,8 +69,7 @@ def test_a_community_at_home_in_an_options_section_is_said_by_its_options() -> N
     members = ["show-ref#0", "show-ref#1"]
     kg = _graph([_entity("h", "--head", members), _entity("d", "--dereference", members)], [],
                 [Community(0, 0, ["h", "d"])])
-    report = write_reports(kg, ExtractiveReportWriter(), headings={c.chunk_id: list(c.heading_path) for c in chunks},
-                           leads=section_leads(chunks), texts={c.chunk_id: c.text for c in chunks})[0]
+    report = extractive_reports(kg, chunks)[0]
     assert report.summary.split("\n") == [
         "--head: Show the HEAD reference, even if it would normally be filtered out.",
         "-d, --dereference: Dereference tags into object IDs as well.",
