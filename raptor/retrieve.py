@@ -62,6 +62,7 @@ def traverse(
     neighbour_pool: int = 80,
     max_leaves: int | None = None,
     node_tokens: Callable[[Node], int] | None = None,
+    leaf_tokens: np.ndarray | None = None,
     leaf_pool: np.ndarray | None = None,
     read_leaves: Callable[[np.ndarray], np.ndarray] | None = None,
     leaf_sample: np.ndarray | None = None,
@@ -69,7 +70,9 @@ def traverse(
     """Drill-down retrieval: an overview summary first, then leaf chunks.
 
     A node's cost against ``budget_tokens`` is ``count_tokens(node.text)``, or
-    ``node_tokens(node)`` when given (e.g. a chunk's count stored at index time).
+    ``node_tokens(node)`` when given (e.g. a chunk's count stored at index time); a
+    leaf's is ``leaf_tokens[i]`` when given, ``i`` its place among the leaves in reading
+    order (the walk weighs thousands of leaves against the budget).
 
     Scoring: each node gets a within-level score in [0, 1] (cosine to ``query_vec``,
     fused by reciprocal rank with ``lexical_scores`` where given, by node id or as an
@@ -181,8 +184,19 @@ def traverse(
     # head is sorted. Ties by position are ties by tree row (leaf_rows ascend).
     head = len(total) if max_leaves is None else max(neighbour_pool, anchors, 10 * max_leaves)
     order = top_k_indices(total, head)
-    leaf_rank = [(-float(total[i]), int(leaf_rows[i]), tree.nodes[leaf_rows[i]].node_id) for i in order]
-    leaf_rank, neighbour_of = _expand_anchors(tree, leaf_rank, anchors, neighbours, neighbour_pool)
+    # the ranking as arrays (a head of thousands of leaves per question): a leaf's
+    # node, id and context are made only when it is taken
+    ranked_rows = leaf_rows[order]
+    ranked_places = (order if leaf_pool is None else places[order]).astype(np.int64)
+    ranked_scores = total[order].tolist()
+    sequence, neighbour_of = _expand_anchors(tree, ranked_places, anchors, neighbours, neighbour_pool)
+    costs = np.asarray(leaf_tokens)[ranked_places].tolist() if leaf_tokens is not None else None
+
+    def cost_of(node: Node) -> int:
+        return node_tokens(node) if node_tokens is not None else count_tokens(node.text)
+
+    def leaf_cost(k: int) -> int:
+        return costs[k] if costs is not None else cost_of(tree.nodes[int(ranked_rows[k])])
 
     leaf_parents: dict[str, str] = {}
 
@@ -202,38 +216,38 @@ def traverse(
         leaf_parents[nid] = parent
         return parent
 
-    def cost_of(node: Node) -> int:
-        return node_tokens(node) if node_tokens is not None else count_tokens(node.text)
-
     overview = _overview(tree, selected, path, overview_level)
     out: list[Context] = []
     used = 0
     if overview is not None:
         node = tree.node(overview)
         cost = cost_of(node)
-        first_leaf = cost_of(tree.node(leaf_rank[0][2])) if leaf_rank else 0
+        first_leaf = leaf_cost(sequence[0]) if sequence else 0
         # the overview's trace runs through summaries only: best_parent has them all
         if cost + first_leaf <= budget_tokens:
             used = cost
             out.append(node_context(node, float(path[tree.position(overview)]), [_trace(overview, parent_of, "overview")]))
     leaves_added = 0
-    for neg_score, _, nid in leaf_rank:
+    for k in sequence:
         if max_leaves is not None and leaves_added >= max_leaves:
             break
-        node = tree.node(nid)
-        cost = cost_of(node)
+        cost = leaf_cost(k)
         if used + cost > budget_tokens:
             continue
         used += cost
         leaves_added += 1
+        node = tree.nodes[int(ranked_rows[k])]
+        nid = node.node_id
         route = _trace(nid, parent_of, "chunk") if leaf_parent(nid) else "tree: leaf outside the beam"
-        trace = [route] + ([f"tree: next to {neighbour_of[nid]}"] if nid in neighbour_of else [])
-        out.append(node_context(node, -neg_score, trace))
-    if leaves_added == 0 and leaf_rank:
+        anchor = neighbour_of.get(k)
+        trace = [route] + ([f"tree: next to {tree.nodes[int(ranked_rows[anchor])].node_id}"] if anchor is not None else [])
+        out.append(node_context(node, ranked_scores[k], trace))
+    if leaves_added == 0 and sequence:
         # Never summaries alone: the best leaf goes in even if it overflows the budget.
-        nid = leaf_rank[0][2]
-        leaf_parent(nid)
-        ctx = node_context(tree.node(nid), -leaf_rank[0][0], [_trace(nid, parent_of, "chunk")])
+        k = sequence[0]
+        node = tree.nodes[int(ranked_rows[k])]
+        leaf_parent(node.node_id)
+        ctx = node_context(node, ranked_scores[k], [_trace(node.node_id, parent_of, "chunk")])
         ctx.flags.append("over_budget")
         out = [ctx]
     return out
@@ -243,40 +257,42 @@ def traverse(
 
 
 def _expand_anchors(
-    tree: Tree, ranked: list[tuple[float, int, str]], anchors: int, radius: int, pool: int
-) -> tuple[list[tuple[float, int, str]], dict[str, str]]:
-    """Reorder a leaf ranking: each anchor is followed by its reading-order neighbours
-    that are among the ``pool`` best leaves."""
+    tree: Tree, places: np.ndarray, anchors: int, radius: int, pool: int
+) -> tuple[list[int], dict[int, int]]:
+    """A leaf ranking reordered: each anchor is followed by its reading-order neighbours
+    that are among the ``pool`` best leaves, best first.
+
+    ``places`` are the ranked leaves' places among the tree's leaves (reading order),
+    best first; the result is positions in ``places`` in their new order, and each
+    pulled-forward neighbour's position -> its anchor's."""
+    n = len(places)
     if anchors == 0 or radius == 0:
-        return ranked, {}
-    plausible = {item[2] for item in ranked[:pool]}
-    arrays = tree.arrays()
-    leaves = _Leaves(tree, arrays.level_rows.get(0, np.zeros(0, dtype=np.int64)))  # in reading order
-    index = arrays.leaf_place
-    entry = {item[2]: item for item in ranked}
-    out: list[tuple[float, int, str]] = []
-    placed: set[str] = set()
-    neighbour_of: dict[str, str] = {}
-    for item in ranked[:anchors]:
-        anchor = item[2]
+        return list(range(n)), {}
+    leaves = _Leaves(tree, tree.arrays().level_rows.get(0, np.zeros(0, dtype=np.int64)))  # in reading order
+    plausible = {place: k for k, place in enumerate(places[:pool].tolist())}
+    out: list[int] = []
+    placed: set[int] = set()
+    neighbour_of: dict[int, int] = {}
+    for anchor in range(min(anchors, n)):
         if anchor in placed:
             continue
-        out.append(item)
+        out.append(anchor)
         placed.add(anchor)
-        i, doc = index[anchor], leaves[index[anchor]].doc_ids
-        near = [
-            entry[leaves[j].node_id]
+        i = int(places[anchor])
+        doc = leaves[i].doc_ids
+        # among the pool, the order by position is the order by score (ties by row)
+        near = sorted(
+            plausible[j]
             for j in range(max(0, i - radius), min(len(leaves), i + radius + 1))
-            if j != i
-            and leaves[j].doc_ids == doc
-            and leaves[j].node_id in plausible
-            and leaves[j].node_id not in placed
-        ]
-        for n_item in sorted(near):
-            out.append(n_item)
-            placed.add(n_item[2])
-            neighbour_of[n_item[2]] = anchor
-    out.extend(item for item in ranked if item[2] not in placed)
+            if j != i and j in plausible and plausible[j] not in placed and leaves[j].doc_ids == doc
+        )
+        for k in near:
+            out.append(k)
+            placed.add(k)
+            neighbour_of[k] = anchor
+    rest = np.ones(n, dtype=bool)
+    rest[list(placed)] = False
+    out.extend(np.flatnonzero(rest).tolist())
     return out, neighbour_of
 
 

@@ -8,7 +8,7 @@ and the per-scope lists are merged by reciprocal rank
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -53,6 +53,7 @@ class Scope:
     tag: str
     scope: str
     _leaf_rows: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False)
+    _leaf_tokens: np.ndarray | None = field(default=None, init=False, repr=False)
 
     @cached_property
     def has_tree(self) -> bool:
@@ -92,6 +93,13 @@ class Scope:
             pairs = np.array(leaves, dtype=np.int64).reshape(-1, 2)
             self._leaf_rows = (pairs[:, 0].copy(), pairs[:, 1].copy())
         return self._leaf_rows
+
+    def leaf_tokens(self, tokens: Callable[[Any], int]) -> np.ndarray:
+        """Each leaf's token count, in reading order, as ``tokens`` (a tree node -> its
+        count) gives it: what a walk weighs against its budget (computed once)."""
+        if self._leaf_tokens is None:
+            self._leaf_tokens = np.array([tokens(leaf) for leaf in self.tree.leaves()], dtype=np.int64)
+        return self._leaf_tokens
 
     @cached_property
     def summary_rows(self) -> np.ndarray:

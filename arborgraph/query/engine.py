@@ -37,7 +37,7 @@ from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, f
 from arborgraph.query.fusion import fuse_routes, second_route
 from arborgraph.query.lookup import LookupMode
 from arborgraph.query.scores import cosines_of, score_question
-from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, GraphServers, LookupRetriever, TreeRetriever, keep_page_leads
+from arborgraph.query.retrievers import GlobalRetriever, GraphRetriever, GraphServers, LookupRetriever, TreeRetriever, keep_page_leads, stored_tokens
 from arborgraph.query.settings import QuerySettings
 from arborgraph.query.request import AsOf, QueryRequest, RouteChoice, day_of
 
@@ -131,8 +131,10 @@ class QueryEngine:
         graphs = bool({"graph", "global"} & set(self.index.routes))
         pooled_walk = self.index.dense is not None and self.index.dense.approximate
         if "tree" in self.index.routes:
+            leaf_tokens = stored_tokens(self.index.store, count)
             for scope in self.index.scopes:
                 scope.tree.arrays()  # the walk's arrays
+                scope.leaf_tokens(leaf_tokens)
                 if pooled_walk:
                     scope.leaf_sample  # noqa: B018 - the pooled walk's rank sample, read once
                 for node in scope.tree.summaries()[:TOKEN_COUNTS_KEPT]:

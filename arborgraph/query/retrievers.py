@@ -254,7 +254,7 @@ class TreeRetriever:
                 found = traverse(
                     scope.tree, query.query_vector, scope.tree.vectors, lexical_scores=lexical,
                     budget_tokens=WALK_BUDGET_TOKENS, count_tokens=self.count_tokens, max_leaves=max_leaves,
-                    node_tokens=self._node_tokens, **pooled, **beam,
+                    node_tokens=self._node_tokens, leaf_tokens=scope.leaf_tokens(self._node_tokens), **pooled, **beam,
                 )
             else:
                 by_id = {scope.tree.nodes[row].node_id: float(lexical[row]) for row in np.flatnonzero(lexical > 0).tolist()}

@@ -68,6 +68,32 @@ def test_best_leaves_come_with_their_reading_order_neighbours() -> None:
     assert scores == sorted(scores, reverse=True)
 
 
+def test_leaf_token_counts_given_as_an_array_walk_as_counted_ones() -> None:
+    tree, c = built_tree(), corpus()
+    counted = {leaf.node_id: c.count_tokens(leaf.text) for leaf in tree.leaves()}
+    # budgets that fill part way: leaves that do not fit are skipped, smaller ones later taken
+    for budget, max_leaves in ((900, None), (2500, 4), (10**6, None)):
+        by_node = traverse(tree, _query(), tree.node_vectors, budget_tokens=budget, count_tokens=c.count_tokens, max_leaves=max_leaves)
+        by_array = traverse(
+            tree, _query(), tree.node_vectors, budget_tokens=budget, count_tokens=c.count_tokens, max_leaves=max_leaves,
+            leaf_tokens=np.array([counted[leaf.node_id] for leaf in tree.leaves()]),
+        )
+        assert [(x.node_id, x.score, x.trace) for x in by_array] == [(x.node_id, x.score, x.trace) for x in by_node]
+    # a pooled walk (some leaves ranked) weighs the same leaves as well
+    leaves = np.array(tree.level_rows(0), dtype=np.int64)
+    pool = leaves[::3]
+    pooled = [
+        traverse(tree, _query(), tree.node_vectors, beam=1, budget_tokens=900, count_tokens=c.count_tokens, leaf_pool=pool, **given)
+        for given in ({}, {"leaf_tokens": np.array([counted[leaf.node_id] for leaf in tree.leaves()])})
+    ]
+    assert [(x.node_id, x.score, x.trace) for x in pooled[1]] == [(x.node_id, x.score, x.trace) for x in pooled[0]]
+    # the array is what is weighed: a leaf made to cost more than the budget is never taken
+    best = by_node[1].node_id
+    heavy = np.array([10**7 if leaf.node_id == best else counted[leaf.node_id] for leaf in tree.leaves()])
+    out = traverse(tree, _query(), tree.node_vectors, budget_tokens=2500, count_tokens=c.count_tokens, leaf_tokens=heavy)
+    assert best not in {x.node_id for x in out}
+
+
 def test_subtree_weight_orders_leaves() -> None:
     tree, c = built_tree(), corpus()
     q = _query()
