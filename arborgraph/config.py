@@ -124,7 +124,7 @@ class RouterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     min_confidence: float = Field(
-        0.55, ge=0, le=1, description="below this, the two best routes are run and fused"
+        0.55, ge=0, le=1, description="below this, the two best routes are run and their candidates ranked together"
     )
     llm: bool = Field(False, description="route auto questions with the configured LLM (llm.model)")
 

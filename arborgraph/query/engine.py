@@ -33,7 +33,7 @@ from arborgraph.core.results import Context, QueryResult, Route, RoutingDecision
 from arborgraph.core.retrieval import Retrieval, RetrievalQuery, Retriever
 from arborgraph.index.access import Access, AccessCache
 from arborgraph.index.opened import Index
-from arborgraph.query.compose import assemble, compose, flag_lexical_fallback, flag_stale, relevance_scores
+from arborgraph.query.compose import assemble, compose, compose_both, flag_lexical_fallback, flag_stale, relevance_scores
 from arborgraph.query.fusion import fuse_routes, second_route
 from arborgraph.query.lookup import LookupMode
 from arborgraph.query.scores import cosines_of, score_question
@@ -281,11 +281,10 @@ class QueryEngine:
         use_llm_router = s.router.llm if request.llm_router is None else request.llm_router
         decision = self._decide(request.route, q, llm, use_llm_router, s)
         checkpoint()
-        found = self._run(decision.route, q, s)
-        if decision.fused_with is not None:
-            checkpoint()
-            second = self._run(decision.fused_with, q, s)
-            found = fuse_routes(found, second, decision.confidence, s.router.min_confidence)
+        if decision.fused_with is None:
+            found = self._run(decision.route, q, s)
+        else:
+            found = self._run_both(decision, q, s)
         checkpoint()
         mode = self.index.mode
         if q.query_vector is None:
@@ -451,11 +450,38 @@ class QueryEngine:
         if ranker is not None and (route == "lookup" or found.contexts):
             from arborgraph.query.rerank import rerank
 
-            ranked = rerank(self._ranking_index, ranker, q, found, s.retrieval)
+            ranked = rerank(self._ranking_index, ranker, q, [found], s.retrieval)
         return compose(
             found, q.hits, top_k=q.top_k, pool=q.pool,
             retrieval=s.retrieval, tree_search=s.tree_search, ranked=ranked,
         )
+
+    def _run_both(self, decision: RoutingDecision, q: RetrievalQuery, s: QuerySettings) -> Retrieval:
+        """The router's route and its runner-up (``decision.fused_with``), when it is
+        unsure between them: both retrievers' candidates ranked together by the ranking
+        stage (one ranking, not one per route; see :func:`compose_both`); without a
+        ranking stage, each route composed as alone and the two fused by RRF."""
+        assert decision.fused_with is not None
+        routes = (decision.route, decision.fused_with)
+        ranker = self.ranker_for(s)
+        if ranker is None:
+            first = self._run(routes[0], q, s)
+            checkpoint()
+            return fuse_routes(first, self._run(routes[1], q, s), decision.confidence, s.router.min_confidence)
+        found = []
+        for route in routes:
+            found.append(self._retriever(route, s).retrieve(q))
+            checkpoint()
+        from arborgraph.query.rerank import rerank
+
+        # a structure that found nothing gives no candidates (compose says so)
+        reached = [f for f in found if f.route == "lookup" or f.contexts]
+        ranked = rerank(self._ranking_index, ranker, q, reached, s.retrieval)
+        note = (
+            f"router not confident ({decision.confidence:.2f} < {s.router.min_confidence:.2f}): "
+            f"{routes[0]}'s and {routes[1]}'s candidates ranked together"
+        )
+        return compose_both(found, q.hits, ranked, top_k=q.top_k, pool=q.pool, note=note)
 
     def ranker_for(self, s: QuerySettings) -> "AnyRanker | None":
         """The ranking model a question's settings ask for: none when they turn the stage
@@ -534,7 +560,7 @@ class QueryEngine:
         k = top_k or s.top_k
         q = self._retrieval_query(question, self.access(principal, dt.date.today()), k, 3 * k, s)
         found = self._retriever(route, s).retrieve(q)
-        rows, matrix = candidates(self._ranking_index, q, found, s.retrieval)
+        rows, matrix = candidates(self._ranking_index, q, [found], s.retrieval)
         return [self.index.store.chunk_ids[r] for r in rows], matrix
 
     @on_one_math_thread

@@ -155,14 +155,27 @@ def route_chunks(reached: Retrieval) -> list[Context]:
     return reached.chunks if reached.route in STRUCTURE_ROUTES else []
 
 
+def _route_traces(hits: Retrieval, reached: Sequence[Retrieval]) -> dict[str, list[str]]:
+    """How each candidate chunk was found: the structured routes' traces (both routes',
+    in route order, when two ran), else the flat hit's."""
+    traces = {c.node_id: list(c.trace) for c in hits.contexts if c.kind == "chunk"}
+    by_routes: dict[str, list[str]] = {}
+    for found in reached:
+        for chunk_id, trace in {c.node_id: c.trace for c in route_chunks(found)}.items():
+            kept = by_routes.get(chunk_id)
+            by_routes[chunk_id] = list(trace) if kept is None else kept + [t for t in trace if t not in kept]
+    return traces | by_routes
+
+
 def query_signals(
-    source: RankingIndex, q: RetrievalQuery, reached: Retrieval, cfg: RetrievalConfig
+    source: RankingIndex, q: RetrievalQuery, reached: Sequence[Retrieval], cfg: RetrievalConfig
 ) -> QuerySignals:
     """Every signal the features of the question's candidates are computed from;
-    ``reached`` is what the route that ran found (for lookup: the flat hits), ``cfg``
-    the lookup weights the flat hits were fused with."""
+    ``reached`` is what the routes that ran found (one route's, or two when the router
+    was unsure; for lookup: the flat hits), ``cfg`` the lookup weights the flat hits
+    were fused with."""
     question, query_vector, hits, mask = q.question, q.query_vector, q.hits, q.mask
-    scopes, route = q.scopes, reached.route
+    scopes = q.scopes
     store = source.store
     row_of = store.row_of
     scores = q.scores
@@ -182,8 +195,9 @@ def query_signals(
         for i, row in enumerate(rows_):
             rrf[row] = rrf.get(row, 0.0) + weights.get(name, 1.0) / (cfg.rrf_k + i + 1)
     rank_lists["rrf"] = sorted(rrf, key=lambda r: (-rrf[r], r))
-    if route in STRUCTURE_ROUTES:
-        rank_lists[route] = [row_of[c.node_id] for c in route_chunks(reached) if c.node_id in row_of]
+    for found in reached:
+        if found.route in STRUCTURE_ROUTES:
+            rank_lists[found.route] = [row_of[c.node_id] for c in route_chunks(found) if c.node_id in row_of]
     parent_cos: dict[int, float] = {}
     if query_vector is not None and "tree" in source.routes:
         wanted = wanted_rows(rank_lists)
@@ -284,7 +298,7 @@ def _graph_signals(
 
 
 def candidates(
-    source: RankingIndex, q: RetrievalQuery, reached: Retrieval, cfg: RetrievalConfig
+    source: RankingIndex, q: RetrievalQuery, reached: Sequence[Retrieval], cfg: RetrievalConfig
 ) -> tuple[list[int], np.ndarray]:
     """The candidate chunk rows of a query and their feature matrix."""
     signals = query_signals(source, q, reached, cfg)
@@ -293,19 +307,21 @@ def candidates(
 
 
 def rerank(
-    source: RankingIndex, model: AnyRanker, q: RetrievalQuery, reached: Retrieval, cfg: RetrievalConfig
+    source: RankingIndex, model: AnyRanker, q: RetrievalQuery, reached: Sequence[Retrieval], cfg: RetrievalConfig
 ) -> Ranked:
-    """The candidates best first by ``model``, the first ``max(pool, top_k)`` as chunk
-    contexts (``top_k`` for the lookup route, which returns no more); each trace says
-    the ranker's score and the features that raised it most, and (when the model is
-    calibrated) ``extra["relevance"]`` the probability that it holds the evidence."""
+    """The candidates of the routes that ran (``reached``: one, or two ranked together)
+    best first by ``model``, the first ``max(pool, top_k)`` as chunk contexts (``top_k``
+    for lookup alone, which returns no more); each trace says the ranker's score and
+    the features that raised it most, then how the routes found it, and (when the model
+    is calibrated) ``extra["relevance"]`` the probability that it holds the evidence."""
     rows, matrix = candidates(source, q, reached, cfg)
     store = source.store
     scores = model.score(matrix)
     order = rank(scores)
     # lookup returns its first top_k (see compose); a structured route a pool of them
-    kept = order[: q.top_k if reached.route == "lookup" else max(q.pool, q.top_k)]
-    earlier = {c.node_id: c for c in [*q.hits.contexts, *route_chunks(reached)] if c.kind == "chunk"}
+    lookup_only = all(found.route == "lookup" for found in reached)
+    kept = order[: q.top_k if lookup_only else max(q.pool, q.top_k)]
+    earlier = _route_traces(q.hits, reached)
     relevance = (
         model.calibration.probabilities(scores, matrix)
         if model.calibration is not None and rows else None
@@ -316,8 +332,7 @@ def rerank(
         row, score = rows[i], float(scores[i])
         chunk_id = store.chunk_ids[row]
         trace = [f"ranker: {score:+.3f} ({', '.join(why) or 'no feature above average'})"]
-        if chunk_id in earlier:
-            trace += earlier[chunk_id].trace
+        trace += earlier.get(chunk_id, [])
         context = store.context(row, score=round(score, 6), trace=trace)
         if relevance is not None:
             context.extra = {"relevance": round(float(relevance[i]), 6)}

@@ -210,7 +210,7 @@ def test_hidden_documents_give_no_signal(sample_index: Path) -> None:
     scores = score_question(kb.index, question, vector)
     hits = lookup_search(kb.index.store, scores, mask=mask, top_k=50, config=kb.engine.config.retrieval)
     query = RetrievalQuery(question, vector, mask, list(kb.engine.access(None, None).scopes), top_k=20, pool=60, hits=hits, scores=scores)
-    signals = query_signals(RankingIndex(kb.index, kb.index.routes), query, hits, kb.engine.config.retrieval)
+    signals = query_signals(RankingIndex(kb.index, kb.index.routes), query, [hits], kb.engine.config.retrieval)
     rows = set(np.flatnonzero(hidden).tolist())
     assert not rows & {r for lst in signals.rank_lists.values() for r in lst}
     assert np.all(signals.bm25[hidden] == 0) and signals.dense is not None and np.all(signals.dense[hidden] == -1)
@@ -260,3 +260,38 @@ def test_shown_scores_are_calibrated_relevance(sample_index: Path) -> None:
     assert nonsense.contexts[0].score < 0.5 * real.contexts[0].score
     # explain() keeps the raw parts beside the shown relevance
     assert "ranker: " in real.explain()
+
+
+def test_an_unsure_router_has_both_routes_candidates_ranked_once_together(sample_index: Path) -> None:
+    import re
+
+    question = "Can AUTOINCREMENT be used on a table declared without a rowid, and what must such a table have?"
+    # below this confidence every auto question runs its two best routes
+    kb = arborgraph.open(sample_index).with_settings({"router": {"min_confidence": 1.0}})
+    res = kb.query(question, top_k=30, budget_tokens=100_000)
+    assert (res.route, res.routing.fused_with) == ("graph", "tree")  # the router's pair on this question
+    assert any("graph's and tree's candidates ranked together" in note for note in res.notes)
+    assert {"graph", "tree:tree", "ranker"} <= set(res.retrieved)
+    chunks = [c for c in res.contexts if c.kind == "chunk"]
+    # one ranking: a ranker score on every chunk, never increasing down the list
+    scores = [float(re.match(r"ranker: ([+-][\d.]+)", c.trace[0]).group(1)) for c in chunks]  # type: ignore[union-attr]
+    assert len(scores) == 30 and scores == sorted(scores, reverse=True)
+    # over both routes' candidates: chunks either walk reached keep how it reached them
+    assert any("graph_search" in c.trace for c in chunks)
+    assert any(t.startswith("tree: L") for c in chunks for t in c.trace)
+    # a chunk both routes reached carries both routes' traces
+    assert any("graph_search" in c.trace and any(t.startswith("tree: L") for t in c.trace) for c in chunks)
+    # each route's reach is a feature: a model that reads only the runner-up's ranks
+    # puts the runner-up's order first
+    tree_led = arborgraph.open(sample_index).with_settings(
+        {"router": {"min_confidence": 1.0}}, ranker=_model({"tree_inv_rank": 1.0}),
+    ).query(question, top_k=5, budget_tokens=100_000)
+    walked = [c.removeprefix("chunk:") for c in tree_led.retrieved["tree:tree"] if c.startswith("chunk:")]
+    assert [c.node_id for c in tree_led.contexts] == walked[:5]
+    # neither route leads: their own contexts (overview, relation chain) are left out
+    assert [c.kind for c in kb.query(question, top_k=100, budget_tokens=10**6).contexts] == ["chunk"] * 100
+    # without a ranking stage, each route is composed alone and the two fused by RRF
+    unranked = arborgraph.open(sample_index).with_settings({"router": {"min_confidence": 1.0}}, ranker=None)
+    plain = unranked.query(question, top_k=30)
+    assert any("fused graph with tree by RRF" in note for note in plain.notes)
+    assert not any(t.startswith("ranker: ") for c in plain.contexts for t in c.trace)
