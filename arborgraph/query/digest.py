@@ -116,10 +116,9 @@ def sentence_features(question: str, passages: Sequence[Context], sentences: Seq
         if words is None:  # a span passage_sentences did not cut (a caller's own)
             words = tuple(analyse(text[s.start : s.end]))
         lengths[row] = len(words)
-        for word in words:
-            i = column.get(word)
-            if i is not None:
-                counts[row, i] += 1
+        # most sentences share no term with the question: intersect before counting
+        for word in column.keys() & words:
+            counts[row, column[word]] = words.count(word)
     present = counts > 0
     df = present.sum(axis=0)
     idf = np.log1p((n - df + 0.5) / (df + 0.5))
