@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from arborgraph.core.api_pages import before_first_class, class_one_liners
-from arborgraph.core.definitions import opens_with_term, term_one_liners
+from arborgraph.core.definitions import ALSO, opens_with_term, term_one_liners
 from arborgraph.core.concurrency import run_ordered, workers_for
 from arborgraph.core.leads import is_fragment, points_elsewhere
 from arborgraph.core.taglines import banner_key, opening_chunks, page_taglines, shared_sentences
@@ -488,8 +488,6 @@ class _Overviews:
         return class_one_liners(chunks), frozenset(before_first_class(chunks))
 
 
-# before the names of a list's entries a summary does not gloss
-ALSO = "Also: "
 # the chunks an overview reads, most of the members' mentions first
 _OVERVIEW_CHUNKS = 30
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from arborgraph.core.definitions import ALSO
 from arborgraph.core.leads import opening
 
 __all__ = ["ALSO", "Part", "digest"]
@@ -22,7 +23,6 @@ CountTokens = Callable[[str], int]
 
 # With parts to list, the node's own opening gets at most this many sentences.
 _OWN_WITH_PARTS = 2
-ALSO = "Also: "
 
 
 @dataclass(frozen=True)

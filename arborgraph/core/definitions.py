@@ -23,6 +23,8 @@ _TERM = re.compile(
     r"|[a-z][\w-]*(?:\.[\w<>*-]+)+)$"  # core.fileMode, remote.<name>.url
 )
 _TERM_MAX_CHARS = 60
+# before the names of entries a digest or summary lists without their glosses
+ALSO = "Also: "
 _ONE_LINER_WORDS = (3, 40)
 # a gloss that only says when ("New in version 3.8."), not what
 _VERSION_NOTE = re.compile(r"^(?:new|changed|deprecated|added|removed) (?:in|since) (?:version )?\S+\.?$", re.IGNORECASE)
