@@ -79,6 +79,18 @@ def passage_sentences(text: str) -> tuple[tuple[tuple[int, int], tuple[str, ...]
     return tuple(out)
 
 
+@lru_cache(maxsize=PASSAGES_KEPT)
+def _sentences_by_span(text: str) -> dict[tuple[int, int], tuple[tuple[str, ...], int]]:
+    """Each sentence of :func:`passage_sentences` by its span: its terms and its number
+    of words (read for every candidate sentence of every question)."""
+    return {(start, end): (terms, len(text[start:end].split())) for (start, end), terms in passage_sentences(text)}
+
+
+@lru_cache(maxsize=PASSAGES_KEPT)
+def _heading_terms(heading_path: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(analyse(" ".join(heading_path)))
+
+
 def candidate_sentences(
     passages: Sequence[Context], first: int, last: int, kinds: Collection[str] = ("chunk",)
 ) -> list[Sentence]:
@@ -107,14 +119,14 @@ def sentence_features(question: str, passages: Sequence[Context], sentences: Seq
     # occurrences of each question term in each sentence, and the sentences' lengths
     counts = np.zeros((n, width), dtype=np.float64)
     lengths = np.zeros(n, dtype=np.float64)
-    terms_of = {}
+    n_words = np.zeros(n, dtype=np.float64)
     for row, s in enumerate(sentences):
         text = passages[s.passage].text
-        if s.passage not in terms_of:
-            terms_of[s.passage] = dict(passage_sentences(text))
-        words = terms_of[s.passage].get((s.start, s.end))
-        if words is None:  # a span passage_sentences did not cut (a caller's own)
-            words = tuple(analyse(text[s.start : s.end]))
+        known = _sentences_by_span(text).get((s.start, s.end))
+        if known is None:  # a span passage_sentences did not cut (a caller's own)
+            words, n_words[row] = tuple(analyse(text[s.start : s.end])), len(text[s.start : s.end].split())
+        else:
+            words, n_words[row] = known
         lengths[row] = len(words)
         # most sentences share no term with the question: intersect before counting
         for word in column.keys() & words:
@@ -144,9 +156,8 @@ def sentence_features(question: str, passages: Sequence[Context], sentences: Seq
     np.logical_or.at(in_passage, where, present)
     in_heading = np.zeros((len(order), width), dtype=bool)
     for i, passage in enumerate(order.tolist()):
-        for word in analyse(" ".join(passages[passage].heading_path)):
-            if word in column:
-                in_heading[i, column[word]] = True
+        for word in column.keys() & _heading_terms(tuple(passages[passage].heading_path)):
+            in_heading[i, column[word]] = True
     plain, weighted = covers(present)
     heading_plain, _ = covers(in_heading)
     passage_plain, _ = covers(in_passage)
@@ -155,7 +166,6 @@ def sentence_features(question: str, passages: Sequence[Context], sentences: Seq
     before = np.where(same_before, np.r_[0.0, weighted[:-1]], 0.0)
     after = np.where(same_after, np.r_[weighted[1:], 0.0], 0.0)
     positions = np.array([s.position for s in sentences], dtype=np.float64)
-    words = np.array([len(passages[s.passage].text[s.start : s.end].split()) for s in sentences], dtype=np.float64)
     relevance = np.array([float(passages[p].extra.get("relevance", 0.0) or 0.0) for p in passage_of.tolist()])
     matrix[:] = np.column_stack([
         1.0 / (passage_of + 1),
@@ -168,7 +178,7 @@ def sentence_features(question: str, passages: Sequence[Context], sentences: Seq
         np.maximum(before, after),
         (positions == 0).astype(np.float64),
         np.log1p(positions),
-        np.log1p(words),
+        np.log1p(n_words),
     ])
     return matrix
 
