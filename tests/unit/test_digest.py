@@ -9,6 +9,7 @@ from arborgraph.core.results import Context
 from arborgraph.query.digest import (
     FEATURES,
     DigestPlan,
+    Sentence,
     SentenceScorer,
     candidate_sentences,
     digest,
@@ -63,6 +64,20 @@ def test_features_see_the_question_terms_in_the_sentence() -> None:
     assert matrix[0, FEATURES.index("chunk_inv_rank")] == 1.0
     assert matrix[-1, FEATURES.index("chunk_inv_rank")] == 0.5
     assert matrix[0, FEATURES.index("first_in_chunk")] == 1.0
+
+
+def test_features_of_a_span_of_the_callers_own_count_its_words_and_terms() -> None:
+    passages = [chunk("c1", WAL), chunk("c2", LOCKS, "locks.html", "File Locking")]
+    cut = candidate_sentences(passages, 0, 2)
+    # the whole of a passage: no sentence the split cut, so read from the text itself
+    whole = Sentence(passage=1, start=0, end=len(LOCKS), position=0)
+    matrix = sentence_features("How are file locks taken?", passages, [*cut, whole])
+    assert matrix[-1, FEATURES.index("log_words")] == pytest.approx(np.log1p(len(LOCKS.split())))
+    first = cut[0]
+    assert matrix[0, FEATURES.index("log_words")] == pytest.approx(
+        np.log1p(len(passages[0].text[first.start : first.end].split()))
+    )
+    assert matrix[-1, FEATURES.index("heading_cover")] > 0  # "File Locking" holds the question's "file" and "lock"
 
 
 def test_digest_packs_the_best_sentences_under_their_passage_in_reading_order() -> None:
