@@ -11,7 +11,8 @@ more than chance.
 
 ``--pair BEFORE AFTER`` (repeated) compares several question sets at once, pooled (a
 question is known by its set's index and its id) and set by set; the reciprocal rank
-of the first evidence (MRR) is compared the same way.
+of the first evidence (MRR) and the router's accuracy (``route_ok``, auto) are compared
+the same way.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from arborgraph.query.evaluation import paired_bootstrap  # noqa: E402
 
 def _recalls(system: dict[str, Any], measure: str = "recall", prefix: str = "") -> dict[str, tuple[str, float]]:
     def value(q: dict[str, Any]) -> float:
+        if measure == "route":
+            return float(bool(q["route_ok"]))
         if measure == "mrr":
             return 1.0 / q["first_hit_rank"] if q["first_hit_rank"] else 0.0
         return q["found"] / q["total"]
@@ -43,6 +46,8 @@ def compare(befores: list[dict[str, Any]], afters: list[dict[str, Any]], measure
     every pair of reports, and the paired difference with its interval."""
     out: dict[str, Any] = {}
     names = set.intersection(*(set(r["systems"]) for r in [*befores, *afters]))
+    if measure == "route":  # only the router's own system says whether it chose well
+        names = {n for n in names if all(q.get("route_ok") is not None for q in afters[0]["systems"][n]["per_question"])}
     for name in sorted(names):
         a: dict[str, tuple[str, float]] = {}
         b: dict[str, tuple[str, float]] = {}
@@ -88,11 +93,13 @@ def main() -> None:
     }
     if len(pairs) > 1:
         result["mrr"] = compare(befores, afters, "mrr")
+        result["route_accuracy"] = compare(befores, afters, "route")
         result["by_set"] = {a["index"]: compare([b], [a]) for b, a in zip(befores, afters, strict=True)}
     else:
         result["before"], result["after"] = result["before"][0], result["after"][0]
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    for label, systems in (("recall", result["systems"]), ("mrr", result.get("mrr", {}))):
+    for label, systems in (("recall", result["systems"]), ("mrr", result.get("mrr", {})),
+                           ("route", result.get("route_accuracy", {}))):
         for name, row in systems.items():
             o = row["overall"]
             print(f"{label:6s} {name:24s} {o['before']:.3f} -> {o['after']:.3f}  {o['diff']:+.3f} [{o['low']:+.3f}, {o['high']:+.3f}]")
