@@ -281,18 +281,22 @@ def _describe(feature: str) -> tuple[str, frozenset[str]] | None:
 def _reasons(features: Sequence[str], most: int = 3) -> list[str]:
     """Readings of ``features`` (strongest first), each saying something the ones before
     it did not: after "explain cue", neither "starts with 'explain'" nor "'explain the'"
-    says anything new."""
+    says anything new, and after "starts with 'which'" no "'sets which'" quotes a word
+    again."""
     out: list[str] = []
     said: set[str] = set()
+    quoted: set[str] = set()  # every word shown in quotes so far: none is shown twice
     for feature in features:
         described = _describe(feature)
         if described is None:
             continue
         reading, words = described
-        if reading in out or (words and words <= said):
+        shown = {w for phrase in re.findall(r"'([^']*)'", reading) for w in phrase.split()}
+        if reading in out or (words and words <= said) or shown & quoted:
             continue
         out.append(reading)
         said |= words
+        quoted |= shown
         if len(out) == most:
             break
     return out
