@@ -64,10 +64,14 @@ TRAIN = {
     "sqlite2_router.jsonl": "sqlite",
     "nginx_router.jsonl": "nginx",
     # written for this router by helpers who saw no held-out question, in users' own
-    # wordings (FFmpeg's manual pages, Wireshark's user guide, HAProxy's documentation)
+    # wordings (FFmpeg's manual pages, Wireshark's user guide, HAProxy's documentation,
+    # the Bash reference manual, gnuplot's and libvirt's documentation)
     "ffmpeg_router.jsonl": "ffmpeg",
     "wireshark_router.jsonl": "wireshark",
     "haproxy_router.jsonl": "haproxy",
+    "bash_router.jsonl": "bash",
+    "gnuplot_router.jsonl": "gnuplot",
+    "libvirt_router.jsonl": "libvirt",
     # questions about a manual as a whole, and contrasting ones naming the manual
     # (over the three training manuals; "mixed": no index to take spreads from)
     "whole_manual_router.jsonl": "mixed",
