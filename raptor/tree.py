@@ -193,15 +193,13 @@ class Tree:
 @dataclass(frozen=True)
 class TreeArrays:
     """A tree's shape by row: each level's rows, every (child, parent) link of a summary
-    grouped by the child's level, each leaf's links by its place among the leaves, each
-    node's rank in node id order (ties between equal scores go to the greater id), and
-    each leaf's place among the leaves in reading order."""
+    grouped by the child's level, each leaf's links by its place among the leaves, and
+    each node's rank in node id order (ties between equal scores go to the greater id)."""
 
     level_rows: dict[int, np.ndarray]
     links: dict[int, tuple[np.ndarray, np.ndarray]]  # child level >= 1 -> (child rows, parent rows)
     leaf_parents: tuple[np.ndarray, np.ndarray]  # (leaf's place among the leaves, parent row)
     id_rank: np.ndarray
-    leaf_place: dict[str, int]
 
     @classmethod
     def of(cls, tree: "Tree") -> "TreeArrays":
@@ -222,8 +220,7 @@ class TreeArrays:
                 links[level] = (arr[:, 0].copy(), arr[:, 1].copy())
         id_rank = np.empty(len(tree.nodes), dtype=np.int64)
         id_rank[sorted(range(len(tree.nodes)), key=lambda row: tree.nodes[row].node_id)] = np.arange(len(tree.nodes))
-        leaf_place = {tree.nodes[row].node_id: i for i, row in enumerate(tree._rows_by_level.get(0, []))}
-        return cls(level_rows, links, leaf_parents, id_rank, leaf_place)
+        return cls(level_rows, links, leaf_parents, id_rank)
 
 
 def ordered_union(groups: Sequence[Sequence[str]], order: dict[str, int]) -> tuple[str, ...]:
