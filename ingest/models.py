@@ -66,6 +66,11 @@ class Document(BaseModel):
     content_hash: str  # sha256 hex of the raw file bytes
     metadata: DocumentMetadata = Field(default_factory=DocumentMetadata)
     warnings: list[str] = Field(default_factory=list)  # e.g. "decoded as cp1252"
+    # Where the page sits in its manual by its own navigation (HTML "up" and "next"
+    # links, see ingest.loaders.html_navigation): the doc_ids of the pages above it,
+    # nearest first, and of the page after it. Empty where the format has none.
+    nav_up: list[str] = Field(default_factory=list)
+    nav_next: str | None = None
 
 
 class Chunk(BaseModel):

@@ -28,6 +28,8 @@ DOC_ACL = "acl"  # list<string>, null = public
 DOC_IMPORTANCE = "importance"
 DOC_EXTRA = "extra_json"
 DOC_WARNINGS = "warnings"
+DOC_NAV_UP = "nav_up"  # list<string>: the pages above it by its own navigation, nearest first
+DOC_NAV_NEXT = "nav_next"
 
 # chunks columns (row order = vector row order in vectors/chunks.npy)
 CHUNK_ID = "chunk_id"

@@ -34,6 +34,8 @@ DOCUMENTS_SCHEMA = pa.schema(
         (S.DOC_IMPORTANCE, pa.float64()),
         (S.DOC_EXTRA, pa.string()),  # the rest of the metadata, as JSON
         (S.DOC_WARNINGS, _STRINGS),
+        (S.DOC_NAV_UP, _STRINGS),
+        (S.DOC_NAV_NEXT, pa.string()),
     ]
 )
 # document metadata with a column of its own; the rest goes to the extra_json column

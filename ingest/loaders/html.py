@@ -9,6 +9,7 @@ from lxml import etree
 
 from ingest.errors import SkipFile
 from ingest.loaders._common import BlockSpec, build_document, clean_code, clean_inline, decode_text
+from ingest.loaders.html_navigation import read_navigation
 from ingest.metadata import refuse_unread_acl
 from ingest.models import Document
 
@@ -76,15 +77,17 @@ def load_html(raw: bytes, *, doc_id: str, path: str) -> Document:
             raise SkipFile("HTML nested too deep to parse (more than 256 levels), even with its deepest tags dropped")
         warnings.append(f"markup nested deeper than {_MAX_PARSE_DEPTH} levels was flattened to its text")
     page_title = _title_text(root)
+    navigation = read_navigation(root, doc_id)  # before the chrome that holds it is dropped
     content = _main_content(root)
     _drop_chrome(content)
     specs: list[BlockSpec] = []
     _walk(content, specs, 0)
     first_h1 = next((s.text for s in specs if s.kind == "heading" and s.level == 1), None)
-    return build_document(
+    document = build_document(
         specs, raw=raw, doc_id=doc_id, path=path, fmt="html",
         title=_choose_title(page_title, first_h1), warnings=warnings,
     )
+    return document.model_copy(update={"nav_up": list(navigation.up), "nav_next": navigation.next})
 
 
 def html_fragment_text(fragment: str) -> str:
