@@ -6,6 +6,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from raptor.naming import named, uses_keyphrase_names
 from raptor.pool import Deferred, TreePool
 from raptor.summary import Cluster, ClusterMember, Summariser
 from raptor.text import dominant_path
-from raptor.tree import Leaf, Node, Tree, ordered_union
+from raptor.tree import Leaf, Node, PageNavigation, Tree, ordered_union
 
 # A picture, not a clustering: half of the clustering's UMAP epochs draw the same
 # neighbourhoods at half the cost.
@@ -141,9 +142,12 @@ def tree_from_chunks(
     previous: Tree | None = None,
     drift_threshold: float = 0.25,
     progress: ProgressCallback | None = None,
+    navigation: Mapping[str, PageNavigation] | None = None,
 ) -> ChunkTree:
     """The tree of ``chunks`` (``ingest.models.Chunk``s), one leaf each; without
     ``chunk_vectors`` the leaves are embedded by ``embed`` from their context text.
+    ``navigation`` gives a document's place by its own navigation (pages above it,
+    page after it), by doc_id: the outline nests pages by it.
 
     Given the ``previous`` tree (same settings, other chunks), a clustered tree is
     updated in place: new leaves join their nearest clusters and only the summaries
@@ -153,7 +157,8 @@ def tree_from_chunks(
     page did; what it counts as redone are the summaries that differ from the previous
     tree's.
     """
-    leaves = [Leaf.from_chunk(c) for c in chunks]
+    pages = navigation or {}
+    leaves = [Leaf.from_chunk(c, pages.get(c.doc_id, ((), None))) for c in chunks]
     leaf_vectors = chunk_vectors if chunk_vectors is not None else embed([c.context_text() for c in chunks])
     if previous is not None and not config.outline:
         from raptor.update import update_tree  # raptor.update builds on this module

@@ -84,7 +84,7 @@ def outline(leaves: Sequence[Leaf]) -> tuple[list[OutlineNode], list[OutlineNode
     pages = _pages(leaves)
     recurring = _recurring_headings(pages)
     tops: list[OutlineNode] = []
-    for node in _folders(pages):
+    for node in _folders(_nested(pages, leaves)):
         tops.extend(n for n in _close(node, (), recurring) if isinstance(n, OutlineNode))
     ordered: list[OutlineNode] = []
     stack: list[tuple[OutlineNode, bool]] = [(t, False) for t in reversed(tops)]
@@ -141,6 +141,57 @@ def _pages(leaves: Sequence[Leaf]) -> list[_Open]:
             parent.items.append(i)
         pages.append(page)
     return pages
+
+
+def _nested(pages: list[_Open], leaves: Sequence[Leaf]) -> list[_Open]:
+    """Pages put under the page their own navigation names above them (the nearest one
+    in the collection), after their parent's own sections, in the manual's reading order
+    (its "next" links); the pages with none above them, in that order. Without
+    navigation: ``pages`` as they are."""
+    first_leaf: dict[str, Leaf] = {}
+    for leaf in leaves:
+        first_leaf.setdefault(leaf.doc_id, leaf)
+    known = {page.doc_id for page in pages}
+    parent: dict[str, str] = {}
+    for page in pages:
+        up = next((d for d in first_leaf[page.doc_id].nav_up if d in known and d != page.doc_id), None)
+        if up is not None:
+            parent[page.doc_id] = up
+    if not parent and not any(first_leaf[p.doc_id].nav_next for p in pages):
+        return pages
+    for page in pages:  # a loop of "up" links, or a chain deeper than any outline: no parent
+        seen = {page.doc_id}
+        above = parent.get(page.doc_id)
+        while above is not None:
+            if above in seen or len(seen) > MAX_DEPTH:
+                del parent[page.doc_id]
+                break
+            seen.add(above)
+            above = parent.get(above)
+    place = _reading_order(pages, {p.doc_id: first_leaf[p.doc_id].nav_next for p in pages}, known)
+    ordered = sorted(pages, key=lambda p: place[p.doc_id])
+    by_doc = {page.doc_id: page for page in pages}
+    for page in ordered:
+        if page.doc_id in parent:
+            by_doc[parent[page.doc_id]].items.append(page)
+    return [page for page in ordered if page.doc_id not in parent]
+
+
+def _reading_order(pages: list[_Open], nexts: dict[str, str | None], known: set[str]) -> dict[str, int]:
+    """Each page's place when the manual is read by its "next" links, from every page
+    no other page leads to (in collection order); pages no chain reaches follow."""
+    following = {doc: nxt for doc, nxt in nexts.items() if nxt in known and nxt != doc}
+    led_to = set(following.values())
+    place: dict[str, int] = {}
+    for heads_only in (True, False):
+        for page in pages:
+            current: str | None = page.doc_id
+            if current in place or (heads_only and current in led_to):
+                continue
+            while current is not None and current not in place:
+                place[current] = len(place)
+                current = following.get(current)
+    return place
 
 
 def _file_title(doc_id: str) -> str:

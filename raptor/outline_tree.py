@@ -72,6 +72,7 @@ class Item:
     tops: list[int]
     parents: list[int] = field(default_factory=list)
     cluster: int = -1
+    kind: str = ""  # an outline node's: folder, page or section
 
 
 def has_outline(leaves: Sequence[Leaf]) -> bool:
@@ -98,7 +99,8 @@ def outline_items(
     nodes, tops = outline(leaves)
     # each page's title and its first chunks: its tagline, and the site's banner
     pages = [
-        (node.title, [leaves[i].text for i in node.leaves[:OPENING_CHUNKS]]) for node in nodes if node.kind == "page"
+        (node.title, [leaves[i].text for i in _own_leaves(node, leaves)[:OPENING_CHUNKS]])
+        for node in nodes if node.kind == "page"
     ]
     taglines = page_taglines((title, texts) for title, texts in pages if title)
     banner = banner_sentences(page_opening(texts) for _, texts in pages)
@@ -140,12 +142,13 @@ def outline_items(
                 leaves=list(node.leaves),
                 children=children,
                 heading_path=node.heading_path,
-                doc_ids=_docs(leaves, node.leaves),
+                doc_ids=_docs(leaves, node.leaves, node.doc_id if node.kind == "page" else None),
                 origin=OUTLINE,
                 label="title",
                 coverage=1.0,
                 summariser=OUTLINE,
                 tops=[me],
+                kind=node.kind,
             )
         )
         for k in children:
@@ -296,18 +299,30 @@ def cluster_above(
     return root
 
 
+# how many times the fan-out a page's pages (by its navigation) may be before they are grouped
+_TOC_FAN_FACTOR = 2
+
+
 def _group_wide_nodes(items: list[Item], item_vectors: list[np.ndarray], leaf_vectors: np.ndarray, grouping: Grouping) -> bool:
     """Group the children of every folder that has more than :func:`fan_out` of them (a
-    folder of 150 manual pages) into clusters under it; whether any was. A page's
-    sections stay as its author laid them out, however many."""
+    folder of 150 manual pages), and the pages under a page by its navigation when it
+    has more than twice that many (the 40 chapters of one part), into clusters under it;
+    whether any was. A page's sections stay as its author laid them out, however many.
+
+    A page's pages are its author's table of contents: a manual's 19 chapters read
+    better as they are than as clusters named by keyphrases, so they are grouped only
+    past twice the fan-out (a folder's pages are in it only because they are files)."""
     fan = fan_out(grouping.config)
     changed = False
     for k in range(len(items)):
         node = items[k]
-        if node.origin != OUTLINE or node.heading_path:  # folders alone have no heading path
+        if node.origin != OUTLINE or node.kind not in ("folder", "page"):
             continue
-        inner = [c for c in node.children if items[c].level > 0]
-        if len(inner) <= fan:
+        if node.kind == "folder":
+            inner = [c for c in node.children if items[c].level > 0]
+        else:
+            inner = [c for c in node.children if items[c].kind == "page"]
+        if len(inner) <= (fan if node.kind == "folder" else _TOC_FAN_FACTOR * fan):
             continue
         grouped = group_until(items, item_vectors, inner, leaf_vectors, limit=fan, grouping=grouping)
         for c in grouped:
@@ -315,10 +330,28 @@ def _group_wide_nodes(items: list[Item], item_vectors: list[np.ndarray], leaf_ve
         for c in inner:
             if c not in grouped:
                 items[c].parents = [p for p in items[c].parents if p != k]
-        leaves_here = [c for c in node.children if items[c].level == 0]
-        node.children = sorted(leaves_here + grouped, key=lambda c: items[c].leaves[0])
+        if node.kind == "folder":
+            leaves_here = [c for c in node.children if items[c].level == 0]
+            node.children = sorted(leaves_here + grouped, key=lambda c: items[c].leaves[0])
+        else:  # its own text and sections first, then its pages' groups in reading order
+            place = {c: n for n, c in enumerate(inner)}
+            own = [c for c in node.children if c not in place]
+            node.children = own + sorted(grouped, key=lambda c: _first_place(items, c, place))
         changed = True
     return changed
+
+
+def _first_place(items: list[Item], k: int, place: dict[int, int]) -> int:
+    """The earliest ``place`` of an item at or below cluster ``k``."""
+    best = len(place)
+    stack = [k]
+    while stack:
+        current = stack.pop()
+        if current in place:
+            best = min(best, place[current])
+            continue
+        stack.extend(items[current].children)
+    return best
 
 
 def _relevel(items: list[Item], root: int) -> None:
@@ -486,12 +519,18 @@ def to_nodes(items: list[Item], leaves: Sequence[Leaf], root: int) -> tuple[list
     return nodes, order
 
 
-def _docs(leaves: Sequence[Leaf], rows: Sequence[int]) -> tuple[str, ...]:
-    """Documents of ``rows``, the one with most chunks first (ties: reading order)."""
+def _own_leaves(node: OutlineNode, leaves: Sequence[Leaf]) -> list[int]:
+    """A page's own chunks: not those of the pages under it by its navigation."""
+    return [i for i in node.leaves if leaves[i].doc_id == node.doc_id]
+
+
+def _docs(leaves: Sequence[Leaf], rows: Sequence[int], own: str | None = None) -> tuple[str, ...]:
+    """Documents of ``rows``, ``own`` (a page's own document, above the pages under it)
+    first, then the one with most chunks (ties: reading order)."""
     counts: dict[str, int] = {}
     for i in rows:
         counts[leaves[i].doc_id] = counts.get(leaves[i].doc_id, 0) + 1
-    return tuple(sorted(counts, key=lambda d: -counts[d]))  # stable: reading order on ties
+    return tuple(sorted(counts, key=lambda d: (d != own, -counts[d])))  # stable: reading order on ties
 
 
 def _docs_of(items: list[Item], rows: Sequence[int]) -> tuple[str, ...]:

@@ -17,7 +17,10 @@ from arborgraph.core.leads import Unit, normalise_space, split_units
 from arborgraph.core.text import SUMMARY_STOPWORDS
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*")
-_NUMBERING = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
+# "2.1.", "A.", "F.21." and DocBook's "Chapter 12.", "Appendix A.", "Part III."
+_NUMBERING = re.compile(
+    r"^\s*(?:(?:Chapter|Appendix|Part)\s+(?:\d+|[A-Z]|[IVXLC]+)[.:]\s+)?(?:(?:\d+(?:\.\d+)*\.?|[A-Z](?:\.\d+)*\.)\s+)?"
+)
 
 # How an extractive summary marks the page its next sentences come from, and the
 # section of that page when they share one.
@@ -81,8 +84,8 @@ def key_terms(texts: Sequence[str], n: int = 10) -> list[tuple[str, float]]:
 
 
 def clean_label(label: str) -> str:
-    """A heading without its section number ("2.1. Foo" -> "Foo") or the pilcrow a
-    web page puts after it as its link ("Binary operators ¶")."""
+    """A heading without its section number ("2.1. Foo", "F.21. Foo", "Chapter 8. Foo"
+    -> "Foo") or the pilcrow a web page puts after it as its link ("Binary operators ¶")."""
     bare = label.strip().rstrip("¶").strip()
     cleaned = _NUMBERING.sub("", bare).strip()
     return cleaned or bare or label.strip()

@@ -7,13 +7,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# a page's place by its own navigation: the doc_ids of the pages above it (nearest
+# first) and of the page after it
+PageNavigation = tuple[tuple[str, ...], str | None]
+
 
 @dataclass(frozen=True)
 class Leaf:
     """A chunk as the tree sees it. ``text`` is what users read (no heading prefix).
 
     ``tokens`` is the token count of ``text`` when the caller knows it (the chunker
-    counted it already); ``None`` lets the build count it.
+    counted it already); ``None`` lets the build count it. ``nav_up`` and ``nav_next``
+    are where its page sits by the manual's own navigation (the doc_ids of the pages
+    above it, nearest first, and of the page after it), when the page says.
     """
 
     chunk_id: str
@@ -23,10 +29,13 @@ class Leaf:
     start: int | None = None
     end: int | None = None
     tokens: int | None = None
+    nav_up: tuple[str, ...] = ()
+    nav_next: str | None = None
 
     @classmethod
-    def from_chunk(cls, chunk: object) -> Leaf:
-        """Make a leaf from an ``ingest.models.Chunk`` (or anything with its fields)."""
+    def from_chunk(cls, chunk: object, navigation: PageNavigation = ((), None)) -> Leaf:
+        """Make a leaf from an ``ingest.models.Chunk`` (or anything with its fields) and
+        its page's ``navigation`` (pages above, page after)."""
         return cls(
             chunk_id=chunk.chunk_id,  # type: ignore[attr-defined]
             doc_id=chunk.doc_id,  # type: ignore[attr-defined]
@@ -35,6 +44,8 @@ class Leaf:
             start=getattr(chunk, "start", None),
             end=getattr(chunk, "end", None),
             tokens=getattr(chunk, "n_tokens", None),
+            nav_up=navigation[0],
+            nav_next=navigation[1],
         )
 
 

@@ -5,7 +5,7 @@ built anew (:mod:`arborgraph.pipeline.structures` builds them)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,10 +28,14 @@ class ScopePart:
     scope: str
     chunks: list[Chunk]
     rows: np.ndarray  # row of each chunk in the chunks table / chunk vectors
+    # its documents' places by their own navigation (pages above, page after), by
+    # doc_id; only documents that have any
+    navigation: dict[str, tuple[tuple[str, ...], str | None]] = field(default_factory=dict)
 
 
 def partition_by_scope(docs: Sequence[Document], chunks: Sequence[Chunk]) -> list[ScopePart]:
     acl = {d.doc_id: d.metadata.acl for d in docs}
+    navigation = {d.doc_id: (tuple(d.nav_up), d.nav_next) for d in docs if d.nav_up or d.nav_next}
     groups: dict[str, list[int]] = {}
     for row, chunk in enumerate(chunks):
         groups.setdefault(scope_of(acl[chunk.doc_id]), []).append(row)
@@ -42,6 +46,9 @@ def partition_by_scope(docs: Sequence[Document], chunks: Sequence[Chunk]) -> lis
             scope=scope,
             chunks=[chunks[r] for r in groups[scope]],
             rows=np.asarray(groups[scope], dtype=np.int64),
+            navigation={
+                doc: navigation[doc] for doc in dict.fromkeys(chunks[r].doc_id for r in groups[scope]) if doc in navigation
+            },
         )
         for i, scope in enumerate(ordered)
     ]
@@ -80,7 +87,7 @@ def scope_records(
     records = [
         ScopeRecord(
             tag=p.tag, scope=p.scope, chunks=len(p.chunks),
-            tree_fingerprint=fingerprint(p.chunks, tree_settings, p.scope) if config.build_tree else None,
+            tree_fingerprint=fingerprint(p.chunks, _with_navigation(tree_settings, p), p.scope) if config.build_tree else None,
             # None when not built: a later build must not take this generation's missing
             # tree (or graph) for one made with the same settings
             tree_settings=fingerprint([], tree_settings, p.scope) if config.build_tree else None,
@@ -90,6 +97,14 @@ def scope_records(
         for p in parts
     ]
     return Scopes(parts=parts, records=records)
+
+
+def _with_navigation(settings: dict[str, Any], part: ScopePart) -> dict[str, Any]:
+    """A tree depends on its pages' navigation too (it nests pages by it); a scope
+    without any keeps the fingerprint it had before navigation was read."""
+    if not part.navigation:
+        return settings
+    return {**settings, "navigation": sorted((doc, list(up), nxt) for doc, (up, nxt) in part.navigation.items())}
 
 
 @dataclass

@@ -95,6 +95,7 @@ def run_tree_stage(
             part.chunks, chunk_vectors[part.rows] if chunk_vectors is not None else None,
             embed=embed, count_tokens=count_tokens, summariser=summariser, config=config.tree,
             previous=previous_tree(part), drift_threshold=drift_threshold, progress=progress,
+            navigation=part.navigation,
         )
         tree = built.tree
         stats["updated"] += built.updated

@@ -143,3 +143,32 @@ def _ancestors(tree: Tree, node_id: str) -> set[str]:
                 out.add(parent)
                 stack.append(parent)
     return out
+
+
+def _toc_tree(fan: int) -> tuple[Tree, str]:
+    """Twenty real pages, the first one the table of contents of the other nineteen by
+    their navigation; the tree of a config whose nodes above the outline hold ``fan``."""
+    leaves, vectors, _ = twenty_pages()
+    docs = list(dict.fromkeys(leaf.doc_id for leaf in leaves))
+    toc = docs[0]
+    placed = [replace(leaf, nav_up=() if leaf.doc_id == toc else (toc,)) for leaf in leaves]
+    config = OUTLINE_CONFIG.model_copy(update={"max_cluster_tokens": fan * OUTLINE_CONFIG.summary_max_tokens})
+    count = token_counter()
+    tree = build_tree(
+        placed, vectors, embed=embedder(), count_tokens=count, config=config,
+        summariser=ExtractiveSummariser(embed=embedder(), count_tokens=count, max_tokens=config.summary_max_tokens),
+    )
+    return tree, toc
+
+
+def test_a_pages_table_of_contents_stays_as_written_up_to_twice_the_fan_out() -> None:
+    tree, toc = _toc_tree(fan=10)  # nineteen pages under their page: no more than 2 x 10
+    assert tree.root.origin == "outline" and tree.root.doc_ids[0] == toc
+    children = [tree.node(c) for c in tree.root.children]
+    assert sum(1 for c in children if c.origin == "outline" and c.doc_ids[0] != toc) == 19
+    assert all(c.origin == "outline" for c in children)
+    tree, toc = _toc_tree(fan=8)  # past 2 x 8: grouped under their page, the page still the root
+    assert tree.root.origin == "outline" and tree.root.doc_ids[0] == toc
+    children = [tree.node(c) for c in tree.root.children]
+    assert children[0].doc_ids == (toc,)  # its own text first, then the groups of its pages
+    assert any(c.origin == "cluster" for c in children[1:]) and len(children[1:]) <= 8

@@ -143,3 +143,65 @@ def test_a_digest_lists_page_structure_parts_by_title_only() -> None:
     assert not _structural("DESCRIPTION") and not _structural("How WAL Works")
     assert lead_sentence("The strftime() function also takes a format string as its first argument.") is None
     assert lead_sentence("We said this tutorial shows what plumbing does for you.") is None
+
+
+def nav_leaf(n: int, doc: str, up: tuple[str, ...] = (), following: str | None = None, *headings: str) -> Leaf:
+    title = doc.removesuffix(".html").replace("-", " ").title()
+    return Leaf(chunk_id=f"{doc}#{n}", doc_id=doc, text=f"Chunk {n} of {doc} says something plain here.",
+                heading_path=(title, *headings), nav_up=up, nav_next=following)
+
+
+def shape(node: OutlineNode) -> list[object]:
+    return [node.title, [shape(c) for c in node.items if isinstance(c, OutlineNode)]]
+
+
+def test_pages_nest_under_their_navigations_page_above_in_reading_order() -> None:
+    # files sort a-guide, b-install, c-start, d-tune: the manual reads guide, start,
+    # install, tune; "install" names a page above it that is not in the collection
+    # first, then its chapter
+    leaves = [
+        nav_leaf(0, "a-guide.html", (), "c-start.html"),
+        nav_leaf(1, "b-install.html", ("missing.html", "c-start.html"), "d-tune.html"),
+        nav_leaf(2, "b-install.html", ("missing.html", "c-start.html"), "d-tune.html"),
+        nav_leaf(3, "c-start.html", ("a-guide.html",), "b-install.html", "Why start"),
+        nav_leaf(4, "c-start.html", ("a-guide.html",), "b-install.html", "Why start"),
+        nav_leaf(5, "d-tune.html", ("a-guide.html",), None),
+    ]
+    nodes, tops = outline(leaves)
+    assert [shape(t) for t in tops] == [["A Guide", [["C Start", [["Why start", []], ["B Install", []]]], ["D Tune", []]]]]
+    start = next(n for n in nodes if n.title == "C Start")
+    # its own section first, then the page under it; every leaf below it is covered
+    assert [i.title if isinstance(i, OutlineNode) else i for i in start.items] == ["Why start", "B Install"]
+    assert start.leaves == [1, 2, 3, 4]
+    assert tops[0].leaves == list(range(6))
+
+
+def test_a_loop_of_up_links_leaves_its_pages_without_parents() -> None:
+    leaves = [
+        nav_leaf(0, "a.html", ("b.html",)), nav_leaf(1, "b.html", ("a.html",)), nav_leaf(2, "c.html", ("b.html",)),
+    ]
+    nodes, tops = outline(leaves)
+    # the loop is cut at the first page in the collection's order: a keeps no parent
+    assert [shape(t) for t in tops] == [["A", [["B", [["C", []]]]]]]
+    assert sorted(i for t in tops for i in t.leaves) == [0, 1, 2]
+
+
+def test_next_links_alone_order_the_pages() -> None:
+    leaves = [nav_leaf(0, "a.html", (), None), nav_leaf(1, "b.html", (), "a.html"), nav_leaf(2, "c.html", (), "b.html")]
+    _, tops = outline(leaves)
+    assert [t.title for t in tops] == ["C", "B", "A"]
+    plain = [Leaf(chunk_id=x.chunk_id, doc_id=x.doc_id, text=x.text, heading_path=x.heading_path) for x in leaves]
+    assert [t.title for t in outline(plain)[1]] == ["A", "B", "C"]  # without navigation: the collection's order
+
+
+def test_a_title_drops_its_chapter_appendix_or_section_number_only() -> None:
+    from raptor.outline import plain_title
+
+    assert [plain_title(t) for t in (
+        "Chapter 12. MATE", "Appendix A. Wireshark Messages", "Part III. Server Administration",
+        "A.2. Packet Details Messages", "F.21. isn", "2.1. Foo", "Chapter 3. 3D plots",
+    )] == ["MATE", "Wireshark Messages", "Server Administration", "Packet Details Messages", "isn", "Foo", "3D plots"]
+    # words that only look like a number stay
+    assert [plain_title(t) for t in ("A tutorial", "Chapter one", "3D graphics", "Part 2 of it", "Appendix")] == [
+        "A tutorial", "Chapter one", "3D graphics", "Part 2 of it", "Appendix"
+    ]
