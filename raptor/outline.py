@@ -95,7 +95,24 @@ def outline(leaves: Sequence[Leaf]) -> tuple[list[OutlineNode], list[OutlineNode
             continue
         stack.append((node, True))
         stack.extend((c, False) for c in reversed(node.items) if isinstance(c, OutlineNode))
+    _numbered_where_alike(tops)
+    for node in ordered:
+        _numbered_where_alike([c for c in node.items if isinstance(c, OutlineNode)])
     return ordered, tops
+
+
+def _numbered_where_alike(siblings: list[OutlineNode]) -> None:
+    """Siblings whose titles differ only by their numbers ("1.4 Changelog", "1.3
+    Changelog") keep their numbers: without them a reader sees one title many times."""
+    by_title: dict[str, list[OutlineNode]] = {}
+    for node in siblings:
+        if node.kind != "folder" and node.heading_path and node.title == plain_title(node.heading_path[-1]):
+            by_title.setdefault(node.title, []).append(node)
+    for alike in by_title.values():
+        raw = [" ".join(n.heading_path[-1].strip().rstrip("\u00b6").split()) for n in alike]
+        if len(alike) > 1 and len(set(raw)) == len(raw):
+            for node, title in zip(alike, raw, strict=True):
+                node.title = title
 
 
 def plain_title(heading: str) -> str:
@@ -145,7 +162,8 @@ def _pages(leaves: Sequence[Leaf]) -> list[_Open]:
 
 def _nested(pages: list[_Open], leaves: Sequence[Leaf]) -> list[_Open]:
     """Pages put under the page their own navigation names above them (the nearest one
-    in the collection), after their parent's own sections, in the manual's reading order
+    in the collection, in the page's folder or the one above it), after their parent's
+    own sections, in the manual's reading order
     (its "next" links); the pages with none above them, in that order. Without
     navigation: ``pages`` as they are."""
     first_leaf: dict[str, Leaf] = {}
@@ -154,7 +172,10 @@ def _nested(pages: list[_Open], leaves: Sequence[Leaf]) -> list[_Open]:
     known = {page.doc_id for page in pages}
     parent: dict[str, str] = {}
     for page in pages:
-        up = next((d for d in first_leaf[page.doc_id].nav_up if d in known and d != page.doc_id), None)
+        up = next(
+            (d for d in first_leaf[page.doc_id].nav_up if d in known and d != page.doc_id and _near(page.doc_id, d)),
+            None,
+        )
         if up is not None:
             parent[page.doc_id] = up
     if not parent and not any(first_leaf[p.doc_id].nav_next for p in pages):
@@ -175,6 +196,14 @@ def _nested(pages: list[_Open], leaves: Sequence[Leaf]) -> list[_Open]:
         if page.doc_id in parent:
             by_doc[parent[page.doc_id]].items.append(page)
     return [page for page in ordered if page.doc_id not in parent]
+
+
+def _near(doc_id: str, up: str) -> bool:
+    """Whether page ``up`` is in ``doc_id``'s folder or the one above it. A page's folder
+    is its author's grouping too: navigation that skips over folders (a site's one index
+    of all its source listings, three folders up) loses to them."""
+    folder = PurePosixPath(doc_id).parent
+    return PurePosixPath(up).parent in (folder, folder.parent)
 
 
 def _reading_order(pages: list[_Open], nexts: dict[str, str | None], known: set[str]) -> dict[str, int]:

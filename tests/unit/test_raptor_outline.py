@@ -3,6 +3,8 @@ what it is called, and what its digest says."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from raptor.digest import Part, digest
 from arborgraph.core.leads import lead_sentence
 from raptor.outline import OutlineNode, is_generic, outline
@@ -204,4 +206,32 @@ def test_a_title_drops_its_chapter_appendix_or_section_number_only() -> None:
     # words that only look like a number stay
     assert [plain_title(t) for t in ("A tutorial", "Chapter one", "3D graphics", "Part 2 of it", "Appendix")] == [
         "A tutorial", "Chapter one", "3D graphics", "Part 2 of it", "Appendix"
+    ]
+
+
+def test_navigation_that_skips_over_folders_loses_to_them() -> None:
+    # a site's one index of all its source listings, folders below it: the folders stay
+    leaves = [
+        nav_leaf(0, "src/index.html"),
+        nav_leaf(1, "src/ex/assoc/basic.html", ("src/index.html",)),
+        nav_leaf(2, "src/ex/assoc/proxied.html", ("src/index.html",)),
+        nav_leaf(3, "src/ex/tree/adjacency.html", ("src/index.html",)),
+        nav_leaf(4, "src/ex/tree/nested.html", ("src/index.html",)),
+        nav_leaf(5, "src/guide.html", ("src/index.html",)),  # in the same folder: under it
+        nav_leaf(6, "other/page.html"),
+    ]
+    nodes, _ = outline(leaves)
+    index = next(n for n in nodes if n.doc_id == "src/index.html")
+    assert [i.doc_id for i in index.items if isinstance(i, OutlineNode)] == ["src/guide.html"]
+    assert {n.title for n in nodes if n.kind == "folder"} >= {"assoc", "tree"}
+
+
+def test_siblings_told_apart_only_by_their_numbers_keep_them() -> None:
+    leaves = [nav_leaf(0, "changes.html")]
+    for n, version in enumerate(("1.4", "1.3", "1.2"), start=1):
+        leaves.append(replace(nav_leaf(n, f"changelog_{version}.html", ("changes.html",)), heading_path=(f"{version} Changelog",)))
+    leaves.append(replace(nav_leaf(4, "faq.html", ("changes.html",)), heading_path=("2. Questions",)))
+    _, tops = outline(leaves)
+    assert [c.title for c in tops[0].items if isinstance(c, OutlineNode)] == [
+        "1.4 Changelog", "1.3 Changelog", "1.2 Changelog", "Questions"
     ]
