@@ -1,9 +1,10 @@
 """The tree stage with and without the manual's outline, in one run, on one index.
 
 Reads a built index's chunks and chunk vectors (any build: ``--no-tree`` is enough),
-then builds the summary tree of its public scope twice with the extractive summariser
-and the same settings but ``outline``: first the clustered tree (RAPTOR's levels over
-every chunk, the tree before the outline), then the outline tree. For each it reports
+then builds the summary tree of its public scope with the extractive summariser and the
+same settings but ``outline``: the clustered tree (RAPTOR's levels over every chunk,
+the tree before the outline), the outline tree of headings and folders alone (the
+pages' own navigation left out), and the outline tree. For each it reports
 the wall time of ``build_tree`` (the tree stage's work: clustering, layout, digests,
 naming), its shape, and the structure check's figures (``inspect --structure``): the
 share of level 1-3 names that are the manual's own titles and how much of their nodes
@@ -21,6 +22,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -41,16 +43,21 @@ def _leaves(index: Path) -> tuple[list[Any], Any, dict[str, list[str]], dict[str
     acl = {d["doc_id"]: d.get("acl") for d in docs}
     keep = [i for i, r in enumerate(rows) if acl.get(r["doc_id"]) is None]  # the public scope
     vectors = np.load(gen / "vectors" / "chunks.npy", mmap_mode="r")[keep]
+    navigation = {d["doc_id"]: (tuple(d.get("nav_up") or ()), d.get("nav_next")) for d in docs}
     leaves = [
         Leaf(chunk_id=rows[i]["chunk_id"], doc_id=rows[i]["doc_id"], text=rows[i]["text"],
              heading_path=tuple(rows[i]["heading_path"]), start=rows[i]["start"], end=rows[i]["end"],
-             tokens=rows[i]["n_tokens"])
+             tokens=rows[i]["n_tokens"], nav_up=navigation[rows[i]["doc_id"]][0],
+             nav_next=navigation[rows[i]["doc_id"]][1])
         for i in keep
     ]
     paths = {leaf.chunk_id: list(leaf.heading_path) for leaf in leaves}
     texts = {leaf.chunk_id: leaf.text for leaf in leaves}
     titles = sorted({d["title"] for d in docs if d.get("title")})
     return leaves, np.asarray(vectors), paths, texts, titles
+
+
+VARIANTS = ("clustered", "outline_without_navigation", "outline")
 
 
 def _build(leaves: list[Any], vectors: Any, outline: bool) -> tuple[Any, float]:
@@ -81,7 +88,13 @@ def _shape(tree: Any, paths: dict[str, list[str]], texts: dict[str, str], titles
     for node in tree.summaries():
         levels[node.level] = levels.get(node.level, 0) + 1
     top = [tree.node(c) for c in tree.root.children]
+    # the nodes a reader moves between pages by: how many are the manual's own (a
+    # chapter, a part, a folder) rather than clusters
+    above = [n for n in tree.summaries() if len(n.doc_ids) >= 2]
     return {
+        "nodes_above_pages": len(above),
+        "nodes_above_pages_from_the_outline": round(sum(n.origin == "outline" for n in above) / len(above), 4) if above else None,
+        "root_children_from_the_outline": round(sum(n.origin == "outline" for n in top) / len(top), 4) if top else None,
         "summary_nodes": len(tree.summaries()),
         "height": tree.height,
         "nodes_by_level": dict(sorted(levels.items())),
@@ -101,18 +114,20 @@ def main(argv: list[str] | None = None) -> int:
 
     leaves, vectors, paths, texts, titles = _leaves(args.index)
     load_before = os.getloadavg()[0]
-    seconds: dict[str, list[float]] = {"clustered": [], "outline": []}
+    seconds: dict[str, list[float]] = {name: [] for name in VARIANTS}
     trees: dict[str, Any] = {}
+    unnavigated = [replace(leaf, nav_up=(), nav_next=None) for leaf in leaves]
     _build(leaves[:50], vectors[:50], False)  # imports and the numba cache, paid before timing
     for run in range(args.repeat):
-        order = ("clustered", "outline") if run % 2 == 0 else ("outline", "clustered")
+        order = VARIANTS if run % 2 == 0 else tuple(reversed(VARIANTS))
         for name in order:
-            tree, took = _build(leaves, vectors, name == "outline")
+            given = unnavigated if name == "outline_without_navigation" else leaves
+            tree, took = _build(given, vectors, name != "clustered")
             seconds[name].append(round(took, 2))
             trees[name] = tree
     result = {
-        "what": "build_tree over one index's public chunks, clustered (outline=False) and outline (default), "
-        "extractive summaries, the same run",
+        "what": "build_tree over one index's public chunks, clustered (outline=False), outline without the "
+        "pages' navigation, and outline (default), extractive summaries, the same run",
         "index": str(args.index),
         "chunks": len(leaves),
         "documents": len({leaf.doc_id for leaf in leaves}),
@@ -129,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, shape in result["trees"].items():
         s = shape["structure"]
         print(f"{name}: {shape['summary_nodes']} nodes, height {shape['height']}, manual titles {s['manual_titles']}, "
-              f"coverage {s['title_coverage']}, strung {s['strung_titles']}, largest root child {shape['largest_root_child_share']}")
+              f"coverage {s['title_coverage']}, strung {s['strung_titles']}, largest root child {shape['largest_root_child_share']}, "
+              f"nodes above pages from the outline {shape['nodes_above_pages_from_the_outline']}")
     return 0
 
 

@@ -38,12 +38,18 @@ Sampler = Callable[[Any, random.Random, int], list[Item]]
 PAGES_SHOWN = 5
 
 
-def tree_items(kb: Any, rng: random.Random, count: int, only: frozenset[str] | None = None) -> list[Item]:
-    """``count`` summary nodes of the public tree (of those in ``only``, when given),
-    drawn uniformly with ``rng``: name, summary, parent's name and covered pages (most
-    covered first)."""
+def tree_items(
+    kb: Any, rng: random.Random, count: int, only: frozenset[str] | None = None, multi_page: bool = False
+) -> list[Item]:
+    """``count`` summary nodes of the public tree (of those in ``only``, when given; of
+    those covering two pages or more with ``multi_page``: the nodes a reader moves
+    between pages by), drawn uniformly with ``rng``: name, summary, parent's name and
+    covered pages (most covered first)."""
     tree = kb.explorer.tree_view().tree
-    ids = sorted(n.node_id for n in tree.summaries() if only is None or n.node_id in only)
+    ids = sorted(
+        n.node_id for n in tree.summaries()
+        if (only is None or n.node_id in only) and (not multi_page or len(n.doc_ids) >= 2)
+    )
     picked = sorted(rng.sample(ids, min(count, len(ids))))
     titles = {doc_id: info.title or doc_id for doc_id, info in kb.index.store.docs.items()}
     items = []
@@ -120,12 +126,13 @@ RECOMPUTED = " (recomputed)"
 
 def sample(
     indexes: list[Path], kinds: list[str], per_index: int, seed: int, recompute: list[Path] | None = None,
-    changed_only: bool = False,
+    changed_only: bool = False, multi_page: bool = False,
 ) -> tuple[list[Item], dict[str, str]]:
     """Items of every index and kind, shuffled together under neutral ids, and the key
     (item id -> index path; "PATH (recomputed)" for an index of ``recompute``, whose
     structures are recomputed with this checkout's code). ``changed_only``: tree nodes
-    only from those whose name or summary differ between the ``indexes``."""
+    only from those whose name or summary differ between the ``indexes``; ``multi_page``:
+    only from those covering two pages or more."""
     import arborgraph
 
     only = changed_nodes(indexes) if changed_only else None
@@ -142,7 +149,10 @@ def sample(
                 rng = random.Random(f"{seed}:{kind}")
                 label = str(index) + (RECOMPUTED if fresh else "")
                 sampler = SAMPLERS[kind]
-                items = sampler(view, rng, per_index) if only is None else tree_items(view, rng, per_index, only)
+                if only is None and not multi_page:
+                    items = sampler(view, rng, per_index)
+                else:
+                    items = tree_items(view, rng, per_index, only, multi_page)
                 drawn += [(item, label) for item in items]
         finally:
             kb.close()
@@ -192,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key", type=Path, default=None, help="where the key goes (item id -> index)")
     parser.add_argument("--changed-only", action="store_true",
                         help="tree nodes only from those whose name or summary differ between the --index indexes")
+    parser.add_argument("--multi-page", action="store_true",
+                        help="tree nodes only from those covering two pages or more (the structure above the pages)")
     args = parser.parse_args(argv)
     if args.changed_only and (len(args.index) < 2 or args.kinds != ["tree"]):
         parser.error("--changed-only compares the trees of two or more --index indexes (--kinds tree)")
@@ -199,7 +211,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give at least one --index or --recompute")
     if len(args.index) + len(args.recompute) > 1 and args.key is None:
         parser.error("--key is needed with several indexes: the sheet itself does not say which is which")
-    items, key = sample(args.index, args.kinds, args.per_index, args.seed, args.recompute, args.changed_only)
+    if args.multi_page and args.kinds != ["tree"]:
+        parser.error("--multi-page draws tree nodes (--kinds tree)")
+    items, key = sample(
+        args.index, args.kinds, args.per_index, args.seed, args.recompute, args.changed_only, args.multi_page
+    )
     text = markdown(items) if args.format == "md" else json.dumps(items, indent=1, ensure_ascii=False) + "\n"
     if args.out is None:
         sys.stdout.write(text)
