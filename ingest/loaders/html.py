@@ -77,7 +77,7 @@ def load_html(raw: bytes, *, doc_id: str, path: str) -> Document:
             raise SkipFile("HTML nested too deep to parse (more than 256 levels), even with its deepest tags dropped")
         warnings.append(f"markup nested deeper than {_MAX_PARSE_DEPTH} levels was flattened to its text")
     page_title = _title_text(root)
-    navigation = read_navigation(root, doc_id)  # before the chrome that holds it is dropped
+    navigation = read_navigation(root, doc_id, text)  # before the chrome that holds it is dropped
     content = _main_content(root)
     _drop_chrome(content)
     specs: list[BlockSpec] = []

@@ -38,8 +38,11 @@ class Navigation:
     next: str | None = None
 
 
-def read_navigation(root: lxml.html.HtmlElement, doc_id: str) -> Navigation:
-    """The navigation of the parsed page ``root`` whose collection path is ``doc_id``."""
+def read_navigation(root: lxml.html.HtmlElement, doc_id: str, text: str | None = None) -> Navigation:
+    """The navigation of the parsed page ``root`` whose collection path is ``doc_id``.
+    Given the page's ``text`` (its source), a page that never says "nav-item-" or
+    "breadcrumb" is not searched for Sphinx's bar or a breadcrumb trail: on a page of a
+    megabyte that search costs more than the rest of the navigation."""
     ups: list[str] = []
     nexts: list[str] = []
     for el in root.iter("link", "a"):
@@ -53,7 +56,11 @@ def read_navigation(root: lxml.html.HtmlElement, doc_id: str) -> Navigation:
             ups.append(href)
         elif "next" in rel or key == "n" or alt == "next":
             nexts.append(href)
-    ancestors = _sphinx_ancestors(root) or _breadcrumbs(root)
+    ancestors: list[str] = []
+    if text is None or "nav-item-" in text:
+        ancestors = _sphinx_ancestors(root)
+    if not ancestors and (text is None or "readcrumb" in text):  # Breadcrumb, breadcrumbs
+        ancestors = _breadcrumbs(root)
     up = _resolved([*ups, *reversed(ancestors)], doc_id)
     following = _resolved(nexts, doc_id)
     return Navigation(up=tuple(up), next=following[0] if following else None)
@@ -70,27 +77,26 @@ def _image_alt(a: lxml.html.HtmlElement) -> str:
 
 
 def _sphinx_ancestors(root: lxml.html.HtmlElement) -> list[str]:
-    """The hrefs of Sphinx's related bar's ``nav-item-N`` links, top first (the first bar
-    only: Sphinx writes it above and below the page)."""
-    for bar in root.iter("div", "nav"):
-        found: list[tuple[int, str]] = []
-        for li in bar.iter("li"):
-            match = _NAV_ITEM.search(li.get("class") or "")
-            link = li.find("a")
-            if match and link is not None and link.get("href"):
-                found.append((int(match.group(1)), link.get("href")))
-        if found:
-            return [href for _, href in sorted(found, key=lambda f: f[0])]
-    return []
+    """The hrefs of Sphinx's related bar's ``nav-item-N`` links, top first: the first
+    bar only (Sphinx writes it above and below the page; the second starts again at
+    its top). One pass over the page's list items."""
+    found: list[tuple[int, str]] = []
+    for li in root.iter("li"):
+        match = _NAV_ITEM.search(li.get("class") or "")
+        link = li.find("a") if match else None
+        if match is None or link is None or not link.get("href"):
+            continue
+        level = int(match.group(1))
+        if found and level <= found[-1][0]:
+            break
+        found.append((level, link.get("href")))
+    return [href for _, href in found]
 
 
 def _breadcrumbs(root: lxml.html.HtmlElement) -> list[str]:
     """The links of the first breadcrumb trail, top first."""
     for el in root.iter():
-        if not isinstance(el.tag, str):
-            continue
-        named = f"{el.get('class') or ''} {el.get('aria-label') or ''}"
-        if _BREADCRUMB.search(named):
+        if isinstance(el.tag, str) and _BREADCRUMB.search(f"{el.get('class') or ''} {el.get('aria-label') or ''}"):
             return [a.get("href") for a in el.iter("a") if a.get("href")]
     return []
 

@@ -59,6 +59,11 @@ def test_breadcrumbs_and_latex2html_image_links() -> None:
     <li><a href="../index.html">Docs</a></li><li><a href="index.html">Guide</a></li>
     <li>This page</li></ol></nav><p>Text.</p></body></html>"""
     assert nav(crumbs, "guide/page.html").up == ("guide/index.html", "index.html")
+    # the loader gives the page's source too: a trail named "Breadcrumb" is still found
+    root = lxml.html.document_fromstring(crumbs.replace("breadcrumb", "Breadcrumb"))
+    assert read_navigation(root, "guide/page.html", crumbs.replace("breadcrumb", "Breadcrumb")).up == (
+        "guide/index.html", "index.html"
+    )
     latex2html = """<html><body><div class="navigation">
     <a href="node11.html"><img alt="next" src="next.png"></a>
     <a href="node6.html"><img alt="up" src="up.png"></a>
