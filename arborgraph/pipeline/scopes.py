@@ -35,7 +35,7 @@ class ScopePart:
 
 def partition_by_scope(docs: Sequence[Document], chunks: Sequence[Chunk]) -> list[ScopePart]:
     acl = {d.doc_id: d.metadata.acl for d in docs}
-    navigation = {d.doc_id: (tuple(d.nav_up), d.nav_next) for d in docs if d.nav_up or d.nav_next}
+    navigation = _navigation(docs)
     groups: dict[str, list[int]] = {}
     for row, chunk in enumerate(chunks):
         groups.setdefault(scope_of(acl[chunk.doc_id]), []).append(row)
@@ -97,6 +97,30 @@ def scope_records(
         for p in parts
     ]
     return Scopes(parts=parts, records=records)
+
+
+def _navigation(docs: Sequence[Document]) -> dict[str, tuple[tuple[str, ...], str | None]]:
+    """Each document's navigation (pages above, page after) that names documents read
+    from the same input folder as itself. Two input folders may each hold an
+    ``index.html``; the build keeps one, and the other manual's chapters must not then
+    sit under the first manual's index page."""
+    # a document not read from a file under an input folder (its path does not end
+    # with its doc_id) has no folder to share: its navigation is left out
+    root = {
+        d.doc_id: d.path[: len(d.path) - len(d.doc_id)] if d.path.replace("\\", "/").endswith(d.doc_id) else None
+        for d in docs
+    }
+
+    def same_root(doc: Document, target: str | None) -> bool:
+        return target is not None and root[doc.doc_id] is not None and root.get(target) == root[doc.doc_id]
+
+    out: dict[str, tuple[tuple[str, ...], str | None]] = {}
+    for d in docs:
+        up = tuple(t for t in d.nav_up if same_root(d, t))
+        following = d.nav_next if same_root(d, d.nav_next) else None
+        if up or following:
+            out[d.doc_id] = (up, following)
+    return out
 
 
 def _with_navigation(settings: dict[str, Any], part: ScopePart) -> dict[str, Any]:

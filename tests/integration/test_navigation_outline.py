@@ -106,3 +106,25 @@ def test_a_change_to_the_navigation_alone_rebuilds_the_tree(tmp_path: Path) -> N
         (2, "Tuning Performance"),  # without the section that moved
         (1, "Public Holiday Calendar"),
     ]
+
+
+def test_navigation_stays_inside_the_input_folder_it_was_read_from(tmp_path: Path) -> None:
+    # two manuals given as two inputs, each with its own index.html: the build keeps the
+    # first one's; the second's chapters name "index.html" as their parent, which is not
+    # the page their links point to
+    write_manual(tmp_path / "guide", PAGES)
+    other = {
+        "index.html": ("Another Manual", None, "intro.html"),
+        "intro.html": ("Chapter 1. Introduction to Another Manual", "index.html", "usage.html"),
+        "usage.html": ("1.1. Using Another Manual", "intro.html", None),
+    }
+    write_manual(tmp_path / "other", other)
+    build_index([tmp_path / "guide", tmp_path / "other"], tmp_path / "idx", NO_GRAPH)
+    public = outline_of(tmp_path / "idx")
+    assert (1, "The Sample Guide") in public
+    guide = public.index((1, "The Sample Guide"))
+    inside_guide = public[guide + 1 : next(i for i in range(guide + 1, len(public)) if public[i][0] <= 1)]
+    assert all("Another Manual" not in title for _, title in inside_guide)
+    # within the second manual, its own chapter still holds its section
+    intro = public.index(next(p for p in public if p[1] == "Introduction to Another Manual"))
+    assert public[intro + 1] == (public[intro][0] + 1, "Using Another Manual")
