@@ -10,9 +10,11 @@ are read here:
 - Sphinx's related bar: ``<li class="nav-item nav-item-N">`` links, the page's
   ancestors from the top down;
 - breadcrumbs (an element whose class or ARIA label names a breadcrumb);
-- latex2html's navigation panel: a link around an image whose ``alt`` is "up".
+- latex2html's navigation panel: a link around an image whose ``alt`` is "up";
+- Texinfo's older chapter-split style: a link titled "Up section".
 
-"Next" is read the same ways (``rel="next"``, ``accesskey="n"``, an image "next"): the
+"Next" is read the same ways (``rel="next"``, ``accesskey="n"``, an image "next", a link
+titled "Next chapter" or "Next section in reading order"): the
 manual's reading order. Links are resolved against the page's own ``doc_id`` and kept
 only when they stay inside the collection; a link to the page itself says nothing.
 """
@@ -28,6 +30,9 @@ import lxml.html
 
 _NAV_ITEM = re.compile(r"\bnav-item-(\d+)\b")
 _BREADCRUMB = re.compile(r"breadcrumb", re.I)
+# how Texinfo's texi2html-style navigation titles its links
+_UP_TITLES = frozenset({"up section", "up node"})
+_NEXT_TITLES = frozenset({"next chapter", "next section in reading order", "next node"})
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,10 @@ def read_navigation(root: lxml.html.HtmlElement, doc_id: str, text: str | None =
         rel = (el.get("rel") or "").lower().split()
         key = (el.get("accesskey") or "").lower()
         alt = _image_alt(el) if el.tag == "a" else ""
-        if "up" in rel or key == "u" or alt == "up":
+        title = (el.get("title") or "").strip().lower()
+        if "up" in rel or key == "u" or alt == "up" or title in _UP_TITLES:
             ups.append(href)
-        elif "next" in rel or key == "n" or alt == "next":
+        elif "next" in rel or key == "n" or alt == "next" or title in _NEXT_TITLES:
             nexts.append(href)
     ancestors: list[str] = []
     if text is None or "nav-item-" in text:

@@ -83,3 +83,16 @@ def test_links_out_of_the_collection_to_the_page_itself_or_to_a_place_on_it_say_
     # only the one link that stays inside the collection, unquoted, a folder as its index
     assert nav(page, "guide/page.html") == Navigation(up=("guide/part 1/index.html",), next="guide/index.html")
     assert nav("<html><body><p>No navigation.</p></body></html>", "a.html") == Navigation()
+
+
+def test_texinfo_chapter_split_pages_name_their_links_by_title() -> None:
+    # zsh's manual (Texinfo 6.8, texi2html style): links inside the page come first
+    page = """<html><body><table class="header"><tr>
+    <td>[<a href="Files.html#Files-2" title="Previous section in reading order"> &lt; </a>]</td>
+    <td>[<a href="index.html" title="Up section"> Up </a>]</td>
+    <td>[<a href="#Simple-Commands" title="Next section in reading order"> &gt; </a>]</td>
+    <td>[<a href="Redirection.html#Redirection" title="Next chapter"> &gt;&gt; </a>]</td>
+    <td>[<a href="zsh_toc.html#SEC_Contents" title="Table of contents">Contents</a>]</td></tr></table>
+    <h1>6 Shell Grammar</h1><p>Text.</p>
+    <table><tr><td>[<a href="#Shell-Grammar" title="Up section"> Up </a>]</td></tr></table></body></html>"""
+    assert nav(page, "Shell-Grammar.html") == Navigation(up=("index.html",), next="Redirection.html")
