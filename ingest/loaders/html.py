@@ -36,6 +36,10 @@ _DROP_CLASSES = frozenset(
     "menu mainmenu submenu searchmenu nosearch fancy_toc toc breadcrumb breadcrumbs navbar "
     "sidebar skip-link copybutton navheader navfooter".split()
 )
+# DocBook's title page sets its credits and subtitle as headings (<h3 class="author">
+# Richard Sharpe, Ed Warnicke</h3>, <h2 class="subtitle">Version 4.0.17</h2>): names of
+# people and a version, not sections of the manual; read as paragraphs
+_TITLE_PAGE_CLASSES = frozenset("author editor othercredit corpauthor collab subtitle".split())
 _DROP_IDS = frozenset("sidebar sidebarbutton navigation searchbox searchmenu toc".split())
 # Where the content lives, most specific first.
 _MAIN_XPATHS = (
@@ -255,7 +259,7 @@ def _walk(container: lxml.html.HtmlElement, out: list[BlockSpec], depth: int, *,
     for child in container:
         if not isinstance(child.tag, str):  # comments, processing instructions
             pass
-        elif child.tag in _HEADINGS:
+        elif child.tag in _HEADINGS and _TITLE_PAGE_CLASSES.isdisjoint((child.get("class") or "").split()):
             flush()
             # badly closed markup (`<h2>Index</h1>`) can put a whole page inside a heading
             blocks_inside = [d for d in child.iterdescendants() if isinstance(d.tag, str) and d.tag in _BLOCK_TAGS]

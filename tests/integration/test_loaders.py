@@ -147,6 +147,20 @@ def test_docbook_chunked_page_without_its_navigation() -> None:
     assert doc.text == "8.2. The “Capture File Properties” Dialog\n\nGeneral information about the current capture file."
 
 
+def test_docbook_title_page_credits_are_no_section() -> None:
+    # DocBook XSL sets a book's authors and subtitle as <h3 class="author">, <h2
+    # class="subtitle">: a heading of names would become a section of the manual
+    # ("Richard Sharpe, Ed Warnicke, Ulf Lamping")
+    raw = """<html><head><title>Wireshark User’s Guide</title></head><body><div class="book">
+    <div class="titlepage"><h1 class="title">Wireshark User’s Guide</h1><h2 class="subtitle">Version 4.0.17</h2>
+    <h3 class="author"><span class="firstname">Richard</span> <span class="surname">Sharpe</span></h3>
+    <h3 class="editor">Ed Warnicke</h3></div>
+    <h2 class="title">Preface</h2><p>Wireshark is one of those programs.</p></div></body></html>""".encode()
+    doc = load_html(raw, doc_id="index.html", path="/wsug/index.html")
+    assert headings(doc) == [(1, "Wireshark User’s Guide"), (2, "Preface")]
+    assert "Richard Sharpe" in doc.text and "Version 4.0.17" in doc.text  # still the page's words
+
+
 def test_sphinx_tutorial_lists_and_code() -> None:
     doc = load(DATA / "html/python_controlflow.html", load_html)
     assert_offsets(doc)
