@@ -29,18 +29,20 @@ _DROP_ROLES = frozenset(
 )
 # Page chrome by class: Sphinx (related, sphinxsidebar, headerlink...), SQLite's
 # docs (menu, searchmenu, nosearch, fancy_toc), DocBook's chunked HTML (navheader,
-# navfooter: "Prev | Chapter 8. Statistics | Next" above and below every page) and
-# common site templates.
+# navfooter: "Prev | Chapter 8. Statistics | Next" above and below every page; docnav,
+# Publican's "Prev | The Debian Administrator's Handbook | Next") and common site
+# templates.
 _DROP_CLASSES = frozenset(
     "related sphinxsidebar sphinxsidebarwrapper headerlink footer mobile-nav menu-wrapper "
     "menu mainmenu submenu searchmenu nosearch fancy_toc toc breadcrumb breadcrumbs navbar "
-    "sidebar skip-link copybutton navheader navfooter".split()
+    "sidebar skip-link copybutton navheader navfooter docnav".split()
 )
 # DocBook's title page sets its credits and subtitle as headings (<h3 class="author">
 # Richard Sharpe, Ed Warnicke</h3>, <h2 class="subtitle">Version 4.0.17</h2>): names of
 # people and a version, not sections of the manual; read as paragraphs
 _TITLE_PAGE_CLASSES = frozenset("author editor othercredit corpauthor collab subtitle".split())
-_DROP_IDS = frozenset("sidebar sidebarbutton navigation searchbox searchmenu toc".split())
+# (banner: a site's strip above every page, "Download the ebook")
+_DROP_IDS = frozenset("sidebar sidebarbutton navigation searchbox searchmenu toc banner".split())
 # Where the content lives, most specific first.
 _MAIN_XPATHS = (
     "//main",

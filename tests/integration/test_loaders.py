@@ -161,6 +161,21 @@ def test_docbook_title_page_credits_are_no_section() -> None:
     assert "Richard Sharpe" in doc.text and "Version 4.0.17" in doc.text  # still the page's words
 
 
+def test_publican_page_without_its_banner_and_navigation() -> None:
+    # Publican's DocBook pages (the Debian Administrator's Handbook): a banner, the
+    # product's images and "Prev | The Debian Administrator's Handbook | Next" opened
+    # every page's first chunk
+    raw = """<html><head><title>Chapter 9. Unix Services</title></head><body>
+    <div id="banner"><a href="http://debian-handbook.info/get/"><span class="text">Download the ebook</span></a></div>
+    <ul class="docnav top"><li class="previous"><a accesskey="p" href="prev.html"><strong>Prev</strong></a></li>
+    <li class="home">The Debian Administrator's Handbook</li><li class="next"><a accesskey="n" href="next.html"><strong>Next</strong></a></li></ul>
+    <div class="chapter"><h1 class="title">Chapter 9. Unix Services</h1>
+    <div class="para">This chapter covers a number of basic services.</div></div></body></html>""".encode()
+    doc = load_html(raw, doc_id="unix-services.html", path="/handbook/unix-services.html")
+    assert doc.text == "Chapter 9. Unix Services\n\nThis chapter covers a number of basic services."
+    assert doc.nav_next == "next.html"  # the navigation is still read before it is dropped
+
+
 def test_sphinx_tutorial_lists_and_code() -> None:
     doc = load(DATA / "html/python_controlflow.html", load_html)
     assert_offsets(doc)
