@@ -234,8 +234,14 @@ RELATION_SENTENCES = SentenceRules(_RELATION_END, _relation_abbreviation, trim=F
 # -- sentences that read on their own ---------------------------------------------------
 
 _LEANING_START = re.compile(
-    r"^(?:this|these|that|those|it|they|such|see|here|there|then|also|however|but|so|thus|hence|"
+    # "This chapter covers ..." says what the part of the manual it opens is about ("This
+    # section has moved" does not)
+    r"^(?:this(?!\s+(?:chapter|section|page|document|manual|guide|book|tutorial|appendix|part|article)\s+"
+    r"(?:will\s+|also\s+)?(?:covers?|describes?|explains?|introduces?|presents?|shows?|discusses?|documents?|"
+    r"provides?|contains?|gives?|lists?|focuses|is about)\b)|"
+    r"these|that|those|it|they|such|see|here|there|then|also|however|but|so|thus|hence|"
     r"otherwise|instead|likewise|similarly|again|in particular|for example|for instance|in this case|as such|"
+    r"as a (?:consequence|result)|"
     # a comparison or a case of what came before, or the default of a setting it does not
     # name ("In that case ...", "The default value is 'no'."): the subject is elsewhere
     r"in (?:that|either|each|both|such) cases?|in contrast|by contrast|the (?:latter|former)|in other words|"

@@ -235,3 +235,20 @@ def test_siblings_told_apart_only_by_their_numbers_keep_them() -> None:
     assert [c.title for c in tops[0].items if isinstance(c, OutlineNode)] == [
         "1.4 Changelog", "1.3 Changelog", "1.2 Changelog", "Questions"
     ]
+
+
+def test_a_chapter_saying_what_it_covers_opens_its_digest() -> None:
+    from arborgraph.core.leads import opening
+
+    # a DocBook chapter's abstract: its first sentence says what the chapter is about;
+    # the second leans on it ("them"), the third on the sentence before it
+    abstract = (
+        "This chapter covers a number of basic services that are common to many Unix systems. "
+        "All administrators should be familiar with them."
+    )
+    assert opening(abstract) == ["This chapter covers a number of basic services that are common to many Unix systems."]
+    later = "As a consequence, this chapter is more particularly targeting professional administrators today."
+    assert opening(later) == [] and lead_sentence(later) is None
+    # a section that only says where it went says nothing of a topic
+    assert lead_sentence("This section has moved to the chapter on declarative mapping of classes.") is None
+    assert lead_sentence("This option sets the size of the page cache in kibibytes.") is None
