@@ -163,9 +163,8 @@ def _pages(leaves: Sequence[Leaf]) -> list[_Open]:
 def _nested(pages: list[_Open], leaves: Sequence[Leaf]) -> list[_Open]:
     """Pages put under the page their own navigation names above them (the nearest one
     in the collection, in the page's folder or the one above it), after their parent's
-    own sections, in the manual's reading order
-    (its "next" links); the pages with none above them, in that order. Without
-    navigation: ``pages`` as they are."""
+    own sections, in the manual's reading order (its "next" links); the pages with none
+    above them, in that order. Without navigation: ``pages`` as they are."""
     first_leaf: dict[str, Leaf] = {}
     for leaf in leaves:
         first_leaf.setdefault(leaf.doc_id, leaf)
