@@ -135,6 +135,10 @@ class BuildRecord(_Stored):
     routes: list[Route] = Field(min_length=1)
     scopes: list[ScopeRecord]
     documents: dict[str, str]  # doc id -> content hash
+    # the loaders' code and parser versions the documents were read with
+    # (ingest.parse_cache.loader_fingerprint): chunks cut from another reading are not
+    # reused; None for a manifest written before it was recorded
+    loader: str | None = None
     counts: dict[str, StrictInt]
     timings_s: dict[str, float] = Field(default_factory=dict)
     # the timings of the last build that reused no document (this one's, or carried from

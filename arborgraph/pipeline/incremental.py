@@ -30,6 +30,7 @@ from arborgraph.core.errors import IndexUnusable
 from arborgraph.index.index_dir import build_running
 from arborgraph.index.store import Generation, open_generation
 from ingest.models import Chunk, Document
+from ingest.parse_cache import loader_fingerprint
 
 DocStatus = Literal["pending", "processing", "done", "failed", "skipped"]
 
@@ -42,9 +43,16 @@ class PreviousIndex:
     doc_hashes: dict[str, str]
     chunking: dict[str, Any]
     chunks_by_doc: dict[str, list[Chunk]] = field(default_factory=dict)
+    loader: str | None = None  # the loader fingerprint its documents were read with
 
     def reusable_chunks(self, doc: Document, chunking: dict[str, Any]) -> list[Chunk] | None:
+        """The live generation's chunks of ``doc`` when they are what chunking it now
+        would give: the same bytes, chunking settings and loaders (a loader that reads the
+        same bytes otherwise, such as a heading that is now a paragraph, cuts other
+        chunks); else None."""
         if chunking != self.chunking or self.doc_hashes.get(doc.doc_id) != doc.content_hash:
+            return None
+        if self.loader is None or self.loader != loader_fingerprint():
             return None
         return self.chunks_by_doc.get(doc.doc_id)
 
@@ -69,6 +77,7 @@ def load_previous(index_dir: Path) -> PreviousIndex | None:
         doc_hashes=dict(manifest.documents),
         chunking=manifest.config.get("chunking", {}),
         chunks_by_doc=by_doc,
+        loader=manifest.loader,
     )
 
 

@@ -26,6 +26,7 @@ from arborgraph.config import Config
 from arborgraph.core.errors import NoUsableDocuments, StorageError
 from arborgraph.pipeline.executor import make_executor
 from arborgraph.pipeline.incremental import load_previous
+from ingest.parse_cache import loader_fingerprint
 from arborgraph.index.manifest import BuildRecord, ModeRecord
 from arborgraph.pipeline.embed import EmbedderFactory, Embedders, try_load_embedder
 from arborgraph.pipeline.load import input_kilobytes
@@ -176,6 +177,7 @@ def manifest_record(ctx: BuildContext, built: Built) -> BuildRecord:
         routes=built.routes,
         scopes=built.scopes.records,
         documents={d.doc_id: d.content_hash for d in loaded.docs},
+        loader=loader_fingerprint(),
         counts={"documents": len(loaded.docs), "chunks": len(built.chunked.chunks), "skipped": len(loaded.skipped)},
         timings_s=report.timings_s,
         full_build_timings_s=_full_build_timings(ctx),

@@ -70,3 +70,31 @@ def test_unchanged_rebuild_reuses_everything(tmp_path: Path, sample_slice: Path)
     assert again.stages["tree"]["reused"] == 1 and again.stages["graph"]["reused"] == 1
     assert again.stages["documents"]["unchanged"] == 3
     assert (again.stages["documents"]["parsed"], again.stages["documents"]["parses_reused"]) == (0, 3)
+
+
+def test_chunks_cut_by_other_loaders_are_cut_again(tmp_path: Path, sample_slice: Path) -> None:
+    """A loader may read the same bytes otherwise after an upgrade (a heading that is now
+    a paragraph): the chunks the live generation cut with other loaders are not reused
+    for unchanged files, and the next rebuild with the same loaders reuses them again."""
+    import json
+
+    from arborgraph.index import layout
+    from arborgraph.index.manifest import write_manifest
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("wal.md", "lockingv3.md"):
+        shutil.copy(sample_slice / name, docs / name)
+    index = tmp_path / "idx"
+    build_index([docs], index)
+    # the live generation as another checkout's loaders would have recorded it
+    gen = index / (index / "CURRENT").read_text().strip()
+    data = json.loads((gen / layout.MANIFEST).read_text())
+    assert len(data["loader"]) == 64
+    write_manifest(gen, {**data, "loader": "0" * 64})
+    again = build_index([docs], index, force=True)
+    assert again.stages["documents"]["unchanged"] == 2
+    assert again.stages["documents"]["chunks_reused_from"] == 0
+    assert again.embeddings_computed == 0  # the same chunks: their vectors come from the cache
+    third = build_index([docs], index, force=True)
+    assert third.stages["documents"]["chunks_reused_from"] == 2
