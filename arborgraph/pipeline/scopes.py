@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from arborgraph.index.scoped import PUBLIC, load_scope_tree, scope_of
 from arborgraph.index.store import GenerationWriter
 from ingest.models import Chunk, Document
 
+if TYPE_CHECKING:  # raptor's package costs a fifth of a second to import; a type needs none of it
+    from raptor.tree import PageNavigation
+
 
 @dataclass(frozen=True)
 class ScopePart:
@@ -30,7 +33,7 @@ class ScopePart:
     rows: np.ndarray  # row of each chunk in the chunks table / chunk vectors
     # its documents' places by their own navigation (pages above, page after), by
     # doc_id; only documents that have any
-    navigation: dict[str, tuple[tuple[str, ...], str | None]] = field(default_factory=dict)
+    navigation: dict[str, PageNavigation] = field(default_factory=dict)
 
 
 def partition_by_scope(docs: Sequence[Document], chunks: Sequence[Chunk]) -> list[ScopePart]:
@@ -99,7 +102,7 @@ def scope_records(
     return Scopes(parts=parts, records=records)
 
 
-def _navigation(docs: Sequence[Document]) -> dict[str, tuple[tuple[str, ...], str | None]]:
+def _navigation(docs: Sequence[Document]) -> dict[str, PageNavigation]:
     """Each document's navigation (pages above, page after) that names documents read
     from the same input folder as itself. Two input folders may each hold an
     ``index.html``; the build keeps one, and the other manual's chapters must not then
@@ -114,7 +117,7 @@ def _navigation(docs: Sequence[Document]) -> dict[str, tuple[tuple[str, ...], st
     def same_root(doc: Document, target: str | None) -> bool:
         return target is not None and root[doc.doc_id] is not None and root.get(target) == root[doc.doc_id]
 
-    out: dict[str, tuple[tuple[str, ...], str | None]] = {}
+    out: dict[str, PageNavigation] = {}
     for d in docs:
         up = tuple(t for t in d.nav_up if same_root(d, t))
         following = d.nav_next if same_root(d, d.nav_next) else None
